@@ -1,0 +1,95 @@
+"""The `evosyn` command line."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+import storage.offline  # noqa: F401
+
+
+class UserError(click.ClickException):
+    """A one-line error for the user: printed as ``error: …``, exit code 2."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:  # one line, no usage dump
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", type=click.Path(file_okay=False), envvar="EVOSYN_HOME",
+              help="Store root (default ./.evosyn, env EVOSYN_HOME).")
+@click.pass_context
+def main(ctx: click.Context, home: str | None) -> None:
+    """EvoSyn: closed-loop synthesis of training data for tool-using agents."""
+    from storage.config import load_dotenv_secrets
+
+    load_dotenv_secrets()
+    ctx.obj = {"home": home}
+
+
+def store_from(ctx: click.Context, create: bool = True):
+    from storage.store import Store
+
+    return Store(ctx.obj.get("home"), create=create)
+
+
+# ---------------------------------------------------------------- config
+@main.group()
+def config() -> None:
+    """Run configurations."""
+
+
+@config.command("validate")
+@click.argument("file", type=click.Path(dir_okay=False))
+def config_validate(file: str) -> None:
+    """Check a YAML run config and print the resolved settings."""
+    from storage.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(file)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    click.echo(f"ok: {file}")
+    for key, value in cfg.model_dump(mode="json").items():
+        click.echo(f"  {key}: {value}")
+
+
+# ---------------------------------------------------------------- query
+@main.command()
+@click.argument("sql")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]),
+              default="table", show_default=True)
+@click.option("--output", type=click.Path(dir_okay=False), help="Write the result to this file.")
+@click.option("--limit", type=int, default=50, show_default=True, help="Rows shown in table format.")
+@click.pass_context
+def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int) -> None:
+    """Run SQL over every store table (runs, tasks, verdicts, …) with DuckDB."""
+    import duckdb
+
+    from storage.catalog import query as run_query
+
+    if fmt == "parquet" and not output:
+        raise UserError("--format parquet needs --output PATH")
+    try:
+        result = run_query(sql, store_from(ctx, create=False))
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"SQL: {first}") from None
+    from flows.render import write_result
+
+    write_result(result, fmt, Path(output) if output else None, limit)
+
+
+def run() -> None:  # console-script entry point
+    try:
+        main(standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,105 @@
+"""Pydantic record <-> Arrow schema and rows.
+
+Scalars map to native Arrow types, ``list[str]`` to ``list<string>`` (queryable
+with DuckDB list functions) and everything nested (dicts, sub-models, lists of
+sub-models) to a JSON string column, so the schema of a table never depends on
+the data written to it.
+"""
+from __future__ import annotations
+
+import json
+import types
+import typing
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Literal
+
+import pyarrow as pa
+from pydantic import BaseModel
+
+from storage.records import Record
+
+_SCALARS: dict[type, pa.DataType] = {
+    str: pa.string(),
+    int: pa.int64(),
+    float: pa.float64(),
+    bool: pa.bool_(),
+    datetime: pa.timestamp("us", tz="UTC"),
+}
+
+
+def _strip_optional(annotation: Any) -> tuple[Any, bool]:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return annotation, False
+
+
+def arrow_type(annotation: Any) -> tuple[pa.DataType, bool]:
+    """Arrow type of a field annotation and whether the column holds JSON."""
+    annotation, _ = _strip_optional(annotation)
+    if annotation in _SCALARS:
+        return _SCALARS[annotation], False
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        return pa.string(), False
+    if origin is list and typing.get_args(annotation) == (str,):
+        return pa.list_(pa.string()), False
+    return pa.string(), True
+
+
+@lru_cache(maxsize=None)
+def schema_of(model: type[Record]) -> pa.Schema:
+    fields = []
+    for name, info in model.model_fields.items():
+        dtype, is_json = arrow_type(info.annotation)
+        meta = {b"json": b"1"} if is_json else None
+        fields.append(pa.field(name, dtype, nullable=True, metadata=meta))
+    return pa.schema(fields, metadata={b"evosyn_record": model.__name__.encode()})
+
+
+@lru_cache(maxsize=None)
+def json_columns(model: type[Record]) -> frozenset[str]:
+    return frozenset(f.name for f in schema_of(model) if f.metadata and f.metadata.get(b"json"))
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def to_table(records: typing.Sequence[Record], model: type[Record]) -> pa.Table:
+    schema = schema_of(model)
+    jcols = json_columns(model)
+    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+    for rec in records:
+        if type(rec) is not model:
+            raise TypeError(f"expected {model.__name__} records, got {type(rec).__name__}")
+        row = rec.model_dump(mode="python")
+        for name in schema.names:
+            value = row[name]
+            if name in jcols:
+                value = _dump(_jsonable(getattr(rec, name)))
+            columns[name].append(value)
+    return pa.table(columns, schema=schema)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def from_rows(rows: typing.Iterable[dict[str, Any]], model: type[Record]) -> list[Record]:
+    jcols = json_columns(model)
+    out = []
+    for row in rows:
+        data = {k: (json.loads(v) if k in jcols and v is not None else v) for k, v in row.items()
+                if k in model.model_fields}
+        out.append(model.model_validate(data))
+    return out

@@ -1,0 +1,128 @@
+"""Run configuration: YAML -> pydantic, environment overrides, `.env` for secrets.
+
+Secrets never live in the config itself: a role names the environment variable
+that holds its API key (``api_key_env``), read only when the client is built.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from storage.records import Arm
+
+DOMAINS = ("airline", "retail", "telecom")
+ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector", "task_agent")
+
+
+class ConfigError(ValueError):
+    """A one-line, user-facing configuration error."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RoleConfig(_Strict):
+    backend: Literal["embedded", "llm"] = "embedded"
+    provider: Literal["openai", "anthropic", "openai_compatible"] | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=4096, ge=1)
+    max_concurrency: int = Field(default=8, ge=1)
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    max_invalid_retries: int = Field(default=2, ge=0, le=10)
+
+
+class StoreConfig(_Strict):
+    root: str | None = None
+    tracking_uri: str | None = None
+
+
+class RunConfig(_Strict):
+    domain: Literal["airline", "retail", "telecom"] = "airline"
+    arm: Arm = "evosyn"
+    backend: Literal["embedded", "llm"] = "embedded"
+    rounds: int = Field(default=3, ge=1, le=50)
+    budget: int = Field(default=200, ge=1, le=1_000_000)
+    seed: int = Field(default=0, ge=0)
+    learner: Literal["embedded", "llamafactory"] = "embedded"
+    chunk_size: int = Field(default=50, ge=1)
+    concurrency: int = Field(default=2, ge=1, le=256)
+    stop_after_static_rounds: int = Field(default=2, ge=1)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    roles: dict[Literal[ROLES], RoleConfig] = Field(default_factory=dict)  # type: ignore[valid-type]
+
+    def store_root(self) -> Path:
+        root = self.store.root or os.environ.get("EVOSYN_HOME") or ".evosyn"
+        return Path(root).expanduser()
+
+
+_ENV_OVERRIDES = {
+    "EVOSYN_DOMAIN": "domain", "EVOSYN_ARM": "arm", "EVOSYN_BACKEND": "backend",
+    "EVOSYN_ROUNDS": "rounds", "EVOSYN_BUDGET": "budget", "EVOSYN_SEED": "seed",
+    "EVOSYN_LEARNER": "learner",
+}
+
+
+def _describe(err: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        return f"field '{loc}': unknown field (remove it or check its spelling)"
+    return f"field '{loc}': {err['msg']} (got {err.get('input')!r})"
+
+
+def validate_config(data: Any, source: str = "config") -> RunConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"invalid {source}: the top level must be a mapping of fields, "
+                          f"got {type(data).__name__}")
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid {source}: " + "; ".join(_describe(e) for e in exc.errors())) from None
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"invalid config {p}: no such file (pass the path of a YAML run config)")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"invalid config {p}: YAML syntax error{where}: {problem}") from None
+    return data if data is not None else {}
+
+
+def load_config(path: str | os.PathLike[str] | None = None, overrides: dict[str, Any] | None = None,
+                env: dict[str, str] | None = None) -> RunConfig:
+    """File, then ``EVOSYN_*`` environment variables, then explicit overrides (CLI flags)."""
+    env = os.environ if env is None else env
+    data = read_config_file(path) if path is not None else {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"invalid config {path}: the top level must be a mapping of fields")
+    for var, field in _ENV_OVERRIDES.items():
+        if env.get(var):
+            data[field] = env[var]
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            data[key] = value
+    return validate_config(data, source=f"config {path}" if path else "config")
+
+
+def load_dotenv_secrets(path: str | os.PathLike[str] = ".env") -> None:
+    """Load API keys from a `.env` file into the environment (never overriding what is set)."""
+    from dotenv import load_dotenv
+
+    if Path(path).is_file():
+        load_dotenv(path, override=False)

@@ -1,0 +1,27 @@
+"""Offline, quiet defaults for the libraries EvoSyn drives.
+
+Set before Prefect, MLflow or litellm are imported anywhere in the process, so
+that no run ever phones home. Values already set by the user win.
+"""
+from __future__ import annotations
+
+import os
+
+OFFLINE_DEFAULTS: dict[str, str] = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "true",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "HF_HUB_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+def apply_offline_defaults() -> None:
+    for key, value in OFFLINE_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+apply_offline_defaults()

@@ -1,0 +1,347 @@
+"""The contracts between stages: one pydantic model per artifact of DESIGN.md.
+
+Every record carries the lineage ids (run, round, space version, direction,
+blueprint) so any row can be traced back to the decision that produced it.
+Each record class maps to one Parquet table (see ``TABLES``); its Arrow schema
+is derived in ``storage.arrow`` and is stable across runs.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+class Contract(BaseModel):
+    """Base for nested value objects: strict, no unknown fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Record(Contract):
+    """Base for a row of a store table, with lineage ids."""
+
+    table: ClassVar[str] = ""
+
+    run_id: str
+    round: int = Field(ge=0)
+    space_version: int = Field(default=0, ge=0)
+    direction_id: str | None = None
+    blueprint_id: str | None = None
+
+
+# ---------------------------------------------------------------- run
+Arm = Literal["evosyn", "static", "no_feedback", "no_reflector", "no_designer", "single_agent"]
+
+
+class Run(Record):
+    table: ClassVar[str] = "runs"
+
+    domain: str
+    arm: Arm = "evosyn"
+    backend: Literal["embedded", "llm"] = "embedded"
+    seed: int = 0
+    rounds: int = Field(ge=1)
+    budget: int = Field(ge=1)
+    config_json: str = "{}"
+    status: Literal["running", "finished", "failed"] = "running"
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+# ---------------------------------------------------------------- synthesis space
+FactorStatus = Literal["seed", "experimental", "standard", "deprecated"]
+
+
+class Cardinality(Contract):
+    """How many values of a factor one blueprint selects (inclusive bounds)."""
+
+    min: int = Field(default=1, ge=0)
+    max: int = Field(default=1, ge=1)
+
+
+class Factor(Contract):
+    key: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    values: list[str] = Field(min_length=1)
+    guidance: str = ""
+    status: FactorStatus = "seed"
+    cardinality: Cardinality = Field(default_factory=Cardinality)
+    observable: bool = False  # the verifier can measure it on a trajectory
+    added_in: int = 1
+
+
+class SpaceChange(Contract):
+    kind: Literal["add_factor", "add_value", "promote", "keep_experimental", "deprecate"]
+    factor: str
+    values: list[str] = Field(default_factory=list)
+    reason: str = ""
+    evidence: str = ""
+
+
+class SynthesisSpace(Record):
+    """One immutable version of the synthesis space (ontology) of a domain."""
+
+    table: ClassVar[str] = "spaces"
+
+    domain: str
+    version: int = Field(ge=1)
+    parent_version: int | None = None
+    factors: list[Factor]
+    diff: list[SpaceChange] = Field(default_factory=list)
+    restrictions: dict[str, list[str]] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)
+
+    def factor(self, key: str) -> Factor:
+        for f in self.factors:
+            if f.key == key:
+                return f
+        known = ", ".join(f.key for f in self.factors)
+        raise KeyError(f"factor {key!r} is not in space v{self.version} (known: {known})")
+
+    @property
+    def active(self) -> list[Factor]:
+        return [f for f in self.factors if f.status != "deprecated"]
+
+
+# ---------------------------------------------------------------- design and plan
+ObjectiveType = Literal["undercovered", "over_mastered", "failure_targeted", "exploration", "repair"]
+BudgetLevel = Literal["zero", "low", "medium", "high", "explore"]
+
+
+class Direction(Record):
+    """A Designer condition: a controllable region of the space plus budget (App. D)."""
+
+    table: ClassVar[str] = "directions"
+
+    condition_id: str
+    objective_type: ObjectiveType
+    objective: str
+    preferred_values: dict[str, list[str]] = Field(default_factory=dict)
+    allowed_values: dict[str, list[str]] = Field(default_factory=dict)
+    forbidden_values: dict[str, list[str]] = Field(default_factory=dict)
+    avoid_patterns: list[str] = Field(default_factory=list)
+    budget_level: BudgetLevel
+    n_blueprints: int = Field(default=0, ge=0)
+    rationale: str = ""
+    steering: Literal["cold_start", "learner_feedback", "new_factor", "none"] = "cold_start"
+
+
+class DifficultyControls(Contract):
+    expected_tool_calls: str
+    num_policy_constraints: str
+    num_entities: str
+    requires_clarification: bool
+    allows_user_false_claim: bool
+    requires_state_change: bool
+
+
+class Blueprint(Record):
+    """A Planner output: one task type grounded in the space (App. D)."""
+
+    table: ClassVar[str] = "blueprints"
+
+    plan_id: str
+    domain: str
+    selected_dimensions: dict[str, list[str]]
+    generation_intent: str
+    success_focus: list[str] = Field(default_factory=list)
+    diversity_notes: list[str] = Field(default_factory=list)
+    expected_difficulty_controls: DifficultyControls
+    seed: int = 0
+
+
+# ---------------------------------------------------------------- tasks and trajectories
+class SynthTask(Record):
+    """An executable task: a tau2 ``Task`` (as JSON) plus requested factor values."""
+
+    table: ClassVar[str] = "tasks"
+
+    task_id: str
+    domain: str
+    tau2_task: dict[str, Any]
+    requested: dict[str, list[str]] = Field(default_factory=dict)
+    generator: str = "embedded"
+    source: Literal["synthesized", "official", "test_set"] = "synthesized"
+
+
+class ToolCall(Contract):
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    requestor: Literal["assistant", "user"] = "assistant"
+
+
+class Message(Contract):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    error: bool = False  # tool observations only: the call failed inside the tool
+    requestor: Literal["assistant", "user"] = "assistant"
+
+
+class Trajectory(Record):
+    table: ClassVar[str] = "trajectories"
+
+    trajectory_id: str
+    task_id: str
+    messages: list[Message]
+    producer: Literal["teacher", "repair", "learner", "gold", "llm_agent"] = "teacher"
+    model_version: str = ""
+    attempt: int = Field(default=0, ge=0)
+    termination: str = "agent_stop"
+
+
+class CheckResult(Contract):
+    name: str
+    passed: bool
+    reason: str = ""
+    skipped: bool = False
+
+
+class Verdict(Record):
+    table: ClassVar[str] = "verdicts"
+
+    verdict_id: str
+    task_id: str
+    trajectory_id: str
+    reward: float
+    passed: bool
+    checks: list[CheckResult]
+    observed: dict[str, list[str]] = Field(default_factory=dict)
+    attempt: int = Field(default=0, ge=0)
+    repair_reason: str = ""
+
+    def failed(self) -> list[CheckResult]:
+        return [c for c in self.checks if not c.passed and not c.skipped]
+
+
+class SFTExample(Record):
+    table: ClassVar[str] = "sft_examples"
+
+    example_id: str
+    task_id: str
+    trajectory_id: str
+    split: Literal["train", "diagnostic"] = "train"
+    messages: list[Message]
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- learning and feedback
+class Evaluation(Record):
+    table: ClassVar[str] = "evaluations"
+
+    evaluation_id: str
+    task_id: str
+    trajectory_id: str
+    model_version: str
+    task_set: Literal["diagnostic", "test", "official"]
+    success: bool
+    reward: float
+    num_steps: int = 0
+    observed: dict[str, list[str]] = Field(default_factory=dict)
+    failed_checks: list[str] = Field(default_factory=list)
+
+
+class SliceStat(Contract):
+    factor: str
+    value: str
+    count: int
+    successes: int = 0
+    success_rate: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    coverage: float | None = None
+    delta: float | None = None
+
+
+class Feedback(Record):
+    table: ClassVar[str] = "feedback"
+
+    feedback_id: str
+    model_version: str
+    overall_success: float
+    n_evaluated: int
+    performance: list[SliceStat] = Field(default_factory=list)
+    coverage: list[SliceStat] = Field(default_factory=list)
+    with_learner_evidence: bool = True
+
+
+class ProbeBucket(Contract):
+    bucket: str
+    count: int
+    failure_rate: float | None = None
+    coverage: float = 0.0
+
+
+class Probe(Record):
+    table: ClassVar[str] = "probes"
+
+    probe: str
+    buckets: list[ProbeBucket]
+    cmi_given_space: float = 0.0  # I(Y_fail; probe | current factors), App. B.10
+    nmi_tool_tertiles: float = 0.0  # NMI(probe, tool-count tertile), App. B.11
+    residual_cmi: float = 0.0  # I(Y_fail; probe | tertile)
+    coverage_gap: float = 0.0
+    suggested_factor: str = ""
+    suggested_values: list[str] = Field(default_factory=list)
+    in_space: bool = False
+
+
+class DimensionReview(Contract):
+    dimension: str
+    decision: Literal["promote", "keep_experimental", "deprecate"]
+    reason: str = ""
+    evidence: str = ""
+
+
+class Proposal(Contract):
+    action: Literal["no_change", "promote_probe_to_dimension", "add_value"]
+    dimension_name: str = ""
+    values: list[str] = Field(default_factory=list)
+    reason: str = ""
+    evidence: str = ""
+
+
+class Reflection(Record):
+    """The Reflector's decision (App. D output schema) for one round."""
+
+    table: ClassVar[str] = "reflections"
+
+    round_id: str
+    synthesis_space_version_in: int
+    synthesis_space_version_out: int
+    dimension_reviews: list[DimensionReview] = Field(default_factory=list)
+    new_proposals: list[Proposal] = Field(default_factory=list)
+    summary: str = ""
+    steering: Literal["learner_feedback", "new_factor", "none"] = "learner_feedback"
+
+
+class LLMCall(Record):
+    table: ClassVar[str] = "llm_calls"
+
+    call_id: str
+    role: str
+    provider: str
+    model: str
+    request_hash: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+    cache_hit: bool = False
+    status: Literal["ok", "invalid", "error"] = "ok"
+    error: str = ""
+    attempt: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+RECORD_TYPES: tuple[type[Record], ...] = (
+    Run, SynthesisSpace, Direction, Blueprint, SynthTask, Trajectory, Verdict,
+    SFTExample, Evaluation, Feedback, Probe, Reflection, LLMCall,
+)
+TABLES: dict[str, type[Record]] = {cls.table: cls for cls in RECORD_TYPES}

@@ -1,0 +1,146 @@
+"""The Parquet store: one table per record type, partitioned run_id=…/round=…/.
+
+Writes are atomic (temp file in the partition, then ``os.replace``) and
+idempotent per chunk id: writing chunk ``c`` again replaces ``c.parquet``, it
+never adds a second copy. Reads return polars DataFrames.
+"""
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Sequence
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from storage.arrow import from_rows, schema_of, to_table
+from storage.records import TABLES, Record
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+SCHEMA_FILE = "_schema.parquet"
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("EVOSYN_HOME", ".evosyn")).expanduser()
+
+
+def _check_id(kind: str, value: str) -> str:
+    if not _SAFE_ID.match(value):
+        raise ValueError(f"{kind} {value!r} is not a safe id: use letters, digits, '_', '.', '-' "
+                         "(at most 128 characters, not starting with a symbol)")
+    return value
+
+
+def table_for(name: str) -> type[Record]:
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(sorted(TABLES))}") from None
+
+
+def _atomic_write(table, path: Path) -> None:
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+class Store:
+    """A store root holding every EvoSyn table (default ``./.evosyn``, env ``EVOSYN_HOME``)."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, create: bool = True):
+        self.root = Path(root).expanduser() if root is not None else default_root()
+        self.tables_dir = self.root / "tables"
+        if create:
+            self._ensure_schema_files()
+
+    # ------------------------------------------------------------ layout
+    def table_dir(self, table: str) -> Path:
+        table_for(table)
+        return self.tables_dir / table
+
+    def partition_dir(self, table: str, run_id: str, round: int) -> Path:
+        return self.table_dir(table) / f"run_id={_check_id('run_id', run_id)}" / f"round={int(round)}"
+
+    def _ensure_schema_files(self) -> None:
+        """An empty Parquet file per table, so globs (and DuckDB views) never come up empty."""
+        for name, model in TABLES.items():
+            path = self.tables_dir / name / SCHEMA_FILE
+            schema = schema_of(model)
+            if path.exists():
+                try:
+                    if pq.read_schema(path).equals(schema, check_metadata=False):
+                        continue
+                except Exception:  # a corrupt schema file is rewritten below
+                    pass
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(schema.empty_table(), path)
+
+    # ------------------------------------------------------------ writes
+    def write(self, records: Sequence[Record], chunk_id: str) -> list[Path]:
+        """Write records as chunk ``chunk_id`` of their table, replacing any earlier copy."""
+        _check_id("chunk_id", chunk_id)
+        if not records:
+            return []
+        model = type(records[0])
+        if model.table not in TABLES:
+            raise TypeError(f"{model.__name__} is not a store record")
+        groups: dict[tuple[str, int], list[Record]] = defaultdict(list)
+        for rec in records:
+            groups[(rec.run_id, rec.round)].append(rec)
+        paths = []
+        for (run_id, rnd), recs in sorted(groups.items()):
+            part = self.partition_dir(model.table, run_id, rnd)
+            part.mkdir(parents=True, exist_ok=True)
+            path = part / f"{chunk_id}.parquet"
+            _atomic_write(to_table(recs, model), path)
+            paths.append(path)
+        return paths
+
+    def has_chunk(self, table: str, run_id: str, round: int, chunk_id: str) -> bool:
+        return (self.partition_dir(table, run_id, round) / f"{chunk_id}.parquet").exists()
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove every partition of one run (used by tests and `--force` reruns)."""
+        import shutil
+
+        for name in TABLES:
+            part = self.table_dir(name) / f"run_id={_check_id('run_id', run_id)}"
+            if part.exists():
+                shutil.rmtree(part)
+
+    # ------------------------------------------------------------ reads
+    def files(self, table: str, run_id: str | None = None, round: int | None = None) -> list[Path]:
+        base = self.table_dir(table)
+        run_glob = f"run_id={_check_id('run_id', run_id)}" if run_id is not None else "run_id=*"
+        round_glob = f"round={int(round)}" if round is not None else "round=*"
+        return sorted(base.glob(f"{run_glob}/{round_glob}/*.parquet"))
+
+    def read(self, table: str, run_id: str | None = None, round: int | None = None) -> pl.DataFrame:
+        model = table_for(table)
+        files = self.files(table, run_id, round)
+        if not files:
+            return pl.from_arrow(schema_of(model).empty_table())
+        return pl.read_parquet(files, hive_partitioning=False)
+
+    def read_records(self, table: str, run_id: str | None = None,
+                     round: int | None = None) -> list[Record]:
+        model = table_for(table)
+        files = self.files(table, run_id, round)
+        rows: list[dict] = []
+        for f in files:
+            rows.extend(pq.read_table(f).to_pylist())
+        return from_rows(rows, model)
+
+    def count(self, table: str, run_id: str | None = None, round: int | None = None) -> int:
+        return sum(pq.read_metadata(f).num_rows for f in self.files(table, run_id, round))
+
+    def runs(self) -> list[str]:
+        base = self.table_dir("runs")
+        return sorted(p.name.split("=", 1)[1] for p in base.glob("run_id=*") if p.is_dir())

@@ -1,0 +1,1 @@
+import storage.offline  # noqa: F401  (offline, quiet defaults before any heavy import)

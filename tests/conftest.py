@@ -1,0 +1,31 @@
+"""Shared fixtures: an isolated store root per test, quiet offline defaults."""
+from __future__ import annotations
+
+import os
+
+import storage.offline  # noqa: F401
+import pytest
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    root = tmp_path / "home"
+    monkeypatch.setenv("EVOSYN_HOME", str(root))
+    return root
+
+
+@pytest.fixture
+def store(home):
+    from storage.store import Store
+
+    return Store(home)
+
+
+@pytest.fixture(autouse=True)
+def _no_network_env(monkeypatch):
+    # Anything that would try a remote endpoint fails fast instead of hanging.
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "*")
+    yield
+    os.environ.pop("EVOSYN_TEST_SENTINEL", None)

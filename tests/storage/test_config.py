@@ -1,0 +1,35 @@
+import pytest
+
+from storage.config import ConfigError, load_config
+
+
+def write(tmp_path, text):
+    p = tmp_path / "cfg.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_valid_config_with_env_and_flag_overrides(tmp_path):
+    p = write(tmp_path, "domain: airline\nrounds: 2\nroles:\n  planner: {backend: llm, provider: openai, model: m}\n")
+    cfg = load_config(p, overrides={"seed": 7}, env={"EVOSYN_BUDGET": "40"})
+    assert (cfg.rounds, cfg.budget, cfg.seed, cfg.roles["planner"].model) == (2, 40, 7, "m")
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("domain: airlines\n", "field 'domain'"),
+    ("rounds: 0\n", "field 'rounds'"),
+    ("budgett: 3\n", "field 'budgett': unknown field"),
+    ("roles:\n  painter: {}\n", "field 'roles.painter"),
+    ("rounds: [1\n", "YAML syntax error at line"),
+    ("- a\n- b\n", "top level must be a mapping"),
+])
+def test_bad_configs_give_one_line(tmp_path, text, needle):
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, text))
+    msg = str(err.value)
+    assert needle in msg and "\n" not in msg
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="no such file"):
+        load_config(tmp_path / "nope.yaml")

@@ -1,0 +1,54 @@
+import json
+
+import pytest
+
+from storage.tracking import Tracker
+from tests.storage.samples import samples
+
+
+@pytest.fixture(scope="module")
+def tracked(tmp_path_factory):
+    import mlflow
+
+    root = tmp_path_factory.mktemp("mlroot")
+    tracker = Tracker(root)
+    s = samples()
+    parent = tracker.start_run(s["runs"])
+    rounds = []
+    for r in (1, 2, 3):
+        rid = tracker.start_round(parent, "run-a", r)
+        tracker.log_metrics(rid, {"success_test": 0.1 * r, "verified_yield": 0.9}, step=r)
+        rounds.append(rid)
+    tracker.log_space(rounds[1], s["spaces"])
+    tracker.finish(parent)
+    return tracker, parent, rounds, mlflow
+
+
+def test_uses_a_local_sqlite_store(tracked):
+    tracker, *_ = tracked
+    assert tracker.uri.startswith("sqlite:///") and tracker.uri.endswith("mlflow.db")
+
+
+def test_parent_and_nested_rounds_are_searchable(tracked):
+    tracker, parent, rounds, mlflow = tracked
+    mlflow.set_tracking_uri(tracker.uri)
+    df = mlflow.search_runs(experiment_names=["evosyn"])
+    nested = df[df["tags.mlflow.parentRunId"] == parent]
+    assert sorted(nested["run_id"]) == sorted(rounds)
+    assert sorted(nested["metrics.success_test"].round(3)) == [0.1, 0.2, 0.3]
+    top = df[df["run_id"] == parent].iloc[0]
+    assert top["params.domain"] == "airline" and top["params.arm"] == "evosyn"
+
+
+def test_space_artifact_downloads_unchanged(tracked, tmp_path):
+    tracker, parent, rounds, mlflow = tracked
+    path = mlflow.artifacts.download_artifacts(run_id=rounds[1], artifact_path="spaces/space_v2.json",
+                                               dst_path=str(tmp_path), tracking_uri=tracker.uri)
+    data = json.loads(open(path).read())
+    assert data["version"] == 2 and data["factors"][0]["key"] == "num_write"
+
+
+def test_resume_reuses_existing_runs(tracked):
+    tracker, parent, rounds, _ = tracked
+    assert tracker.start_run(samples()["runs"]) == parent
+    assert tracker.start_round(parent, "run-a", 2) == rounds[1]
