@@ -1,0 +1,95 @@
+"""The environment interface every domain implements.
+
+A ``Domain`` is loaded once per process (tools, policy, DB, official tasks);
+``Domain.episode()`` gives a fresh, cheap copy of the initial state to act in.
+``Episode.step`` never raises for a tool error: the error comes back as an
+``Observation`` flagged ``error=True``.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ToolKind = Literal["read", "write", "generic"]
+Requestor = Literal["assistant", "user"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    kind: ToolKind
+    requestor: Requestor
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments
+
+    def openai_schema(self) -> dict[str, Any]:
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+@dataclass(frozen=True)
+class Observation:
+    content: str
+    error: bool = False
+
+
+@dataclass
+class EnvSummary:
+    """A compact description of a domain for prompts and `evosyn envs show`."""
+
+    domain: str
+    entity_counts: dict[str, int]
+    example_ids: dict[str, list[str]]
+    tools: dict[str, ToolKind] = field(default_factory=dict)
+
+
+class Episode(ABC):
+    """One interaction with a fresh copy of a domain's initial state."""
+
+    @abstractmethod
+    def step(self, name: str, arguments: dict[str, Any], requestor: Requestor = "assistant") -> Observation:
+        ...
+
+    @abstractmethod
+    def state_digest(self) -> str:
+        """A hash of the full state (agent and user DB); equal iff the states are equal."""
+
+    @abstractmethod
+    def check_assertion(self, assertion: Any) -> bool:
+        """Evaluate one tau2 ``EnvAssertion`` on the current state."""
+
+
+class Domain(ABC):
+    name: str
+    policy: str
+
+    @abstractmethod
+    def tools(self, requestor: Requestor | None = None) -> list[ToolSpec]: ...
+
+    def tool(self, name: str, requestor: Requestor = "assistant") -> ToolSpec | None:
+        for spec in self.tools(requestor):
+            if spec.name == name:
+                return spec
+        return None
+
+    @abstractmethod
+    def validate_arguments(self, name: str, arguments: dict[str, Any],
+                           requestor: Requestor = "assistant") -> str | None:
+        """None if the call is well-formed, else the reason it is not."""
+
+    @abstractmethod
+    def episode(self, initial_state: Any = None) -> Episode: ...
+
+    @abstractmethod
+    def tasks(self, split: str | None = None) -> list[Any]:
+        """Official tau2 ``Task`` objects of a split (None: all)."""
+
+    def official_task(self, task_id: str) -> Any | None:
+        return next((t for t in self.tasks(None) if t.id == task_id), None)
+
+    @abstractmethod
+    def splits(self) -> dict[str, int]: ...
+
+    @abstractmethod
+    def summary(self) -> EnvSummary: ...

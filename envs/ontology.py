@@ -1,0 +1,69 @@
+"""Initial synthesis spaces (App. B.1) as data files, loaded into ``SynthesisSpace`` v1."""
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Iterable
+
+from storage.records import Factor, SynthesisSpace
+
+SPACE_DOMAINS = ("airline", "retail", "telecom", "car_bench")
+
+# Factors the verifier can measure on a realized trajectory (envs/factors.py).
+OBSERVABLE = {"num_write", "num_read", "computation", "state_change_type", "trajectory_pattern"}
+
+
+class SpaceError(ValueError):
+    pass
+
+
+def validate_space(space: SynthesisSpace) -> SynthesisSpace:
+    keys = [f.key for f in space.factors]
+    if len(set(keys)) != len(keys):
+        raise SpaceError(f"space v{space.version}: duplicate factor keys in {keys}")
+    for f in space.factors:
+        if len(set(f.values)) != len(f.values):
+            raise SpaceError(f"space v{space.version}: factor {f.key!r} repeats a value")
+        if f.cardinality.min > f.cardinality.max or f.cardinality.max > len(f.values):
+            raise SpaceError(f"space v{space.version}: factor {f.key!r} has cardinality "
+                             f"{f.cardinality.min}..{f.cardinality.max} over {len(f.values)} values")
+    for key, allowed in space.restrictions.items():
+        factor = space.factor(key)
+        unknown = sorted(set(allowed) - set(factor.values))
+        if unknown:
+            raise SpaceError(f"space v{space.version}: restriction on {key!r} names unknown values {unknown}")
+    return space
+
+
+def load_initial_space(domain: str, run_id: str = "none", round: int = 0) -> SynthesisSpace:
+    if domain not in SPACE_DOMAINS:
+        raise SpaceError(f"no initial synthesis space for {domain!r}; known: {', '.join(SPACE_DOMAINS)}")
+    raw = json.loads(resources.files("envs.ontologies").joinpath(f"{domain}.json").read_text())
+    factors = [Factor(**f, observable=f["key"] in OBSERVABLE, added_in=1) for f in raw["factors"]]
+    space = SynthesisSpace(run_id=run_id, round=round, space_version=1, domain=domain, version=1,
+                           factors=factors, restrictions=raw.get("restrictions", {}))
+    return validate_space(space)
+
+
+def check_selection(space: SynthesisSpace, selection: dict[str, Iterable[str]]) -> list[str]:
+    """Problems with a blueprint's selected values under the space's cardinality rules."""
+    problems = []
+    active = {f.key: f for f in space.active}
+    for key, values in selection.items():
+        values = list(values)
+        if key not in active:
+            problems.append(f"factor {key!r} is not in space v{space.version}")
+            continue
+        f = active[key]
+        bad = [v for v in values if v not in f.values]
+        if bad:
+            problems.append(f"{key}: values {bad} are not in {f.values}")
+        allowed = space.restrictions.get(key)
+        if allowed and any(v not in allowed for v in values):
+            problems.append(f"{key}: values {values} break the restriction to {allowed}")
+        if not f.cardinality.min <= len(values) <= f.cardinality.max:
+            problems.append(f"{key}: needs {f.cardinality.min}..{f.cardinality.max} values, got {len(values)}")
+    for key, f in active.items():
+        if key not in selection and f.cardinality.min > 0:
+            problems.append(f"{key}: missing (needs at least {f.cardinality.min} value)")
+    return problems

@@ -1,0 +1,112 @@
+"""Deterministic replay of a trajectory's tool calls on a fresh episode (pure functions).
+
+The verifier never trusts what a trajectory claims: it re-executes every tool
+call from the task's initial state, compares each recorded observation with the
+real one, and hashes the final state. Gold actions are replayed the same way
+to get the target state.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from envs.base import Domain, Episode
+from storage.records import Message, ToolCall
+
+
+@dataclass
+class StepRecord:
+    call: ToolCall
+    recorded: Message | None  # the tool message that followed the call in the trajectory
+    observed: str = ""
+    error: bool = False
+    changed_state: bool = False
+    kind: str = "generic"
+
+
+@dataclass
+class ReplayResult:
+    steps: list[StepRecord] = field(default_factory=list)
+    structure_errors: list[str] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)
+    digest: str = ""
+    episode: Episode | None = None
+
+
+def pair_tool_calls(messages: list[Message]) -> tuple[list[tuple[ToolCall, Message | None]], list[str]]:
+    """Each tool call with the tool message that answers it (by position and id), like tau2."""
+    pairs, errors = [], []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        i += 1
+        if m.role == "tool":
+            errors.append(f"message {i - 1}: tool message without a preceding tool call")
+            continue
+        for call in m.tool_calls:
+            answer = messages[i] if i < len(messages) else None
+            if answer is None or answer.role != "tool":
+                errors.append(f"tool call {call.name} ({call.id}) has no tool message after it")
+                pairs.append((call, None))
+                continue
+            if answer.tool_call_id != call.id:
+                errors.append(f"tool call id mismatch: {call.id} answered by {answer.tool_call_id}")
+            pairs.append((call, answer))
+            i += 1
+    return pairs, errors
+
+
+BeforeCall = Callable[[Episode, ToolCall, list[Message]], None]
+
+
+def replay(domain: Domain, initial_state: Any, messages: list[Message],
+           before_call: BeforeCall | None = None, track_changes: bool = True) -> ReplayResult:
+    pairs, errors = pair_tool_calls(messages)
+    episode = domain.episode(initial_state)
+    result = ReplayResult(structure_errors=errors, episode=episode)
+    position = {id(m): n for n, m in enumerate(messages)}
+    for call, recorded in pairs:
+        kind = getattr(domain, "tool_kind")(call.name, call.requestor) or "unknown"
+        if before_call is not None:
+            upto = position.get(id(recorded), len(messages)) if recorded is not None else len(messages)
+            before_call(episode, call, messages[:upto])
+        before = episode.state_digest() if (track_changes and kind == "write") else ""
+        obs = episode.step(call.name, call.arguments, call.requestor)
+        step = StepRecord(call=call, recorded=recorded, observed=obs.content, error=obs.error, kind=kind)
+        if before:
+            step.changed_state = episode.state_digest() != before
+        if recorded is not None and (recorded.content or "") != obs.content:
+            result.mismatches.append(f"{call.name} ({call.id}): recorded observation differs from replay")
+        result.steps.append(step)
+    result.digest = episode.state_digest()
+    return result
+
+
+def task_key(task: Any) -> str:
+    return hashlib.sha256(task.model_dump_json(exclude_none=True).encode()).hexdigest()
+
+
+_GOLD_CACHE: dict[tuple[str, str], tuple[str, list[bool]]] = {}
+
+
+def gold_replay(domain: Domain, task: Any) -> tuple[str, list[bool]]:
+    """Final-state digest after the task's gold actions, and which gold writes changed state."""
+    key = (domain.name, task_key(task))
+    if key not in _GOLD_CACHE:
+        episode = domain.episode(task.initial_state)
+        changed = []
+        for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
+            kind = getattr(domain, "tool_kind")(action.name, action.requestor)
+            before = episode.state_digest() if kind == "write" else ""
+            episode.step(action.name, action.arguments, action.requestor)
+            changed.append(bool(before) and episode.state_digest() != before)
+        _GOLD_CACHE[key] = (episode.state_digest(), changed)
+        if len(_GOLD_CACHE) > 20_000:
+            _GOLD_CACHE.pop(next(iter(_GOLD_CACHE)))
+    return _GOLD_CACHE[key]
+
+
+def arguments_key(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, default=str)

@@ -1,0 +1,150 @@
+"""The verifier's checks as pure functions over (domain, tau2 task, messages).
+
+Checks, each with a reason when it fails:
+  executable   every tool exists (for its requestor) and its arguments validate
+  replay       re-executing every call from a fresh state reproduces every observation
+  state        final DB equals the DB after the gold actions (hash compare), plus env assertions
+  actions      every gold action appears with matching compared arguments (tau2's rule)
+  communicate  every required piece of information was told to the user (tau2's rule)
+  policy       machine-checkable domain rules on the state before each write
+  factors      requested values of measurable factors equal the observed ones
+
+The reward follows the task's reward basis exactly as tau2's evaluator does
+(DB / ENV_ASSERTION / ACTION / COMMUNICATE); a trajectory whose recorded
+observations do not replay gets reward 0 (tau2's evaluator raises on it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from envs.base import Domain
+from envs.factors import observe
+from envs.policies import rule_code, rules_for, waivers_for
+from envs.replay import gold_replay, replay, task_key
+from storage.records import CheckResult, Message
+
+STOP_REASONS = {"agent_stop", "user_stop"}
+CHECKS = ("executable", "replay", "state", "actions", "communicate", "policy", "factors")
+
+
+@dataclass
+class Outcome:
+    reward: float
+    checks: list[CheckResult]
+    observed: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.reward == 1.0 and all(c.passed or c.skipped for c in self.checks)
+
+
+def _check(name: str, problems: list[str], skipped: str = "") -> CheckResult:
+    if skipped:
+        return CheckResult(name=name, passed=True, skipped=True, reason=skipped)
+    return CheckResult(name=name, passed=not problems, reason="; ".join(problems[:5]))
+
+
+def action_matches(action: Any, name: str, arguments: dict[str, Any]) -> bool:
+    """tau2's ``Action.compare_with_tool_call``: same name, equal compared arguments."""
+    if action.name != name:
+        return False
+    keys = arguments.keys() if action.compare_args is None else action.compare_args
+    if len(keys) == 0:
+        return True
+    return ({k: v for k, v in arguments.items() if k in keys}
+            == {k: v for k, v in action.arguments.items() if k in keys})
+
+
+def communicated(info: str, messages: list[Message]) -> bool:
+    needle = info.lower()
+    return any(m.role == "assistant" and m.content and needle in m.content.lower().replace(",", "")
+               for m in messages)
+
+
+def _official_waivers(domain: Domain, task: Any) -> dict[str, str]:
+    waivers = waivers_for(domain.name).get(task.id)
+    if not waivers:
+        return {}
+    official = domain.official_task(task.id)
+    # only the unmodified official task earns its waiver, never a synthesized look-alike
+    return waivers if official is not None and task_key(official) == task_key(task) else {}
+
+
+def run_checks(domain: Domain, task: Any, messages: list[Message], termination: str = "agent_stop",
+               requested: dict[str, list[str]] | None = None) -> Outcome:
+    criteria = task.evaluation_criteria
+    calls = [c for m in messages for c in m.tool_calls]
+
+    exec_problems = [p for c in calls if (p := domain.validate_arguments(c.name, c.arguments, c.requestor))]
+
+    rules = rules_for(domain.name)
+    violations: list[str] = []
+
+    def before_call(episode, call, history):
+        if rules is not None and domain.tool_kind(call.name, call.requestor) == "write":
+            violations.extend(rules(episode, call, history))
+
+    rep = replay(domain, task.initial_state, messages, before_call=before_call)
+    waived = _official_waivers(domain, task)
+    notes = [f"waived {rule_code(v)} for official task {task.id}: {waived[rule_code(v)]}"
+             for v in violations if rule_code(v) in waived]
+    violations = [v for v in violations if rule_code(v) not in waived]
+    replay_problems = rep.structure_errors + rep.mismatches
+
+    basis = {b.value for b in criteria.reward_basis} if criteria else set()
+    state_problems: list[str] = []
+    db_ok, assertions_ok = True, True
+    if criteria is not None and (criteria.actions is not None or criteria.env_assertions is not None):
+        gold_digest, _ = gold_replay(domain, task)
+        db_ok = rep.digest == gold_digest
+        if not db_ok:
+            state_problems.append("final state differs from the state after the gold actions")
+        for assertion in criteria.env_assertions or []:
+            if not rep.episode.check_assertion(assertion):
+                assertions_ok = False
+                state_problems.append(f"env assertion failed: {assertion.func_name}")
+
+    gold_actions = (criteria.actions or []) if criteria else []
+    missing = [a.name for a in gold_actions if not any(action_matches(a, c.name, c.arguments) for c in calls)]
+    action_problems = [f"gold action not performed: {name}" for name in missing]
+
+    infos = (criteria.communicate_info or []) if criteria else []
+    comm_problems = [f"not told to the user: {info!r}" for info in infos if not communicated(info, messages)]
+
+    observed = observe(domain.name, rep, messages)
+    factor_problems = []
+    for key, values in (requested or {}).items():
+        if key in ("num_write", "num_read", "computation", "state_change_type") and values:
+            if sorted(values) != sorted(observed.get(key, [])):
+                factor_problems.append(f"{key}: requested {values}, observed {observed.get(key)}")
+
+    checks = [
+        _check("executable", exec_problems),
+        _check("replay", replay_problems),
+        _check("state", state_problems),
+        _check("actions", action_problems),
+        _check("communicate", comm_problems),
+        _check("policy", violations, skipped="" if rules else f"no machine-checkable rules for {domain.name}"),
+        _check("factors", factor_problems, skipped="" if requested else "no requested factor values"),
+    ]
+
+    if notes and not violations:
+        checks[5] = CheckResult(name="policy", passed=True, reason="; ".join(sorted(set(notes))))
+
+    reward = 1.0
+    if termination not in STOP_REASONS:
+        reward = 0.0
+    elif criteria is not None:
+        if replay_problems:
+            reward = 0.0  # tau2 refuses to score a trajectory whose tool messages do not replay
+        if basis & {"DB", "ENV_ASSERTION"}:
+            if "DB" in basis and not db_ok:
+                reward = 0.0
+            if "ENV_ASSERTION" in basis and not assertions_ok:
+                reward = 0.0
+        if "ACTION" in basis and action_problems:
+            reward = 0.0
+        if "COMMUNICATE" in basis and comm_problems:
+            reward = 0.0
+    return Outcome(reward=reward, checks=checks, observed=observed)

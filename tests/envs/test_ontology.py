@@ -1,0 +1,46 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from envs.ontology import SPACE_DOMAINS, SpaceError, check_selection, load_initial_space
+
+PAPER_COUNTS = {  # values per factor in App. B.1
+    "airline": [6, 2, 8, 7, 7, 3], "retail": [6, 2, 8, 7, 7, 3], "telecom": [6, 2, 6, 6, 6, 3],
+    "car_bench": [6, 6, 4, 5, 4, 4, 3],
+}
+
+
+@pytest.mark.parametrize("domain", SPACE_DOMAINS)
+def test_initial_spaces_load_as_v1(domain):
+    space = load_initial_space(domain)
+    assert space.version == 1 and all(f.status == "seed" for f in space.factors)
+    assert [len(f.values) for f in space.factors] == PAPER_COUNTS[domain]
+
+
+def test_airline_cardinality_rules():
+    space = load_initial_space("airline")
+    card = {f.key: (f.cardinality.min, f.cardinality.max) for f in space.factors}
+    assert card == {"task_family": (1, 1), "expected_outcome": (1, 1), "policy_or_constraint_focus": (1, 2),
+                    "tool_use_pattern": (1, 3), "interaction_challenge": (0, 2), "difficulty_profile": (1, 1)}
+    ok = {"task_family": ["flight_change"], "expected_outcome": ["refuse"],
+          "policy_or_constraint_focus": ["fare_rule_constraint"], "tool_use_pattern": ["lookup_verify_then_modify"],
+          "interaction_challenge": [], "difficulty_profile": ["easy"]}
+    assert check_selection(space, ok) == []
+    bad = {**ok, "tool_use_pattern": [], "task_family": ["teleport"], "num_write": ["1"]}
+    problems = " | ".join(check_selection(space, bad))
+    assert "teleport" in problems and "tool_use_pattern: needs 1..3" in problems and "'num_write' is not in" in problems
+
+
+def test_car_bench_base_restrictions():
+    space = load_initial_space("car_bench")
+    assert space.restrictions == {"task_nature": ["base_execute"],
+                                  "expected_behavior": ["fulfill_reach_goal", "resolve_from_preferences"]}
+    sel = {f.key: [f.values[0]] for f in space.factors}
+    sel["task_nature"] = ["disambiguation_user"]
+    assert any("restriction" in p for p in check_selection(space, sel))
+
+
+def test_unknown_domain_lists_known():
+    with pytest.raises(SpaceError, match="known: airline, retail, telecom, car_bench"):
+        load_initial_space("bank")
