@@ -83,7 +83,13 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
     write_result(result, fmt, Path(output) if output else None, limit)
 
 
+def _register_commands() -> None:
+    # command modules attach themselves to `main`; imported here so `--help` lists them
+    from flows import cli_envs  # noqa: F401
+
+
 def run() -> None:  # console-script entry point
+    _register_commands()
     try:
         main(standalone_mode=True)
     except KeyboardInterrupt:
@@ -92,4 +98,7 @@ def run() -> None:  # console-script entry point
 
 
 if __name__ == "__main__":
-    run()
+    # run through the importable module, where the command modules attach their commands
+    from flows.cli import run as _run
+
+    _run()

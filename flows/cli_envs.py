@@ -1,0 +1,109 @@
+"""`evosyn envs …`, `evosyn verify`, `evosyn bench verify`."""
+from __future__ import annotations
+
+from collections import Counter
+
+import click
+
+from flows.cli import UserError, main
+from flows.render import print_table
+
+
+def _domain(name: str):
+    from envs.registry import UnknownDomain, get_domain
+
+    try:
+        return get_domain(name)
+    except UnknownDomain as exc:
+        raise UserError(str(exc)) from None
+
+
+@main.group()
+def envs() -> None:
+    """Environments (tau2-bench airline, retail, telecom)."""
+
+
+@envs.command("list")
+def envs_list() -> None:
+    """Known domains."""
+    from envs.registry import known
+
+    for name in known():
+        click.echo(name)
+
+
+@envs.command("show")
+@click.argument("domain")
+def envs_show(domain: str) -> None:
+    """Tools with their types, a policy summary and task counts."""
+    dom = _domain(domain)
+    print_table(f"{domain}: tools", ["tool", "type", "requestor"],
+                [[t.name, t.kind, t.requestor] for t in dom.tools()])
+    summary = dom.summary()
+    print_table(f"{domain}: database", ["table", "entities", "example ids"],
+                [[k, v, ", ".join(summary.example_ids.get(k, []))] for k, v in summary.entity_counts.items()])
+    print_table(f"{domain}: official tasks", ["split", "tasks"], [[k, v] for k, v in dom.splits().items()])
+    headings = [line.strip("# ").strip() for line in dom.policy.splitlines() if line.startswith("#")]
+    click.echo(f"policy: {len(dom.policy.split())} words; sections: {', '.join(headings[:20])}")
+
+
+@main.command()
+@click.option("--domain", required=True)
+@click.option("--official", is_flag=True, required=True,
+              help="Verify a trajectory built from each official task's gold actions.")
+@click.option("--split", default="base", show_default=True)
+def verify(domain: str, official: bool, split: str) -> None:
+    """Verify trajectories built from the official tasks' gold actions."""
+    from envs.gold import gold_messages
+    from envs.verify import run_checks
+
+    dom = _domain(domain)
+    try:
+        tasks = dom.tasks(split)
+    except KeyError as exc:
+        raise UserError(str(exc.args[0])) from None
+    passed, failed, skipped = [], Counter(), []
+    failures = []
+    with click.progressbar(tasks, label=f"verifying {domain}/{split}", file=click.get_text_stream("stderr")) as bar:
+        for task in bar:
+            if not (task.evaluation_criteria and task.evaluation_criteria.actions):
+                skipped.append((task.id, "no gold actions"))
+                continue
+            outcome = run_checks(dom, task, gold_messages(dom, task))
+            if outcome.passed:
+                passed.append(task.id)
+                continue
+            bad = [c for c in outcome.checks if not c.passed and not c.skipped]
+            failed.update(c.name for c in bad)
+            failures.append([task.id, outcome.reward, "; ".join(f"{c.name}: {c.reason}" for c in bad)[:160]])
+    print_table(f"{domain} / {split}: {len(tasks)} tasks", ["result", "tasks"],
+                [["passed", len(passed)], ["failed", len(failures)]]
+                + [[f"  failed check: {k}", v] for k, v in sorted(failed.items())]
+                + [["skipped", len(skipped)]])
+    if skipped:
+        print_table("skipped", ["task", "reason"], [list(s) for s in skipped])
+    if failures:
+        print_table("failed", ["task", "reward", "reasons"], failures)
+        raise SystemExit(1)
+
+
+@main.group()
+def bench() -> None:
+    """Benchmarks: print a table and write JSON (bench-results/ by default)."""
+
+
+@bench.command("verify")
+@click.option("--domain", default="airline", show_default=True)
+@click.option("--split", default="base", show_default=True)
+@click.option("--limit", type=int, default=None, help="Only the first N tasks with gold actions.")
+@click.option("--output", type=click.Path(dir_okay=False), default=None)
+def bench_verify(domain: str, split: str, limit: int | None, output: str | None) -> None:
+    """Our verifier vs tau2's evaluator, seconds per task."""
+    from benchmarks.common import write_json
+    from benchmarks.verify import rows, run
+
+    _domain(domain)
+    result = run(domain, split, limit)
+    print_table(f"verify benchmark: {domain}/{split}, {result['tasks']} tasks "
+                f"({result['agreeing_rewards']} rewards agree)", ["verifier", "per task", "relative"], rows(result))
+    click.echo(f"wrote {write_json(f'verify-{domain}', result, output)}")

@@ -1,0 +1,26 @@
+import pytest
+
+
+@pytest.fixture(scope="session")
+def airline():
+    from envs.registry import get_domain
+
+    return get_domain("airline")
+
+
+@pytest.fixture(scope="session")
+def retail():
+    from envs.registry import get_domain
+
+    return get_domain("retail")
+
+
+@pytest.fixture(scope="session")
+def telecom():
+    from envs.registry import get_domain
+
+    return get_domain("telecom")
+
+
+def with_actions(domain, split="base"):
+    return [t for t in domain.tasks(split) if t.evaluation_criteria and t.evaluation_criteria.actions]
