@@ -164,6 +164,7 @@ class SynthTask(Record):
     domain: str
     tau2_task: dict[str, Any]
     requested: dict[str, list[str]] = Field(default_factory=dict)
+    scenario: dict[str, Any] = Field(default_factory=dict)  # structured user scenario (embedded user)
     generator: str = "embedded"
     source: Literal["synthesized", "official", "test_set"] = "synthesized"
 

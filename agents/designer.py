@@ -1,0 +1,166 @@
+"""Designer: allocates the round's synthesis budget over directions in the space (§4.3, App. D).
+
+Steering signals (one per round): a cold-start prior, learner feedback, or a
+newly added factor. Every direction only names keys and values of the current
+space; budget levels become blueprint counts that sum to the round budget.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import Literal, Protocol, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from storage.records import Direction, Feedback, SliceStat, SynthesisSpace
+
+LEVEL_WEIGHT = {"zero": 0.0, "low": 1.0, "explore": 1.5, "medium": 2.0, "high": 3.0}
+PRIMARY = ("task_family", "expected_outcome")
+
+
+class ColdStart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["cold_start"] = "cold_start"
+
+
+class LearnerFeedback(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["learner_feedback"] = "learner_feedback"
+    feedback: Feedback
+    exploration_floor: float = Field(default=0.15, ge=0.0, le=1.0)
+    mastered_at: float = Field(default=0.9, ge=0.0, le=1.0)
+
+
+class NewFactor(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["new_factor"] = "new_factor"
+    factor: str
+    coverage: dict[str, int] = Field(default_factory=dict)  # verified examples per value so far
+
+
+Steering = Union[ColdStart, LearnerFeedback, NewFactor]
+
+
+class DesignError(ValueError):
+    pass
+
+
+class Designer(Protocol):
+    def design(self, space: SynthesisSpace, steering: Steering, budget: int, *, run_id: str, round: int,
+               seed: int) -> list[Direction]: ...
+
+
+def apportion(weights: list[float], total: int) -> list[int]:
+    """Largest-remainder apportionment: non-negative integers proportional to weights, summing to total."""
+    s = sum(weights)
+    if total <= 0 or s <= 0:
+        return [0] * len(weights)
+    raw = [w * total / s for w in weights]
+    counts = [int(r) for r in raw]
+    order = sorted(range(len(raw)), key=lambda i: (raw[i] - counts[i], weights[i], -i), reverse=True)
+    for i in order[: total - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def _direction_id(run_id: str, round: int, n: int, objective: str) -> str:
+    return f"d{round}-{n:03d}-" + hashlib.sha256(f"{run_id}/{round}/{n}/{objective}".encode()).hexdigest()[:8]
+
+
+class EmbeddedDesigner:
+    """Deterministic allocation from the steering statistics (no LLM)."""
+
+    def design(self, space: SynthesisSpace, steering: Steering, budget: int, *, run_id: str, round: int,
+               seed: int) -> list[Direction]:
+        if isinstance(steering, ColdStart):
+            specs = self._cold_start(space)
+        elif isinstance(steering, LearnerFeedback):
+            specs = self._from_feedback(space, steering)
+        elif isinstance(steering, NewFactor):
+            specs = self._new_factor(space, steering)
+        else:  # pragma: no cover - the Union is closed
+            raise DesignError(f"unknown steering signal {steering!r}")
+        counts = apportion([LEVEL_WEIGHT[s["budget_level"]] * s.get("weight", 1.0) for s in specs], budget)
+        directions = []
+        for n, (spec, count) in enumerate(zip(specs, counts)):
+            spec.pop("weight", None)
+            d = Direction(run_id=run_id, round=round, space_version=space.version,
+                          direction_id=_direction_id(run_id, round, n, spec["objective"]),
+                          condition_id=f"c{n:03d}", n_blueprints=count, steering=steering.kind, **spec)
+            validate_direction(space, d)
+            directions.append(d)
+        return directions
+
+    # ------------------------------------------------------------ modes
+    def _cold_start(self, space: SynthesisSpace) -> list[dict]:
+        family, outcome = space.factor("task_family"), space.factor("expected_outcome")
+        return [{"objective_type": "exploration", "budget_level": "explore",
+                 "objective": f"explore {f} with outcome {o}",
+                 "allowed_values": {"task_family": [f], "expected_outcome": [o]},
+                 "rationale": "cold start: spread the budget over every family and outcome; the Planner "
+                              "balances the remaining factors"}
+                for f in family.values for o in outcome.values]
+
+    def _from_feedback(self, space: SynthesisSpace, fb: LearnerFeedback) -> list[dict]:
+        active = {f.key: f for f in space.active}
+        stats: dict[tuple[str, str], SliceStat] = {(s.factor, s.value): s for s in fb.feedback.performance}
+        cover: dict[tuple[str, str], SliceStat] = {(s.factor, s.value): s for s in fb.feedback.coverage}
+        specs = []
+        for key, factor in active.items():
+            if key in ("interaction_challenge",):
+                continue
+            for value in factor.values:
+                perf, cov = stats.get((key, value)), cover.get((key, value))
+                success = perf.success_rate if perf and perf.count else None
+                share = cov.coverage if cov and cov.coverage is not None else 0.0
+                expected_share = 1.0 / len(factor.values)
+                gap = max(0.0, expected_share - share) / expected_share
+                if success is not None and success >= fb.mastered_at and gap < 0.5:
+                    specs.append({"objective_type": "over_mastered", "budget_level": "low",
+                                  "weight": fb.exploration_floor,
+                                  "objective": f"keep a little practice on mastered {key}={value}",
+                                  "preferred_values": {key: [value]},
+                                  "rationale": f"success {success:.2f} on {perf.count} diagnostic tasks"})
+                    continue
+                weakness = (1.0 - success) if success is not None else 0.5
+                weight = fb.exploration_floor + weakness + gap
+                kind = "failure_targeted" if success is not None and weakness >= gap else "undercovered"
+                specs.append({"objective_type": kind, "budget_level": "high" if weight > 1.0 else "medium",
+                              "weight": weight, "objective": f"strengthen {key}={value}",
+                              "allowed_values": {key: [value]},
+                              "rationale": (f"success {success:.2f} on {perf.count} tasks" if success is not None
+                                            else "no diagnostic evidence") + f"; coverage share {share:.2f}"})
+        return specs
+
+    def _new_factor(self, space: SynthesisSpace, nf: NewFactor) -> list[dict]:
+        factor = space.factor(nf.factor)
+        specs = []
+        for value in factor.values:
+            have = nf.coverage.get(value, 0)
+            specs.append({"objective_type": "undercovered" if have == 0 else "exploration",
+                          "budget_level": "high" if have == 0 else "medium",
+                          "weight": 1.0 / (1.0 + have) ** 0.5,
+                          "objective": f"populate the new factor {factor.key}={value}",
+                          "allowed_values": {factor.key: [value]},
+                          "rationale": f"newly added factor; {have} verified examples so far"})
+        return specs
+
+
+def validate_direction(space: SynthesisSpace, d: Direction) -> None:
+    """Every key and value a direction names belongs to the current space."""
+    active = {f.key: f for f in space.active}
+    for field in ("preferred_values", "allowed_values", "forbidden_values"):
+        for key, values in getattr(d, field).items():
+            if key not in active:
+                raise DesignError(f"direction {d.condition_id}: {field} names factor {key!r}, not in space "
+                                  f"v{space.version} (known: {', '.join(active)})")
+            bad = [v for v in values if v not in active[key].values]
+            if bad:
+                raise DesignError(f"direction {d.condition_id}: {field}[{key}] has values {bad} not in "
+                                  f"{active[key].values}")
+
+
+def shuffled(seq: list, seed: int) -> list:
+    out = list(seq)
+    random.Random(seed).shuffle(out)
+    return out

@@ -1,0 +1,155 @@
+"""Planner: grounds one direction into a blueprint of compatible factor values (App. D)."""
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import Protocol
+
+from agents.designer import DesignError
+from envs.base import EnvSummary
+from envs.ontology import check_selection
+from storage.records import Blueprint, DifficultyControls, Direction, SynthesisSpace
+
+ORDER = ("task_family", "expected_outcome", "num_write", "num_read", "difficulty_profile")
+CALLS = {"easy": "2-3", "medium": "4-5", "hard": "6+"}
+
+# Airline compatibility rules (documented defaults of the embedded planner):
+# a refusal must name a policy focus the request can violate; a refusal changes no
+# state (num_write 0) and a state change is a fulfilment; a task with no reads is a
+# categorical refusal; a fulfilment without writes is an information request.
+VIOLABLE = {
+    "flight_booking": ["passenger_or_identity_constraint", "payment_or_credit_constraint"],
+    "flight_change": ["fare_rule_constraint"],
+    "flight_cancellation": ["refund_eligibility", "change_or_cancellation_fee", "time_window_constraint"],
+    "refund_or_compensation": ["compensation_eligibility", "loyalty_status_constraint"],
+    "seat_or_baggage_service": ["passenger_or_identity_constraint", "fare_rule_constraint"],
+    "loyalty_or_membership_service": ["loyalty_status_constraint"],
+}
+NO_READ_REFUSALS = ["flight_booking", "seat_or_baggage_service"]
+INFO_FAMILIES = ["loyalty_or_membership_service", "refund_or_compensation"]
+
+
+class PlanError(ValueError):
+    """The direction cannot be grounded into a compatible blueprint."""
+
+
+class Planner(Protocol):
+    def plan(self, direction: Direction, space: SynthesisSpace, env: EnvSummary | None, *, index: int,
+             seed: int) -> Blueprint: ...
+
+
+def _allowed(space: SynthesisSpace, direction: Direction, key: str) -> list[str]:
+    factor = space.factor(key)
+    values = direction.allowed_values.get(key) or factor.values
+    values = [v for v in values if v not in direction.forbidden_values.get(key, [])]
+    if key in space.restrictions:
+        values = [v for v in values if v in space.restrictions[key]]
+    return values
+
+
+def _matches(pattern: str, sel: dict[str, list[str]]) -> bool:
+    """An avoid-pattern 'k=v&k2=v2' matches when every listed value is selected."""
+    parts = [p.split("=", 1) for p in pattern.split("&") if "=" in p]
+    return bool(parts) and all(v.strip() in sel.get(k.strip(), []) for k, v in parts)
+
+
+class EmbeddedPlanner:
+    def __init__(self, soft_preference: float = 0.8, tries: int = 30):
+        self.soft_preference = soft_preference
+        self.tries = tries
+
+    def plan(self, direction: Direction, space: SynthesisSpace, env: EnvSummary | None, *, index: int,
+             seed: int) -> Blueprint:
+        for key in (*direction.allowed_values, *direction.preferred_values, *direction.forbidden_values):
+            space.factor(key)  # raises KeyError naming the known factors
+        digest = hashlib.sha256(f"{direction.direction_id}/{index}/{seed}".encode()).hexdigest()
+        rng = random.Random(int(digest[:16], 16))
+        last = "no attempt"
+        for _ in range(self.tries):
+            sel = self._sample(direction, space, rng)
+            try:
+                self._make_compatible(sel, direction, space, rng)
+            except PlanError as exc:
+                last = str(exc)
+                continue
+            if any(_matches(p, sel) for p in direction.avoid_patterns):
+                last = "every sample hit an avoid-pattern"
+                continue
+            problems = check_selection(space, sel)
+            if problems:
+                last = "; ".join(problems)
+                continue
+            return self._blueprint(direction, space, sel, digest[:10], seed)
+        raise PlanError(f"direction {direction.condition_id}: no compatible blueprint ({last})")
+
+    def _sample(self, direction: Direction, space: SynthesisSpace, rng: random.Random) -> dict[str, list[str]]:
+        sel: dict[str, list[str]] = {}
+        keys = sorted((f.key for f in space.active), key=lambda k: ORDER.index(k) if k in ORDER else len(ORDER))
+        for key in keys:
+            factor = space.factor(key)
+            allowed = _allowed(space, direction, key)
+            if not allowed:
+                if factor.cardinality.min == 0:
+                    sel[key] = []
+                    continue
+                raise DesignError(f"direction {direction.condition_id}: nothing left to choose for {key}")
+            k = rng.randint(factor.cardinality.min, min(factor.cardinality.max, len(allowed)))
+            preferred = [v for v in direction.preferred_values.get(key, []) if v in allowed]
+            chosen: list[str] = []
+            while len(chosen) < k:
+                pool = [v for v in (preferred if preferred and rng.random() < self.soft_preference else allowed)
+                        if v not in chosen] or [v for v in allowed if v not in chosen]
+                chosen.append(rng.choice(pool))
+            sel[key] = chosen
+        return sel
+
+    def _make_compatible(self, sel, direction, space, rng) -> None:
+        keys = {f.key for f in space.active}
+        hard = direction.allowed_values
+
+        def force(key: str, options: list[str]) -> None:
+            allowed = [v for v in options if v in _allowed(space, direction, key)]
+            if not allowed:
+                raise PlanError(f"{key} must be one of {options} here, but the direction excludes them")
+            if sel[key] and sel[key][0] in allowed:
+                return
+            sel[key] = [rng.choice(allowed)]
+
+        if "num_read" in keys and sel["num_read"] == ["0"]:
+            force("num_write", ["0"]) if "num_write" in keys else None
+            force("expected_outcome", ["refuse"])
+            force("task_family", NO_READ_REFUSALS)
+        if "num_write" in keys:
+            if sel["expected_outcome"] == ["refuse"] and sel["num_write"] != ["0"]:
+                if "expected_outcome" in hard and "num_write" in hard:
+                    raise PlanError("a refusal changes no state, but num_write is constrained above 0")
+                if "num_write" in hard or "expected_outcome" not in hard:
+                    force("expected_outcome", ["fulfill"])
+                else:
+                    force("num_write", ["0"])
+            if sel["expected_outcome"] == ["fulfill"] and sel["num_write"] == ["0"]:
+                force("task_family", INFO_FAMILIES)
+        if sel["expected_outcome"] == ["refuse"]:
+            violable = VIOLABLE.get(sel["task_family"][0])
+            if violable and not set(sel["policy_or_constraint_focus"]) & set(violable):
+                sel["policy_or_constraint_focus"] = [rng.choice(violable)]
+
+    def _blueprint(self, direction, space, sel, digest, seed) -> Blueprint:
+        family, outcome = sel["task_family"][0], sel["expected_outcome"][0]
+        difficulty = sel["difficulty_profile"][0]
+        writes = sel.get("num_write", ["prior"])[0]
+        controls = DifficultyControls(
+            expected_tool_calls=CALLS[difficulty], num_policy_constraints=str(len(sel["policy_or_constraint_focus"])),
+            num_entities="1-3", requires_clarification="missing_information" in sel.get("interaction_challenge", []),
+            allows_user_false_claim="user_false_claim" in sel.get("interaction_challenge", []),
+            requires_state_change=outcome == "fulfill" and writes != "0")
+        verb = "carry out" if outcome == "fulfill" else "recognise the policy violation in and decline"
+        return Blueprint(
+            run_id=direction.run_id, round=direction.round, space_version=space.version,
+            direction_id=direction.direction_id, blueprint_id=f"b{direction.round}-{digest}",
+            plan_id=f"p-{digest}", domain=space.domain, selected_dimensions=sel, seed=seed,
+            generation_intent=f"a {difficulty} {family.replace('_', ' ')} request the agent must {verb}",
+            success_focus=[f"respect {f.replace('_', ' ')}" for f in sel["policy_or_constraint_focus"]],
+            diversity_notes=[f"patterns: {', '.join(sel['tool_use_pattern'])}",
+                             f"challenges: {', '.join(sel.get('interaction_challenge', [])) or 'none'}"],
+            expected_difficulty_controls=controls)

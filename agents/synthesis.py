@@ -1,0 +1,61 @@
+"""One blueprint through generate -> rollout -> verify (-> repair), as a pure function."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from agents.generator import GenerationError, Generator
+from agents.repair import Repair
+from agents.teacher import Teacher
+from agents.verifier import verify
+from storage.records import Blueprint, CheckResult, SynthesisSpace, SynthTask, Trajectory, Verdict
+
+
+@dataclass
+class Candidate:
+    blueprint: Blueprint
+    task: SynthTask | None = None
+    trajectories: list[Trajectory] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    rejection: str = ""
+
+    @property
+    def kept(self) -> bool:
+        return bool(self.verdicts) and self.verdicts[-1].passed
+
+    @property
+    def final(self) -> Trajectory | None:
+        return self.trajectories[-1] if self.trajectories else None
+
+
+def rejection_verdict(bp: Blueprint, stage: str, reason: str) -> Verdict:
+    vid = hashlib.sha256(f"{bp.blueprint_id}/{stage}".encode()).hexdigest()[:16]
+    return Verdict(run_id=bp.run_id, round=bp.round, space_version=bp.space_version, direction_id=bp.direction_id,
+                   blueprint_id=bp.blueprint_id, verdict_id=vid, task_id="", trajectory_id="", reward=0.0,
+                   passed=False, checks=[CheckResult(name=stage, passed=False, reason=reason)])
+
+
+def synthesize(blueprint: Blueprint, space: SynthesisSpace, generator: Generator, teacher: Teacher,
+               repair: Repair | None) -> Candidate:
+    cand = Candidate(blueprint)
+    try:
+        cand.task = generator.generate(blueprint, space)
+    except GenerationError as exc:
+        cand.rejection = str(exc)
+        cand.verdicts.append(rejection_verdict(blueprint, "generate", str(exc)))
+        return cand
+    trajectory = teacher.rollout(cand.task)
+    while True:
+        verdict = verify(cand.task, trajectory)
+        cand.trajectories.append(trajectory)
+        cand.verdicts.append(verdict)
+        if verdict.passed or repair is None:
+            break
+        fixed = repair.repair(cand.task, trajectory, verdict)
+        if fixed is None:
+            break
+        trajectory, reason = fixed
+        verdict.repair_reason = reason
+    if not cand.kept:
+        cand.rejection = "; ".join(f"{c.name}: {c.reason}" for c in cand.verdicts[-1].failed())
+    return cand

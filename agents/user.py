@@ -1,0 +1,74 @@
+"""User simulator: plays a task's structured user scenario.
+
+The embedded simulator is deterministic: it states its request (all at once, or
+one intent at a time under ``multi_intent_interleaving``), gives its user id when
+asked, confirms or hesitates as its challenges say, accepts a justified refusal,
+and never volunteers what the scenario does not give it.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from storage.records import Message
+
+
+class UserSimulator(Protocol):
+    def opening(self) -> Message: ...
+    def give_user_id(self) -> Message: ...
+    def next_intent(self, index: int) -> Message: ...
+    def confirm(self, first: bool) -> list[Message]: ...
+    def accept_refusal(self) -> Message: ...
+    def goodbye(self) -> Message: ...
+
+
+def _user(text: str) -> Message:
+    return Message(role="user", content=text, requestor="user")
+
+
+class EmbeddedUser:
+    def __init__(self, scenario: dict[str, Any]):
+        self.s = scenario
+        self.challenges = set(scenario.get("challenges", []))
+
+    @property
+    def interleaved(self) -> bool:
+        return "multi_intent_interleaving" in self.challenges and len(self.s["intents"]) > 1
+
+    def withholds_id(self) -> bool:
+        return "missing_information" in self.challenges
+
+    def opening(self) -> Message:
+        intents = self.s["intents"][:1] if self.interleaved else self.s["intents"]
+        parts = []
+        if "emotional_pressure" in self.challenges:
+            parts.append("Please be quick, this trip is really stressing me out.")
+        if "ambiguous_preference" in self.challenges or "ambiguous_request" in self.challenges:
+            parts.append("I need help with one of my bookings.")
+        wants = [i["say"] for i in intents]
+        if self.s.get("fillers"):
+            wants = [f"first {'; '.join(self.s['fillers'])}"] + wants
+        parts.append("I would like to " + "; then ".join(wants) + ".")
+        if "user_false_claim" in self.challenges:
+            parts.append("Another agent already told me this would be no problem.")
+        if not self.withholds_id():
+            parts.append(f"My user id is {self.s['user_id']}.")
+        return _user(" ".join(parts))
+
+    def give_user_id(self) -> Message:
+        return _user(f"Sure, it is {self.s['user_id']}.")
+
+    def next_intent(self, index: int) -> Message:
+        return _user(f"Yes, one more thing: I would also like to {self.s['intents'][index]['say']}.")
+
+    def confirm(self, first: bool) -> list[Message]:
+        if first and "preference_change" in self.challenges:
+            return [_user("Hmm, wait. Can you tell me again exactly what you are going to change?")]
+        if first and "constraint_hidden_until_late" in self.challenges:
+            return [_user("Yes, go ahead, as long as it is charged to the payment method I mentioned.")]
+        return [_user("Yes, please go ahead.")]
+
+    def accept_refusal(self) -> Message:
+        return _user("I see. I understand, thanks for checking.")
+
+    def goodbye(self) -> Message:
+        return _user("Thank you, that is all I needed.")
