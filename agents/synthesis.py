@@ -44,6 +44,10 @@ def synthesize(blueprint: Blueprint, space: SynthesisSpace, generator: Generator
         cand.rejection = str(exc)
         cand.verdicts.append(rejection_verdict(blueprint, "generate", str(exc)))
         return cand
+    except Exception as exc:  # a generator bug must cost one blueprint, never the round
+        cand.rejection = f"generator error: {type(exc).__name__}: {exc}"
+        cand.verdicts.append(rejection_verdict(blueprint, "generate", cand.rejection))
+        return cand
     trajectory = teacher.rollout(cand.task)
     while True:
         verdict = verify(cand.task, trajectory)

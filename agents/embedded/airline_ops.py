@@ -60,6 +60,12 @@ def cancellable(db, res) -> bool:
         or "cancelled" in _segment_statuses(db, res)))
 
 
+def _seats(db, flight_number: str, date: str, cabin: str) -> int:
+    """Free seats of a bookable segment; 0 for segments that are no longer open (on time, delayed, ...)."""
+    status = db.flights[flight_number].dates.get(date) if flight_number in db.flights else None
+    return status.available_seats[cabin] if status is not None and status.status == "available" else 0
+
+
 def _card(user, need: int = 0) -> str | None:
     cards = sorted(k for k, m in user.payment_methods.items() if m.source == "credit_card")
     if cards:
@@ -132,8 +138,7 @@ def propose(kind: str, episode, user_id: str, rng: random.Random, exclude: set[s
             cabin = res.cabin
             if kind == "cabin":
                 options = [c for c in ("economy", "business") if c != res.cabin and all(
-                    db.flights[f.flight_number].dates[f.date].available_seats[c] >= len(res.passengers)
-                    for f in res.flights)]
+                    _seats(db, f.flight_number, f.date, c) >= len(res.passengers) for f in res.flights)]
                 if not options:
                     continue
                 cabin = rng.choice(options)
