@@ -114,7 +114,8 @@ class EmbeddedDesigner:
                 success = perf.success_rate if perf and perf.count else None
                 share = cov.coverage if cov and cov.coverage is not None else 0.0
                 expected_share = 1.0 / len(factor.values)
-                gap = max(0.0, expected_share - share) / expected_share
+                # without coverage statistics there is no evidence of a gap
+                gap = max(0.0, expected_share - share) / expected_share if cover else 0.0
                 if success is not None and success >= fb.mastered_at and gap < 0.5:
                     specs.append({"objective_type": "over_mastered", "budget_level": "low",
                                   "weight": fb.exploration_floor,

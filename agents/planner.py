@@ -129,6 +129,9 @@ class EmbeddedPlanner:
                     force("num_write", ["0"])
             if sel["expected_outcome"] == ["fulfill"] and sel["num_write"] == ["0"]:
                 force("task_family", INFO_FAMILIES)
+        if "num_read" in keys and sel["num_read"] == ["1"] and sel["expected_outcome"] == ["refuse"]:
+            # declining compensation needs both the membership and the reservation: two lookups
+            force("task_family", [f for f in VIOLABLE if f != "refund_or_compensation"])
         if sel["expected_outcome"] == ["refuse"]:
             violable = VIOLABLE.get(sel["task_family"][0])
             if violable and not set(sel["policy_or_constraint_focus"]) & set(violable):

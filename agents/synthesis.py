@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import hashlib
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 from agents.generator import GenerationError, Generator
@@ -18,6 +20,7 @@ class Candidate:
     trajectories: list[Trajectory] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     rejection: str = ""
+    seconds: Counter = field(default_factory=Counter)  # per stage
 
     @property
     def kept(self) -> bool:
@@ -38,8 +41,17 @@ def rejection_verdict(bp: Blueprint, stage: str, reason: str) -> Verdict:
 def synthesize(blueprint: Blueprint, space: SynthesisSpace, generator: Generator, teacher: Teacher,
                repair: Repair | None) -> Candidate:
     cand = Candidate(blueprint)
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        cand.seconds[stage] += now - clock
+        clock = now
+
     try:
         cand.task = generator.generate(blueprint, space)
+        lap("generate")
     except GenerationError as exc:
         cand.rejection = str(exc)
         cand.verdicts.append(rejection_verdict(blueprint, "generate", str(exc)))
@@ -49,8 +61,10 @@ def synthesize(blueprint: Blueprint, space: SynthesisSpace, generator: Generator
         cand.verdicts.append(rejection_verdict(blueprint, "generate", cand.rejection))
         return cand
     trajectory = teacher.rollout(cand.task)
+    lap("rollout")
     while True:
         verdict = verify(cand.task, trajectory)
+        lap("verify")
         cand.trajectories.append(trajectory)
         cand.verdicts.append(verdict)
         if verdict.passed or repair is None:
@@ -60,6 +74,7 @@ def synthesize(blueprint: Blueprint, space: SynthesisSpace, generator: Generator
             break
         trajectory, reason = fixed
         verdict.repair_reason = reason
+        lap("repair")
     if not cand.kept:
         cand.rejection = "; ".join(f"{c.name}: {c.reason}" for c in cand.verdicts[-1].failed())
     return cand

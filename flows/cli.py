@@ -83,9 +83,14 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
     write_result(result, fmt, Path(output) if output else None, limit)
 
 
+@main.group()
+def bench() -> None:
+    """Benchmarks: print a table and write JSON (bench-results/ by default)."""
+
+
 def _register_commands() -> None:
     # command modules attach themselves to `main`; imported here so `--help` lists them
-    from flows import cli_envs  # noqa: F401
+    from flows import cli_envs, cli_synth  # noqa: F401
 
 
 def run() -> None:  # console-script entry point

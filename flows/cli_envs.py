@@ -5,7 +5,7 @@ from collections import Counter
 
 import click
 
-from flows.cli import UserError, main
+from flows.cli import UserError, bench, main
 from flows.render import print_table
 
 
@@ -85,11 +85,6 @@ def verify(domain: str, official: bool, split: str) -> None:
     if failures:
         print_table("failed", ["task", "reward", "reasons"], failures)
         raise SystemExit(1)
-
-
-@main.group()
-def bench() -> None:
-    """Benchmarks: print a table and write JSON (bench-results/ by default)."""
 
 
 @bench.command("verify")

@@ -170,8 +170,10 @@ def propose(kind: str, episode, user_id: str, rng: random.Random, exclude: set[s
                 per = 100 if "cancelled" in statuses else 50
                 amount = per * len(res.passengers)
                 seg = res.flights[statuses.index("cancelled" if per == 100 else "delayed")]
-                return Op("certificate", "send_certificate", {"user_id": user_id, "amount": amount},
-                          [("get_user_details", {"user_id": user_id}), _res_read(rid)],
+                # eligibility shows on the reservation itself when it is insured or business
+                reads = ([_res_read(rid)] if res.insurance == "yes" or res.cabin == "business"
+                         else [("get_user_details", {"user_id": user_id}), _res_read(rid)])
+                return Op("certificate", "send_certificate", {"user_id": user_id, "amount": amount}, reads,
                           f"complain that flight {seg.flight_number} on {seg.date} of reservation {rid} was "
                           f"{'cancelled' if per == 100 else 'delayed'} and ask for compensation",
                           info=[str(amount)], reservation_id=rid)
@@ -218,9 +220,9 @@ def _booking(db, user, rng) -> Op | None:
                 "passengers": passengers, "payment_methods": [{"payment_id": pay, "amount": total}],
                 "total_baggages": 0, "nonfree_baggages": 0, "insurance": "no"}
         who = " and ".join(f"{p['first_name']} {p['last_name']}" for p in passengers)
+        # the user states the travellers and the payment method; the search justifies flight and price
         return Op("book", "book_reservation", args,
-                  [("get_user_details", {"user_id": user.user_id}),
-                   ("search_direct_flight", {"origin": f.origin, "destination": f.destination, "date": date})],
+                  [("search_direct_flight", {"origin": f.origin, "destination": f.destination, "date": date})],
                   f"book a one-way {cabin.replace('_', ' ')} flight from {f.origin} to {f.destination} on {date} for "
                   f"{who}, no bags, no insurance (pay with {pay})", info=[str(total)])
     return None

@@ -1,0 +1,57 @@
+import pytest
+
+from agents.designer import ColdStart, EmbeddedDesigner
+from agents.planner import EmbeddedPlanner, PlanError
+from envs.ontology import check_selection
+from tests.agents.conftest import with_factor
+
+
+def direction(space, **fields):
+    d = EmbeddedDesigner().design(space, ColdStart(), 12, run_id="t", round=1, seed=0)[0]
+    return d.model_copy(update={"allowed_values": {}, **fields})
+
+
+def test_blueprints_obey_cardinality_and_hard_constraints(space):
+    d = direction(space, allowed_values={"task_family": ["flight_change"]},
+                  forbidden_values={"difficulty_profile": ["hard"]})
+    for i in range(50):
+        bp = EmbeddedPlanner().plan(d, space, None, index=i, seed=3)
+        sel = bp.selected_dimensions
+        assert check_selection(space, sel) == []
+        assert sel["task_family"] == ["flight_change"] and sel["difficulty_profile"] != ["hard"]
+        assert bp.expected_difficulty_controls.expected_tool_calls in ("2-3", "4-5")
+
+
+def test_soft_preferences_are_strongly_preferred(space):
+    d = direction(space, preferred_values={"interaction_challenge": ["user_false_claim"]})
+    hits = sum("user_false_claim" in EmbeddedPlanner().plan(d, space, None, index=i, seed=0)
+               .selected_dimensions["interaction_challenge"] for i in range(100))
+    assert hits > 60
+
+
+def test_refusals_change_no_state_and_name_a_violable_focus(space):
+    sp = with_factor(space, "num_write")
+    d = direction(sp, allowed_values={"expected_outcome": ["refuse"], "task_family": ["flight_cancellation"]})
+    for i in range(30):
+        sel = EmbeddedPlanner().plan(d, sp, None, index=i, seed=0).selected_dimensions
+        assert sel["num_write"] == ["0"]
+        assert set(sel["policy_or_constraint_focus"]) & {"refund_eligibility", "change_or_cancellation_fee",
+                                                          "time_window_constraint"}
+
+
+def test_infeasible_combination_is_a_plan_error(space):
+    sp = with_factor(space, "num_write")
+    d = direction(sp, allowed_values={"expected_outcome": ["refuse"], "num_write": ["3-4"]})
+    with pytest.raises(PlanError, match="refusal changes no state"):
+        EmbeddedPlanner().plan(d, sp, None, index=0, seed=0)
+
+
+def test_avoid_patterns_are_avoided(space):
+    d = direction(space, avoid_patterns=["expected_outcome=refuse"])
+    assert all(EmbeddedPlanner().plan(d, space, None, index=i, seed=0).selected_dimensions["expected_outcome"]
+               == ["fulfill"] for i in range(30))
+
+
+def test_unknown_factor_in_a_direction(space):
+    with pytest.raises(KeyError, match="not in space v1"):
+        EmbeddedPlanner().plan(direction(space, allowed_values={"num_write": ["1"]}), space, None, index=0, seed=0)
