@@ -73,7 +73,7 @@ class EmbeddedTeacher:
             msgs.append(user.accept_refusal())
         info = scenario.get("info") or []
         closing = "Everything you asked for is taken care of." if not refusal else "Is there anything else?"
-        if info:
+        if info and not refusal:  # a refusal already said what it cannot do
             closing += " For your records: " + "; ".join(info) + "."
         say(closing)
         msgs.append(user.goodbye())

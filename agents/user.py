@@ -72,3 +72,46 @@ class EmbeddedUser:
 
     def goodbye(self) -> Message:
         return _user("Thank you, that is all I needed.")
+
+
+class ReactiveUser(EmbeddedUser):
+    """The embedded user answering an arbitrary agent (used to evaluate learners).
+
+    It answers a request for its id, confirms a described action only when the
+    description names the ids of one of its own requests, accepts a refusal,
+    reveals its next request when asked whether there is anything else, and
+    ends the call after a closing message. It never confirms what it did not ask for.
+    """
+
+    def __init__(self, scenario: dict[str, Any]):
+        super().__init__(scenario)
+        self.revealed = 1 if self.interleaved else len(scenario.get("intents", []))
+        self.done = False
+
+    def _wanted_ids(self) -> set[str]:
+        ids = set()
+        for intent in self.s.get("intents", [])[: self.revealed]:
+            for key, value in (intent.get("arguments") or {}).items():
+                if key.endswith("_id") and isinstance(value, str):
+                    ids.add(value.lower())
+        return ids
+
+    def respond(self, text: str) -> Message:
+        low = (text or "").lower()
+        if "user id" in low and "?" in low:
+            return self.give_user_id()
+        if "confirm" in low:
+            wanted = self._wanted_ids()
+            if wanted and any(i in low for i in wanted):
+                return _user("Yes, please go ahead.")
+            return _user("No, that is not what I asked for.")
+        if "anything else" in low:
+            if self.revealed < len(self.s.get("intents", [])):
+                self.revealed += 1
+                return self.next_intent(self.revealed - 1)
+            self.done = True
+            return self.goodbye()
+        if "sorry" in low or "cannot" in low:
+            return self.accept_refusal()
+        self.done = True
+        return self.goodbye()

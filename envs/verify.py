@@ -83,7 +83,11 @@ def run_checks(domain: Domain, task: Any, messages: list[Message], termination: 
 
     def before_call(episode, call, history):
         if rules is not None and domain.tool_kind(call.name, call.requestor) == "write":
-            violations.extend(rules(episode, call, history))
+            try:
+                violations.extend(rules(episode, call, history))
+            except Exception as exc:  # arguments too malformed for the rule to read them
+                violations.append(f"[unverifiable] {call.name}: arguments cannot be checked against the policy "
+                                  f"({type(exc).__name__})")
 
     rep = replay(domain, task.initial_state, messages, before_call=before_call)
     waived = _official_waivers(domain, task)

@@ -41,7 +41,7 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
                            file=click.get_text_stream("stderr")) as bar:
         synthesize_all(space, result.blueprints, domain, result, progress=bar.update)
     if write:
-        write_pass(store_from(ctx), result, chunk=f"synth-s{seed}")
+        write_pass(store_from(ctx), result, chunk=f"synth-s{seed}", diagnostic_fraction=0.15, seed=seed)
     return run_id, result
 
 

@@ -71,9 +71,20 @@ def synthesize_all(space: SynthesisSpace, blueprints: Iterable[Blueprint], domai
     return result
 
 
-def write_pass(store: Store, result: PassResult, chunk: str) -> None:
-    """Every record of the pass as chunk ``chunk`` of its table (a rewrite replaces it)."""
+def write_pass(store: Store, result: PassResult, chunk: str, diagnostic_fraction: float | None = None,
+               seed: int = 0) -> None:
+    """Every record of the pass as chunk ``chunk`` of its table (a rewrite replaces it).
+
+    With ``diagnostic_fraction``, the kept trajectories also become SFT examples,
+    a seeded share of them held out as the round's diagnostic set.
+    """
     t0 = time.perf_counter()
+    if diagnostic_fraction is not None:
+        from tasks.datasets import sft_examples
+
+        examples = sft_examples(result.kept, diagnostic_fraction, seed)
+        if examples:
+            store.write(examples, chunk)
     tasks = [c.task for c in result.candidates if c.task is not None]
     trajectories = [t for c in result.candidates for t in c.trajectories]
     verdicts = [v for c in result.candidates for v in c.verdicts]

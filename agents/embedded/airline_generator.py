@@ -262,5 +262,6 @@ class AirlineGenerator:
         fillers = self._fillers(user_id, {f"{a}:{sorted(b.items())}" for a, b in required}, reads - len(required), rng)
         if fillers is None:
             return None
-        return Plan(user_id=user_id, actions=fillers + required, intents=[{"say": say, "tool": None}], info=[],
+        # the agent must actually tell the user it cannot do this ("cannot" in its reply)
+        return Plan(user_id=user_id, actions=fillers + required, intents=[{"say": say, "tool": None}], info=["cannot"],
                     refusal={"say": say, "rule": rule}, fillers=[self._filler_say(f) for f in fillers])

@@ -1,0 +1,201 @@
+"""What the embedded learner sees, turned into features: the state, and argument candidates.
+
+Only agent-visible material is used: user and assistant messages, tool
+observations and the tool schemas. Candidates for an argument are values that
+appear in that material (ids, dates, numbers, JSON fields of observations) plus
+small arithmetic on numbers seen there; the learner picks among them.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from storage.records import Message
+
+WORD = re.compile(r"[a-z0-9_\-]+")
+PATTERNS = {
+    "user_id": re.compile(r"\b[a-z]+_[a-z]+_\d{3,5}\b"),
+    "payment_id": re.compile(r"\b(?:credit_card|gift_card|certificate)_\d+\b"),
+    "reservation_id": re.compile(r"\b[A-Z0-9]{6}\b"),
+    "flight_number": re.compile(r"\bHAT\d{3}\b"),
+    "date": re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
+    "airport": re.compile(r"\b[A-Z]{3}\b"),
+    "cabin": re.compile(r"\b(basic economy|economy|business)\b", re.I),
+    "number": re.compile(r"(?<![\w.-])\d{1,5}(?![\w-])"),
+}
+
+
+def label_of(msg: Message) -> str:
+    if msg.tool_calls:
+        return f"tool:{msg.tool_calls[0].name}"
+    text = (msg.content or "").lower()
+    if "user id" in text and "?" in text:
+        return "say:ask_id"
+    if "confirm" in text:
+        return "say:confirm"
+    if "sorry" in text or "cannot" in text:
+        return "say:refuse"
+    if "anything else" in text:
+        return "say:ack"
+    return "say:close"
+
+
+MENTION_KINDS = ("flight_number", "reservation_id", "payment_id", "user_id", "date", "airport")
+
+
+def mentions(history: list[Message]) -> list[tuple[str, str, str]]:
+    """(kind, value, the two words before it) for every entity the user mentioned, in order."""
+    out = []
+    for m in history:
+        if m.role != "user" or not m.content:
+            continue
+        for kind in MENTION_KINDS:
+            for match in PATTERNS[kind].finditer(m.content):
+                if kind == "reservation_id" and PATTERNS["flight_number"].fullmatch(match.group()):
+                    continue
+                before = WORD.findall(m.content[max(0, match.start() - 40):match.start()].lower())[-2:]
+                out.append((match.start() + 10_000 * len(out), kind, match.group(), " ".join(before)))
+    out.sort()
+    return [(k, v, b) for _, k, v, b in out]
+
+
+def used_values(history: list[Message]) -> set[str]:
+    return {str(v) for m in history for c in m.tool_calls for v in _flat(c.arguments)}
+
+
+def _flat(obj: Any) -> list[Any]:
+    if isinstance(obj, dict):
+        return [x for v in obj.values() for x in _flat(v)]
+    if isinstance(obj, list):
+        return [x for v in obj for x in _flat(v)]
+    return [obj]
+
+
+def state_tokens(history: list[Message]) -> str:
+    toks: list[str] = []
+    used = used_values(history)
+    pending = [(k, v, b) for k, v, b in mentions(history) if v not in used and k in ("flight_number", "reservation_id")]
+    if pending:
+        kind, _, before = pending[0]
+        toks += [f"next_{kind}"] + [f"next_{kind}_{w}" for w in before.split()]
+    else:
+        toks.append("next_none")
+    users = [m for m in history if m.role == "user" and m.content]
+    if users:
+        toks += [f"f_{w}" for w in WORD.findall(users[0].content.lower())]
+        toks += [f"u_{w}" for w in WORD.findall(users[-1].content.lower())]
+    last = history[-1] if history else None
+    if last is not None:
+        toks.append(f"last_role_{last.role}")
+        if last.role == "tool":
+            toks.append("last_error" if last.error else "last_ok")
+    labels = [label_of(m) for m in history if m.role == "assistant"]
+    toks += [f"did_{lab}" for lab in labels]
+    if labels:
+        toks.append(f"prev_{labels[-1]}")
+        toks.append(f"prev2_{'|'.join(labels[-2:])}")
+    writes = sum(1 for lab in labels if lab.startswith("tool:") and any(
+        w in lab for w in ("book", "cancel", "update", "send", "modify", "return", "exchange")))
+    toks.append(f"writes_{min(writes, 6)}")
+    toks.append(f"steps_{min(len(labels), 30) // 3}")
+    if any(PATTERNS["user_id"].search((m.content or "")) for m in users):
+        toks.append("knows_user_id")
+    return " ".join(toks)
+
+
+@dataclass
+class Candidate:
+    value: Any
+    source: str  # user / obs / derived
+    key: str  # the JSON key it appeared under, or the regex kind
+    age: int  # messages since it appeared
+    in_last_user: bool
+    rank: int | None = None  # order among the user's mentions of this kind
+    first_unused: bool = False  # the earliest mention of its kind not yet used in a call
+
+
+def _walk(obj: Any, key: str = "") -> list[tuple[str, Any]]:
+    out = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.extend(_walk(v, k))
+            if isinstance(v, (list, dict)) and k in ("flights", "passengers"):
+                out.append((k, v))
+    elif isinstance(obj, list):
+        for v in obj:
+            out.extend(_walk(v, key))
+    else:
+        out.append((key, obj))
+    return out
+
+
+def candidates(history: list[Message]) -> list[Candidate]:
+    out: list[Candidate] = []
+    last_user = max((i for i, m in enumerate(history) if m.role == "user"), default=-1)
+    n = len(history)
+    for i, m in enumerate(history):
+        age = n - i
+        if m.role == "user" and m.content:
+            for kind, pat in PATTERNS.items():
+                for v in pat.findall(m.content):
+                    value = int(v) if kind == "number" else (v.lower().replace(" ", "_") if kind == "cabin" else v)
+                    out.append(Candidate(value, "user", kind, age, i == last_user))
+        elif m.role == "tool" and m.content and not m.error:
+            try:
+                data = json.loads(m.content)
+            except ValueError:
+                continue
+            for key, value in _walk(data):
+                if isinstance(value, list) and key == "flights":
+                    value = [{"flight_number": f.get("flight_number"), "date": f.get("date")}
+                             for f in value if isinstance(f, dict)]
+                out.append(Candidate(value, "obs", key, age, False))
+    order: dict[str, list[str]] = {}
+    for kind, value, _ in mentions(history):
+        if value not in order.setdefault(kind, []):
+            order[kind].append(value)
+    used = used_values(history)
+    for c in out:
+        if c.source == "user" and c.key in order and str(c.value) in order[c.key]:
+            c.rank = order[c.key].index(str(c.value))
+            c.first_unused = next((v for v in order[c.key] if v not in used), None) == str(c.value)
+    # the most recent occurrence of each (value, key, source) is enough
+    seen: dict[tuple[str, str, str], Candidate] = {}
+    for c in out:
+        seen[(json.dumps(c.value, sort_keys=True), c.key, c.source)] = c
+    out = list(seen.values())
+    numbers = {c.value for c in out if isinstance(c.value, int) and not isinstance(c.value, bool) and c.value < 10}
+    for v in sorted(numbers):
+        for d, label in ((1, "+1"), (2, "+2"), (50 * v, "x50"), (100 * v, "x100")):
+            out.append(Candidate(v + d if label.startswith("+") else d, "derived", label, 0, False))
+    return out
+
+
+def candidate_features(tool: str, arg: str, c: Candidate, used: set[str]) -> list[str]:
+    kind = "int" if isinstance(c.value, int) and not isinstance(c.value, bool) else type(c.value).__name__
+    base = [f"src={c.source}", f"key={c.key}", f"kind={kind}", f"age={min(c.age, 12)}"]
+    feats = base + [f"arg={arg}|{b}" for b in base] + [f"tool={tool}|arg={arg}|key={c.key}"]
+    if c.key == arg or arg.endswith(c.key) or c.key.endswith(arg):
+        feats.append("key_matches_arg")
+    if c.in_last_user:
+        feats += ["in_last_user", f"arg={arg}|in_last_user"]
+    if c.rank is not None:
+        feats += [f"rank={min(c.rank, 4)}", f"arg={arg}|rank={min(c.rank, 4)}",
+                  f"tool={tool}|arg={arg}|rank={min(c.rank, 4)}"]
+    if c.first_unused:
+        feats += ["first_unused", f"arg={arg}|first_unused", f"tool={tool}|arg={arg}|first_unused"]
+    if json.dumps(c.value, sort_keys=True) in used:
+        feats += ["used_before", f"arg={arg}|used_before"]
+    return feats
+
+
+def schema_candidates(arg_schema: dict[str, Any]) -> list[Candidate]:
+    """Values the tool schema itself offers: enum members, and small counts for integers."""
+    out = [Candidate(v, "schema", "enum", 0, False) for v in arg_schema.get("enum", [])]
+    for ref in arg_schema.get("anyOf", []) + arg_schema.get("allOf", []):
+        out += [Candidate(v, "schema", "enum", 0, False) for v in ref.get("enum", [])]
+    if arg_schema.get("type") == "integer":
+        out += [Candidate(v, "schema", "small_int", 0, False) for v in (0, 1, 2, 3)]
+    return out

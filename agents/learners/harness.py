@@ -1,0 +1,77 @@
+"""Evaluation harness: run a task agent on tasks with the embedded user, score with the verifier."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from agents.learners.base import TaskAgent
+from agents.user import ReactiveUser
+from agents.verifier import verify
+from envs.base import Domain
+from envs.tau2.convert import task_from_dict
+from storage.records import Evaluation, Message, SynthTask, Trajectory
+
+
+@dataclass
+class TaskCase:
+    """A held-out task and the observed factors of its gold (teacher) solution."""
+
+    task: SynthTask
+    gold_observed: dict[str, list[str]]
+
+
+def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: int = 40,
+                model_version: str = "") -> Trajectory:
+    tau2_task = task_from_dict(task.tau2_task)
+    episode = domain.episode(tau2_task.initial_state)
+    user = ReactiveUser(task.scenario)
+    agent.reset([t.openai_schema() for t in domain.tools("assistant")], domain.policy)
+    msgs: list[Message] = [user.opening()]
+    termination = "max_steps"
+    for _ in range(max_steps):
+        reply = agent.act(list(msgs))
+        msgs.append(reply)
+        if reply.tool_calls:
+            for call in reply.tool_calls:
+                obs = episode.step(call.name, call.arguments, call.requestor)
+                msgs.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error))
+            continue
+        msgs.append(user.respond(reply.content or ""))
+        if user.done:
+            termination = "user_stop"
+            break
+    tid = "ev-" + hashlib.sha256(f"{task.task_id}/{model_version}".encode()).hexdigest()[:12]
+    return Trajectory(run_id=task.run_id, round=task.round, space_version=task.space_version,
+                      direction_id=task.direction_id, blueprint_id=task.blueprint_id, trajectory_id=tid,
+                      task_id=task.task_id, messages=msgs, producer="learner", model_version=model_version,
+                      termination=termination)
+
+
+def evaluate(agent: TaskAgent, cases: list[TaskCase], domain: Domain, *, run_id: str, round: int,
+             task_set: str, model_version: str, max_steps: int = 40) -> tuple[list[Evaluation], list[Trajectory]]:
+    evaluations, trajectories = [], []
+    for case in cases:
+        traj = run_episode(agent, case.task, domain, max_steps, model_version)
+        traj = traj.model_copy(update={"run_id": run_id, "round": round})
+        verdict = verify(case.task.model_copy(update={"requested": {}}), traj)
+        eid = hashlib.sha256(f"{run_id}/{round}/{task_set}/{case.task.task_id}/{model_version}".encode()).hexdigest()[:16]
+        evaluations.append(Evaluation(
+            run_id=run_id, round=round, space_version=case.task.space_version, direction_id=case.task.direction_id,
+            blueprint_id=case.task.blueprint_id, evaluation_id=eid, task_id=case.task.task_id,
+            trajectory_id=traj.trajectory_id, model_version=model_version, task_set=task_set,
+            success=verdict.passed, reward=verdict.reward,
+            num_steps=sum(1 for m in traj.messages if m.role == "assistant"),
+            observed=case.gold_observed, failed_checks=[c.name for c in verdict.failed()]))
+        trajectories.append(traj)
+    return evaluations, trajectories
+
+
+def success_by_slice(evaluations: list[Evaluation], factor: str) -> dict[str, tuple[int, int]]:
+    """{value: (successes, count)} over the gold-solution value of a factor."""
+    out: dict[str, list[int]] = {}
+    for e in evaluations:
+        for value in e.observed.get(factor, []):
+            s = out.setdefault(value, [0, 0])
+            s[0] += int(e.success)
+            s[1] += 1
+    return {k: (v[0], v[1]) for k, v in sorted(out.items())}

@@ -1,0 +1,128 @@
+"""`evosyn train`, `evosyn evaluate`, `evosyn export`, `evosyn bench learner`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from flows.cli import UserError, bench, main, store_from
+from flows.render import print_table
+
+
+def _slice_table(title: str, evaluations, factor: str) -> None:
+    from agents.learners.harness import success_by_slice
+
+    rows = [[v, s, n, f"{s / n:.2f}"] for v, (s, n) in success_by_slice(evaluations, factor).items()]
+    print_table(title, [factor, "successes", "tasks", "success"], rows)
+
+
+@main.command()
+@click.option("--run", "run_id", required=True)
+@click.option("--round", "round_", type=int, required=True)
+@click.option("--learner", type=click.Choice(["embedded", "llamafactory"]), default="embedded", show_default=True)
+@click.option("--model", default="Qwen/Qwen3-8B", show_default=True, help="llamafactory: base model path or name.")
+@click.pass_context
+def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
+    """Train the task agent on all verified training examples of rounds <= R."""
+    from tasks.datasets import examples_upto
+
+    store = store_from(ctx)
+    examples = examples_upto(store, run_id, round_, "train")
+    if not examples:
+        raise UserError(f"--run {run_id} --round {round_}: no training examples in the store")
+    if learner == "embedded":
+        from tasks.learn import train_round
+
+        fitted, path, seconds = train_round(store, run_id, round_)
+        click.echo(f"trained the embedded learner on {fitted.n_trajectories} trajectories in {seconds:.1f}s "
+                   f"(fingerprint {fitted.fingerprint}); saved {path}")
+        return
+    from agents.learners.llamafactory import TrainingError, find_cli, run_training, sft_config, write_config, \
+        write_dataset
+
+    try:
+        cli = find_cli()
+    except TrainingError as exc:
+        raise UserError(str(exc)) from None
+    base = store.root / "sft" / run_id / f"round={round_}"
+    n = write_dataset(examples, base / "data")
+    cfg = write_config(sft_config(model, base / "data", base / "checkpoint"), base / "sft.yaml")
+    click.echo(f"exported {n} examples; config {cfg}")
+    try:
+        run_training(cfg, cli)
+    except TrainingError as exc:
+        raise UserError(str(exc)) from None
+
+
+@main.command()
+@click.option("--run", "run_id", required=True)
+@click.option("--round", "round_", type=int, required=True)
+@click.option("--set", "task_set", type=click.Choice(["diagnostic", "test"]), default="test", show_default=True)
+@click.pass_context
+def evaluate(ctx, run_id: str, round_: int, task_set: str) -> None:
+    """Evaluate the round's task agent on the diagnostic or test set; rows go to `evaluations`."""
+    from tasks.learn import evaluate_round
+
+    try:
+        evaluations = evaluate_round(store_from(ctx), run_id, round_, task_set)
+    except FileNotFoundError as exc:
+        raise UserError(str(exc)) from None
+    if not evaluations:
+        raise UserError(f"--set {task_set}: no tasks to evaluate for run {run_id} round {round_}")
+    rate = sum(e.success for e in evaluations) / len(evaluations)
+    click.echo(f"{task_set}: {sum(e.success for e in evaluations)}/{len(evaluations)} succeeded ({rate:.3f})")
+    for factor in ("num_write", "task_family", "expected_outcome"):
+        _slice_table(f"{task_set} success by {factor}", evaluations, factor)
+
+
+@main.command()
+@click.option("--run", "run_id", required=True)
+@click.option("--round", "round_", type=int, default=None, help="Accumulate rounds <= R (default: all).")
+@click.option("--format", "fmt", type=click.Choice(["sharegpt", "openai", "tau2"]), required=True)
+@click.option("--output", type=click.Path(file_okay=False), required=True)
+@click.pass_context
+def export(ctx, run_id: str, round_: int | None, fmt: str, output: str) -> None:
+    """Export verified training data (LLaMA-Factory ShareGPT, OpenAI messages JSONL, tau2 tasks)."""
+    from agents.learners.exports import openai_messages, tau2_tasks
+    from agents.learners.llamafactory import write_dataset
+
+    store = store_from(ctx)
+    examples = [e for e in store.read_records("sft_examples", run_id=run_id)
+                if e.split == "train" and (round_ is None or e.round <= round_)]
+    if not examples:
+        raise UserError(f"--run {run_id}: no training examples to export")
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    if fmt == "sharegpt":
+        n = write_dataset(sorted(examples, key=lambda e: (e.round, e.example_id)), out)
+    elif fmt == "openai":
+        lines = [json.dumps(openai_messages(e)) for e in sorted(examples, key=lambda e: (e.round, e.example_id))]
+        (out / "train.jsonl").write_text("\n".join(lines) + "\n")
+        n = len(lines)
+    else:
+        ids = {e.task_id for e in examples}
+        tasks = [t for t in store.read_records("tasks", run_id=run_id) if t.task_id in ids]
+        (out / "tasks.json").write_text(json.dumps(tau2_tasks(sorted(tasks, key=lambda t: t.task_id)), indent=1))
+        n = len(tasks)
+    click.echo(f"exported {n} {fmt} records to {out}")
+
+
+@bench.command("learner")
+@click.option("--domain", default="airline", show_default=True)
+@click.option("--sizes", default="0,250,500,1000,2000", show_default=True)
+@click.option("--test-size", type=int, default=200, show_default=True)
+@click.option("--output", type=click.Path(dir_okay=False), default=None)
+@click.pass_context
+def bench_learner(ctx, domain: str, sizes: str, test_size: int, output: str | None) -> None:
+    """Learning curve of the embedded learner: test success by training-set size and num_write bucket."""
+    from benchmarks.common import write_json
+    from benchmarks.learner import run
+
+    result = run(store_from(ctx), domain, [int(s) for s in sizes.split(",")], test_size)
+    buckets = ["0", "1", "2", "3-4", "5+"]
+    print_table(f"embedded learner on {domain}: test-set success ({result['test_tasks']} tasks)",
+                ["train size", "success", *[f"nw={b}" for b in buckets], "train s", "eval s"],
+                [[r["size"], f"{r['success']:.3f}", *[r["by_num_write"].get(b, "") for b in buckets],
+                  f"{r['train_seconds']:.1f}", f"{r['eval_seconds']:.1f}"] for r in result["curve"]])
+    click.echo(f"wrote {write_json(f'learner-{domain}', result, output)}")

@@ -1,0 +1,91 @@
+"""Task sets and training examples: SFT splits, the per-round diagnostic set, the fixed test set."""
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable
+
+from agents.designer import NewFactor
+from agents.learners.harness import TaskCase
+from agents.synthesis import Candidate
+from envs.ontology import load_initial_space
+from envs.registry import get_domain
+from storage.records import Factor, SFTExample, SynthTask, Trajectory, Verdict
+from storage.store import Store
+
+BUCKETS = ["0", "1", "2", "3-4", "5+"]
+TEST_SEED = 20_260_101
+
+
+def _unit(key: str) -> float:
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+
+
+def sft_examples(kept: Iterable[Candidate], diagnostic_fraction: float, seed: int) -> list[SFTExample]:
+    """One example per kept task; a seeded, content-keyed share is held out as diagnostic."""
+    tools = [t.openai_schema() for t in get_domain("airline").tools("assistant")]
+    out = []
+    for c in kept:
+        traj = c.final
+        split = "diagnostic" if _unit(f"{seed}/{c.task.task_id}") < diagnostic_fraction else "train"
+        out.append(SFTExample(run_id=traj.run_id, round=traj.round, space_version=traj.space_version,
+                              direction_id=traj.direction_id, blueprint_id=traj.blueprint_id,
+                              example_id="ex-" + traj.trajectory_id[3:], task_id=c.task.task_id,
+                              trajectory_id=traj.trajectory_id, split=split, messages=traj.messages, tools=tools))
+    return out
+
+
+def examples_upto(store: Store, run_id: str, round: int, split: str) -> list[SFTExample]:
+    rows = [e for e in store.read_records("sft_examples", run_id=run_id) if e.round <= round and e.split == split]
+    return sorted(rows, key=lambda e: (e.round, e.example_id))
+
+
+def as_trajectories(examples: list[SFTExample]) -> list[Trajectory]:
+    return [Trajectory(run_id=e.run_id, round=e.round, trajectory_id=e.trajectory_id, task_id=e.task_id,
+                       messages=e.messages) for e in examples]
+
+
+def cases_for(store: Store, run_id: str, task_ids: set[str]) -> list[TaskCase]:
+    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id) if t.task_id in task_ids}
+    observed: dict[str, dict] = {}
+    for v in store.read_records("verdicts", run_id=run_id):
+        if v.task_id in tasks and v.passed:
+            observed[v.task_id] = v.observed
+    return [TaskCase(tasks[t], observed.get(t, {})) for t in sorted(tasks)]
+
+
+def diagnostic_cases(store: Store, run_id: str, round: int) -> list[TaskCase]:
+    """The diagnostic set: held-out verified tasks of every round <= ``round`` (accumulated)."""
+    return cases_for(store, run_id, {e.task_id for e in examples_upto(store, run_id, round, "diagnostic")})
+
+
+def test_set_run_id(domain: str, seed: int = TEST_SEED) -> str:
+    return f"testset-{domain}-s{seed}"
+
+
+def test_cases(store: Store, domain: str = "airline", n: int = 200, seed: int = TEST_SEED) -> list[TaskCase]:
+    """The fixed embedded test set: built once (num_write uniform, num_read drawn uniformly), then reused.
+
+    It lives in its own run partition and is never read by synthesis.
+    """
+    from tasks.synth import design_and_plan, synthesize_all, write_pass
+
+    run_id = test_set_run_id(domain, seed)
+    if not store.files("tasks", run_id=run_id):
+        space = load_initial_space(domain, run_id=run_id)
+        space = space.model_copy(update={"version": 2, "factors": space.factors + [
+            Factor(key=k, values=BUCKETS, status="experimental", observable=True, added_in=2)
+            for k in ("num_write", "num_read")]})
+        result = design_and_plan(space, n, run_id=run_id, round=0, seed=seed, steering=NewFactor(factor="num_write"))
+        synthesize_all(space, result.blueprints, domain, result)
+        for c in result.candidates:
+            if c.task is not None:
+                c.task.source = "test_set"
+        write_pass(store, result, chunk="testset")
+    tasks = store.read_records("tasks", run_id=run_id)
+    return cases_for(store, run_id, {t.task_id for t in tasks})
+
+
+def kept_pairs(store: Store, run_id: str) -> list[tuple[SynthTask, Verdict]]:
+    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id)}
+    return [(tasks[v.task_id], v) for v in store.read_records("verdicts", run_id=run_id)
+            if v.passed and v.task_id in tasks]

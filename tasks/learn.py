@@ -1,0 +1,54 @@
+"""Train the task agent on all verified data so far, and evaluate it on held-out tasks."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from agents.learners.embedded import EmbeddedLearner
+from agents.learners.harness import TaskCase, evaluate
+from envs.registry import get_domain
+from storage.records import Evaluation, Trajectory
+from storage.store import Store
+from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto, test_cases
+
+
+def model_path(store: Store, run_id: str, round: int) -> Path:
+    return store.root / "models" / run_id / f"round={round}" / "embedded.joblib"
+
+
+def model_version(learner: EmbeddedLearner, run_id: str, round: int) -> str:
+    return f"{run_id}/r{round}/{learner.fingerprint}"
+
+
+def fit_embedded(trajectories: list[Trajectory], domain: str = "airline", seed: int = 0) -> EmbeddedLearner:
+    tools = [t.openai_schema() for t in get_domain(domain).tools("assistant")]
+    return EmbeddedLearner(seed=seed).fit(trajectories, tools)
+
+
+def train_round(store: Store, run_id: str, round: int, seed: int = 0) -> tuple[EmbeddedLearner, Path, float]:
+    """SFT (behaviour cloning) on every training example of rounds <= ``round``; saved as an artifact."""
+    examples = examples_upto(store, run_id, round, "train")
+    t0 = time.perf_counter()
+    learner = fit_embedded(as_trajectories(examples), seed=seed)
+    seconds = time.perf_counter() - t0
+    return learner, learner.save(model_path(store, run_id, round)), seconds
+
+
+def load_round(store: Store, run_id: str, round: int) -> EmbeddedLearner:
+    path = model_path(store, run_id, round)
+    if not path.exists():
+        raise FileNotFoundError(f"no trained model for run {run_id} round {round} (run `evosyn train` first)")
+    return EmbeddedLearner.load(path)
+
+
+def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner: EmbeddedLearner | None = None,
+                   cases: list[TaskCase] | None = None, domain: str = "airline") -> list[Evaluation]:
+    learner = learner or load_round(store, run_id, round)
+    if cases is None:
+        cases = diagnostic_cases(store, run_id, round) if task_set == "diagnostic" else test_cases(store, domain)
+    evaluations, trajectories = evaluate(learner, cases, get_domain(domain), run_id=run_id, round=round,
+                                         task_set=task_set, model_version=model_version(learner, run_id, round))
+    if evaluations:
+        store.write(trajectories, f"eval-{task_set}")
+        store.write(evaluations, f"eval-{task_set}")
+    return evaluations
