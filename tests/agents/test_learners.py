@@ -1,0 +1,100 @@
+"""Task agents: the OpenAI-compatible agent over real HTTP, the embedded learner, exports."""
+import json
+
+import pytest
+
+from agents.learners.exports import ExportError, openai_messages, sharegpt
+from agents.learners.harness import TaskCase, evaluate, run_episode, success_by_slice
+from agents.learners.openai_agent import OpenAICompatibleAgent
+from agents.verifier import verify
+from envs.registry import get_domain
+from storage.records import SFTExample
+from tasks.learn import fit_embedded
+from tasks.synth import design_and_plan, synthesize_all
+from tests.fakes.openai_server import ScriptedServer, completion
+
+
+@pytest.fixture(scope="module")
+def kept(space):
+    result = design_and_plan(space, 96, run_id="t", round=0, seed=11)
+    return synthesize_all(space, result.blueprints, "airline", result).kept
+
+
+def replaying(teacher_messages):
+    """A scripted model: its k-th answer is the teacher's k-th assistant turn."""
+    turns = [m for m in teacher_messages if m.role == "assistant"]
+
+    def respond(body):
+        k = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        m = turns[min(k, len(turns) - 1)]
+        if m.tool_calls:
+            c = m.tool_calls[0]
+            return completion(tool_call={"id": c.id, "name": c.name, "arguments": c.arguments})
+        return completion(content=m.content)
+    return respond
+
+
+def test_openai_compatible_agent_over_http(kept):
+    cand = next(c for c in kept if c.task.scenario["intents"][0]["tool"] and not c.task.scenario["challenges"])
+    dom = get_domain("airline")
+    with ScriptedServer(replaying(cand.final.messages)) as server:
+        agent = OpenAICompatibleAgent(base_url=server.base_url, model="scripted")
+        traj = run_episode(agent, cand.task, dom, model_version="scripted")
+        first = server.requests[0]["body"]
+    assert traj.termination == "user_stop"
+    assert verify(cand.task.model_copy(update={"requested": {}}), traj).passed
+    assert first["model"] == "scripted" and first["messages"][0]["role"] == "system"
+    assert {t["function"]["name"] for t in first["tools"]} >= {"cancel_reservation", "get_user_details"}
+
+
+def test_malformed_tool_arguments_from_the_model_are_scored_not_raised(kept):
+    cand = kept[0]
+    bad = completion(tool_call={"name": "get_user_details", "arguments": {}})
+    bad["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = "{not json"
+    with ScriptedServer(lambda body: bad) as server:
+        agent = OpenAICompatibleAgent(base_url=server.base_url, model="scripted")
+        traj = run_episode(agent, cand.task, get_domain("airline"), max_steps=3)
+    v = verify(cand.task.model_copy(update={"requested": {}}), traj)
+    assert traj.termination == "max_steps" and not v.passed
+    assert any(c.name == "executable" for c in v.failed())
+
+
+def test_untrained_learner_scores_zero_and_training_helps(kept):
+    dom = get_domain("airline")
+    cases = [TaskCase(c.task, c.verdicts[-1].observed) for c in kept[:24]]
+    untrained = fit_embedded([])
+    ev0, _ = evaluate(untrained, cases, dom, run_id="t", round=1, task_set="test", model_version="none")
+    assert sum(e.success for e in ev0) == 0
+    learner = fit_embedded([c.final for c in kept[24:]])
+    ev1, trajs = evaluate(learner, cases, dom, run_id="t", round=1, task_set="test", model_version="v1")
+    assert sum(e.success for e in ev1) > 0
+    assert all(e.trajectory_id == t.trajectory_id and e.observed for e, t in zip(ev1, trajs))
+    table = success_by_slice(ev1, "task_family")
+    assert sum(n for _, n in table.values()) == len(cases)
+
+
+def test_learner_sees_no_gold(kept, tmp_path):
+    learner = fit_embedded([c.final for c in kept])
+    path = learner.save(tmp_path / "m.joblib")
+    meta = json.loads(path.with_suffix(".json").read_text())
+    assert meta["fingerprint"] == learner.fingerprint and meta["n_trajectories"] == len(kept)
+    blob = path.read_bytes()
+    gold_ids = {a["action_id"].encode() for c in kept for a in c.task.tau2_task["evaluation_criteria"]["actions"]}
+    assert not any(g in blob for g in list(gold_ids)[:50])
+
+
+def test_sharegpt_export_alternates_and_openai_keeps_tool_calls(kept):
+    tools = [t.openai_schema() for t in get_domain("airline").tools("assistant")]
+    for c in kept:
+        ex = SFTExample(run_id="t", round=0, example_id="e", task_id=c.task.task_id,
+                        trajectory_id=c.final.trajectory_id, messages=c.final.messages, tools=tools)
+        conv = sharegpt(ex)["conversations"]
+        sides = ["u" if t["from"] in ("human", "observation") else "a" for t in conv]
+        assert sides[0] == "u" and sides[-1] == "a" and all(x != y for x, y in zip(sides, sides[1:]))
+        oa = openai_messages(ex)
+        calls = [m for m in oa["messages"] if m.get("tool_calls")]
+        assert all(json.loads(m["tool_calls"][0]["function"]["arguments"]) is not None for m in calls)
+    assert json.loads(sharegpt(ex)["tools"])[0]["type"] == "function"
+    broken = ex.model_copy(update={"messages": [m for m in ex.messages if m.role != "tool"]})
+    with pytest.raises(ExportError, match="function_call followed by function_call|followed by"):
+        sharegpt(broken)

@@ -1,0 +1,48 @@
+import json
+
+import pytest
+
+from tests.flows.test_cli import evosyn
+
+RUN = "synth-airline-s5-n60"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("learn") / "h"
+    out = evosyn("synth", "--n", "60", "--seed", "5", home=home)
+    assert out.returncode == 0, out.stderr[-1500:]
+    return home
+
+
+def test_train_evaluate_and_join_back(home):
+    out = evosyn("train", "--run", RUN, "--round", "0", home=home)
+    assert out.returncode == 0 and "trained the embedded learner" in out.stdout, out.stderr[-1500:]
+    out = evosyn("evaluate", "--run", RUN, "--round", "0", "--set", "diagnostic", home=home)
+    assert out.returncode == 0 and "diagnostic:" in out.stdout and "num_write" in out.stdout, out.stderr[-1500:]
+    sql = ("select count(*) as n, count(t.task_id) as with_task, count(tr.trajectory_id) as with_traj, "
+           "count(distinct e.model_version) as models from evaluations e "
+           "left join tasks t on t.task_id = e.task_id and t.run_id = e.run_id "
+           "left join trajectories tr on tr.trajectory_id = e.trajectory_id and tr.run_id = e.run_id")
+    row = json.loads(evosyn("query", sql, "--format", "json", home=home).stdout)
+    assert row["n"] > 0 and row["n"] == row["with_task"] == row["with_traj"] and row["models"] == 1
+
+
+def test_exports(home, tmp_path):
+    for fmt, name in (("sharegpt", "evosyn.json"), ("openai", "train.jsonl"), ("tau2", "tasks.json")):
+        out = evosyn("export", "--run", RUN, "--format", fmt, "--output", str(tmp_path / fmt), home=home)
+        assert out.returncode == 0, out.stderr[-1500:]
+        assert (tmp_path / fmt / name).exists()
+    info = json.loads((tmp_path / "sharegpt" / "dataset_info.json").read_text())
+    assert info["evosyn"]["formatting"] == "sharegpt" and info["evosyn"]["columns"]["tools"] == "tools"
+    from tau2.data_model.tasks import Task
+
+    tasks = json.loads((tmp_path / "tau2" / "tasks.json").read_text())
+    assert [Task.model_validate(t).id for t in tasks]
+
+
+def test_missing_inputs_are_one_line_errors(home):
+    out = evosyn("train", "--run", "nope", "--round", "0", home=home)
+    assert out.returncode == 2 and out.stderr.startswith("error: --run nope") and out.stderr.count("\n") == 1
+    out = evosyn("evaluate", "--run", RUN, "--round", "9", home=home)
+    assert out.returncode == 2 and "no trained model" in out.stderr
