@@ -110,10 +110,11 @@ def propose(kind: str, episode, user_id: str, rng: random.Random, exclude: set[s
             if pay is None:
                 continue
             rid = res.reservation_id
+            # the free allowance depends on the membership: read the profile too
             return Op("bags", "update_reservation_baggages",
                       {"reservation_id": rid, "total_baggages": total, "nonfree_baggages": nonfree,
                        "payment_id": pay},
-                      [_res_read(rid)], f"add {add} checked bag{'s' if add > 1 else ''} to reservation {rid} "
+                      [("get_user_details", {"user_id": user_id}), _res_read(rid)], f"add {add} checked bag{'s' if add > 1 else ''} to reservation {rid} "
                       f"(pay with {pay})", info=[str(fee)] if fee else [], reservation_id=rid)
     elif kind == "passengers":
         for res in reservations:

@@ -166,10 +166,22 @@ def candidates(history: list[Message]) -> list[Candidate]:
     for c in out:
         seen[(json.dumps(c.value, sort_keys=True), c.key, c.source)] = c
     out = list(seen.values())
-    numbers = {c.value for c in out if isinstance(c.value, int) and not isinstance(c.value, bool) and c.value < 10}
-    for v in sorted(numbers):
-        for d, label in ((1, "+1"), (2, "+2"), (50 * v, "x50"), (100 * v, "x100")):
-            out.append(Candidate(v + d if label.startswith("+") else d, "derived", label, 0, False))
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    derived: list[Candidate] = []
+    user_numbers = sorted({c.value for c in out if c.source == "user" and is_int(c.value) and 0 < c.value < 10})
+    for c in out:
+        if c.source == "obs" and is_int(c.value) and c.value < 20:
+            derived += [Candidate(c.value + u, "derived", f"{c.key}+user", 0, False) for u in user_numbers]
+        if c.source == "obs" and isinstance(c.value, list) and c.key == "passengers":
+            k = len(c.value)
+            derived += [Candidate(k, "derived", "count:passengers", 0, False),
+                        Candidate(50 * k, "derived", "x50:passengers", 0, False),
+                        Candidate(100 * k, "derived", "x100:passengers", 0, False)]
+    for v in sorted({c.value for c in out if is_int(c.value) and c.value < 10}):
+        derived += [Candidate(v + 1, "derived", "+1", 0, False), Candidate(v + 2, "derived", "+2", 0, False)]
+    out.extend(derived)
     return out
 
 
