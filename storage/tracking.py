@@ -7,6 +7,7 @@ imported lazily because it is slow to import and not every command needs it.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Mapping
@@ -82,7 +83,7 @@ class Tracker:
         import time
 
         now = int(time.time() * 1000)
-        batch = [Metric(k, float(v), now, step) for k, v in metrics.items() if v is not None]
+        batch = [Metric(metric_name(k), float(v), now, step) for k, v in metrics.items() if v is not None]
         if batch:
             self.client.log_batch(mlflow_run_id, metrics=batch)
 
@@ -102,6 +103,11 @@ class Tracker:
 
     def log_file(self, mlflow_run_id: str, path: Path, artifact_path: str | None = None) -> None:
         self.client.log_artifact(mlflow_run_id, str(path), artifact_path=artifact_path)
+
+
+def metric_name(key: str) -> str:
+    """MLflow allows alphanumerics and _ - . space : / in metric names ("5+" becomes "5plus")."""
+    return re.sub(r"[^A-Za-z0-9_\-. :/]", "", key.replace("+", "plus"))
 
 
 def _param(key: str, value: str):

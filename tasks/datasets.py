@@ -6,7 +6,6 @@ from typing import Iterable
 
 from agents.designer import NewFactor
 from agents.learners.harness import TaskCase
-from agents.synthesis import Candidate
 from envs.ontology import load_initial_space
 from envs.registry import get_domain
 from storage.records import Factor, SFTExample, SynthTask, Trajectory, Verdict
@@ -20,16 +19,16 @@ def _unit(key: str) -> float:
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
 
 
-def sft_examples(kept: Iterable[Candidate], diagnostic_fraction: float, seed: int) -> list[SFTExample]:
-    """One example per kept task; a seeded, content-keyed share is held out as diagnostic."""
+def sft_examples(kept: Iterable[tuple[SynthTask, Trajectory]], diagnostic_fraction: float, seed: int
+                 ) -> list[SFTExample]:
+    """One example per kept (task, trajectory); a seeded, content-keyed share is held out as diagnostic."""
     tools = [t.openai_schema() for t in get_domain("airline").tools("assistant")]
     out = []
-    for c in kept:
-        traj = c.final
-        split = "diagnostic" if _unit(f"{seed}/{c.task.task_id}") < diagnostic_fraction else "train"
+    for task, traj in kept:
+        split = "diagnostic" if _unit(f"{seed}/{task.task_id}") < diagnostic_fraction else "train"
         out.append(SFTExample(run_id=traj.run_id, round=traj.round, space_version=traj.space_version,
                               direction_id=traj.direction_id, blueprint_id=traj.blueprint_id,
-                              example_id="ex-" + traj.trajectory_id[3:], task_id=c.task.task_id,
+                              example_id="ex-" + traj.trajectory_id[3:], task_id=task.task_id,
                               trajectory_id=traj.trajectory_id, split=split, messages=traj.messages, tools=tools))
     return out
 

@@ -82,7 +82,7 @@ def write_pass(store: Store, result: PassResult, chunk: str, diagnostic_fraction
     if diagnostic_fraction is not None:
         from tasks.datasets import sft_examples
 
-        examples = sft_examples(result.kept, diagnostic_fraction, seed)
+        examples = sft_examples([(c.task, c.final) for c in result.kept], diagnostic_fraction, seed)
         if examples:
             store.write(examples, chunk)
     tasks = [c.task for c in result.candidates if c.task is not None]

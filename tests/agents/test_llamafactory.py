@@ -44,7 +44,7 @@ def test_tiny_model_trains_on_every_exported_example(tmp_path, space):
     cli = cli_or_skip()
     result = design_and_plan(space, 36, run_id="lf", round=0, seed=7)
     synthesize_all(space, result.blueprints, "airline", result)
-    examples = sft_examples(result.kept, 0.0, seed=0)
+    examples = sft_examples([(c.task, c.final) for c in result.kept], 0.0, seed=0)
     n = write_dataset(examples, tmp_path / "data")
     assert n == len(result.kept) > 30
     python = Path(cli).parent / "python"

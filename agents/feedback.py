@@ -1,0 +1,95 @@
+"""Learner feedback after a round (§4.2): performance and coverage per factor value, and the probe report."""
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from agents.probes import PROBES, REALIZABLE, TaskProfile, conditional_mi, nmi, tool_count_tertiles
+from storage.records import Evaluation, Feedback, Probe, ProbeBucket, SliceStat, SynthesisSpace
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class FeedbackInputs:
+    """Everything feedback reads, already joined: per-task factor values, outcomes and gold profiles."""
+
+    space: SynthesisSpace
+    values: dict[str, dict[str, list[str]]]  # task_id -> factor -> values (requested, or observed if measurable)
+    evaluations: list[Evaluation]  # this round's diagnostic evaluations
+    verified: list[str]  # task ids of all verified data so far (coverage)
+    profiles: dict[str, TaskProfile] = field(default_factory=dict)
+    previous: Feedback | None = None
+    with_learner_evidence: bool = True
+
+
+def build_feedback(inp: FeedbackInputs, *, run_id: str, round: int, model_version: str) -> Feedback:
+    perf: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    evals = inp.evaluations if inp.with_learner_evidence else []
+    for e in evals:
+        for key, values in inp.values.get(e.task_id, {}).items():
+            for v in values:
+                perf[(key, v)][0] += int(e.success)
+                perf[(key, v)][1] += 1
+    prev = {(s.factor, s.value): s.success_rate for s in (inp.previous.performance if inp.previous else [])}
+    cover: Counter = Counter()
+    for tid in inp.verified:
+        for key, values in inp.values.get(tid, {}).items():
+            for v in values:
+                cover[(key, v)] += 1
+    total = max(1, len(inp.verified))
+    performance, coverage = [], []
+    for f in inp.space.active:
+        for v in f.values:
+            s, n = perf.get((f.key, v), (0, 0))
+            rate = s / n if n else None
+            lo, hi = wilson(s, n)
+            delta = (rate - prev[(f.key, v)]) if rate is not None and prev.get((f.key, v)) is not None else None
+            if n:
+                performance.append(SliceStat(factor=f.key, value=v, count=n, successes=s, success_rate=rate,
+                                             ci_low=lo, ci_high=hi, delta=delta))
+            coverage.append(SliceStat(factor=f.key, value=v, count=cover[(f.key, v)],
+                                      coverage=cover[(f.key, v)] / total))
+    n = len(evals)
+    return Feedback(run_id=run_id, round=round, space_version=inp.space.version, feedback_id=f"fb-{run_id}-{round}",
+                    model_version=model_version, overall_success=(sum(e.success for e in evals) / n) if n else 0.0,
+                    n_evaluated=n, performance=performance, coverage=coverage,
+                    with_learner_evidence=inp.with_learner_evidence)
+
+
+def probe_report(inp: FeedbackInputs, *, run_id: str, round: int) -> list[Probe]:
+    in_space = {f.key for f in inp.space.active}
+    evals = [e for e in inp.evaluations if e.task_id in inp.profiles] if inp.with_learner_evidence else []
+    diag = [inp.profiles[e.task_id] for e in evals]
+    fails = [int(not e.success) for e in evals]
+    tertile = tool_count_tertiles(diag)
+    verified = [inp.profiles[t] for t in inp.verified if t in inp.profiles]
+    out = []
+    for name, (fn, buckets) in PROBES.items():
+        d_vals = [fn(p) for p in diag]
+        c_vals = Counter(fn(p) for p in verified)
+        names = buckets or sorted(set(d_vals) | set(c_vals))
+        rows = []
+        for b in names:
+            idx = [i for i, v in enumerate(d_vals) if v == b]
+            rows.append(ProbeBucket(bucket=b, count=len(idx),
+                                    failure_rate=(sum(fails[i] for i in idx) / len(idx)) if idx else None,
+                                    coverage=c_vals[b] / max(1, len(verified))))
+        cmi = conditional_mi(fails, d_vals, [p.stratum for p in diag]) if diag else 0.0
+        g = [tertile[p.task_id] for p in diag]
+        expected = 1.0 / max(1, len(names))
+        gap = max((expected - r.coverage) / expected for r in rows) if rows else 0.0
+        out.append(Probe(run_id=run_id, round=round, space_version=inp.space.version, probe=name, buckets=rows,
+                         cmi_given_space=cmi, nmi_tool_tertiles=nmi(d_vals, g) if diag else 0.0,
+                         residual_cmi=conditional_mi(fails, d_vals, g) if diag else 0.0, coverage_gap=max(0.0, gap),
+                         suggested_factor=name if name in REALIZABLE else "",
+                         suggested_values=names if name in REALIZABLE else [], in_space=name in in_space))
+    return out

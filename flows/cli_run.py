@@ -1,0 +1,80 @@
+"""`evosyn run` and `evosyn sweep`."""
+from __future__ import annotations
+
+import click
+
+from flows.cli import UserError, main
+from flows.render import print_table
+
+
+def _config(ctx, config_file, **overrides):
+    from storage.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(config_file, overrides={k: v for k, v in overrides.items() if v is not None})
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    if ctx.obj.get("home") and not cfg.store.root:
+        cfg.store.root = ctx.obj["home"]
+    if cfg.backend != "embedded":
+        raise UserError("--backend llm: the LLM-backed roles are not built yet; use the embedded backend")
+    if cfg.domain != "airline":
+        raise UserError(f"--domain {cfg.domain}: the embedded backend synthesizes airline only so far")
+    return cfg
+
+
+def print_summary(summary) -> None:
+    print_table(f"run {summary.run_id} ({summary.seconds:.0f}s)",
+                ["round", "verified yield", "diagnostic success", "test success", "factor cov", "balance",
+                 "interaction cov", "traj diversity", "space diff"],
+                [[r["round"], f"{r['verified_yield']:.2f}", f"{r['success_diagnostic']:.3f}",
+                  f"{r['success_test']:.3f}", f"{r['factor_coverage']:.3f}", f"{r['factor_balance']:.3f}",
+                  f"{r['interaction_coverage']:.3f}", f"{r['trajectory_diversity']:.3f}", r["diff"]]
+                 for r in summary.rounds])
+
+
+@main.command()
+@click.option("--domain", default=None)
+@click.option("--rounds", type=click.IntRange(1, 50), default=None)
+@click.option("--arm", type=click.Choice(["evosyn", "static", "no_feedback", "no_reflector", "no_designer",
+                                          "single_agent"]), default=None)
+@click.option("--budget", type=click.IntRange(1, 1_000_000), default=None, help="Blueprints per round.")
+@click.option("--seed", type=int, default=None)
+@click.option("--backend", type=click.Choice(["embedded", "llm"]), default=None)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--resume", "resume", default=None, help="Continue this run id (its stored config is used).")
+@click.pass_context
+def run(ctx, domain, rounds, arm, budget, seed, backend, config_file, resume) -> None:
+    """Run the closed loop: rounds of design, plan, generate, rollout, verify, train, evaluate, reflect."""
+    import json
+
+    from flows.run import evosyn_run
+    from storage.config import validate_config
+    from storage.store import Store
+
+    if resume:
+        store = Store(ctx.obj.get("home"), create=False)
+        runs = [r for r in store.read_records("runs", run_id=resume)] if resume in store.runs() else []
+        if not runs:
+            raise UserError(f"--resume {resume}: no such run in {store.root}")
+        cfg = validate_config(json.loads(runs[0].config_json), source=f"stored config of {resume}")
+        cfg.store.root = str(store.root)
+    else:
+        cfg = _config(ctx, config_file, domain=domain, rounds=rounds, arm=arm, budget=budget, seed=seed,
+                      backend=backend)
+    summary = evosyn_run(cfg, run_id=resume, progress=lambda s: click.echo(s, err=True))
+    print_summary(summary)
+
+
+@main.command()
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), required=True,
+              help="YAML with a base run config plus `sweep: {domains, arms, seeds}`.")
+@click.pass_context
+def sweep(ctx, config_file) -> None:
+    """Domains x arms x seeds as subflows."""
+    from flows.sweep import load_sweep, sweep_flow
+
+    base, grid = load_sweep(config_file, ctx.obj.get("home"))
+    results = sweep_flow(base, **grid)
+    for summary in results:
+        print_summary(summary)

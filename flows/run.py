@@ -1,0 +1,110 @@
+"""The EvoSyn run: rounds of `round_flow` with the stop rules, tracked in MLflow (§4.2, App. B.1).
+
+Stop rules: at most ``rounds`` rounds; for arms whose Reflector may revise the
+space, stop after ``stop_after_static_rounds`` consecutive rounds without a
+space update. Rerunning a run id resumes it: finished stages are read back
+from the store, missing ones are computed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from prefect import flow
+
+from agents.designer import ColdStart
+from envs.ontology import load_initial_space
+from flows.round import RoundResult, round_flow
+from storage.config import RunConfig
+from storage.records import Run
+from storage.store import Store
+from storage.tracking import Tracker
+from tasks.loop import REFLECTING_ARMS
+from tasks.metrics import intrinsic, verified_samples
+from tasks.stages import steering_for
+
+
+def run_id_for(cfg: RunConfig) -> str:
+    digest = hashlib.sha256(cfg.model_dump_json(exclude={"store"}).encode()).hexdigest()[:6]
+    return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    rounds: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _round_metrics(store: Store, cfg: RunConfig, run_id: str, res: RoundResult) -> dict[str, float]:
+    samples = verified_samples(store, run_id, res.round)
+    m = intrinsic(samples, cfg.domain)
+    rate = lambda evs: (sum(e.success for e in evs) / len(evs)) if evs else 0.0  # noqa: E731
+    m.update({"verified_yield": res.verified / max(1, res.blueprints), "verified_total": float(len(samples)),
+              "success_diagnostic": rate(res.diagnostic), "success_test": rate(res.test),
+              "space_version": float(res.space_out.version)})
+    for s in res.feedback.performance:
+        if s.factor in ("num_write", "task_family", "expected_outcome") and s.success_rate is not None:
+            m[f"success_diag.{s.factor}.{s.value}"] = s.success_rate
+    by_bucket: dict[str, list[int]] = {}
+    for e in res.test:
+        for v in e.observed.get("num_write", []):
+            by_bucket.setdefault(v, []).append(int(e.success))
+    for v, xs in by_bucket.items():
+        m[f"success_test.num_write.{v}"] = sum(xs) / len(xs)
+    return m
+
+
+@flow(name="evosyn-run")
+def evosyn_run(cfg: RunConfig, run_id: str | None = None,
+               progress: Callable[[str], None] | None = None) -> RunSummary:
+    t0 = time.perf_counter()
+    say = progress or (lambda s: None)
+    store = Store(cfg.store_root())
+    run_id = run_id or run_id_for(cfg)
+    run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,
+              rounds=cfg.rounds, budget=cfg.budget, config_json=cfg.model_dump_json())
+    if not store.has_chunk("runs", run_id, 0, "run"):
+        store.write([run], "run")
+    tracker = Tracker(store.root, cfg.store.tracking_uri)
+    parent = tracker.start_run(run)
+    space = load_initial_space(cfg.domain, run_id=run_id)
+    if not store.has_chunk("spaces", run_id, 0, "initial"):
+        store.write([space], "initial")
+        tracker.log_space(parent, space)
+    steering, previous, unchanged = ColdStart(), None, 0
+    summary = RunSummary(run_id)
+    for r in range(1, cfg.rounds + 1):
+        say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, train, evaluate, reflect")
+        res = round_flow(str(store.root), run_id, r, cfg.seed, cfg.arm, cfg.budget, space, steering, previous,
+                         cfg.chunk_size, domain=cfg.domain)
+        child = tracker.start_round(parent, run_id, r)
+        metrics = _round_metrics(store, cfg, run_id, res)
+        tracker.log_metrics(child, metrics, step=r)
+        tracker.log_metrics(parent, {k: v for k, v in metrics.items() if "." not in k}, step=r)
+        tracker.log_params(child, {"space_version_in": res.space_in.version, "steering": steering.kind})
+        tracker.log_space(child, res.space_out)
+        if res.reflection is not None:
+            tracker.log_reflection(child, res.reflection)
+        tracker.log_json(child, "directions.json", [d.model_dump(mode="json") for d in res.directions])
+        tracker.finish(child)
+        diff = "; ".join(f"{c.kind} {c.factor}" for c in res.space_out.diff) if res.space_out.version > \
+            res.space_in.version else "no change"
+        summary.rounds.append({"round": r, **metrics, "diff": diff})
+        say(f"round {r}: verified {res.verified}/{res.blueprints}, diagnostic "
+            f"{metrics['success_diagnostic']:.3f}, test {metrics['success_test']:.3f}, space: {diff}")
+        steering = steering_for(cfg.arm, res.reflection, res.feedback)
+        unchanged = unchanged + 1 if res.space_out.version == res.space_in.version else 0
+        space, previous = res.space_out, res.feedback
+        if cfg.arm in REFLECTING_ARMS and unchanged >= cfg.stop_after_static_rounds:
+            say(f"stopping: {unchanged} rounds without a space update")
+            break
+    store.write([run.model_copy(update={"status": "finished"})], "run")
+    tracker.finish(parent)
+    summary.seconds = time.perf_counter() - t0
+    with open(store.root / f"summary-{run_id}.json", "w") as fh:
+        json.dump({"run_id": run_id, "rounds": summary.rounds, "seconds": summary.seconds}, fh, indent=2)
+    return summary

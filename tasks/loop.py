@@ -1,0 +1,82 @@
+"""Train, evaluate and reflect: the learner-facing half of a round, idempotent over the store."""
+from __future__ import annotations
+
+from agents.feedback import FeedbackInputs, build_feedback, probe_report
+from agents.probes import TaskProfile
+from agents.reflector import EmbeddedReflector
+from storage.records import Evaluation, Feedback, Probe, Reflection, SynthesisSpace
+from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto, test_cases
+from tasks.learn import evaluate_round, fit_embedded, model_path, model_version
+from tasks.stages import Ctx
+
+REFLECTING_ARMS = {"evosyn", "no_feedback", "no_designer"}
+
+
+def train(ctx: Ctx):
+    from agents.learners.embedded import EmbeddedLearner, fingerprint
+
+    trajectories = as_trajectories(examples_upto(ctx.store, ctx.run_id, ctx.round, "train"))
+    path = model_path(ctx.store, ctx.run_id, ctx.round)
+    if path.exists():
+        learner = EmbeddedLearner.load(path)
+        if learner.fingerprint == fingerprint(trajectories):
+            return learner
+    learner = fit_embedded(trajectories, ctx.domain, ctx.seed)
+    learner.save(path)
+    return learner
+
+
+def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = 200) -> list[Evaluation]:
+    chunk = f"eval-{task_set}"
+    if ctx.store.has_chunk("evaluations", ctx.run_id, ctx.round, chunk):
+        return [e for e in ctx.store.read_records("evaluations", ctx.run_id, ctx.round) if e.task_set == task_set]
+    cases = (diagnostic_cases(ctx.store, ctx.run_id, ctx.round) if task_set == "diagnostic"
+             else test_cases(ctx.store, ctx.domain, n=test_size))
+    return evaluate_round(ctx.store, ctx.run_id, ctx.round, task_set, learner=learner, cases=cases, domain=ctx.domain)
+
+
+def _inputs(ctx: Ctx, space: SynthesisSpace, diagnostic: list[Evaluation], previous: Feedback | None,
+            evidence: bool) -> FeedbackInputs:
+    store, run = ctx.store, ctx.run_id
+    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run) if t.round <= ctx.round}
+    passed = {v.task_id: v for v in store.read_records("verdicts", run_id=run) if v.passed and v.round <= ctx.round}
+    trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run) if t.round <= ctx.round}
+    values, profiles = {}, {}
+    for tid, v in passed.items():
+        task = tasks.get(tid)
+        if task is None:
+            continue
+        vals = {k: list(vs) for k, vs in task.requested.items()}
+        vals.update({k: vs for k, vs in v.observed.items() if k in ("num_write", "num_read")})
+        values[tid] = vals
+        gold = trajs.get(v.trajectory_id)
+        profiles[tid] = TaskProfile(tid, v.observed, tuple(vals.get(k, [""])[0] for k in
+                                                          ("task_family", "expected_outcome", "difficulty_profile")),
+                                    gold.messages if gold else [])
+    return FeedbackInputs(space=space, values=values, evaluations=diagnostic, verified=sorted(passed),
+                          profiles=profiles, previous=previous, with_learner_evidence=evidence)
+
+
+def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluation], learner,
+            previous: Feedback | None) -> tuple[Feedback, list[Probe], Reflection | None, SynthesisSpace]:
+    chunk = "reflect"
+    if ctx.store.has_chunk("spaces", ctx.run_id, ctx.round, chunk):
+        fb = ctx.store.read_records("feedback", ctx.run_id, ctx.round)[0]
+        probes = ctx.store.read_records("probes", ctx.run_id, ctx.round)
+        refl = ctx.store.read_records("reflections", ctx.run_id, ctx.round)
+        nxt = max(ctx.store.read_records("spaces", ctx.run_id, ctx.round), key=lambda s: s.version)
+        return fb, probes, (refl[0] if refl else None), nxt
+    inp = _inputs(ctx, space, diagnostic, previous, evidence=arm != "no_feedback")
+    version = model_version(learner, ctx.run_id, ctx.round)
+    fb = build_feedback(inp, run_id=ctx.run_id, round=ctx.round, model_version=version)
+    probes = probe_report(inp, run_id=ctx.run_id, round=ctx.round)
+    reflection, nxt = None, space
+    if arm in REFLECTING_ARMS:
+        reflection, nxt = EmbeddedReflector().reflect(space, fb, probes, round=ctx.round)
+    ctx.store.write([fb], chunk)
+    ctx.store.write(probes, chunk)
+    if reflection is not None:
+        ctx.store.write([reflection], chunk)
+    stored = nxt.model_copy(update={"run_id": ctx.run_id, "round": ctx.round, "space_version": nxt.version})
+    ctx.store.write([stored], chunk)  # written last: marks the round as complete
+    return fb, probes, reflection, stored
