@@ -78,3 +78,24 @@ def sweep(ctx, config_file) -> None:
     results = sweep_flow(base, **grid)
     for summary in results:
         print_summary(summary)
+
+
+@main.command()
+@click.argument("run_id")
+@click.option("--compare", multiple=True, help="Other run ids to put side by side.")
+@click.option("--output", type=click.Path(file_okay=False), default=None, help="Default: <root>/reports/<run>.")
+@click.pass_context
+def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> None:
+    """HTML report (plots, evolution trace) and a Markdown summary of a run."""
+    from pathlib import Path
+
+    from storage.store import Store
+    from tasks.report import write_report
+
+    store = Store(ctx.obj.get("home"), create=False)
+    known = store.runs()
+    for rid in (run_id, *compare):
+        if rid not in known:
+            raise UserError(f"run {rid!r} is not in {store.root} (known: {', '.join(known) or 'none'})")
+    page, md = write_report(store, run_id, list(compare), Path(output) if output else store.root / "reports" / run_id)
+    click.echo(f"wrote {page}\nwrote {md}")

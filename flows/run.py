@@ -80,7 +80,7 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
     for r in range(1, cfg.rounds + 1):
         say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, train, evaluate, reflect")
         res = round_flow(str(store.root), run_id, r, cfg.seed, cfg.arm, cfg.budget, space, steering, previous,
-                         cfg.chunk_size, domain=cfg.domain)
+                         cfg.chunk_size, cfg.test_size, domain=cfg.domain)
         child = tracker.start_round(parent, run_id, r)
         metrics = _round_metrics(store, cfg, run_id, res)
         tracker.log_metrics(child, metrics, step=r)

@@ -57,8 +57,8 @@ def diagnostic_cases(store: Store, run_id: str, round: int) -> list[TaskCase]:
     return cases_for(store, run_id, {e.task_id for e in examples_upto(store, run_id, round, "diagnostic")})
 
 
-def test_set_run_id(domain: str, seed: int = TEST_SEED) -> str:
-    return f"testset-{domain}-s{seed}"
+def test_set_run_id(domain: str, seed: int = TEST_SEED, n: int = 200) -> str:
+    return f"testset-{domain}-s{seed}-n{n}"
 
 
 def test_cases(store: Store, domain: str = "airline", n: int = 200, seed: int = TEST_SEED) -> list[TaskCase]:
@@ -68,7 +68,7 @@ def test_cases(store: Store, domain: str = "airline", n: int = 200, seed: int = 
     """
     from tasks.synth import design_and_plan, synthesize_all, write_pass
 
-    run_id = test_set_run_id(domain, seed)
+    run_id = test_set_run_id(domain, seed, n)
     if not store.files("tasks", run_id=run_id):
         space = load_initial_space(domain, run_id=run_id)
         space = space.model_copy(update={"version": 2, "factors": space.factors + [

@@ -21,7 +21,14 @@ from envs.base import Domain
 PRIMARY_OPS = {"flight_booking": ["book"], "flight_change": ["change", "cabin"], "flight_cancellation": ["cancel"],
                "refund_or_compensation": ["certificate"], "seat_or_baggage_service": ["bags", "passengers"],
                "loyalty_or_membership_service": ["bags"]}
-SECONDARY_OPS = ["bags", "passengers", "cabin", "cancel", "change", "certificate", "book"]
+# follow-up requests in multi-write tasks, weighted toward the short, single-entity ones
+SECONDARY_OPS = {"cancel": 4.0, "cabin": 3.0, "certificate": 2.0, "bags": 2.0, "passengers": 1.0, "change": 1.0,
+                 "book": 1.0}
+
+
+def _weighted_order(rng: random.Random, weights: dict[str, float]) -> list[str]:
+    """All keys in a random order where heavier keys tend to come first (sampling without replacement)."""
+    return sorted(weights, key=lambda k: -rng.random() ** (1.0 / weights[k]))
 BUCKET_RANGE = {"0": (0, 0), "1": (1, 1), "2": (2, 2), "3-4": (3, 4), "5+": (5, 6)}
 TOTAL_CALLS = {"easy": (2, 3), "medium": (4, 5), "hard": (6, 8)}
 
@@ -101,7 +108,7 @@ class AirlineGenerator:
         rng.shuffle(kinds)
         touched: set[str] = set()
         for n in range(writes):
-            pool = kinds if n == 0 else rng.sample(SECONDARY_OPS, len(SECONDARY_OPS))
+            pool = kinds if n == 0 else _weighted_order(rng, SECONDARY_OPS)
             op = None
             for kind in pool:
                 if kind == "book" and sum(o.kind == "book" for o in ops) >= 3:

@@ -149,6 +149,14 @@ class EmbeddedLearner:
             return Message(role="assistant", content="Goodbye.")
         state = state_tokens(messages)
         label = self._predict(self.action, self.constant_action, state) or "say:close"
+        last_user = next((m for m in reversed(messages) if m.role == "user"), None)
+        if self._pending is not None and last_user is not None and messages and messages[-1] is last_user:
+            said_yes = "yes" in (last_user.content or "").lower() and "no," not in (last_user.content or "").lower()
+            if said_yes:  # the user approved exactly the action we described: carry it out
+                call, self._pending = self._pending, None
+                n = sum(1 for m in messages if m.tool_calls)
+                return Message(role="assistant", tool_calls=[call.model_copy(update={"id": f"lc_{n}"})])
+            self._pending = None
         if label == "say:ask_id":
             return Message(role="assistant", content="Could you please give me your user id?")
         if label == "say:confirm":

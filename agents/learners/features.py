@@ -42,6 +42,7 @@ def label_of(msg: Message) -> str:
     return "say:close"
 
 
+WRITE_PREFIXES = ("book", "cancel", "update", "send", "modify", "return", "exchange")
 MENTION_KINDS = ("flight_number", "reservation_id", "payment_id", "user_id", "date", "airport")
 
 
@@ -82,6 +83,12 @@ def state_tokens(history: list[Message]) -> str:
         toks += [f"next_{kind}"] + [f"next_{kind}_{w}" for w in before.split()]
     else:
         toks.append("next_none")
+    # the earliest request the agent has not acted on with a write yet, and the words that ask for it
+    written = {str(v) for m in history for c in m.tool_calls if c.name.startswith(WRITE_PREFIXES)
+               for v in _flat(c.arguments)}
+    todo = [(k, b) for k, v, b in mentions(history) if v not in written and k in ("flight_number", "reservation_id")]
+    if todo:
+        toks += [f"nextw_{todo[0][0]}"] + [f"nextw_{w}" for w in todo[0][1].split()]
     users = [m for m in history if m.role == "user" and m.content]
     if users:
         toks += [f"f_{w}" for w in WORD.findall(users[0].content.lower())]

@@ -1,0 +1,98 @@
+"""Feedback statistics, probes and the embedded Reflector's decisions on controlled evidence."""
+import math
+import random
+
+import pytest
+
+from agents.feedback import FeedbackInputs, build_feedback, probe_report, wilson
+from agents.probes import TaskProfile, conditional_mi, mutual_information, nmi
+from agents.reflector import EmbeddedReflector
+from storage.records import Evaluation, Message, ToolCall
+
+
+def test_information_measures():
+    xs = [0, 0, 1, 1] * 25
+    assert mutual_information(xs, xs) == pytest.approx(math.log(2))
+    assert mutual_information(xs, [0, 1] * 50) == pytest.approx(0.0, abs=1e-12)
+    assert conditional_mi(xs, xs, ["a"] * 100) == pytest.approx(math.log(2))
+    assert conditional_mi(xs, xs, xs) == pytest.approx(0.0)  # nothing left once you know the condition
+    assert nmi(xs, xs) == pytest.approx(1.0)
+    lo, hi = wilson(8, 10)
+    assert 0.44 < lo < 0.5 and 0.94 < hi < 0.98
+
+
+def population(n=240, seed=0, fail_on_writes=True):
+    """Tasks where failure depends on the number of writes (or on nothing), within every stratum."""
+    rng = random.Random(seed)
+    profiles, values, evals = {}, {}, []
+    for i in range(n):
+        tid = f"t{i}"
+        writes = rng.choice(["0", "1", "2", "3-4", "5+"])
+        family = rng.choice(["flight_change", "flight_cancellation"])
+        calls = [Message(role="assistant", tool_calls=[ToolCall(id=f"c{k}", name="get_user_details",
+                                                                 arguments={"user_id": "u"})]) for k in range(3)]
+        profiles[tid] = TaskProfile(tid, {"num_write": [writes], "num_read": ["2"], "computation": ["none"],
+                                          "trajectory_pattern": ["R-W"], "state_change_type": ["modify"]},
+                                    (family, "fulfill", "easy"), calls)
+        values[tid] = {"task_family": [family], "expected_outcome": ["fulfill"], "difficulty_profile": ["easy"]}
+        p_fail = {"0": 0.1, "1": 0.2, "2": 0.5, "3-4": 0.9, "5+": 0.95}[writes] if fail_on_writes else 0.4
+        evals.append(Evaluation(run_id="r", round=1, evaluation_id=f"e{i}", task_id=tid, trajectory_id="x",
+                                model_version="m", task_set="diagnostic", success=rng.random() > p_fail, reward=0.0))
+    return profiles, values, evals
+
+
+def inputs(space, evidence=True, **kw):
+    profiles, values, evals = population(**kw)
+    return FeedbackInputs(space=space, values=values, evaluations=evals, verified=sorted(profiles),
+                          profiles=profiles, with_learner_evidence=evidence)
+
+
+def test_probe_report_finds_the_failure_driver(space):
+    probes = {p.probe: p for p in probe_report(inputs(space), run_id="r", round=1)}
+    assert probes["num_write"].cmi_given_space > 0.1
+    assert probes["num_write"].cmi_given_space > 5 * probes["transfers"].cmi_given_space
+    rates = [b.failure_rate for b in probes["num_write"].buckets]
+    assert rates == sorted(rates) and probes["num_write"].suggested_values == ["0", "1", "2", "3-4", "5+"]
+    flat = {p.probe: p for p in probe_report(inputs(space, fail_on_writes=False), run_id="r", round=1)}
+    assert flat["num_write"].cmi_given_space < 0.05
+
+
+def test_feedback_slices_with_intervals(space):
+    fb = build_feedback(inputs(space), run_id="r", round=1, model_version="m")
+    fam = [s for s in fb.performance if s.factor == "task_family"]
+    assert sum(s.count for s in fam) == 240 and all(s.ci_low <= s.success_rate <= s.ci_high for s in fam)
+    cov = {s.value: s.coverage for s in fb.coverage if s.factor == "expected_outcome"}
+    assert cov == {"fulfill": 1.0, "refuse": 0.0}
+
+
+def test_reflector_adds_one_failure_driven_factor_and_keeps_seeds(space):
+    inp = inputs(space)
+    fb = build_feedback(inp, run_id="r", round=1, model_version="m")
+    reflection, nxt = EmbeddedReflector().reflect(space, fb, probe_report(inp, run_id="r", round=1), round=1)
+    added = [c for c in nxt.diff if c.kind == "add_factor"]
+    assert len(added) == 1 and added[0].factor == "num_write" and "failure" in reflection.summary
+    assert nxt.version == space.version + 1 and nxt.factor("num_write").status == "experimental"
+    assert [f.key for f in nxt.factors[:6]] == [f.key for f in space.factors]
+    assert all(f.status == "seed" for f in nxt.factors[:6])
+    assert reflection.new_proposals[0].action == "promote_probe_to_dimension"
+    assert "I(Y_fail; num_write | O_r)" in reflection.new_proposals[0].evidence
+
+
+def test_without_learner_evidence_the_space_is_kept(space):
+    inp = inputs(space, evidence=False)
+    fb = build_feedback(inp, run_id="r", round=1, model_version="m")
+    reflection, nxt = EmbeddedReflector().reflect(space, fb, probe_report(inp, run_id="r", round=1), round=1)
+    assert nxt.version == space.version and reflection.new_proposals[0].action == "no_change"
+    assert "no learner evidence" in reflection.summary
+
+
+def test_experimental_factor_is_reviewed(space):
+    inp = inputs(space)
+    fb = build_feedback(inp, run_id="r", round=1, model_version="m")
+    _, v2 = EmbeddedReflector().reflect(space, fb, probe_report(inp, run_id="r", round=1), round=1)
+    inp2 = inputs(v2)
+    fb2 = build_feedback(inp2, run_id="r", round=2, model_version="m")
+    reflection, v3 = EmbeddedReflector().reflect(v2, fb2, probe_report(inp2, run_id="r", round=2), round=2)
+    review = next(r for r in reflection.dimension_reviews if r.dimension == "num_write")
+    assert review.decision == "promote" and v3.factor("num_write").status == "standard"
+    assert sum(c.kind == "add_factor" for c in v3.diff) <= 1
