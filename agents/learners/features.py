@@ -49,7 +49,7 @@ MENTION_KINDS = ("flight_number", "reservation_id", "payment_id", "user_id", "da
 def mentions(history: list[Message]) -> list[tuple[str, str, str]]:
     """(kind, value, the two words before it) for every entity the user mentioned, in order."""
     out = []
-    for m in history:
+    for n, m in enumerate(history):
         if m.role != "user" or not m.content:
             continue
         for kind in MENTION_KINDS:
@@ -57,8 +57,8 @@ def mentions(history: list[Message]) -> list[tuple[str, str, str]]:
                 if kind == "reservation_id" and PATTERNS["flight_number"].fullmatch(match.group()):
                     continue
                 before = WORD.findall(m.content[max(0, match.start() - 40):match.start()].lower())[-2:]
-                out.append((match.start() + 10_000 * len(out), kind, match.group(), " ".join(before)))
-    out.sort()
+                out.append(((n, match.start()), kind, match.group(), " ".join(before)))
+    out.sort()  # in the order the user said them
     return [(k, v, b) for _, k, v, b in out]
 
 
