@@ -57,6 +57,10 @@ class Plan:
     fillers: list[str] = field(default_factory=list)
 
 
+def _key(action: tuple[str, dict[str, Any]]) -> str:
+    return f"{action[0]}:{sorted(action[1].items())}"
+
+
 def _rng(blueprint_id: str, seed: int, salt: str = "") -> random.Random:
     return random.Random(int(hashlib.sha256(f"{blueprint_id}/{seed}/{salt}".encode()).hexdigest()[:16], 16))
 
@@ -133,14 +137,8 @@ class AirlineGenerator:
 
     def _assemble(self, user_id, ops: list[Op], reads: int, rng, exact) -> Plan | None:
         actions: list[tuple[str, dict]] = []
-        seen: set[str] = set()
-        required = []
-        for op in ops:
-            for read in op.reads:
-                key = f"{read[0]}:{sorted(read[1].items())}"
-                if key not in seen:
-                    seen.add(key)
-                    required.append(read)
+        required = list({_key(read): read for op in ops for read in op.reads}.values())
+        seen = {_key(read) for read in required}
         if len(required) > reads:
             if exact:
                 return None
@@ -151,11 +149,10 @@ class AirlineGenerator:
         actions.extend(fillers)
         done: set[str] = set()
         intents = []
-        for op in ops:
+        for op in ops:  # each op's lookups right before it, each lookup once
             for read in op.reads:
-                key = f"{read[0]}:{sorted(read[1].items())}"
-                if key not in done:
-                    done.add(key)
+                if _key(read) not in done:
+                    done.add(_key(read))
                     actions.append(read)
             actions.append((op.tool, op.arguments))
             intents.append({"say": op.say, "tool": op.tool, "arguments": op.arguments})
@@ -173,8 +170,7 @@ class AirlineGenerator:
             res = db.reservations.get(r)
             pool += [("get_flight_status", {"flight_number": f.flight_number, "date": f.date})
                      for f in (res.flights if res else [])]
-        pool = [p for p in pool if f"{p[0]}:{sorted(p[1].items())}" not in seen]
-        unique = list({f"{p[0]}:{sorted(p[1].items())}": p for p in pool}.values())
+        unique = list({_key(p): p for p in pool if _key(p) not in seen}.values())
         if len(unique) < n:
             return None
         return rng.sample(unique, n)
@@ -205,7 +201,7 @@ class AirlineGenerator:
         allowance = FREE_BAGS[user.membership][res.cabin] * len(res.passengers)
         required = [("get_user_details", {"user_id": user_id}),
                     ("get_reservation_details", {"reservation_id": res.reservation_id})]
-        fillers = self._fillers(user_id, {f"{a}:{sorted(b.items())}" for a, b in required}, reads - 2, rng)
+        fillers = self._fillers(user_id, {_key(r) for r in required}, reads - 2, rng)
         if fillers is None:
             return None
         say = (f"ask how many checked bags in total travel free on reservation {res.reservation_id} "
@@ -266,7 +262,7 @@ class AirlineGenerator:
             if exact:
                 return None
             reads = len(required)
-        fillers = self._fillers(user_id, {f"{a}:{sorted(b.items())}" for a, b in required}, reads - len(required), rng)
+        fillers = self._fillers(user_id, {_key(r) for r in required}, reads - len(required), rng)
         if fillers is None:
             return None
         # the agent must actually tell the user it cannot do this ("cannot" in its reply)
