@@ -121,6 +121,7 @@ class Candidate:
     in_last_user: bool
     rank: int | None = None  # order among the user's mentions of this kind
     first_unused: bool = False  # the earliest mention of its kind not yet used in a call
+    first_unwritten: bool = False  # the earliest mention of its kind no write has acted on yet
 
 
 def _walk(obj: Any, key: str = "") -> list[tuple[str, Any]]:
@@ -164,10 +165,13 @@ def candidates(history: list[Message]) -> list[Candidate]:
         if value not in order.setdefault(kind, []):
             order[kind].append(value)
     used = used_values(history)
+    written = {str(v) for m in history for c in m.tool_calls if c.name.startswith(WRITE_PREFIXES)
+               for v in _flat(c.arguments)}
     for c in out:
         if c.source == "user" and c.key in order and str(c.value) in order[c.key]:
             c.rank = order[c.key].index(str(c.value))
             c.first_unused = next((v for v in order[c.key] if v not in used), None) == str(c.value)
+            c.first_unwritten = next((v for v in order[c.key] if v not in written), None) == str(c.value)
     # the most recent occurrence of each (value, key, source) is enough
     seen: dict[tuple[str, str, str], Candidate] = {}
     for c in out:
@@ -205,6 +209,8 @@ def candidate_features(tool: str, arg: str, c: Candidate, used: set[str]) -> lis
                   f"tool={tool}|arg={arg}|rank={min(c.rank, 4)}"]
     if c.first_unused:
         feats += ["first_unused", f"arg={arg}|first_unused", f"tool={tool}|arg={arg}|first_unused"]
+    if c.first_unwritten:
+        feats += ["first_unwritten", f"arg={arg}|first_unwritten", f"tool={tool}|arg={arg}|first_unwritten"]
     if json.dumps(c.value, sort_keys=True) in used:
         feats += ["used_before", f"arg={arg}|used_before"]
     return feats
