@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 from envs.base import Episode
 from envs.policies.common import confirmation_rule
+from envs.tau2.cow import peek
 from storage.records import Message, ToolCall
 
 NOW = datetime(2024, 5, 15, 15, 0, 0)  # tau2 airline's fixed clock (AirlineTools._get_datetime)
@@ -39,21 +40,21 @@ def _db(episode: Episode):
 
 
 def _segment_status(db, flight_number: str, date: str) -> str | None:
-    flight = db.flights.get(flight_number)
+    flight = peek(db.flights, flight_number)
     if flight is None or date not in flight.dates:
         return None
     return flight.dates[date].status
 
 
 def _payment_source(db, user_id: str, payment_id: str) -> str | None:
-    user = db.users.get(user_id)
+    user = peek(db.users, user_id)
     method = user.payment_methods.get(payment_id) if user else None
     return method.source if method else None
 
 
 def _reservation_rules(db, call: ToolCall) -> list[str]:
     args = call.arguments
-    res = db.reservations.get(args.get("reservation_id", ""))
+    res = peek(db.reservations, args.get("reservation_id", ""))
     if res is None:
         return []  # the tool itself reports a missing reservation
     out = []
@@ -89,12 +90,12 @@ def _reservation_rules(db, call: ToolCall) -> list[str]:
 
 
 def _certificate_rules(db, call: ToolCall) -> list[str]:
-    user = db.users.get(call.arguments.get("user_id", ""))
+    user = peek(db.users, call.arguments.get("user_id", ""))
     if user is None:
         return []
     out = []
     covered = user.membership in ("silver", "gold") or any(
-        (r := db.reservations.get(rid)) is not None and (r.insurance == "yes" or r.cabin == "business")
+        (r := peek(db.reservations, rid)) is not None and (r.insurance == "yes" or r.cabin == "business")
         for rid in user.reservations)
     if not covered:
         out.append("[compensation_eligibility] send_certificate: regular member without insurance or business "

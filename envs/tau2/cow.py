@@ -25,6 +25,11 @@ def _dump(entity: Any) -> str:
     return json.dumps(data, sort_keys=True, default=str)
 
 
+def peek(table: dict, key, default=None):
+    """Read an entity without taking a private copy (for checks that never mutate)."""
+    return dict.get(table, key, default)
+
+
 class CowDict(dict):
     __slots__ = ("_base", "_touched", "_deleted")
 
