@@ -149,8 +149,8 @@ def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory
     from tasks.datasets import sft_examples
 
     examples = sft_examples(kept, DIAGNOSTIC_FRACTION, ctx.seed)
-    if repaired:
-        ctx.store.write(repaired, chunk)
+    if repaired:  # beside the rollout's chunk, never over it
+        ctx.store.write(repaired, f"{chunk}-repair")
     if verdicts:
         ctx.store.write(verdicts, chunk)
     if examples:
