@@ -10,7 +10,7 @@ from agents.generator import GenerationError, Generator
 from agents.repair import Repair
 from agents.teacher import Teacher
 from agents.verifier import verify
-from storage.records import Blueprint, CheckResult, SynthesisSpace, SynthTask, Trajectory, Verdict
+from storage.records import Blueprint, CheckResult, Direction, SynthesisSpace, SynthTask, Trajectory, Verdict
 
 
 @dataclass
@@ -29,6 +29,17 @@ class Candidate:
     @property
     def final(self) -> Trajectory | None:
         return self.trajectories[-1] if self.trajectories else None
+
+
+def unplanned(d: Direction, index: int = 0) -> Blueprint:
+    """A placeholder blueprint for a planning rejection, so the rejection keeps its lineage."""
+    from storage.records import DifficultyControls
+
+    return Blueprint(run_id=d.run_id, round=d.round, space_version=d.space_version, direction_id=d.direction_id,
+                     blueprint_id=f"unplanned-{d.direction_id}-{index}", plan_id="", domain="", selected_dimensions={},
+                     generation_intent="", expected_difficulty_controls=DifficultyControls(
+                         expected_tool_calls="", num_policy_constraints="", num_entities="",
+                         requires_clarification=False, allows_user_false_claim=False, requires_state_change=False))
 
 
 def rejection_verdict(bp: Blueprint, stage: str, reason: str) -> Verdict:

@@ -14,7 +14,7 @@ from agents.designer import ColdStart, EmbeddedDesigner, LearnerFeedback, NewFac
 from agents.generator import EmbeddedGenerator, GenerationError
 from agents.planner import EmbeddedPlanner, PlanError
 from agents.repair import EmbeddedRepair
-from agents.synthesis import rejection_verdict
+from agents.synthesis import rejection_verdict, unplanned
 from agents.teacher import EmbeddedTeacher
 from agents.verifier import verify
 from envs.registry import get_domain
@@ -68,21 +68,11 @@ def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[B
             try:
                 out.append(planner.plan(d, space, None, index=i, seed=ctx.seed + ctx.round))
             except (PlanError, KeyError) as exc:
-                rejected.append(rejection_verdict(_stub(d, i), "plan", str(exc)))
+                rejected.append(rejection_verdict(unplanned(d, i), "plan", str(exc)))
     if rejected:
         ctx.store.write(rejected, chunk)
     ctx.store.write(out, chunk)
     return sorted(out, key=lambda b: b.blueprint_id)
-
-
-def _stub(d: Direction, i: int) -> Blueprint:
-    from storage.records import DifficultyControls
-
-    return Blueprint(run_id=d.run_id, round=d.round, space_version=d.space_version, direction_id=d.direction_id,
-                     blueprint_id=f"unplanned-{d.direction_id}-{i}", plan_id="", domain="", selected_dimensions={},
-                     generation_intent="", expected_difficulty_controls=DifficultyControls(
-                         expected_tool_calls="", num_policy_constraints="", num_entities="",
-                         requires_clarification=False, allows_user_false_claim=False, requires_state_change=False))
 
 
 def chunk_name(stage: str, blueprints: list[Blueprint]) -> str:

@@ -15,7 +15,7 @@ from agents.designer import ColdStart, Designer, EmbeddedDesigner, Steering
 from agents.generator import EmbeddedGenerator
 from agents.planner import EmbeddedPlanner, PlanError, Planner
 from agents.repair import EmbeddedRepair
-from agents.synthesis import Candidate, rejection_verdict, synthesize
+from agents.synthesis import Candidate, rejection_verdict, synthesize, unplanned
 from agents.teacher import EmbeddedTeacher
 from envs.registry import get_domain
 from storage.records import Blueprint, Direction, SynthesisSpace
@@ -88,21 +88,12 @@ def write_pass(store: Store, result: PassResult, chunk: str, diagnostic_fraction
     tasks = [c.task for c in result.candidates if c.task is not None]
     trajectories = [t for c in result.candidates for t in c.trajectories]
     verdicts = [v for c in result.candidates for v in c.verdicts]
-    verdicts += [rejection_verdict(_plan_stub(d), "plan", reason) for d, reason in result.plan_rejections]
+    verdicts += [rejection_verdict(unplanned(d, n), "plan", reason)
+                 for n, (d, reason) in enumerate(result.plan_rejections)]
     for records in (result.directions, result.blueprints, tasks, trajectories, verdicts):
         if records:
             store.write(records, chunk)
     result.seconds["write"] += time.perf_counter() - t0
-
-
-def _plan_stub(d: Direction) -> Blueprint:
-    from storage.records import DifficultyControls
-
-    return Blueprint(run_id=d.run_id, round=d.round, space_version=d.space_version, direction_id=d.direction_id,
-                     blueprint_id=f"unplanned-{d.direction_id}", plan_id="", domain="", selected_dimensions={},
-                     generation_intent="", expected_difficulty_controls=DifficultyControls(
-                         expected_tool_calls="", num_policy_constraints="", num_entities="",
-                         requires_clarification=False, allows_user_false_claim=False, requires_state_change=False))
 
 
 def summary(result: PassResult) -> tuple[Counter, Counter]:

@@ -1,5 +1,4 @@
 """The closed loop through Prefect as a user runs it: store, MLflow, report, kill and resume (slow)."""
-import json
 import os
 import signal
 import subprocess
