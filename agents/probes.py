@@ -15,7 +15,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 
-from envs.factors import bucket
 from storage.records import Message
 
 # probes the embedded generator can realize as factors (so the Reflector may promote them)
@@ -90,6 +89,3 @@ def nmi(xs: Sequence[Hashable], ys: Sequence[Hashable]) -> float:
     denom = math.sqrt(entropy(xs) * entropy(ys))
     return mutual_information(xs, ys) / denom if denom > 0 else 0.0
 
-
-def bucket_count(n: int) -> str:
-    return bucket(n)

@@ -49,6 +49,22 @@ def rejection_verdict(bp: Blueprint, stage: str, reason: str) -> Verdict:
                    passed=False, checks=[CheckResult(name=stage, passed=False, reason=reason)])
 
 
+def verify_with_repair(task: SynthTask, trajectory: Trajectory, repair: Repair | None
+                       ) -> tuple[list[Trajectory], list[Verdict]]:
+    """Verify; on failure let Repair try (bounded by the strategy), each attempt verified from scratch."""
+    trajectories, verdicts = [], []
+    while True:
+        verdict = verify(task, trajectory)
+        trajectories.append(trajectory)
+        verdicts.append(verdict)
+        if verdict.passed or repair is None:
+            return trajectories, verdicts
+        fixed = repair.repair(task, trajectory, verdict)
+        if fixed is None:
+            return trajectories, verdicts
+        trajectory, verdict.repair_reason = fixed
+
+
 def synthesize(blueprint: Blueprint, space: SynthesisSpace, generator: Generator, teacher: Teacher,
                repair: Repair | None) -> Candidate:
     cand = Candidate(blueprint)
@@ -73,19 +89,8 @@ def synthesize(blueprint: Blueprint, space: SynthesisSpace, generator: Generator
         return cand
     trajectory = teacher.rollout(cand.task)
     lap("rollout")
-    while True:
-        verdict = verify(cand.task, trajectory)
-        lap("verify")
-        cand.trajectories.append(trajectory)
-        cand.verdicts.append(verdict)
-        if verdict.passed or repair is None:
-            break
-        fixed = repair.repair(cand.task, trajectory, verdict)
-        if fixed is None:
-            break
-        trajectory, reason = fixed
-        verdict.repair_reason = reason
-        lap("repair")
+    cand.trajectories, cand.verdicts = verify_with_repair(cand.task, trajectory, repair)
+    lap("verify+repair")
     if not cand.kept:
         cand.rejection = "; ".join(f"{c.name}: {c.reason}" for c in cand.verdicts[-1].failed())
     return cand

@@ -20,7 +20,6 @@ Never taken from the plan. Rules (all deterministic, documented here):
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Iterable
 
 from envs.replay import ReplayResult, StepRecord
@@ -145,11 +144,3 @@ def observe(domain: str, replay: ReplayResult, messages: list[Message]) -> dict[
         "policy_or_constraint_focus": focus,
     }
 
-
-def counts(replay: ReplayResult) -> Counter:
-    c: Counter = Counter()
-    for s in replay.steps:
-        c[s.kind] += 1
-        if s.kind == "write" and s.changed_state and not s.error:
-            c["state_changing_write"] += 1
-    return c

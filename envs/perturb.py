@@ -10,7 +10,7 @@ where it was), an extra write, a tampered observation.
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from typing import Any
 
 from envs.base import Domain
 from storage.records import Message, ToolCall
@@ -117,5 +117,3 @@ def perturb(domain: Domain, task: Any, messages: list[Message], kind: str) -> li
         return msgs
     return None
 
-
-PerturbFn = Callable[[Domain, Any, list[Message], str], list[Message] | None]

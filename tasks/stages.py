@@ -14,9 +14,8 @@ from agents.designer import ColdStart, EmbeddedDesigner, LearnerFeedback, NewFac
 from agents.generator import EmbeddedGenerator, GenerationError
 from agents.planner import EmbeddedPlanner, PlanError
 from agents.repair import EmbeddedRepair
-from agents.synthesis import rejection_verdict, unplanned
+from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
 from agents.teacher import EmbeddedTeacher
-from agents.verifier import verify
 from envs.registry import get_domain
 from storage.records import Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.store import Store
@@ -36,11 +35,6 @@ class Ctx:
     seed: int
     domain: str = "airline"
 
-    def cached(self, table: str, chunk: str):
-        if self.store.has_chunk(table, self.run_id, self.round, chunk):
-            rows = self.store.read_records(table, self.run_id, self.round)
-            return rows, True
-        return None, False
 
 
 def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> list[Direction]:
@@ -124,18 +118,13 @@ def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory
     by_task = {t.task_id: t for t in trajectories}
     verdicts, repaired, kept = [], [], []
     for task in tasks:
-        traj = by_task.get(task.task_id)
-        while traj is not None:
-            v = verify(task, traj)
-            verdicts.append(v)
-            if v.passed:
-                kept.append((task, traj))
-                break
-            fixed = repair.repair(task, traj, v)
-            if fixed is None:
-                break
-            traj, v.repair_reason = fixed
-            repaired.append(traj)
+        if task.task_id not in by_task:
+            continue
+        trajs, vs = verify_with_repair(task, by_task[task.task_id], repair)
+        verdicts += vs
+        repaired += trajs[1:]
+        if vs[-1].passed:
+            kept.append((task, trajs[-1]))
     from tasks.datasets import sft_examples
 
     examples = sft_examples(kept, DIAGNOSTIC_FRACTION, ctx.seed)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -196,5 +195,3 @@ class EmbeddedLearner:
 
         return joblib.load(path)
 
-    def label_counts(self, trajectories: list[Trajectory]) -> Counter:
-        return Counter(label_of(m) for t in trajectories for m in t.messages if m.role == "assistant")

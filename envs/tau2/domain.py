@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable
@@ -185,9 +184,3 @@ class Tau2Domain(Domain):
 def factory(source: Tau2Source) -> Callable[[], Tau2Domain]:
     return lambda: Tau2Domain(source)
 
-
-def observation_json(content: str) -> Any:
-    try:
-        return json.loads(content)
-    except (TypeError, ValueError):
-        return content
