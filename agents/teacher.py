@@ -71,8 +71,11 @@ class EmbeddedTeacher:
         if refusal:
             say(f"I'm sorry, but I cannot do that: {refusal['rule']}.")
             msgs.append(user.accept_refusal())
+        # the agent cannot know whether the user has more to ask, so it always asks before closing
+        say("Is there anything else I can help you with?")
+        msgs.append(user.nothing_else())
         info = scenario.get("info") or []
-        closing = "Everything you asked for is taken care of." if not refusal else "Is there anything else?"
+        closing = "Everything you asked for is taken care of." if not refusal else "Thank you for understanding."
         if info and not refusal:  # a refusal already said what it cannot do
             closing += " For your records: " + "; ".join(info) + "."
         say(closing)

@@ -18,6 +18,7 @@ class UserSimulator(Protocol):
     def next_intent(self, index: int) -> Message: ...
     def confirm(self, first: bool) -> list[Message]: ...
     def accept_refusal(self) -> Message: ...
+    def nothing_else(self) -> Message: ...
     def goodbye(self) -> Message: ...
 
 
@@ -70,6 +71,9 @@ class EmbeddedUser:
     def accept_refusal(self) -> Message:
         return _user("I see. I understand, thanks for checking.")
 
+    def nothing_else(self) -> Message:
+        return _user("No, that is everything.")
+
     def goodbye(self) -> Message:
         return _user("Thank you, that is all I needed.")
 
@@ -79,8 +83,9 @@ class ReactiveUser(EmbeddedUser):
 
     It answers a request for its id, confirms a described action only when the
     description names the ids of one of its own requests, accepts a refusal,
-    reveals its next request when asked whether there is anything else, and
-    ends the call after a closing message. It never confirms what it did not ask for.
+    reveals its next request when asked whether there is anything else (or says
+    it has nothing more), and ends the call after a closing message. It never
+    confirms what it did not ask for.
     """
 
     def __init__(self, scenario: dict[str, Any]):
@@ -109,8 +114,7 @@ class ReactiveUser(EmbeddedUser):
             if self.revealed < len(self.s.get("intents", [])):
                 self.revealed += 1
                 return self.next_intent(self.revealed - 1)
-            self.done = True
-            return self.goodbye()
+            return self.nothing_else()
         if "sorry" in low or "cannot" in low:
             return self.accept_refusal()
         self.done = True

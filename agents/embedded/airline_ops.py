@@ -224,6 +224,6 @@ def _booking(db, user, rng) -> Op | None:
         # the user states the travellers and the payment method; the search justifies flight and price
         return Op("book", "book_reservation", args,
                   [("search_direct_flight", {"origin": f.origin, "destination": f.destination, "date": date})],
-                  f"book a one-way {cabin.replace('_', ' ')} flight from {f.origin} to {f.destination} on {date} for "
+                  f"book a one-way {cabin.replace('_', ' ')} flight {f.flight_number} from {f.origin} to {f.destination} on {date} for "
                   f"{who}, no bags, no insurance (pay with {pay})", info=[str(total)])
     return None

@@ -4,7 +4,8 @@ Three logistic models (scikit-learn, log loss), all over agent-visible features:
   action   which next move: a tool call by name, or a reply (ask for the id,
            describe-and-confirm a write, refuse, acknowledge, close);
   write    at a confirmation, which write it is about to propose;
-  argument for each argument of a call, which candidate value from the context.
+  argument for each argument of a call, which candidate value from the context;
+  report   at the closing message, which values from the context to tell the user.
 The fitted model is saved with the fingerprint of the trajectories it saw.
 """
 from __future__ import annotations
@@ -18,7 +19,9 @@ import numpy as np
 from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
-from agents.learners.features import candidate_features, candidates, label_of, schema_candidates, state_tokens
+from agents.learners.dialogue import track
+from agents.learners.features import (Candidate, Scene, candidate_features, candidates, label_of, schema_candidates,
+                                      state_tokens)
 from envs.gold import confirmation_request
 from storage.records import Message, ToolCall, Trajectory
 
@@ -27,6 +30,36 @@ WRITE_WORDS = ("book", "cancel", "update", "send", "modify", "return", "exchange
 
 def fingerprint(trajectories: list[Trajectory]) -> str:
     return hashlib.sha256("\n".join(sorted(t.trajectory_id for t in trajectories)).encode()).hexdigest()[:16]
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "null")
+
+
+def _json_types(schema: dict[str, Any]) -> set[str]:
+    """The JSON types an argument accepts (all of them when the schema does not say)."""
+    found: set[str] = set()
+    for s in [schema] + schema.get("anyOf", []) + schema.get("oneOf", []):
+        t = s.get("type")
+        for name in (t if isinstance(t, list) else [t] if t else []):
+            found.add("number" if name in ("integer", "number") else name)
+        if "enum" in s:
+            found.add("string")
+    return found or {"boolean", "number", "string", "array", "object", "null"}
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def _norm(text: str) -> str:
+    return " " + " ".join(text.lower().replace(",", "").replace(";", " ").rstrip(".").split()) + " "
 
 
 def _is_write(name: str) -> bool:
@@ -41,7 +74,7 @@ class EmbeddedLearner:
         self.state_vec = text.HashingVectorizer(n_features=2 ** 18, alternate_sign=False, token_pattern=r"[^ ]+",
                                                 lowercase=False, norm="l2")
         self.arg_vec = FeatureHasher(n_features=2 ** 16, input_type="string", alternate_sign=False)
-        self.action = self.write = self.argument = None
+        self.action = self.write = self.argument = self.report = None
         self.constant_action = self.constant_write = None
         self.fingerprint = "untrained"
         self.n_trajectories = 0
@@ -54,14 +87,16 @@ class EmbeddedLearner:
         self.tools = {t["function"]["name"]: t["function"] for t in (tools or [])}
         self.fingerprint, self.n_trajectories = fingerprint(trajectories), len(trajectories)
         states, actions, write_states, writes, arg_feats, arg_labels = [], [], [], [], [], []
+        report_feats, report_labels = [], []
         for traj in trajectories:
             msgs = traj.messages
             for i, m in enumerate(msgs):
                 if m.role != "assistant":
                     continue
                 history = msgs[:i]
+                dlg = track(history)
                 label = label_of(m)
-                states.append(state_tokens(history))
+                states.append(state_tokens(history, dlg))
                 actions.append(label)
                 if label == "say:confirm":
                     nxt = next((x for x in msgs[i + 1:] if x.tool_calls), None)
@@ -69,25 +104,47 @@ class EmbeddedLearner:
                         write_states.append(states[-1])
                         writes.append(nxt.tool_calls[0].name)
                 if m.tool_calls:
-                    self._arg_samples(m.tool_calls[0], history, arg_feats, arg_labels)
+                    self._arg_samples(m.tool_calls[0], history, dlg, arg_feats, arg_labels)
+                elif label == "say:close":
+                    said = _norm(m.content or "")
+                    for c, feats in self._report_candidates(history, dlg):
+                        report_feats.append(feats)
+                        report_labels.append(int(_norm(_render(c.value)) in said))
         self.action, self.constant_action = self._classifier(states, actions, self.state_vec)
         self.write, self.constant_write = self._classifier(write_states, writes, self.state_vec)
-        if arg_labels and len(set(arg_labels)) > 1:
-            self.argument = SGDClassifier(loss="log_loss", alpha=1e-6, max_iter=30, tol=None,
-                                          random_state=self.seed).fit(self.arg_vec.transform(arg_feats), arg_labels)
+        self.argument = self._binary(arg_feats, arg_labels)
+        self.report = self._binary(report_feats, report_labels)
         return self
+
+    def _binary(self, feats, labels):
+        if not labels or len(set(labels)) < 2:
+            return None
+        clf = SGDClassifier(loss="log_loss", alpha=1e-6, max_iter=15, tol=None, random_state=self.seed)
+        return clf.fit(self.arg_vec.transform(feats), labels)
+
+    def _report_candidates(self, history: list[Message], dlg) -> list[tuple[Candidate, list[str]]]:
+        """Scalar values from observations (and what was derived from them) that a closing could report."""
+        scene = Scene.of(history, dlg)
+        out = []
+        for c in candidates(history, dlg):
+            if c.source in ("obs", "derived") and isinstance(c.value, (str, int, float)) and not isinstance(
+                    c.value, bool) and len(_render(c.value)) <= 24:
+                out.append((c, candidate_features("report", "info", c, set(), scene)))
+        return out
 
     def _classifier(self, states, labels, vec):
         if not labels:
             return None, None
         if len(set(labels)) == 1:
             return None, labels[0]
-        clf = SGDClassifier(loss="log_loss", alpha=1e-6, max_iter=30, tol=None, random_state=self.seed)
+        clf = SGDClassifier(loss="log_loss", alpha=1e-6, max_iter=15, tol=None, random_state=self.seed)
         return clf.fit(vec.transform(states), labels), None
 
     def _arg_candidates(self, tool: str, arg: str, history: list[Message], context: list) -> list:
         props = self.tools.get(tool, {}).get("parameters", {}).get("properties", {})
-        return context + schema_candidates(self._resolve(props.get(arg, {})))
+        schema = self._resolve(props.get(arg, {}))
+        kinds = _json_types(schema)
+        return [c for c in context if _json_type(c.value) in kinds] + schema_candidates(schema)
 
     def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
         ref = schema.get("$ref") or next((x.get("$ref") for x in schema.get("allOf", []) if "$ref" in x), None)
@@ -98,13 +155,14 @@ class EmbeddedLearner:
                     return defs[ref.split("/")[-1]]
         return schema
 
-    def _arg_samples(self, call: ToolCall, history, feats, labels) -> None:
-        context = candidates(history)
+    def _arg_samples(self, call: ToolCall, history, dlg, feats, labels) -> None:
+        context = candidates(history, dlg)
+        scene = Scene.of(history, dlg)
         used = self._used(history)
         for arg, gold in call.arguments.items():
             target = json.dumps(gold, sort_keys=True)
             for c in self._arg_candidates(call.name, arg, history, context):
-                feats.append(candidate_features(call.name, arg, c, used.get(arg, set())))
+                feats.append(candidate_features(call.name, arg, c, used.get(arg, set()), scene))
                 labels.append(int(json.dumps(c.value, sort_keys=True) == target))
 
     @staticmethod
@@ -129,16 +187,17 @@ class EmbeddedLearner:
     def _choose_args(self, tool: str, history: list[Message]) -> dict[str, Any]:
         schema = self.tools.get(tool, {}).get("parameters", {})
         required = schema.get("required", list(schema.get("properties", {})))
-        context = candidates(history)
         if self.argument is None:
             return {}
+        dlg = track(history)
+        context, scene = candidates(history, dlg), Scene.of(history, dlg)
         used = self._used(history)
         args = {}
         for arg in required:
             cands = self._arg_candidates(tool, arg, history, context)
             if not cands:
                 continue
-            feats = [candidate_features(tool, arg, c, used.get(arg, set())) for c in cands]
+            feats = [candidate_features(tool, arg, c, used.get(arg, set()), scene) for c in cands]
             scores = self.argument.predict_proba(self.arg_vec.transform(feats))[:, 1]
             args[arg] = cands[int(np.argmax(scores))].value
         return args
@@ -146,7 +205,7 @@ class EmbeddedLearner:
     def act(self, messages: list[Message]) -> Message:
         if self.action is None and self.constant_action is None:  # untrained: it can only hang up
             return Message(role="assistant", content="Goodbye.")
-        state = state_tokens(messages)
+        state = state_tokens(messages, track(messages))
         label = self._predict(self.action, self.constant_action, state) or "say:close"
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)
         if self._pending is not None and last_user is not None and messages and messages[-1] is last_user:
@@ -176,7 +235,17 @@ class EmbeddedLearner:
             return Message(role="assistant", content="I'm sorry, but I cannot do that under our policy.")
         if label == "say:ack":
             return Message(role="assistant", content="That is done. Is there anything else I can help you with?")
-        return Message(role="assistant", content="Everything you asked for is taken care of.")
+        return Message(role="assistant", content="Everything you asked for is taken care of." + self._records(messages))
+
+    def _records(self, messages: list[Message]) -> str:
+        if self.report is None:
+            return ""
+        cands = self._report_candidates(messages, track(messages))
+        if not cands:
+            return ""
+        scores = self.report.predict_proba(self.arg_vec.transform([f for _, f in cands]))[:, 1]
+        values = list(dict.fromkeys(_render(c.value) for (c, _), p in zip(cands, scores) if p > 0.5))
+        return f" For your records: {'; '.join(values)}." if values else ""
 
     # ------------------------------------------------------------ persistence
     def save(self, path: Path) -> Path:

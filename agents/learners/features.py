@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agents.learners.dialogue import Dialogue, composites, observations, reservation_for, track
 from storage.records import Message
 
 WORD = re.compile(r"[a-z0-9_\-]+")
@@ -74,8 +75,40 @@ def _flat(obj: Any) -> list[Any]:
     return [obj]
 
 
-def state_tokens(history: list[Message]) -> str:
-    toks: list[str] = []
+def dialogue_tokens(history: list[Message], dlg: Dialogue) -> list[str]:
+    """Where the agent is in the user's list of requests, and what the current and next ones ask for."""
+    cur, nxt = dlg.current, dlg.next
+    labels = [label_of(m) for m in history if m.role == "assistant"]
+    prev = labels[-1] if labels else "none"
+    knows = f"ud={'tool:get_user_details' in labels}"
+    if cur is None:
+        return ["cur_none", f"cur_none|prev_{prev}", f"cur_none|{len(dlg.clauses) > 0}"]
+    status = f"open{min(dlg.calls, 3)}" + ("w" if dlg.wrote else "")
+    toks = [f"cur_{status}", f"cur_first_{dlg.pointer == 0}", f"has_next_{nxt is not None}", knows,
+            f"{status}|prev_{prev}", f"{status}|{knows}"]
+    for w in cur.words:
+        toks += [f"cw_{w}", f"cw_{w}|{status}", f"cw_{w}|prev_{prev}", f"cw_{w}|{knows}", f"cw_{w}|{status}|{knows}"]
+    toks += [f"nw_{w}" for w in nxt.words] if nxt is not None else ["nw_none"]
+    return toks
+
+
+def context_values(history: list[Message], dlg: Dialogue) -> dict[str, str]:
+    """A few facts the observations show about the current request (membership, cabin)."""
+    obs = observations(history)
+    out = {}
+    user = next((d for _, t, d in reversed(obs) if t == "get_user_details" and isinstance(d, dict)), None)
+    if user:
+        out["membership"] = str(user.get("membership"))
+    res = reservation_for(obs, dlg.current)
+    if res:
+        out["cabin"] = str(res.get("cabin"))
+        out["insurance"] = str(res.get("insurance"))
+    return out
+
+
+def state_tokens(history: list[Message], dlg: Dialogue | None = None) -> str:
+    dlg = dlg or track(history)
+    toks: list[str] = dialogue_tokens(history, dlg)
     used = used_values(history)
     pending = [(k, v, b) for k, v, b in mentions(history) if v not in used and k in ("flight_number", "reservation_id")]
     if pending:
@@ -107,6 +140,7 @@ def state_tokens(history: list[Message]) -> str:
         w in lab for w in ("book", "cancel", "update", "send", "modify", "return", "exchange")))
     toks.append(f"writes_{min(writes, 6)}")
     toks.append(f"steps_{min(len(labels), 30) // 3}")
+    toks += [f"ctx_{k}={v}" for k, v in context_values(history, dlg).items()]
     if any(PATTERNS["user_id"].search((m.content or "")) for m in users):
         toks.append("knows_user_id")
     return " ".join(toks)
@@ -115,13 +149,36 @@ def state_tokens(history: list[Message]) -> str:
 @dataclass
 class Candidate:
     value: Any
-    source: str  # user / obs / derived
-    key: str  # the JSON key it appeared under, or the regex kind
+    source: str  # user / obs / derived / composite / schema
+    key: str  # the JSON key it appeared under, the regex kind, or how it was assembled
     age: int  # messages since it appeared
     in_last_user: bool
     rank: int | None = None  # order among the user's mentions of this kind
     first_unused: bool = False  # the earliest mention of its kind not yet used in a call
     first_unwritten: bool = False  # the earliest mention of its kind no write has acted on yet
+    msg: int = -1  # the message it came from
+    tool: str = ""  # for observations: the tool that produced it
+    clause: int | None = None  # for the user's values: the request clause that mentions it
+
+
+@dataclass
+class Scene:
+    """What every candidate of one decision is scored against: the tracked dialogue and its context."""
+
+    dlg: Dialogue
+    text: str  # the current request clause, normalized
+    words: list[str]
+    context: dict[str, str]
+
+    @staticmethod
+    def of(history: list[Message], dlg: Dialogue | None = None) -> "Scene":
+        dlg = dlg or track(history)
+        cur = dlg.current
+        return Scene(dlg, _norm(cur.text) if cur else "", cur.words if cur else [], context_values(history, dlg))
+
+
+def _norm(text: str) -> str:
+    return " " + re.sub(r"[^a-z0-9]+", " ", text.lower()) + " "
 
 
 def _walk(obj: Any, key: str = "") -> list[tuple[str, Any]]:
@@ -139,7 +196,10 @@ def _walk(obj: Any, key: str = "") -> list[tuple[str, Any]]:
     return out
 
 
-def candidates(history: list[Message]) -> list[Candidate]:
+def candidates(history: list[Message], dlg: Dialogue | None = None) -> list[Candidate]:
+    from agents.learners.dialogue import mention_clause
+
+    dlg = dlg or track(history)
     out: list[Candidate] = []
     last_user = max((i for i, m in enumerate(history) if m.role == "user"), default=-1)
     n = len(history)
@@ -149,17 +209,19 @@ def candidates(history: list[Message]) -> list[Candidate]:
             for kind, pat in PATTERNS.items():
                 for v in pat.findall(m.content):
                     value = int(v) if kind == "number" else (v.lower().replace(" ", "_") if kind == "cabin" else v)
-                    out.append(Candidate(value, "user", kind, age, i == last_user))
-        elif m.role == "tool" and m.content and not m.error:
-            try:
-                data = json.loads(m.content)
-            except ValueError:
-                continue
-            for key, value in _walk(data):
-                if isinstance(value, list) and key == "flights":
-                    value = [{"flight_number": f.get("flight_number"), "date": f.get("date")}
-                             for f in value if isinstance(f, dict)]
-                out.append(Candidate(value, "obs", key, age, False))
+                    out.append(Candidate(value, "user", kind, age, i == last_user, msg=i,
+                                         clause=mention_clause(dlg, kind, v)))
+    for i, tool, data in observations(history):
+        if isinstance(data, str):
+            out.append(Candidate(data, "obs", "text", n - i, False, msg=i, tool=tool))
+            out += [Candidate(int(x), "obs", "text_number", n - i, False, msg=i, tool=tool)
+                    for x in re.findall(r"(?<![\w.])\d+(?!\w)", data)]
+            continue
+        for key, value in _walk(data):
+            if isinstance(value, list) and key == "flights":
+                value = [{"flight_number": f.get("flight_number"), "date": f.get("date")}
+                         for f in value if isinstance(f, dict)]
+            out.append(Candidate(value, "obs", key, n - i, False, msg=i, tool=tool))
     order: dict[str, list[str]] = {}
     for kind, value, _ in mentions(history):
         if value not in order.setdefault(kind, []):
@@ -177,6 +239,7 @@ def candidates(history: list[Message]) -> list[Candidate]:
     for c in out:
         seen[(json.dumps(c.value, sort_keys=True), c.key, c.source)] = c
     out = list(seen.values())
+
     def is_int(v: Any) -> bool:
         return isinstance(v, int) and not isinstance(v, bool)
 
@@ -184,19 +247,20 @@ def candidates(history: list[Message]) -> list[Candidate]:
     user_numbers = sorted({c.value for c in out if c.source == "user" and is_int(c.value) and 0 < c.value < 10})
     for c in out:
         if c.source == "obs" and is_int(c.value) and c.value < 20:
-            derived += [Candidate(c.value + u, "derived", f"{c.key}+user", 0, False) for u in user_numbers]
+            derived += [Candidate(c.value + u, "derived", f"{c.key}+user", c.age, False, msg=c.msg, tool=c.tool)
+                        for u in user_numbers]
         if c.source == "obs" and isinstance(c.value, list) and c.key == "passengers":
             k = len(c.value)
-            derived += [Candidate(k, "derived", "count:passengers", 0, False),
-                        Candidate(50 * k, "derived", "x50:passengers", 0, False),
-                        Candidate(100 * k, "derived", "x100:passengers", 0, False)]
+            derived += [Candidate(k * f, "derived", name, c.age, False, msg=c.msg, tool=c.tool)
+                        for f, name in ((1, "count:passengers"), (50, "x50:passengers"), (100, "x100:passengers"))]
     for v in sorted({c.value for c in out if is_int(c.value) and c.value < 10}):
         derived += [Candidate(v + 1, "derived", "+1", 0, False), Candidate(v + 2, "derived", "+2", 0, False)]
+    derived += [Candidate(value, "composite", how, 0, False) for how, value in composites(history, dlg)]
     out.extend(derived)
     return out
 
 
-def candidate_features(tool: str, arg: str, c: Candidate, used: set[str]) -> list[str]:
+def candidate_features(tool: str, arg: str, c: Candidate, used: set[str], scene: Scene | None = None) -> list[str]:
     kind = "int" if isinstance(c.value, int) and not isinstance(c.value, bool) else type(c.value).__name__
     base = [f"src={c.source}", f"key={c.key}", f"kind={kind}", f"age={min(c.age, 12)}"]
     feats = base + [f"arg={arg}|{b}" for b in base] + [f"tool={tool}|arg={arg}|key={c.key}"]
@@ -213,6 +277,23 @@ def candidate_features(tool: str, arg: str, c: Candidate, used: set[str]) -> lis
         feats += ["first_unwritten", f"arg={arg}|first_unwritten", f"tool={tool}|arg={arg}|first_unwritten"]
     if json.dumps(c.value, sort_keys=True) in used:
         feats += ["used_before", f"arg={arg}|used_before"]
+    if scene is None:
+        return feats
+    dlg = scene.dlg
+    if c.source == "user":
+        rel = dlg.relation(c.clause)
+        feats += [f"rel={rel}", f"arg={arg}|rel={rel}", f"tool={tool}|arg={arg}|key={c.key}|rel={rel}"]
+    if c.tool:
+        here = 0 <= c.msg < len(dlg.clause_of_msg) and dlg.clause_of_msg[c.msg] == dlg.pointer
+        feats += [f"arg={arg}|obs_tool={c.tool}|key={c.key}", f"arg={arg}|obs_cur={here}",
+                  f"tool={tool}|arg={arg}|obs_tool={c.tool}|obs_cur={here}"]
+    if isinstance(c.value, (str, int)) and not isinstance(c.value, bool) and scene.text:
+        in_text = _norm(str(c.value)) in scene.text
+        feats += [f"arg={arg}|in_cur_text={in_text}", f"tool={tool}|arg={arg}|src={c.source}|in_cur_text={in_text}"]
+    if c.source in ("derived", "composite"):
+        feats += [f"arg={arg}|key={c.key}|cw_{w}" for w in scene.words]
+        feats += [f"arg={arg}|key={c.key}|{k}={v}" for k, v in scene.context.items()]
+        feats += [f"arg={arg}|key={c.key}|" + "|".join(f"{k}={v}" for k, v in sorted(scene.context.items()))]
     return feats
 
 
