@@ -12,6 +12,18 @@ SWEEP = ("domain: airline\nrounds: 2\nbudget: 12\nseed: 0\ntest_size: 8\nchunk_s
          "sweep:\n  arms: [evosyn, static]\n  seeds: [0]\n")
 
 
+def cli(home, *args):
+    """Commands without Prefect run in-process (saves an interpreter start per call)."""
+    from click.testing import CliRunner
+
+    from flows import cli_run  # noqa: F401  (attaches compare / report to main)
+    from flows.cli import main
+
+    res = CliRunner().invoke(main, ["--home", str(home), *args], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
 def test_sweep_compare_and_report_share_one_union(tmp_path):
     from storage.store import Store
     from storage.metrics import trajectory_diversity
@@ -25,7 +37,7 @@ def test_sweep_compare_and_report_share_one_union(tmp_path):
     store = Store(home, create=False)
     ids = store.runs()
     assert len(ids) == 2
-    out, _ = run(home, "compare", *ids, "--output", str(tmp_path / "cmp"))
+    cli(home, "compare", *ids, "--output", str(tmp_path / "cmp"))
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     rows = result["rows"]
     assert sorted((r["arm"], r["round"]) for r in rows) == [("evosyn", 1), ("evosyn", 2), ("static", 1), ("static", 2)]
@@ -47,7 +59,7 @@ def test_sweep_compare_and_report_share_one_union(tmp_path):
     md = (tmp_path / "cmp" / "compare.md").read_text()
     assert md.count("| airline-") == 4
     # report --compare shows the same shared-union numbers
-    run(home, "report", ids[0], "--compare", ids[1], "--output", str(tmp_path / "rep"))
+    cli(home, "report", ids[0], "--compare", ids[1], "--output", str(tmp_path / "rep"))
     summary = (tmp_path / "rep" / "summary.md").read_text()
     assert "## Comparison" in summary
     for r in rows:
