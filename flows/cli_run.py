@@ -129,7 +129,8 @@ def compare(ctx, run_ids: tuple[str, ...], output: str | None) -> None:
     from pathlib import Path
 
     from storage.store import Store
-    from tasks.compare import compare as compare_runs, write_compare
+    from tasks.compare import compare as compare_runs
+    from tasks.compare import write_compare
 
     store = Store(ctx.obj.get("home"), create=False)
     known = store.runs()
@@ -138,5 +139,8 @@ def compare(ctx, run_ids: tuple[str, ...], output: str | None) -> None:
             raise UserError(f"run {rid!r} is not in {store.root} (known: {', '.join(known) or 'none'})")
     result = compare_runs(store, list(dict.fromkeys(run_ids)))
     print_compare(result)
+    if result["stale_runs"]:
+        click.echo(f"warning: rerun {', '.join(result['stale_runs'])}: stored before the observed "
+                   "tool_use_pattern existed, so their tool-pattern metrics are understated", err=True)
     js, md = write_compare(result, Path(output) if output else store.root / "reports" / f"compare-{run_ids[0]}")
     click.echo(f"wrote {js}\nwrote {md}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -42,7 +43,7 @@ class RunSummary:
 def _round_metrics(store: Store, cfg: RunConfig, run_id: str, res: RoundResult) -> dict[str, float]:
     samples = verified_samples(store, run_id, res.round)
     m = intrinsic(samples, cfg.domain)  # diversity vs this run's own patterns; `evosyn compare` shares a union
-    m.update({k: v for k, v in round_metrics(store, run_id, cfg.domain, res.round).items() if v == v})  # no NaN
+    m.update({k: v for k, v in round_metrics(store, run_id, cfg.domain, res.round).items() if not math.isnan(v)})
     rate = lambda evs: (sum(e.success for e in evs) / len(evs)) if evs else 0.0  # noqa: E731
     m.update({"verified_yield": res.verified / max(1, res.blueprints), "verified_total": float(len(samples)),
               "success_diagnostic": rate(res.diagnostic), "success_test": rate(res.test),

@@ -65,7 +65,9 @@ def compare(store: Store, run_ids: list[str], draws: int = 200) -> dict:
                 vals = [r[c] for r in last if not (isinstance(r[c], float) and math.isnan(r[c]))]
                 mean[c] = sum(vals) / len(vals) if vals else float("nan")
             means.append(mean)
-    return {"runs": run_ids, "pattern_union": {d: sorted(u) for d, u in unions.items()},
+    # verdicts written before tool_use_pattern was observed lack the key: their runs must be rerun
+    stale = sorted(rid for rid, xs in finals.items() if any("tool_use_pattern" not in x["observed"] for x in xs))
+    return {"runs": run_ids, "stale_runs": stale, "pattern_union": {d: sorted(u) for d, u in unions.items()},
             "size_matched_n": matched_n, "rows": rows, "arm_means": means}
 
 
@@ -84,6 +86,8 @@ def markdown(result: dict) -> str:
              + "; size-matched distinct sequences at N = "
              + ", ".join(f"{d}: {n}" for d, n in result["size_matched_n"].items()) + ".", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    if result["stale_runs"]:
+        lines.insert(3, f"Warning: runs stored before observed tool_use_pattern existed: {result['stale_runs']}.")
     lines += ["| " + " | ".join(_cell(r.get(c, "")) for c in head) + " |" for r in result["rows"]]
     mhead = ["domain", "arm", "runs", *MEAN_COLUMNS]
     lines += ["", "## Final round, mean over seeds", "", "| " + " | ".join(mhead) + " |", "|" + "---|" * len(mhead)]

@@ -137,7 +137,8 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
     union = pattern_union(store, ids)  # one P_union for every run shown (App. B.1)
     sections, md = [], [f"# EvoSyn report: {run_id}"]
     if compare:
-        from tasks.compare import COLUMNS, compare as compare_runs, markdown
+        from tasks.compare import COLUMNS, markdown
+        from tasks.compare import compare as compare_runs
 
         result = compare_runs(store, ids)
         sections.append("<h2>Comparison (shared pattern union)</h2>" + _table(result["rows"], ["run_id", *COLUMNS])

@@ -25,8 +25,8 @@ def cli(home, *args):
 
 
 def test_sweep_compare_and_report_share_one_union(tmp_path):
-    from storage.store import Store
     from storage.metrics import trajectory_diversity
+    from storage.store import Store
     from tasks.metrics import verified_samples
 
     home = tmp_path / "h"
