@@ -14,6 +14,7 @@ Never taken from the plan. Rules (all deterministic, documented here):
   observations), else "none".
 - ``expected_outcome``: "fulfill" if state changed; otherwise "refuse" if the
   assistant declined (refusal wording) and "fulfill" for pure information requests.
+- ``tool_use_pattern``: the tool-use shapes of the realized calls (envs/tool_patterns.py).
 - ``task_family`` and ``policy_or_constraint_focus``: per-domain maps from the
   state-changing tools (below); with no state change, keywords of the user's request.
 """
@@ -23,6 +24,7 @@ import re
 from typing import Iterable
 
 from envs.replay import ReplayResult, StepRecord
+from envs.tool_patterns import tool_use_patterns
 from storage.records import Message
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
@@ -137,6 +139,7 @@ def observe(domain: str, replay: ReplayResult, messages: list[Message]) -> dict[
         "num_write": [bucket(len(writes))],
         "num_read": [bucket(len(reads))],
         "trajectory_pattern": [pattern(steps)],
+        "tool_use_pattern": tool_use_patterns(domain, steps, messages, refused=outcome == "refuse"),
         "state_change_type": [change],
         "computation": ["required" if computed else "none"],
         "expected_outcome": [outcome],

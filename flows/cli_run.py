@@ -78,6 +78,7 @@ def sweep(ctx, config_file) -> None:
     results = sweep_flow(base, **grid)
     for summary in results:
         print_summary(summary)
+    ctx.invoke(compare, run_ids=tuple(s.run_id for s in results), output=None)
 
 
 @main.command()
@@ -99,3 +100,47 @@ def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> No
             raise UserError(f"run {rid!r} is not in {store.root} (known: {', '.join(known) or 'none'})")
     page, md = write_report(store, run_id, list(compare), Path(output) if output else store.root / "reports" / run_id)
     click.echo(f"wrote {page}\nwrote {md}")
+
+
+def print_compare(result: dict) -> None:
+    from tasks.compare import COLUMNS, MEAN_COLUMNS, _cell
+
+    short = {"success_diagnostic": "diag", "success_test": "test", "factor_coverage": "fcov",
+             "factor_balance": "fbal", "interaction_coverage": "icov", "trajectory_diversity": "tdiv",
+             "distinct_tool_sequences": "dseq", "distinct_size_matched": "dseq@N",
+             "gap_allocation_spearman": "gap~alloc", "allocation_gain_spearman": "alloc~gain",
+             "targeted_improvement_rate": "TIR", "success_gain_per_1k": "gain/1K"}
+    union = ", ".join(f"{d} {len(u)}" for d, u in result["pattern_union"].items())
+    matched = ", ".join(f"{d} {n}" for d, n in result["size_matched_n"].items())
+    print_table(f"runs x rounds (pattern union: {union}; size-matched N: {matched})",
+                [short.get(c, c) for c in COLUMNS], [[_cell(r[c]) for c in COLUMNS] for r in result["rows"]])
+    print_table("final round, mean over seeds", ["domain", "arm", "runs", *(short.get(c, c) for c in MEAN_COLUMNS)],
+                [[m["domain"], m["arm"], m["runs"], *(_cell(m[c]) for c in MEAN_COLUMNS)]
+                 for m in result["arm_means"]])
+
+
+@main.command()
+@click.argument("run_ids", nargs=-1, required=True)
+@click.option("--output", type=click.Path(file_okay=False), default=None,
+              help="Where compare.json and compare.md go (default: <root>/reports/compare-<first run>).")
+@click.pass_context
+def compare(ctx, run_ids: tuple[str, ...], output: str | None) -> None:
+    """One table of every run (arm, seed) x round on shared normalizations, plus per-arm final means."""
+    from pathlib import Path
+
+    from storage.store import Store
+    from tasks.compare import compare as compare_runs
+    from tasks.compare import write_compare
+
+    store = Store(ctx.obj.get("home"), create=False)
+    known = store.runs()
+    for rid in run_ids:
+        if rid not in known:
+            raise UserError(f"run {rid!r} is not in {store.root} (known: {', '.join(known) or 'none'})")
+    result = compare_runs(store, list(dict.fromkeys(run_ids)))
+    print_compare(result)
+    if result["stale_runs"]:
+        click.echo(f"warning: rerun {', '.join(result['stale_runs'])}: stored before the observed "
+                   "tool_use_pattern existed, so their tool-pattern metrics are understated", err=True)
+    js, md = write_compare(result, Path(output) if output else store.root / "reports" / f"compare-{run_ids[0]}")
+    click.echo(f"wrote {js}\nwrote {md}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -23,7 +24,7 @@ from storage.records import Run
 from storage.store import Store
 from storage.tracking import Tracker
 from tasks.loop import REFLECTING_ARMS
-from tasks.metrics import intrinsic, verified_samples
+from tasks.metrics import intrinsic, round_metrics, verified_samples
 from tasks.stages import steering_for
 
 
@@ -41,7 +42,8 @@ class RunSummary:
 
 def _round_metrics(store: Store, cfg: RunConfig, run_id: str, res: RoundResult) -> dict[str, float]:
     samples = verified_samples(store, run_id, res.round)
-    m = intrinsic(samples, cfg.domain)
+    m = intrinsic(samples, cfg.domain)  # diversity vs this run's own patterns; `evosyn compare` shares a union
+    m.update({k: v for k, v in round_metrics(store, run_id, cfg.domain, res.round).items() if not math.isnan(v)})
     rate = lambda evs: (sum(e.success for e in evs) / len(evs)) if evs else 0.0  # noqa: E731
     m.update({"verified_yield": res.verified / max(1, res.blueprints), "verified_total": float(len(samples)),
               "success_diagnostic": rate(res.diagnostic), "success_test": rate(res.test),

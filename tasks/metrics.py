@@ -1,38 +1,121 @@
-"""Per-round metrics of a run, computed from the store (verified data of rounds <= r)."""
+"""Per-round metrics of a run, computed from the store.
+
+Intrinsic data metrics (App. B.1) use only verified examples (one per task) and
+their observed factors, re-derived from the realized gold tool actions by the
+verifier, against the fixed per-domain reference sets of envs/reference.py.
+Trajectory diversity needs the union of patterns of every compared run: pass it
+(``pattern_union``); without one, a run is normalized by its own patterns so far,
+which is fine for one run's curve but not comparable across runs.
+"""
 from __future__ import annotations
 
-from envs.ontology import load_initial_space
+from envs.reference import INTERACTION_TEMPLATES, reference_values
 from storage import metrics as M
 from storage.store import Store
 
+GAIN_SPLIT = "diagnostic"
+
 
 def verified_samples(store: Store, run_id: str, upto: int | None = None) -> list[dict]:
+    """One sample per verified task of rounds <= upto (its last passing verdict)."""
     tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id)}
     trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run_id)}
+    last = {}
+    for v in sorted(store.read_records("verdicts", run_id=run_id), key=lambda v: (v.round, v.attempt)):
+        if v.passed and (upto is None or v.round <= upto) and v.task_id in tasks:
+            last[v.task_id] = v
     out = []
-    for v in store.read_records("verdicts", run_id=run_id):
-        if not v.passed or (upto is not None and v.round > upto) or v.task_id not in tasks:
-            continue
-        t = tasks[v.task_id]
+    for tid in sorted(last, key=lambda t: (last[t].round, t)):
+        v, t = last[tid], tasks[tid]
         traj = trajs.get(v.trajectory_id)
-        out.append({"round": v.round, "requested": t.requested, "observed": v.observed,
+        out.append({"round": v.round, "task_id": tid, "requested": t.requested, "observed": v.observed,
                     "pattern": v.observed.get("trajectory_pattern", ["none"])[0],
                     "sequence": tuple(c.name for m in (traj.messages if traj else []) for c in m.tool_calls)})
     return out
 
 
+def pattern_union(store: Store, run_ids: list[str]) -> set[str]:
+    """P_union: trajectory patterns of the verified data of every compared run, all rounds."""
+    return {s["pattern"] for rid in run_ids for s in verified_samples(store, rid)}
+
+
 def intrinsic(samples: list[dict], domain: str, union: set[str] | None = None) -> dict[str, float]:
-    reference = {f.key: f.values for f in load_initial_space(domain).factors}
-    sels = [s["requested"] for s in samples]
+    reference = reference_values(domain)
+    observed = [s["observed"] for s in samples]
     patterns = [s["pattern"] for s in samples]
-    return {"factor_coverage": M.factor_coverage(sels, reference),
-            "factor_balance": M.factor_balance(sels, reference),
-            "interaction_coverage": M.interaction_coverage(sels, reference),
-            "trajectory_diversity": M.trajectory_diversity(patterns, union or set(patterns)),
+    return {"factor_coverage": M.factor_coverage(observed, reference),
+            "factor_balance": M.factor_balance(observed, reference),
+            "interaction_coverage": M.interaction_coverage(observed, reference, INTERACTION_TEMPLATES),
+            "trajectory_diversity": M.trajectory_diversity(patterns, union if union is not None else set(patterns)),
+            "trajectory_patterns": float(len(set(patterns))),
             "distinct_tool_sequences": float(M.distinct_sequences([s["sequence"] for s in samples]))}
 
 
-def controllability(samples: list[dict], key: str) -> dict[str, float]:
-    pairs = [(s["requested"][key][0], s["observed"][key][0]) for s in samples
-             if s["requested"].get(key) and s["observed"].get(key)]
+def controllability(store: Store, run_id: str, round: int, key: str) -> dict[str, float]:
+    """B.7 over every generated task of the round whose gold trajectory replayed (passed or not):
+    the value requested by the plan vs the value re-derived from the realized trajectory."""
+    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id, round=round)}
+    last = {}
+    for v in sorted(store.read_records("verdicts", run_id=run_id, round=round), key=lambda v: v.attempt):
+        last[v.task_id] = v
+    pairs = [(tasks[t].requested[key][0], v.observed[key][0]) for t, v in last.items()
+             if t in tasks and tasks[t].requested.get(key) and v.observed.get(key)]
     return M.controllability(pairs)
+
+
+def _evals(store: Store, run_id: str, round: int, task_set: str, task_ids: set[str] | None = None):
+    return [(e.observed, e.success) for e in store.read_records("evaluations", run_id=run_id, round=round)
+            if e.task_set == task_set and (task_ids is None or e.task_id in task_ids)]
+
+
+def transition(store: Store, run_id: str, domain: str, round: int, task_set: str = GAIN_SPLIT,
+               min_n: int = 3) -> dict[str, float]:
+    """B.5 / B.8 for round-1 -> round over the (factor, value) slices of the reference sets.
+
+    Success is measured on the same tasks before and after: the tasks of ``task_set``
+    that round-1 evaluated (the diagnostic set only grows, so they are evaluated
+    again in ``round``); shares are of each round's own verified data.
+    """
+    reference = reference_values(domain)
+    before = _evals(store, run_id, round - 1, task_set)
+    if not before:
+        return {}
+    ids = {e.task_id for e in store.read_records("evaluations", run_id=run_id, round=round - 1)
+           if e.task_set == task_set}
+    after = _evals(store, run_id, round, task_set, ids)
+    samples = verified_samples(store, run_id, round)
+    share = {r: M.slice_shares([s["observed"] for s in samples if s["round"] == r], reference)
+             for r in (round - 1, round)}
+    return M.capability_transition(share[round - 1], share[round], M.slice_success(before, reference, min_n),
+                                   M.slice_success(after, reference, min_n),
+                                   overall_before=sum(ok for _, ok in before) / len(before))
+
+
+def _success(store: Store, run_id: str, round: int, task_set: str = "test") -> float | None:
+    evs = _evals(store, run_id, round, task_set)
+    return sum(ok for _, ok in evs) / len(evs) if evs else None
+
+
+def added_examples(store: Store, run_id: str, round: int) -> int:
+    return sum(e.split == "train" for e in store.read_records("sft_examples", run_id=run_id, round=round))
+
+
+def gain_per_1k(store: Store, run_id: str, round: int, task_set: str = "test") -> float:
+    """B.12: test success change from round-1 (round 0 = the base learner, if evaluated) per 1K
+    verified training examples added in ``round``."""
+    before, after = _success(store, run_id, round - 1, task_set), _success(store, run_id, round, task_set)
+    if before is None or after is None:
+        return float("nan")
+    return M.gain_per_1k(before, after, added_examples(store, run_id, round))
+
+
+def round_metrics(store: Store, run_id: str, domain: str, round: int) -> dict[str, float]:
+    """The B.5 / B.7 / B.8 / B.12 metrics of one round, for MLflow and the summary (NaN when undefined)."""
+    out = {f"{k}": v for k, v in transition(store, run_id, domain, round).items()}
+    out["success_gain_per_1k"] = gain_per_1k(store, run_id, round)
+    out["added_train_examples"] = float(added_examples(store, run_id, round))
+    for key in ("num_write", "num_read"):
+        c = controllability(store, run_id, round, key)
+        if c["n"]:
+            out.update({f"controllability.{key}.{k}": float(v) for k, v in c.items()})
+    return out

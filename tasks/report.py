@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from storage.store import Store
-from tasks.metrics import intrinsic, verified_samples
+from tasks.metrics import intrinsic, pattern_union, verified_samples
 
 
 def _rate(xs) -> float:
@@ -134,8 +134,17 @@ TRACE = ["transition", "evidence", "decision", "designer_focus", "change"]
 
 def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -> tuple[Path, Path]:
     ids = [run_id, *compare]
-    union = {s["pattern"] for rid in ids for s in verified_samples(store, rid)}
+    union = pattern_union(store, ids)  # one P_union for every run shown (App. B.1)
     sections, md = [], [f"# EvoSyn report: {run_id}"]
+    if compare:
+        from tasks.compare import COLUMNS, markdown
+        from tasks.compare import compare as compare_runs
+
+        result = compare_runs(store, ids)
+        sections.append("<h2>Comparison (shared pattern union)</h2>" + _table(result["rows"], ["run_id", *COLUMNS])
+                        + "<h3>Final round, mean over seeds</h3>"
+                        + _table(result["arm_means"], list(result["arm_means"][0])))
+        md.append(markdown(result).replace("# EvoSyn comparison", "## Comparison"))
     for rid in ids:
         rows = run_rows(store, rid, union)
         sections.append(f"<h2>{html.escape(rid)}</h2>" + _table(rows, COLS))

@@ -1,4 +1,5 @@
 """The closed loop through Prefect as a user runs it: store, MLflow, report, kill and resume (slow)."""
+import math
 import os
 import signal
 import subprocess
@@ -74,6 +75,8 @@ def test_run_fills_store_mlflow_and_report(tmp_path):
     rounds = runs[runs["tags.mlflow.parentRunId"] == parent["run_id"].iloc[0]]
     assert sorted(rounds["tags.evosyn.round"]) == ["1", "2"]
     assert rounds["metrics.success_test"].notna().all() and rounds["metrics.factor_coverage"].notna().all()
+    second = rounds[rounds["tags.evosyn.round"] == "2"].iloc[0]  # B.12 needs a previous round
+    assert second["metrics.added_train_examples"] > 0 and not math.isnan(second["metrics.success_gain_per_1k"])
     run_id = parent["tags.evosyn.run_id"].iloc[0]
     out, _ = run(home, "report", run_id)
     assert (home / "reports" / run_id / "report.html").read_text().count("<img") >= 2

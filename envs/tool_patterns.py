@@ -1,0 +1,127 @@
+"""Observed ``tool_use_pattern``: the shapes of tool use a realized trajectory shows.
+
+Re-derived from the replayed tool calls (and the confirmation turns around the
+writes), never from the plan. Each rule detects a generic shape; a per-domain map
+names it with the domain's ontology value (App. B.1). A trajectory can show
+several shapes (the ontology allows one to three); a shape a domain has no value
+for is not reported. Rules:
+
+- ``search_then_create``: a search / list read precedes a state-changing create
+  (``book_*``).
+- ``lookup_then_modify``: a read precedes a state-changing write that is not a create.
+- ``multi_entity``: the reads touch two or more distinct entities besides the
+  user's profile (distinct (tool, arguments) among non-profile reads).
+- ``check_before_action``: the agent read and then declined (no state change,
+  refusal), or read the very entity (same id) that a policy-gated write
+  (cancel / compensate / return / exchange) then changed.
+- ``calculation``: ``calculate`` was called, or a state-changing write moves money
+  (an ``amount`` / payment argument; baggage only when some bags are paid).
+- ``confirmed_change``: a state-changing write follows an assistant confirmation
+  request and the user's affirmative answer.
+- ``split_action``: two or more state-changing writes on the same entity, or one
+  payment split over two or more payment methods.
+- ``batched_items``: one state-changing write over two or more items.
+- ``authenticate_then_act``: a user-identification read precedes a state-changing write.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterable
+
+from storage.records import Message
+
+SHAPE_VALUE = {
+    "airline": {"search_then_create": "search_compare_then_book", "lookup_then_modify": "lookup_verify_then_modify",
+                "multi_entity": "multi_entity_retrieval", "check_before_action": "policy_check_before_action",
+                "calculation": "price_or_fee_recalculation", "confirmed_change": "state_change_with_confirmation",
+                "split_action": "partial_update_or_split_action"},
+    "retail": {"authenticate_then_act": "authenticate_then_act", "lookup_then_modify": "lookup_verify_then_modify",
+               "multi_entity": "multi_entity_retrieval", "check_before_action": "policy_check_before_action",
+               "calculation": "price_or_refund_calculation", "confirmed_change": "state_change_with_confirmation",
+               "batched_items": "batched_multi_item_action"},
+    "telecom": {"lookup_then_modify": "lookup_then_update", "multi_entity": "multi_hop_retrieval",
+                "check_before_action": "verify_before_action", "confirmed_change": "state_change_with_confirmation"},
+}
+PROFILE_READS = ("get_user_details", "find_user_id_by_", "get_customer_by_")
+IDENTIFY_READS = ("find_user_id_by_", "get_customer_by_", "get_user_details")
+ENTITY_KEYS = ("reservation_id", "order_id", "line_id", "customer_id")
+GATED_PREFIXES = ("cancel", "send_certificate", "return", "exchange", "suspend")
+MONEY_KEYS = ("amount", "payment_methods", "payment_id", "payment_method_id")
+_CONFIRM_ASK = re.compile(r"\b(confirm|proceed|go ahead)\b", re.I)
+_AFFIRM = re.compile(r"\b(yes|yeah|yep|confirm|confirmed|go ahead|proceed|sure|ok|okay)\b", re.I)
+
+
+def _entity(arguments: dict) -> tuple | None:
+    ids = tuple((k, str(arguments[k])) for k in ENTITY_KEYS if k in arguments)
+    return ids or None
+
+
+def _moves_money(name: str, arguments: dict) -> bool:
+    if name == "update_reservation_baggages":
+        return int(arguments.get("nonfree_baggages") or 0) > 0
+    return any(k in arguments for k in MONEY_KEYS)
+
+
+def _confirmed(call_index: int, messages: list[Message]) -> bool:
+    """The last user text before the call is affirmative and answers an assistant confirmation request."""
+    for n in range(call_index - 1, 0, -1):
+        m = messages[n]
+        if m.role == "user" and m.content:
+            ask = next((p for p in reversed(messages[:n]) if p.role == "assistant" and p.content), None)
+            return bool(_AFFIRM.search(m.content)) and ask is not None and bool(_CONFIRM_ASK.search(ask.content))
+    return False
+
+
+def shapes(steps: Iterable, messages: list[Message], refused: bool) -> set[str]:
+    steps = list(steps)
+    position = {id(m): n for n, m in enumerate(messages)}
+    out: set[str] = set()
+    reads_so_far: list = []
+    write_entities: dict[tuple, int] = {}
+    wrote = False
+    for step in steps:
+        name, args = step.call.name, step.call.arguments or {}
+        if name == "calculate":
+            out.add("calculation")
+        if step.kind == "read":
+            reads_so_far.append(step)
+            continue
+        if step.kind != "write" or not step.changed_state or step.error:
+            continue
+        wrote = True
+        if name.startswith("book") and any(r.call.name.startswith(("search", "list")) for r in reads_so_far):
+            out.add("search_then_create")
+        if not name.startswith("book") and reads_so_far:
+            out.add("lookup_then_modify")
+        if any(r.call.name.startswith(IDENTIFY_READS) for r in reads_so_far):
+            out.add("authenticate_then_act")
+        ent = _entity(args)
+        if name.startswith(GATED_PREFIXES) and ent and any(_entity(r.call.arguments or {}) == ent
+                                                              for r in reads_so_far):
+            out.add("check_before_action")
+        if _moves_money(name, args):
+            out.add("calculation")
+        if len(args.get("payment_methods") or []) >= 2:
+            out.add("split_action")
+        if ent:
+            write_entities[ent] = write_entities.get(ent, 0) + 1
+        if len(args.get("item_ids") or []) >= 2:
+            out.add("batched_items")
+        recorded = position.get(id(step.recorded)) if step.recorded is not None else None
+        if recorded is not None and _confirmed(recorded - 1, messages):
+            out.add("confirmed_change")
+    if any(n >= 2 for n in write_entities.values()):
+        out.add("split_action")
+    entities = {(r.call.name, json.dumps(r.call.arguments, sort_keys=True, default=str)) for r in steps
+                if r.kind == "read" and not r.call.name.startswith(PROFILE_READS)}
+    if len(entities) >= 2:
+        out.add("multi_entity")
+    if refused and reads_so_far and not wrote:
+        out.add("check_before_action")
+    return out
+
+
+def tool_use_patterns(domain: str, steps: Iterable, messages: list[Message], refused: bool) -> list[str]:
+    names = SHAPE_VALUE.get(domain, {})
+    return sorted({names[s] for s in shapes(steps, messages, refused) if s in names})
