@@ -116,6 +116,7 @@ class GeneratorOut(BaseModel):
     gold_actions: list[ActionOut]
     communicate_info: list[str] = Field(default_factory=list)
     refusal_rule: str = ""
+    side_requests: list[str] = Field(default_factory=list)  # small lookups the user asks for first
     task_instructions: str = ""
 
 
@@ -201,7 +202,8 @@ def parse_generator(out: GeneratorOut, blueprint: Blueprint, space: SynthesisSpa
     info = list(out.communicate_info) or (["cannot"] if outcome == "refuse" else [])
     plan = Plan(user_id=out.user_id, actions=[(a.name, dict(a.arguments)) for a in out.gold_actions],
                 intents=[{"say": i.say, "arguments": i.arguments, "tool": None} for i in out.intents], info=info,
-                refusal={"say": out.intents[0].say, "rule": out.refusal_rule} if outcome == "refuse" else None)
+                refusal={"say": out.intents[-1].say, "rule": out.refusal_rule} if outcome == "refuse" else None,
+                fillers=list(out.side_requests))
     task_id = "syn-" + hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}/llm".encode()).hexdigest()[:12]
     tau2_task = build_tau2_task(task_id, blueprint, plan)
     if out.task_instructions.strip():

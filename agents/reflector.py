@@ -144,6 +144,9 @@ NO_EVIDENCE = ("NOTE: no learner evidence is available this round (no-feedback c
                "synthesized data is shown; learner success and failure association are withheld.")
 
 
+_r = round  # the builtin (``round`` is a parameter below)
+
+
 def reflector_messages(space: SynthesisSpace, feedback: Feedback, probes: list[Probe], *, round: int,
                        previous: list[Reflection] | None = None, evidence: bool = True) -> list[dict]:
     """The audit package; with ``evidence=False`` (App. B.6 control) every learner-side number is left out."""
@@ -162,14 +165,14 @@ def reflector_messages(space: SynthesisSpace, feedback: Feedback, probes: list[P
         report[f"{key[0]}={key[1]}"] = row
     probe_view = {}
     for p in probes:
-        row = {"distribution": {b.bucket: b.count for b in p.buckets}, "coverage_gap": round(p.coverage_gap, 3),
+        row = {"distribution": {b.bucket: b.count for b in p.buckets}, "coverage_gap": _r(p.coverage_gap, 3),
                "in_space": p.in_space,
                "suggested_factor": {"name": p.suggested_factor, "values": p.suggested_values}}
         if evidence:
             row["failure_correlation"] = {
-                "cmi_given_space_nats": round(p.cmi_given_space, 4), "residual_given_tool_tertile": round(
-                    p.residual_cmi, 4), "nmi_with_tool_tertiles": round(p.nmi_tool_tertiles, 3),
-                "failure_rate_by_bucket": {b.bucket: None if b.failure_rate is None else round(b.failure_rate, 3)
+                "cmi_given_space_nats": _r(p.cmi_given_space, 4), "residual_given_tool_tertile": _r(
+                    p.residual_cmi, 4), "nmi_with_tool_tertiles": _r(p.nmi_tool_tertiles, 3),
+                "failure_rate_by_bucket": {b.bucket: None if b.failure_rate is None else _r(b.failure_rate, 3)
                                            for b in p.buckets}}
         probe_view[p.probe] = row
     experimental = [{"key": f.key, "values": f.values, "added_in": f.added_in, "guidance": f.guidance}
