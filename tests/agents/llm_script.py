@@ -173,6 +173,11 @@ class Faulty:
         self.faults = {"429": 0, "500": 0, "malformed": 0}
         self.lock = threading.Lock()
 
+    def arm(self, enabled: bool = True) -> None:
+        """Switch faults on or off; a new phase forgets which requests it has seen."""
+        with self.lock:
+            self.enabled, self.seen = enabled, set()
+
     def __call__(self, request: Request):
         key = hashlib.sha256(json.dumps(request.body, sort_keys=True).encode()).hexdigest()
         with self.lock:
