@@ -30,7 +30,7 @@ from typing import Any, Callable
 class Request:
     path: str
     body: dict[str, Any]
-    headers: dict[str, str]
+    headers: dict[str, str]  # names in lower case
 
     @property
     def anthropic(self) -> bool:
@@ -167,7 +167,7 @@ class FakeLLMServer:
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 body = json.loads(raw or b"{}")
-                request = Request(self.path, body, dict(self.headers))
+                request = Request(self.path, body, {k.lower(): v for k, v in self.headers.items()})
                 with outer._lock:
                     outer.count += 1
                     outer.in_flight += 1

@@ -37,18 +37,10 @@ class LLMRequestError(LLMUnavailable):
 
 
 # ---------------------------------------------------------------- error classes
-def _sdk_errors():
-    import anthropic
-    import openai
-
-    return ((openai.APIConnectionError, anthropic.APIConnectionError),  # timeouts are connection errors too
-            (openai.APIStatusError, anthropic.APIStatusError),
-            (openai.APIError, anthropic.APIError))
-
-
-def is_transient(exc: BaseException) -> bool:
-    connection, status, _ = _sdk_errors()
-    if isinstance(exc, connection):
+def is_transient(exc: BaseException, errors: tuple[type, type, type]) -> bool:
+    """``errors`` are the provider SDK's (connection, status, any API) error classes."""
+    connection, status, _ = errors
+    if isinstance(exc, connection):  # timeouts are connection errors too
         return True
     if isinstance(exc, status):
         code = getattr(exc, "status_code", 0) or 0
@@ -241,19 +233,20 @@ class LLMClient:
                      state.attempt_number, self.max_retries, state.next_action.sleep,
                      self._scrub(_one_line(str(state.outcome.exception()), 200)))
 
+        errors = self._provider.errors
         retrying = AsyncRetrying(stop=stop_after_attempt(self.max_retries + 1), wait=wait,
-                                 retry=retry_if_exception(is_transient), before_sleep=before_sleep, reraise=True)
-        _, status_errors, api_errors = _sdk_errors()
+                                 retry=retry_if_exception(lambda e: is_transient(e, errors)),
+                                 before_sleep=before_sleep, reraise=True)
         try:
             async for attempt in retrying:
                 with attempt:
                     return await self._send_once(kwargs, estimate)
         except Exception as exc:
             what = self._scrub(_one_line(f"{type(exc).__name__}: {exc}", 300))
-            if is_transient(exc):
+            if is_transient(exc, errors):
                 tries = retrying.statistics.get("attempt_number", self.max_retries + 1)
                 raise LLMUnavailable(f"{self.provider} {self.model} unavailable after {tries} attempts: {what}") from None
-            if isinstance(exc, api_errors):
+            if isinstance(exc, errors[2]):
                 raise LLMRequestError(f"{self.provider} {self.model} refused the request: {what}") from None
             raise
         raise AssertionError("unreachable")  # the loop returns or raises

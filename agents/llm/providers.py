@@ -74,9 +74,11 @@ class _PerLoop:
 # ---------------------------------------------------------------- OpenAI and OpenAI-compatible
 class OpenAIProvider:
     def __init__(self, name: str, base_url: str | None, api_key: str, timeout: float):
+        import openai
         from openai import AsyncOpenAI
 
         self.name = name
+        self.errors = (openai.APIConnectionError, openai.APIStatusError, openai.APIError)
         self._clients = _PerLoop(lambda: AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout,
                                                      max_retries=0))
 
@@ -191,8 +193,10 @@ class AnthropicProvider:
     name = "anthropic"
 
     def __init__(self, base_url: str | None, api_key: str, timeout: float):
+        import anthropic
         from anthropic import AsyncAnthropic
 
+        self.errors = (anthropic.APIConnectionError, anthropic.APIStatusError, anthropic.APIError)
         self._clients = _PerLoop(lambda: AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=timeout,
                                                         max_retries=0))
 
