@@ -165,3 +165,128 @@ def shuffled(seq: list, seed: int) -> list:
     out = list(seq)
     random.Random(seed).shuffle(out)
     return out
+
+
+# ------------------------------------------------------------------ LLM-backed Designer
+class ConditionOut(BaseModel):
+    """One direction as the model writes it (App. D output schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+    condition_id: str
+    objective_type: Literal["undercovered", "over_mastered", "failure_targeted", "exploration", "repair"]
+    objective: str
+    preferred_values: dict[str, list[str]] = Field(default_factory=dict)
+    allowed_values: dict[str, list[str]] = Field(default_factory=dict)
+    forbidden_values: dict[str, list[str]] = Field(default_factory=dict)
+    avoid_patterns: list[str] = Field(default_factory=list)
+    budget_level: Literal["zero", "low", "medium", "high", "explore"]
+    rationale: str = ""
+
+
+class DesignerOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    conditions: list[ConditionOut] = Field(min_length=1)
+
+
+def steering_text(steering: Steering) -> object:
+    if isinstance(steering, ColdStart):
+        return "No learner feedback yet: explore the space broadly."
+    if isinstance(steering, NewFactor):
+        return {"new_factor": steering.factor, "verified_examples_per_value": steering.coverage}
+    fb = steering.feedback
+    return {"overall_success": round(fb.overall_success, 3), "diagnostic_tasks": fb.n_evaluated,
+            "performance": [f"{s.factor}={s.value}: success {s.success_rate:.2f} on {s.count}"
+                            for s in fb.performance if s.success_rate is not None],
+            "coverage": [f"{s.factor}={s.value}: share {s.coverage:.2f} ({s.count} examples)"
+                         for s in fb.coverage if s.coverage is not None]}
+
+
+def designer_messages(space: SynthesisSpace, steering: Steering, budget: int, env: dict) -> list[dict]:
+    """The Designer's chat messages (pure: same inputs, same prompt, so the response cache applies)."""
+    from agents.ask import render, space_values
+
+    text = render("designer.md", domain=space.domain, environment=env.get("environment", {}),
+                  tools=env.get("tools", []), policy=env.get("policy", ""), space=space_values(space),
+                  steering_kind=steering.kind, steering=steering_text(steering), budget=str(budget))
+    return [{"role": "user", "content": text}]
+
+
+def pattern_problems(space: SynthesisSpace, pattern: str) -> list[str]:
+    keys = {f.key: f for f in space.active}
+    parts = [p.split("=", 1) for p in pattern.split("&")]
+    if not parts or any(len(p) != 2 for p in parts):
+        return [f"avoid pattern {pattern!r} is not of the form key=value&key=value"]
+    out = []
+    for k, v in parts:
+        k, v = k.strip(), v.strip()
+        if k not in keys:
+            out.append(f"avoid pattern {pattern!r} names factor {k!r}, not in the space")
+        elif v not in keys[k].values:
+            out.append(f"avoid pattern {pattern!r}: {v!r} is not a value of {k}")
+    return out
+
+
+def parse_designer(out: DesignerOut, space: SynthesisSpace, steering: Steering, budget: int, *, run_id: str,
+                   round: int) -> list[Direction]:
+    """Directions from the model's conditions; ``Invalid`` names the first rule a condition breaks."""
+    from agents.ask import Invalid
+
+    ids = [c.condition_id for c in out.conditions]
+    if len(set(ids)) != len(ids):
+        raise Invalid(f"condition_id values must be unique, got {ids}")
+    if all(c.budget_level == "zero" for c in out.conditions):
+        raise Invalid("every condition has budget_level zero; at least one must receive budget")
+    active = {f.key: f for f in space.active}
+    specs = []
+    for c in out.conditions:
+        spec = c.model_dump()
+        d = Direction(run_id=run_id, round=round, space_version=space.version, direction_id="x", **spec)
+        try:
+            validate_direction(space, d)
+        except DesignError as exc:
+            raise Invalid(str(exc)) from None
+        for key, f in active.items():
+            left = [v for v in (c.allowed_values.get(key) or f.values) if v not in c.forbidden_values.get(key, [])]
+            if f.cardinality.min > 0 and not left:
+                raise Invalid(f"condition {c.condition_id}: allowed minus forbidden leaves no value of {key}, "
+                              f"which needs at least {f.cardinality.min}")
+            clash = set(c.preferred_values.get(key, [])) & set(c.forbidden_values.get(key, []))
+            if clash:
+                raise Invalid(f"condition {c.condition_id}: {key} values {sorted(clash)} are both preferred and "
+                              f"forbidden")
+        for p in c.avoid_patterns:
+            problems = pattern_problems(space, p)
+            if problems:
+                raise Invalid(f"condition {c.condition_id}: {problems[0]}")
+        specs.append(spec)
+    if isinstance(steering, NewFactor) and not any(
+            steering.factor in c.allowed_values or steering.factor in c.preferred_values for c in out.conditions):
+        raise Invalid(f"the new factor {steering.factor!r} must be named (allowed or preferred values) by at least "
+                      f"one condition")
+    counts = apportion([LEVEL_WEIGHT[s["budget_level"]] for s in specs], budget)
+    return [Direction(run_id=run_id, round=round, space_version=space.version,
+                      direction_id=_direction_id(run_id, round, n, spec["objective"]),
+                      n_blueprints=count, steering=steering.kind,
+                      **{**spec, "condition_id": f"c{n:03d}"})
+            for n, (spec, count) in enumerate(zip(specs, counts))]
+
+
+class LLMDesigner:
+    """The Designer as an LLM: the prompt carries the space, the steering signal and the environment."""
+
+    def __init__(self, client, env: dict, retries: int = 2):
+        self.client, self.env, self.retries = client, env, retries
+        self.raw = ""  # the latest raw reply, kept beside the parsed directions
+
+    def design(self, space: SynthesisSpace, steering: Steering, budget: int, *, run_id: str, round: int,
+               seed: int) -> list[Direction]:
+        from agents.ask import RoleRejected, ask
+
+        try:
+            ans = ask(self.client, designer_messages(space, steering, budget, self.env), schema=DesignerOut,
+                      role="designer", retries=self.retries,
+                      validate=lambda out: parse_designer(out, space, steering, budget, run_id=run_id, round=round))
+        except RoleRejected as exc:
+            raise DesignError(str(exc)) from None
+        self.raw = ans.raw
+        return ans.value

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Protocol
+import random
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from agents.embedded.airline_generator import AirlineGenerator, DefaultPrior, Infeasible, Plan
 from envs.base import Domain
@@ -91,3 +94,148 @@ def build_tau2_task(task_id: str, blueprint: Blueprint, plan: Plan) -> dict:
             "communicate_info": plan.info,
             "reward_basis": ["DB", "COMMUNICATE"]},
     }
+
+
+# ------------------------------------------------------------------ LLM-backed Generator
+class IntentOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    say: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ActionOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class GeneratorOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: str
+    intents: list[IntentOut] = Field(min_length=1)
+    gold_actions: list[ActionOut]
+    communicate_info: list[str] = Field(default_factory=list)
+    refusal_rule: str = ""
+    side_requests: list[str] = Field(default_factory=list)  # small lookups the user asks for first
+    task_instructions: str = ""
+
+
+def candidate_entities(domain: Domain, blueprint: Blueprint, k: int = 4) -> dict:
+    """A seeded sample of customers with their reservations (airline), or example ids of any other domain."""
+    db = getattr(getattr(domain, "cow", None), "base", None)
+    rng = random.Random(int(hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}".encode()).hexdigest()[:16],
+                            16))
+    if db is None or not hasattr(db, "users") or not hasattr(db, "reservations"):
+        return {"example_ids": domain.summary().example_ids}
+    users = []
+    for uid in rng.sample(sorted(db.users), min(k, len(db.users))):
+        u = db.users[uid]
+        res = []
+        for rid in u.reservations[:6]:
+            r = db.reservations.get(rid)
+            if r is None:
+                continue
+            res.append({"reservation_id": rid, "route": f"{r.origin}-{r.destination}", "type": r.flight_type,
+                        "cabin": r.cabin, "created_at": r.created_at, "status": r.status or "active",
+                        "insurance": r.insurance, "passengers": len(r.passengers), "bags": r.total_baggages,
+                        "flights": [f"{f.flight_number} {f.date}" for f in r.flights]})
+        users.append({"user_id": uid, "membership": u.membership,
+                      "payment_methods": {pid: p.source for pid, p in u.payment_methods.items()},
+                      "reservations": res})
+    return {"now": _now(), "customers": users}
+
+
+def _now() -> str:
+    try:
+        from envs.policies.airline import NOW
+
+        return str(NOW)
+    except ImportError:  # pragma: no cover - only airline has a fixed clock
+        return ""
+
+
+def generator_messages(blueprint: Blueprint, env: dict, entities: dict) -> list[dict]:
+    from agents.ask import render
+
+    bp = {"blueprint_id": blueprint.blueprint_id, "selected_dimensions": blueprint.selected_dimensions,
+          "generation_intent": blueprint.generation_intent, "success_focus": blueprint.success_focus,
+          "expected_difficulty_controls": blueprint.expected_difficulty_controls.model_dump(), "seed": blueprint.seed}
+    text = render("generator.md", domain=blueprint.domain, tools=env.get("tools", []), policy=env.get("policy", ""),
+                  blueprint=bp, entities=entities)
+    return [{"role": "user", "content": text}]
+
+
+def _bucket(n: int) -> str:
+    return "5+" if n >= 5 else "3-4" if n >= 3 else str(n)
+
+
+def parse_generator(out: GeneratorOut, blueprint: Blueprint, space: SynthesisSpace, domain: Domain) -> SynthTask:
+    """A task whose gold actions name real tools with valid arguments and all execute cleanly."""
+    from agents.ask import Invalid
+
+    sel = blueprint.selected_dimensions
+    outcome = (sel.get("expected_outcome") or [""])[0]
+    db = getattr(getattr(domain, "cow", None), "base", None)
+    if db is not None and hasattr(db, "users") and out.user_id not in db.users:
+        raise Invalid(f"user_id {out.user_id!r} is not a customer in the database")
+    if not out.gold_actions:
+        raise Invalid("gold_actions is empty: a task needs at least one tool call")
+    episode, kinds = domain.episode(), []
+    for n, a in enumerate(out.gold_actions):
+        problem = domain.validate_arguments(a.name, a.arguments)
+        if problem:
+            raise Invalid(f"gold action {n} ({a.name}): {problem}")
+        kinds.append(domain.tool_kind(a.name))
+        obs = episode.step(a.name, a.arguments)
+        if obs.error:
+            raise Invalid(f"gold action {n} ({a.name} {a.arguments}) fails on the database: {obs.content[:200]}")
+    writes, reads = kinds.count("write"), kinds.count("read")
+    if outcome == "refuse":
+        if writes:
+            raise Invalid(f"a refused request changes no state, but gold_actions has {writes} write call(s)")
+        if not out.refusal_rule.strip():
+            raise Invalid("expected_outcome is refuse: refusal_rule must state the rule the request breaks")
+    if "num_write" in sel and _bucket(writes) != sel["num_write"][0]:
+        raise Invalid(f"num_write is {sel['num_write'][0]} but gold_actions has {writes} write call(s)")
+    if "num_read" in sel and _bucket(reads) != sel["num_read"][0]:
+        raise Invalid(f"num_read is {sel['num_read'][0]} but gold_actions has {reads} read call(s)")
+    info = list(out.communicate_info) or (["cannot"] if outcome == "refuse" else [])
+    plan = Plan(user_id=out.user_id, actions=[(a.name, dict(a.arguments)) for a in out.gold_actions],
+                intents=[{"say": i.say, "arguments": i.arguments, "tool": None} for i in out.intents], info=info,
+                refusal={"say": out.intents[-1].say, "rule": out.refusal_rule} if outcome == "refuse" else None,
+                fillers=list(out.side_requests))
+    task_id = "syn-" + hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}/llm".encode()).hexdigest()[:12]
+    tau2_task = build_tau2_task(task_id, blueprint, plan)
+    if out.task_instructions.strip():
+        instr = tau2_task["user_scenario"]["instructions"]
+        instr["task_instructions"] = f"{instr['task_instructions']} {out.task_instructions.strip()}"
+    tau2_task["description"]["notes"] = f"EvoSyn LLM generator; blueprint {blueprint.blueprint_id}"
+    try:
+        task_from_dict(tau2_task)
+    except Exception as exc:
+        raise Invalid(f"not a valid tau2 task: {str(exc).splitlines()[0]}") from None
+    return SynthTask(run_id=blueprint.run_id, round=blueprint.round, space_version=blueprint.space_version,
+                     direction_id=blueprint.direction_id, blueprint_id=blueprint.blueprint_id, task_id=task_id,
+                     domain=blueprint.domain, tau2_task=tau2_task, requested=sel,
+                     scenario=scenario_of(plan, blueprint), generator="llm")
+
+
+class LLMGenerator:
+    def __init__(self, domain: Domain, client, env: dict, retries: int = 2):
+        self.domain, self.client, self.env, self.retries = domain, client, env, retries
+        self.raw: dict[str, str] = {}  # task id -> raw reply
+
+    def generate(self, blueprint: Blueprint, space: SynthesisSpace) -> SynthTask:
+        from agents.ask import RoleRejected, ask
+
+        problems = check_selection(space, blueprint.selected_dimensions)
+        if problems:
+            raise GenerationError("blueprint outside the space: " + "; ".join(problems))
+        msgs = generator_messages(blueprint, self.env, candidate_entities(self.domain, blueprint))
+        try:
+            ans = ask(self.client, msgs, schema=GeneratorOut, role="generator", retries=self.retries,
+                      validate=lambda out: parse_generator(out, blueprint, space, self.domain))
+        except RoleRejected as exc:
+            raise GenerationError(str(exc)) from None
+        self.raw[ans.value.task_id] = ans.raw
+        return ans.value

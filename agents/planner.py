@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import hashlib
 import random
-from typing import Protocol
+from typing import Protocol, Union
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from agents.designer import DesignError
 from envs.base import EnvSummary
@@ -156,3 +158,100 @@ class EmbeddedPlanner:
             diversity_notes=[f"patterns: {', '.join(sel['tool_use_pattern'])}",
                              f"challenges: {', '.join(sel.get('interaction_challenge', [])) or 'none'}"],
             expected_difficulty_controls=controls)
+
+
+# ------------------------------------------------------------------ LLM-backed Planner
+class PlannerOut(BaseModel):
+    """One blueprint as the model writes it (App. D output schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+    domain: str
+    plan_id: str = ""
+    selected_dimensions: dict[str, Union[str, list[str]]]
+    generation_intent: str = Field(min_length=1)
+    success_focus: list[str] = Field(default_factory=list)
+    diversity_notes: list[str] = Field(default_factory=list)
+    expected_difficulty_controls: DifficultyControls
+
+
+def direction_view(d: Direction) -> dict:
+    return {"objective_type": d.objective_type, "objective": d.objective, "preferred_values": d.preferred_values,
+            "allowed_values": d.allowed_values, "forbidden_values": d.forbidden_values,
+            "avoid_patterns": d.avoid_patterns, "rationale": d.rationale}
+
+
+def planner_messages(direction: Direction, space: SynthesisSpace, env: dict, *, index: int, seed: int) -> list[dict]:
+    from agents.ask import render, space_values
+
+    # the variation key makes the n prompts of one direction distinct (and so their cache keys)
+    text = render("planner.md", domain=space.domain, environment=env.get("environment", {}),
+                  tools=env.get("tools", []), policy=env.get("policy", ""), space=space_values(space),
+                  direction=direction_view(direction), index=str(index + 1), count=str(max(1, direction.n_blueprints)),
+                  variation=f"{seed}-{index}")
+    return [{"role": "user", "content": text}]
+
+
+def compatibility_problems(sel: dict[str, list[str]]) -> list[str]:
+    """The airline compatibility rules the embedded planner enforces, as checks on a finished selection."""
+    one = lambda k: sel[k][0] if sel.get(k) else None  # noqa: E731
+    family, outcome, writes, reads = one("task_family"), one("expected_outcome"), one("num_write"), one("num_read")
+    out = []
+    if outcome == "refuse" and writes not in (None, "0"):
+        out.append(f"a refusal changes no state, so num_write must be 0 (got {writes})")
+    if reads == "0" and (outcome != "refuse" or family not in NO_READ_REFUSALS):
+        out.append(f"a task without lookups (num_read 0) must be a refusal of {NO_READ_REFUSALS}")
+    if outcome == "fulfill" and writes == "0" and family not in INFO_FAMILIES:
+        out.append(f"a fulfilment without writes is an information request: task_family must be one of "
+                   f"{INFO_FAMILIES}")
+    if outcome == "refuse" and family in VIOLABLE and not set(sel.get("policy_or_constraint_focus", [])) & set(
+            VIOLABLE[family]):
+        out.append(f"a refused {family} must focus on a rule it can break: one of {VIOLABLE[family]}")
+    return out
+
+
+def parse_planner(out: PlannerOut, direction: Direction, space: SynthesisSpace, *, index: int, seed: int
+                  ) -> Blueprint:
+    from agents.ask import Invalid
+
+    if out.domain != space.domain:
+        raise Invalid(f"domain must be {space.domain!r}, got {out.domain!r}")
+    sel = {k: [v] if isinstance(v, str) else list(v) for k, v in out.selected_dimensions.items()}
+    problems = check_selection(space, sel)
+    for key, values in direction.allowed_values.items():
+        bad = [v for v in sel.get(key, []) if v not in values]
+        if bad:
+            problems.append(f"the direction allows only {values} for {key}, got {bad}")
+    for key, values in direction.forbidden_values.items():
+        bad = [v for v in sel.get(key, []) if v in values]
+        if bad:
+            problems.append(f"the direction forbids {bad} for {key}")
+    problems += [f"the selection matches the avoid pattern {p!r}" for p in direction.avoid_patterns if _matches(p, sel)]
+    if space.domain == "airline" and not problems:
+        problems += compatibility_problems(sel)
+    if problems:
+        raise Invalid("; ".join(problems))
+    digest = hashlib.sha256(f"{direction.direction_id}/{index}/{seed}/llm".encode()).hexdigest()
+    return Blueprint(run_id=direction.run_id, round=direction.round, space_version=space.version,
+                     direction_id=direction.direction_id, blueprint_id=f"b{direction.round}-{digest[:10]}",
+                     plan_id=f"p-{digest[:10]}", domain=space.domain, selected_dimensions=sel, seed=seed,
+                     generation_intent=out.generation_intent, success_focus=out.success_focus,
+                     diversity_notes=out.diversity_notes, expected_difficulty_controls=out.expected_difficulty_controls)
+
+
+class LLMPlanner:
+    def __init__(self, client, env: dict, retries: int = 2):
+        self.client, self.env, self.retries = client, env, retries
+        self.raw: dict[str, str] = {}  # blueprint id -> raw reply
+
+    def plan(self, direction: Direction, space: SynthesisSpace, env: EnvSummary | None, *, index: int,
+             seed: int) -> Blueprint:
+        from agents.ask import RoleRejected, ask
+
+        try:
+            ans = ask(self.client, planner_messages(direction, space, self.env, index=index, seed=seed),
+                      schema=PlannerOut, role="planner", retries=self.retries,
+                      validate=lambda out: parse_planner(out, direction, space, index=index, seed=seed))
+        except RoleRejected as exc:
+            raise PlanError(f"direction {direction.condition_id}: {exc}") from None
+        self.raw[ans.value.blueprint_id] = ans.raw
+        return ans.value

@@ -9,14 +9,16 @@ candidate is rejected with the verifier's reason.
 """
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from agents.teacher import EmbeddedTeacher, trajectory_id
 from envs.base import Domain
 from envs.gold import confirmation_request
 from envs.perturb import rematerialize
 from envs.tau2.convert import task_from_dict
-from storage.records import Message, SynthTask, Trajectory, Verdict
+from storage.records import Message, SynthTask, ToolCall, Trajectory, Verdict
 
 MAX_ATTEMPTS = 2
 
@@ -71,3 +73,120 @@ class EmbeddedRepair:
     def _new(old: Trajectory, msgs: list[Message], attempt: int) -> Trajectory:
         return old.model_copy(update={"messages": msgs, "attempt": attempt, "producer": "repair",
                                       "trajectory_id": trajectory_id(old.task_id, attempt)})
+
+
+# ------------------------------------------------------------------ LLM-backed Repair
+class RepairCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class RepairMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["user", "assistant"]
+    content: str = ""
+    tool_calls: list[RepairCall] = Field(default_factory=list)
+
+
+class RepairOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    action: Literal["revise", "rerun", "give_up"]
+    reason: str = ""
+    messages: list[RepairMessage] = Field(default_factory=list)
+
+
+def conversation_view(msgs: list[Message]) -> list[str]:
+    out = []
+    for n, m in enumerate(msgs):
+        if m.tool_calls:
+            out.append(f"{n} assistant calls " + "; ".join(f"{c.name}({c.arguments})" for c in m.tool_calls))
+        elif m.role == "tool":
+            out.append(f"{n} tool result{' (error)' if m.error else ''}: {(m.content or '')[:160]}")
+        else:
+            out.append(f"{n} {m.role}: {m.content}")
+    return out
+
+
+def repair_messages(task: SynthTask, trajectory: Trajectory, verdict: Verdict, env: dict) -> list[dict]:
+    from agents.ask import render
+
+    crit = task.tau2_task.get("evaluation_criteria", {})
+    view = {"user_scenario": task.tau2_task.get("user_scenario"),
+            "gold_actions": [{"name": a["name"], "arguments": a["arguments"]} for a in crit.get("actions") or []],
+            "communicate_info": crit.get("communicate_info") or []}
+    text = render("repair.md", domain=task.domain, tools=env.get("tools", []), task=view,
+                  failed=[f"{c.name}: {c.reason}" for c in verdict.failed()],
+                  conversation=conversation_view(trajectory.messages))
+    return [{"role": "user", "content": text}]
+
+
+def parse_repair(out: RepairOut, trajectory: Trajectory, domain: Domain) -> RepairOut:
+    """A revision may fix the agent's turns but never invent what the user asked for."""
+    from agents.ask import Invalid
+
+    if out.action != "revise":
+        return out
+    if not out.messages or out.messages[0].role != "user":
+        raise Invalid("a revision must be the whole conversation, starting with the user's first message")
+    said = {(m.content or "").strip() for m in trajectory.messages if m.role == "user"}
+    for n, m in enumerate(out.messages):
+        if m.role == "user":
+            if m.tool_calls:
+                raise Invalid(f"message {n}: only assistant messages may call tools")
+            text = m.content.strip()
+            if text not in said and not (text.lower().startswith("yes") and len(text.split()) <= 12):
+                raise Invalid(f"message {n}: user messages must be kept as they were (or be an inserted short "
+                              f"'yes' confirmation); {text[:80]!r} is new")
+        for c in m.tool_calls:
+            problem = domain.validate_arguments(c.name, c.arguments)
+            if problem:
+                raise Invalid(f"message {n}: {problem}")
+        if m.role == "assistant" and not m.content.strip() and not m.tool_calls:
+            raise Invalid(f"message {n}: an assistant message needs text or a tool call")
+    return out
+
+
+class LLMRepair:
+    """Repair by an LLM: revise the conversation (observations re-executed), roll out again, or give up."""
+
+    def __init__(self, domain: Domain, teacher, client, env: dict, retries: int = 2):
+        self.domain, self.teacher, self.client, self.env, self.retries = domain, teacher, client, env, retries
+        self.raw: dict[str, str] = {}  # trajectory id -> raw reply
+
+    def repair(self, task: SynthTask, trajectory: Trajectory, verdict: Verdict) -> tuple[Trajectory, str] | None:
+        from agents.ask import RoleRejected, ask
+
+        failed = {c.name for c in verdict.failed()}
+        attempt = trajectory.attempt + 1
+        if not failed or attempt > MAX_ATTEMPTS or "factors" in failed:
+            return None  # a factor mismatch is a wrong task, not a wrong conversation
+        try:
+            ans = ask(self.client, repair_messages(task, trajectory, verdict, self.env), schema=RepairOut,
+                      role="repair", retries=self.retries, validate=lambda o: parse_repair(o, trajectory, self.domain))
+        except RoleRejected as exc:
+            verdict.repair_reason = f"repair rejected: {exc}"
+            return None
+        out = ans.value
+        self.raw[trajectory_id(task.task_id, attempt)] = ans.raw
+        if out.action == "give_up":
+            verdict.repair_reason = f"repair gave up: {out.reason}"
+            return None
+        if out.action == "rerun":
+            try:
+                return self.teacher.rollout(task, attempt=attempt, plain=True), f"rerun: {out.reason}"
+            except (RoleRejected, ValueError) as exc:
+                verdict.repair_reason = f"repair rerun failed: {exc}"
+                return None
+        msgs: list[Message] = []
+        for n, m in enumerate(out.messages):
+            calls = [ToolCall(id=f"rep{attempt}_{n}_{i}", name=c.name, arguments=c.arguments)
+                     for i, c in enumerate(m.tool_calls)]
+            msgs.append(Message(role=m.role, content=m.content or None, tool_calls=calls,
+                                requestor="user" if m.role == "user" else "assistant"))
+            msgs += [Message(role="tool", content="", tool_call_id=c.id) for c in calls]
+        tau2_task = task_from_dict(task.tau2_task)
+        return (self._new(trajectory, rematerialize(self.domain, tau2_task, msgs), attempt),
+                f"revise: {out.reason}")
+
+    _new = staticmethod(EmbeddedRepair._new)

@@ -85,3 +85,102 @@ class EmbeddedTeacher:
                           trajectory_id=trajectory_id(task.task_id, attempt), task_id=task.task_id, messages=msgs,
                           producer="teacher" if attempt == 0 else "repair", attempt=attempt,
                           termination="user_stop")
+
+
+# ------------------------------------------------------------------ LLM rollout teacher
+def to_chat(msgs: list[Message]) -> list[dict]:
+    """Trajectory messages as OpenAI-style chat messages (the agent's view)."""
+    import json
+
+    out = []
+    for m in msgs:
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""})
+        elif m.tool_calls:
+            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                for c in m.tool_calls]})
+        else:
+            out.append({"role": m.role, "content": m.content or ""})
+    return out
+
+
+def teacher_messages(policy: str, domain: str, msgs: list[Message]) -> list[dict]:
+    from agents.ask import render
+
+    return [{"role": "system", "content": render("teacher.md", domain=domain, policy=policy)}, *to_chat(msgs)]
+
+
+class LLMTeacher:
+    """An LLM agent with tool calling, acting in the live environment against a user simulator.
+
+    The user is an ``LLMUser`` when a user client is given, else the embedded
+    ``ReactiveUser`` playing the task's structured scenario. Every tool call is
+    executed on a fresh episode of the task's initial state; the conversation
+    ends when the user stops, or after ``max_steps`` model calls (termination
+    ``max_steps``, which the verifier rejects).
+    """
+
+    def __init__(self, domain: Domain, client, user_client=None, max_steps: int = 40, retries: int = 2):
+        self.domain, self.client, self.user_client = domain, client, user_client
+        self.max_steps, self.retries = max_steps, retries
+        self.tools = [s.openai_schema() for s in domain.tools("assistant")]
+
+    def _user(self, task: SynthTask, plain: bool):
+        from agents.user import LLMUser, ReactiveUser, user_scenario_text
+
+        if self.user_client is not None:
+            return LLMUser(self.user_client, user_scenario_text(task.tau2_task, plain), self.retries)
+        scenario = dict(task.scenario)
+        if plain:
+            scenario["challenges"] = []
+        return ReactiveUser(scenario)
+
+    def _agent_turn(self, msgs: list[Message]):
+        """One model call; an unusable reply is re-asked with the problem shown (not kept in the trajectory)."""
+        from agents.ask import RoleRejected, one_line
+        from agents.llm import LLMOutputError, LLMUnavailable
+
+        base = teacher_messages(self.domain.policy, self.domain.name, msgs)
+        convo, problem = base, ""
+        for attempt in range(self.retries + 1):
+            try:
+                res = self.client.chat_sync(convo, tools=self.tools, role="teacher", attempt=attempt)
+            except LLMOutputError as exc:
+                problem = one_line(str(exc))
+            except LLMUnavailable as exc:
+                raise RoleRejected(f"teacher: LLM unavailable: {one_line(str(exc))}") from None
+            else:
+                if res.tool_calls or (res.text or "").strip():
+                    return res
+                problem = "the reply had neither text nor a tool call"
+            convo = [*base, {"role": "user", "content": f"(note from the system: your previous reply could not be "
+                                                         f"used: {problem}. Reply again.)"}]
+        raise RoleRejected(f"teacher: no usable reply after {self.retries + 1} attempts: {problem}")
+
+    def rollout(self, task: SynthTask, attempt: int = 0, plain: bool = False) -> Trajectory:
+        tau2_task = task_from_dict(task.tau2_task)
+        episode = self.domain.episode(tau2_task.initial_state)
+        user = self._user(task, plain)
+        msgs: list[Message] = [user.opening()]
+        termination, steps = "max_steps", 0
+        while steps < self.max_steps and not getattr(user, "done", False):
+            steps += 1
+            res = self._agent_turn(msgs)
+            if res.tool_calls:
+                calls = [ToolCall(id=c.id or f"call_{steps}_{i}", name=c.name, arguments=dict(c.arguments or {}))
+                         for i, c in enumerate(res.tool_calls)]
+                msgs.append(Message(role="assistant", content=res.text or None, tool_calls=calls))
+                for c in calls:
+                    obs = episode.step(c.name, c.arguments)
+                    msgs.append(Message(role="tool", content=obs.content, tool_call_id=c.id, error=obs.error))
+                continue
+            msgs.append(Message(role="assistant", content=res.text))
+            msgs.append(user.respond(res.text))
+        if getattr(user, "done", False):
+            termination = "user_stop"
+        return Trajectory(run_id=task.run_id, round=task.round, space_version=task.space_version,
+                          direction_id=task.direction_id, blueprint_id=task.blueprint_id,
+                          trajectory_id=trajectory_id(task.task_id, attempt), task_id=task.task_id, messages=msgs,
+                          producer="teacher" if attempt == 0 else "repair", attempt=attempt,
+                          termination=termination)

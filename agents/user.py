@@ -119,3 +119,77 @@ class ReactiveUser(EmbeddedUser):
             return self.accept_refusal()
         self.done = True
         return self.goodbye()
+
+
+# ------------------------------------------------------------------ LLM user simulator
+STOP = "###STOP###"
+
+
+def user_scenario_text(tau2_task: dict, plain: bool = False) -> str:
+    """The task's user scenario as the simulator reads it; ``plain`` drops the interaction challenges."""
+    instr = dict(tau2_task.get("user_scenario", {}).get("instructions") or {})
+    if plain:
+        from agents.generator import CHALLENGE_TEXT
+
+        text = instr.get("task_instructions", "")
+        for sentence in CHALLENGE_TEXT.values():
+            text = text.replace(sentence, "")
+        instr["task_instructions"] = " ".join(text.split())
+    labels = {"reason_for_call": "Why you are calling", "known_info": "What you know",
+              "unknown_info": "What you do not know", "task_instructions": "How to behave"}
+    return "\n".join(f"{labels.get(k, k)}: {v}" for k, v in instr.items() if v and k in labels)
+
+
+def user_messages(scenario: str, history: list[tuple[str, str]]) -> list[dict]:
+    """The simulator's view: its own turns are 'assistant', the agent's are 'user' (pure)."""
+    from agents.ask import render
+
+    msgs = [{"role": "system", "content": render("user.md", scenario=scenario)},
+            {"role": "user", "content": "(The call is connected. Write your first message to the agent.)"}]
+    for who, text in history:
+        msgs.append({"role": "assistant" if who == "user" else "user", "content": text})
+    return msgs
+
+
+class LLMUser:
+    """A user simulator played by an LLM; ``done`` once it ends the call with the stop token."""
+
+    def __init__(self, client, scenario: str, retries: int = 2):
+        self.client, self.scenario, self.retries = client, scenario, retries
+        self.history: list[tuple[str, str]] = []  # (who, text), who in user / agent
+        self.done = False
+
+    def _turn(self) -> Message:
+        from agents.llm import LLMOutputError, LLMUnavailable
+
+        from agents.ask import RoleRejected, one_line, reask
+
+        msgs, problem = user_messages(self.scenario, self.history), ""
+        for attempt in range(self.retries + 1):
+            try:
+                text = self.client.chat_sync(msgs, role="user", attempt=attempt).text or ""
+            except LLMOutputError as exc:
+                problem = one_line(str(exc))
+            except LLMUnavailable as exc:
+                raise RoleRejected(f"user: LLM unavailable: {one_line(str(exc))}") from None
+            else:
+                if text.strip():
+                    break
+                problem = "the reply was empty"
+            msgs = [*user_messages(self.scenario, self.history),
+                    {"role": "user", "content": reask(problem).replace("as strict JSON matching the required "
+                                                                       "schema", "as the customer's next message")}]
+        else:
+            raise RoleRejected(f"user: no usable reply after {self.retries + 1} attempts: {problem}")
+        if STOP in text:
+            self.done = True
+            text = text.replace(STOP, "").strip() or "Thank you, goodbye."
+        self.history.append(("user", text))
+        return _user(text)
+
+    def opening(self) -> Message:
+        return self._turn()
+
+    def respond(self, agent_text: str) -> Message:
+        self.history.append(("agent", agent_text))
+        return self._turn()

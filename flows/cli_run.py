@@ -16,8 +16,15 @@ def _config(ctx, config_file, **overrides):
         raise UserError(str(exc)) from None
     if ctx.obj.get("home") and not cfg.store.root:
         cfg.store.root = ctx.obj["home"]
-    if cfg.backend != "embedded":
-        raise UserError("--backend llm: the LLM-backed roles are not built yet; use the embedded backend")
+    if cfg.backend == "llm" or any(rc.backend == "llm" for rc in cfg.roles.values()):
+        from agents.roles import check_roles
+        from storage.config import load_dotenv_secrets
+
+        load_dotenv_secrets()  # API keys may come from ./.env; they are read, never stored
+        try:
+            check_roles(cfg)  # provider, model and key of every LLM role, before any work starts
+        except ConfigError as exc:
+            raise UserError(str(exc)) from None
     if cfg.domain != "airline":
         raise UserError(f"--domain {cfg.domain}: the embedded backend synthesizes airline only so far")
     return cfg

@@ -17,6 +17,7 @@ from typing import Callable
 from prefect import flow
 
 from agents.designer import ColdStart
+from agents.roles import check_roles
 from envs.ontology import load_initial_space
 from flows.round import RoundResult, round_flow
 from storage.config import RunConfig
@@ -65,6 +66,8 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
                progress: Callable[[str], None] | None = None) -> RunSummary:
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
+    llm = {r: rc.model_dump() for r, rc in check_roles(cfg).items()} if cfg.backend == "llm" or any(
+        rc.backend == "llm" for rc in cfg.roles.values()) else {}
     store = Store(cfg.store_root())
     run_id = run_id or run_id_for(cfg)
     run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,
@@ -82,7 +85,7 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
     for r in range(1, cfg.rounds + 1):
         say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, train, evaluate, reflect")
         res = round_flow(str(store.root), run_id, r, cfg.seed, cfg.arm, cfg.budget, space, steering, previous,
-                         cfg.chunk_size, cfg.test_size, domain=cfg.domain)
+                         cfg.chunk_size, cfg.test_size, domain=cfg.domain, llm=llm)
         child = tracker.start_round(parent, run_id, r)
         metrics = _round_metrics(store, cfg, run_id, res)
         tracker.log_metrics(child, metrics, step=r)

@@ -38,6 +38,12 @@ class RoleConfig(_Strict):
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
     max_invalid_retries: int = Field(default=2, ge=0, le=10)
+    # transport: seconds per request, and retries of 429 / 5xx / timeouts / connection errors
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=6, ge=0, le=20)
+    # USD per million tokens, for a model the price table lacks (or to override it)
+    input_cost_per_mtok: float | None = Field(default=None, ge=0)
+    output_cost_per_mtok: float | None = Field(default=None, ge=0)
 
 
 class StoreConfig(_Strict):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from agents.feedback import FeedbackInputs, build_feedback, probe_report
 from agents.probes import TaskProfile
-from agents.reflector import EmbeddedReflector
 from storage.records import Evaluation, Feedback, Probe, Reflection, SynthesisSpace
 from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto, test_cases
 from tasks.learn import evaluate_round, fit_embedded, model_path, model_version
@@ -72,7 +71,11 @@ def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluati
     probes = probe_report(inp, run_id=ctx.run_id, round=ctx.round)
     reflection, nxt = None, space
     if arm in REFLECTING_ARMS:
-        reflection, nxt = EmbeddedReflector().reflect(space, fb, probes, round=ctx.round)
+        earlier = [x for x in ctx.store.read_records("reflections", run_id=ctx.run_id) if x.round < ctx.round] \
+            if ctx.llm else []
+        roles = ctx.roles(learner_evidence=arm != "no_feedback", previous_reflections=earlier)
+        reflection, nxt = roles.reflector.reflect(space, fb, probes, round=ctx.round)
+        ctx.flush(roles, chunk)
     ctx.store.write([fb], chunk)
     ctx.store.write(probes, chunk)
     if reflection is not None:

@@ -127,9 +127,34 @@ def _md(rows: list[dict], cols: list[str]) -> str:
                      + ["| " + " | ".join(cell(r.get(c, "")) for c in cols) + " |" for r in rows])
 
 
+def llm_cost_rows(store: Store, run_id: str) -> list[dict]:
+    """LLM usage and cost per verified sample, by round and role (``llm_calls`` joined with ``verdicts``)."""
+    calls = store.read_records("llm_calls", run_id=run_id)
+    if not calls:
+        return []
+    verified: dict[int, set[str]] = defaultdict(set)
+    for v in store.read_records("verdicts", run_id=run_id):
+        if v.passed:
+            verified[v.round].add(v.task_id)
+    by: dict[tuple[int, str], list] = defaultdict(list)
+    for c in calls:
+        by[(c.round, c.role)].append(c)
+    rows = []
+    for (r, role), cs in sorted(by.items()):
+        cost, n = sum(c.cost_usd for c in cs), len(verified.get(r, ()))
+        rows.append({"round": r, "role": role, "calls": len(cs), "cache_hits": sum(c.cache_hit for c in cs),
+                     "failed": sum(c.status != "ok" for c in cs), "input_tokens": sum(c.input_tokens for c in cs),
+                     "output_tokens": sum(c.output_tokens for c in cs),
+                     "latency_s": sum(c.latency_s for c in cs), "cost_usd": cost, "verified": n,
+                     "cost_per_verified_usd": cost / n if n else "n/a"})
+    return rows
+
+
 COLS = ["round", "verified", "success_diagnostic", "success_test", "factor_coverage", "factor_balance",
         "interaction_coverage", "trajectory_diversity", "distinct_tool_sequences", "share_num_write_3plus"]
 TRACE = ["transition", "evidence", "decision", "designer_focus", "change"]
+LLM_COLS = ["round", "role", "calls", "cache_hits", "failed", "input_tokens", "output_tokens", "latency_s", "cost_usd",
+            "verified", "cost_per_verified_usd"]
 
 
 def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -> tuple[Path, Path]:
@@ -149,6 +174,10 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
         rows = run_rows(store, rid, union)
         sections.append(f"<h2>{html.escape(rid)}</h2>" + _table(rows, COLS))
         md += [f"## {rid}", _md(rows, COLS)]
+    cost = llm_cost_rows(store, run_id)
+    if cost:
+        sections.append("<h2>LLM cost per verified sample by role</h2>" + _table(cost, LLM_COLS))
+        md += ["## LLM cost per verified sample by role", _md(cost, LLM_COLS)]
     tr = trace(store, run_id)
     sections.append("<h2>Evolution trace</h2>" + _table(tr, TRACE))
     md += ["## Evolution trace", _md(tr, TRACE)]

@@ -8,15 +8,16 @@ only its missing chunks. Chunk names carry a hash of the stage's inputs.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
-from agents.designer import ColdStart, EmbeddedDesigner, LearnerFeedback, NewFactor, Steering
-from agents.generator import EmbeddedGenerator, GenerationError
-from agents.planner import EmbeddedPlanner, PlanError
-from agents.repair import EmbeddedRepair
+from agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, Steering
+from agents.generator import GenerationError
+from agents.planner import PlanError
+from agents.roles import Roles, build_roles, flush_calls
 from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
-from agents.teacher import EmbeddedTeacher
-from envs.registry import get_domain
+from storage.config import RoleConfig
 from storage.records import Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.store import Store
 
@@ -34,7 +35,34 @@ class Ctx:
     round: int
     seed: int
     domain: str = "airline"
+    llm: dict[str, dict] = field(default_factory=dict)  # role -> RoleConfig fields, for the LLM-backed roles
 
+    def roles(self, **kw: Any) -> Roles:
+        cfgs = {r: RoleConfig.model_validate(c) for r, c in self.llm.items()}
+        return build_roles(cfgs, self.domain, cache_dir=self.store.root / "llm_cache", **kw)
+
+    def flush(self, roles: Roles, chunk: str) -> None:
+        flush_calls(roles, self.store, run_id=self.run_id, round=self.round, chunk=chunk)
+
+
+def _map(fn: Callable, items: list, roles: Roles, role: str) -> list:
+    """``fn`` over items in order; LLM-backed roles run up to their ``max_concurrency`` calls at once."""
+    client = roles.clients.get(role)
+    workers = getattr(getattr(client, "cfg", None), "max_concurrency", 8) if client is not None else 1
+    if workers <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def _attempt(fn: Callable, *args: Any, bug: str = "") -> tuple[Any, str]:
+    """(result, "") or (None, reason): one failed item is a recorded rejection, never a crashed stage."""
+    try:
+        return fn(*args), ""
+    except (GenerationError, PlanError, KeyError) as exc:
+        return None, str(exc)
+    except Exception as exc:  # a role bug or an exhausted LLM costs one item, not the round
+        return None, f"{bug}{type(exc).__name__}: {exc}"
 
 
 def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> list[Direction]:
@@ -47,7 +75,17 @@ def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm
         dirs = [dirs[0].model_copy(update={"allowed_values": {}, "objective": "any task the space allows",
                                            "n_blueprints": budget, "rationale": "single agent: no designer"})]
     else:
-        dirs = EmbeddedDesigner().design(space, steering, budget, run_id=ctx.run_id, round=ctx.round, seed=ctx.seed)
+        roles = ctx.roles()
+        try:
+            dirs = roles.designer.design(space, steering, budget, run_id=ctx.run_id, round=ctx.round, seed=ctx.seed)
+        except DesignError as exc:
+            if "designer" not in roles.clients:
+                raise
+            # a rejected LLM design is recorded on every direction of the embedded fallback
+            dirs = EmbeddedDesigner().design(space, steering, budget, run_id=ctx.run_id, round=ctx.round,
+                                             seed=ctx.seed)
+            dirs = [d.model_copy(update={"rationale": f"embedded fallback ({exc}); {d.rationale}"}) for d in dirs]
+        ctx.flush(roles, chunk)
     ctx.store.write(dirs, chunk)
     return dirs
 
@@ -56,13 +94,17 @@ def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[B
     chunk = f"plan-{_h(*[d.direction_id for d in directions])}"
     if ctx.store.has_chunk("blueprints", ctx.run_id, ctx.round, chunk):
         return sorted(ctx.store.read_records("blueprints", ctx.run_id, ctx.round), key=lambda b: b.blueprint_id)
-    planner, out, rejected = EmbeddedPlanner(), [], []
-    for d in directions:
-        for i in range(d.n_blueprints):
-            try:
-                out.append(planner.plan(d, space, None, index=i, seed=ctx.seed + ctx.round))
-            except (PlanError, KeyError) as exc:
-                rejected.append(rejection_verdict(unplanned(d, i), "plan", str(exc)))
+    roles = ctx.roles()
+    jobs = [(d, i) for d in directions for i in range(d.n_blueprints)]
+    results = _map(lambda job: _attempt(lambda: roles.planner.plan(job[0], space, None, index=job[1],
+                                                                   seed=ctx.seed + ctx.round)), jobs, roles, "planner")
+    out, rejected = [], []
+    for (d, i), (bp, reason) in zip(jobs, results):
+        if bp is not None:
+            out.append(bp)
+        else:
+            rejected.append(rejection_verdict(unplanned(d, i), "plan", reason))
+    ctx.flush(roles, chunk)
     if rejected:
         ctx.store.write(rejected, chunk)
     ctx.store.write(out, chunk)
@@ -78,15 +120,16 @@ def generate(ctx: Ctx, space: SynthesisSpace, blueprints: list[Blueprint]) -> li
     ids = {b.blueprint_id for b in blueprints}
     if ctx.store.has_chunk("tasks", ctx.run_id, ctx.round, chunk):  # tasks are written last
         return [t for t in ctx.store.read_records("tasks", ctx.run_id, ctx.round) if t.blueprint_id in ids]
-    gen = EmbeddedGenerator(get_domain(ctx.domain))
+    roles = ctx.roles()
+    results = _map(lambda bp: _attempt(roles.generator.generate, bp, space, bug="generator error: "), blueprints,
+                   roles, "generator")
     tasks, rejected = [], []
-    for bp in blueprints:
-        try:
-            tasks.append(gen.generate(bp, space))
-        except GenerationError as exc:
-            rejected.append(rejection_verdict(bp, "generate", str(exc)))
-        except Exception as exc:  # a generator bug costs one blueprint, not the round
-            rejected.append(rejection_verdict(bp, "generate", f"generator error: {type(exc).__name__}: {exc}"))
+    for bp, (task, reason) in zip(blueprints, results):
+        if task is not None:
+            tasks.append(task)
+        else:
+            rejected.append(rejection_verdict(bp, "generate", reason))
+    ctx.flush(roles, chunk)
     if rejected:
         ctx.store.write(rejected, chunk)
     if tasks:
@@ -99,11 +142,24 @@ def rollout(ctx: Ctx, tasks: list[SynthTask], chunk: str) -> list[Trajectory]:
         ids = {t.task_id for t in tasks}
         return [t for t in ctx.store.read_records("trajectories", ctx.run_id, ctx.round)
                 if t.task_id in ids and t.attempt == 0]
-    teacher = EmbeddedTeacher(get_domain(ctx.domain))
-    out = [teacher.rollout(t) for t in tasks]
+    roles = ctx.roles()
+    results = _map(lambda t: _attempt(roles.teacher.rollout, t, bug="teacher error: "), tasks, roles, "teacher")
+    out = [traj for traj, _ in results if traj is not None]
+    failed = [(t, reason) for t, (traj, reason) in zip(tasks, results) if traj is None]
+    ctx.flush(roles, chunk)
+    if failed:  # beside the verifier's verdicts of this chunk, never over them
+        ctx.store.write([rejection_verdict(_lineage(t), "rollout", reason) for t, reason in failed], f"{chunk}-rollout")
     if out:
         ctx.store.write(out, chunk)
     return out
+
+
+def _lineage(task: SynthTask) -> Blueprint:
+    """A stand-in blueprint carrying a task's lineage, for a rollout rejection."""
+    return unplanned(Direction(run_id=task.run_id, round=task.round, space_version=task.space_version,
+                               direction_id=task.direction_id or "", condition_id="", objective_type="exploration",
+                               objective="", budget_level="zero")).model_copy(
+        update={"blueprint_id": task.blueprint_id})
 
 
 def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory], chunk: str
@@ -113,8 +169,8 @@ def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory
         verdicts = [v for v in ctx.store.read_records("verdicts", ctx.run_id, ctx.round) if v.task_id in ids]
         examples = [e for e in ctx.store.read_records("sft_examples", ctx.run_id, ctx.round) if e.task_id in ids]
         return verdicts, examples
-    dom = get_domain(ctx.domain)
-    repair = EmbeddedRepair(dom, EmbeddedTeacher(dom))
+    roles = ctx.roles()
+    repair = roles.repair
     by_task = {t.task_id: t for t in trajectories}
     verdicts, repaired, kept = [], [], []
     for task in tasks:
@@ -128,6 +184,7 @@ def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory
     from tasks.datasets import sft_examples
 
     examples = sft_examples(kept, DIAGNOSTIC_FRACTION, ctx.seed)
+    ctx.flush(roles, f"{chunk}-verify")
     if repaired:  # beside the rollout's chunk, never over it
         ctx.store.write(repaired, f"{chunk}-repair")
     if verdicts:

@@ -1,0 +1,107 @@
+"""Asking a role's LLM for a validated answer (shared by every LLM-backed role).
+
+A role's call is split in three: a pure prompt builder (inputs -> chat
+messages), the model call, and a pure parser/validator (schema instance ->
+domain object, raising ``Invalid`` with a one-line reason). ``ask`` re-asks
+with the reason shown to the model, at most ``retries`` times, then raises
+``RoleRejected``; a transport failure (``LLMUnavailable``) becomes a
+``RoleRejected`` at once, so one bad item is a recorded rejection, never a
+crashed round.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from string import Template
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:  # the client is imported lazily: agents.llm pulls in the provider SDKs
+    from agents.llm import LLMClient
+
+T = TypeVar("T")
+ECHO_LIMIT = 4000  # characters of an invalid reply shown back to the model
+
+
+class Invalid(ValueError):
+    """The reply parsed but breaks a rule beyond its schema (space, constraints, tools)."""
+
+
+class RoleRejected(ValueError):
+    """No usable answer within the bound: the item is rejected with this one-line reason."""
+
+    def __init__(self, reason: str, raw: str = ""):
+        super().__init__(reason)
+        self.raw = raw
+
+
+@dataclass
+class Answer(Generic[T]):
+    value: T  # the validated domain object
+    parsed: Any  # the schema instance it came from
+    raw: str  # the model's raw text, kept beside the parsed value
+    attempts: int
+
+
+def template(name: str) -> Template:
+    return Template(resources.files("agents.prompts").joinpath(name).read_text())
+
+
+def render(name: str, **values: Any) -> str:
+    """Fill a template; dicts and lists are rendered as indented JSON."""
+    text = {k: v if isinstance(v, str) else json.dumps(v, indent=1, sort_keys=True, default=str)
+            for k, v in values.items()}
+    return template(name).substitute(text)
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def reask(problem: str) -> str:
+    return ("Your previous reply could not be used: " + problem + "\nReply again with the complete answer, "
+            "fixing this problem, as strict JSON matching the required schema and nothing else.")
+
+
+def ask(client: "LLMClient", messages: list[dict], *, schema: type[BaseModel], validate: Callable[[Any], T],
+        role: str, retries: int) -> Answer[T]:
+    """The validated answer, or ``RoleRejected`` after ``retries`` re-asks (or when the model is unavailable)."""
+    from agents.llm import LLMOutputError, LLMUnavailable
+
+    convo, raw, problem = list(messages), "", "no attempt"
+    for attempt in range(retries + 1):
+        try:
+            res = client.chat_sync(convo, schema=schema, role=role, attempt=attempt)
+        except LLMOutputError as exc:
+            raw, problem = exc.raw or "", one_line(str(exc))
+        except LLMUnavailable as exc:
+            raise RoleRejected(f"{role}: LLM unavailable: {one_line(str(exc))}") from None
+        else:
+            raw = res.text
+            try:
+                return Answer(validate(res.parsed), res.parsed, raw, attempt + 1)
+            except Invalid as exc:
+                problem = one_line(str(exc))
+        # only the latest failure is echoed, so a re-ask stays as short as the first question
+        convo = [*messages, {"role": "assistant", "content": raw[:ECHO_LIMIT] or "(empty reply)"},
+                 {"role": "user", "content": reask(problem)}]
+    raise RoleRejected(f"{role}: invalid output after {retries + 1} attempts: {problem}", raw=raw)
+
+
+def tools_summary(domain: Any, requestor: str = "assistant") -> list[dict]:
+    """Tool names, kinds, descriptions and argument names: enough to plan with, shorter than the schemas."""
+    out = []
+    for spec in domain.tools(requestor):
+        props = spec.parameters.get("properties", {})
+        out.append({"name": spec.name, "kind": spec.kind, "arguments": sorted(props),
+                    "description": one_line(spec.description, 200)})
+    return out
+
+
+def space_values(space: Any) -> dict[str, dict]:
+    """The active factors as key -> values, cardinality, status and guidance."""
+    return {f.key: {"values": f.values, "choose": f"{f.cardinality.min}..{f.cardinality.max}", "status": f.status,
+                    "guidance": f.guidance} for f in space.active}

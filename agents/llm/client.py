@@ -1,0 +1,307 @@
+"""`LLMClient`: one async chat interface over OpenAI, Anthropic and OpenAI-compatible servers.
+
+A call goes: cache lookup -> (per-model concurrency slot, rpm and tpm buckets,
+SDK request, retried with tenacity on transient errors) -> cache write ->
+interpretation (JSON, schema, truncation) -> an `LLMCall` row. Interpretation
+comes after the cache on purpose: a cached unusable reply is unusable again on a
+rerun, so a rerun replays the same rejections and makes no request at all.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import re
+import threading
+import time
+import uuid
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from agents.llm.cache import ResponseCache, request_key
+from agents.llm.limits import limits_for
+from agents.llm.pricing import cost_usd
+from agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, ToolCallOut, Usage
+from storage.records import LLMCall
+
+log = logging.getLogger("evosyn.llm")
+
+
+class LLMRequestError(LLMUnavailable):
+    """The provider refused the request itself (400 / 401 / 403 / 404 …): retrying cannot help."""
+
+
+# ---------------------------------------------------------------- error classes
+def is_transient(exc: BaseException, errors: tuple[type, type, type]) -> bool:
+    """``errors`` are the provider SDK's (connection, status, any API) error classes."""
+    connection, status, _ = errors
+    if isinstance(exc, connection):  # timeouts are connection errors too
+        return True
+    if isinstance(exc, status):
+        code = getattr(exc, "status_code", 0) or 0
+        return code in (408, 409, 429) or code >= 500
+    return False
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The server's own wait (``retry-after-ms`` or ``retry-after``, seconds or an HTTP date)."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        if headers.get("retry-after-ms"):
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------- reply interpretation
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+def parse_structured(text: str, schema: type[BaseModel]) -> BaseModel:
+    fenced = _FENCE.match(text)
+    body = fenced.group(1) if fenced else text  # some served models wrap JSON in a code fence
+    if not body.strip():
+        raise LLMOutputError("empty reply: expected a JSON object", raw=text)
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise LLMOutputError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", raw=text) from None
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
+                          for e in exc.errors()[:5])
+        raise LLMOutputError(f"schema-invalid {schema.__name__}: {where}", raw=text) from None
+
+
+def interpret(reply: dict[str, Any], schema: type[BaseModel] | None, max_tokens: int | None):
+    """(text, parsed, tool_calls, finish_reason) of a normalized reply, or LLMOutputError."""
+    text, finish = reply.get("text") or "", reply.get("finish_reason") or ""
+    if reply.get("refusal"):
+        raise LLMOutputError(f"the model refused: {reply['refusal']}", raw=reply["refusal"], finish_reason=finish)
+    calls = []
+    for c in reply.get("tool_calls") or []:
+        try:
+            args = json.loads(c["arguments"]) if isinstance(c["arguments"], str) else c["arguments"]
+        except json.JSONDecodeError as exc:
+            raise LLMOutputError(f"tool call {c['name']}: arguments are not valid JSON ({exc.msg})",
+                                 raw=c["arguments"], finish_reason=finish) from None
+        if not isinstance(args, dict):
+            raise LLMOutputError(f"tool call {c['name']}: arguments must be a JSON object", raw=c["arguments"],
+                                 finish_reason=finish)
+        calls.append(ToolCallOut(id=c["id"], name=c["name"], arguments=args))
+    if finish == "length":
+        raw = text or json.dumps(reply.get("tool_calls") or [])
+        raise LLMOutputError(f"truncated: the reply hit max_tokens={max_tokens} (raise max_tokens or ask for less)",
+                             raw=raw, finish_reason=finish)
+    parsed = None
+    if schema is not None and not (calls and not text.strip()):  # a tool call instead of the answer: caller acts
+        try:
+            parsed = parse_structured(text, schema)
+        except LLMOutputError as exc:
+            exc.finish_reason = finish
+            raise
+    return text, parsed, calls, finish
+
+
+# ---------------------------------------------------------------- the client
+class LLMClient:
+    """One role's model. Thread-safe; its limits are shared with every client of the same model."""
+
+    def __init__(self, role: str, provider, *, model: str, base_url: str | None = None, temperature: float | None,
+                 max_tokens: int | None, max_concurrency: int = 8, rpm: int | None = None, tpm: int | None = None,
+                 max_retries: int = 6, price: tuple[float, float] | None = None, cache_dir: Path | None = None,
+                 secrets: tuple[str, ...] = (), backoff_initial_s: float = 1.0, backoff_max_s: float = 30.0,
+                 run_id: str = "pending", round: int = 0):
+        self.role, self.provider, self.model, self.base_url = role, provider.name, model, base_url
+        self.temperature, self.max_tokens, self.max_retries, self.price = temperature, max_tokens, max_retries, price
+        self.run_id, self.round = run_id, round
+        self.limits = limits_for((provider.name, base_url or "", model), max_concurrency, rpm, tpm)
+        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.backoff_initial_s, self.backoff_max_s = backoff_initial_s, backoff_max_s
+        self.http_requests = 0  # requests actually sent (retries included)
+        self._provider = provider
+        self._secrets = tuple(s for s in secrets if s)
+        self._calls: list[LLMCall] = []
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:  # never the key
+        return f"LLMClient(role={self.role!r}, provider={self.provider!r}, model={self.model!r})"
+
+    # ------------------------------------------------------------ the call
+    async def chat(self, messages: list[dict], *, schema: type[BaseModel] | None = None,
+                   tools: list[dict] | None = None, role: str = "", temperature: float | None = None,
+                   max_tokens: int | None = None, attempt: int = 0) -> ChatResult:
+        temperature = self.temperature if temperature is None else temperature
+        max_tokens = self.max_tokens if max_tokens is None else max_tokens
+        request = {"provider": self.provider, "model": self.model, "messages": messages,
+                   "schema": schema.model_json_schema() if schema else None,
+                   "schema_name": schema.__name__ if schema else None, "tools": tools or None,
+                   "temperature": temperature, "max_tokens": max_tokens, "attempt": attempt}
+        key = request_key(request)
+        t0 = time.perf_counter()
+        reply = self.cache.get(key) if self.cache else None
+        cache_hit = reply is not None
+        if reply is None:
+            kwargs = self._provider.build(self.model, messages, schema, tools, temperature, max_tokens)
+            try:
+                reply = await self._send(kwargs, messages, max_tokens)
+            except LLMUnavailable as exc:
+                self._record(role, key, attempt, time.perf_counter() - t0, None, False, "error", str(exc))
+                raise
+            if self.cache:
+                self.cache.put(key, request, reply)
+        latency = time.perf_counter() - t0
+        cost = 0.0 if cache_hit else cost_usd(self.price, reply["input_tokens"], reply["output_tokens"])
+        usage = Usage(input_tokens=reply["input_tokens"], output_tokens=reply["output_tokens"], latency_s=latency,
+                      cost_usd=cost)
+        try:
+            text, parsed, calls, finish = interpret(reply, schema, max_tokens)
+        except LLMOutputError as exc:
+            self._record(role, key, attempt, latency, usage, cache_hit, "invalid", str(exc))
+            raise
+        self._record(role, key, attempt, latency, usage, cache_hit, "ok", "")
+        return ChatResult(text=text, parsed=parsed, tool_calls=calls, usage=usage, cache_hit=cache_hit,
+                          finish_reason=finish)
+
+    def chat_sync(self, messages: list[dict], **kw: Any) -> ChatResult:
+        """Blocking ``chat`` for sync code and worker threads.
+
+        The call runs on the client's own event-loop thread, so it works from any
+        thread. Inside a coroutine use ``await client.chat(...)`` instead: calling
+        this there would block that loop until the reply comes.
+        """
+        loop = self._background_loop()
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("chat_sync was called on the client's own loop: await chat(...) there")
+        return asyncio.run_coroutine_threadsafe(self.chat(messages, **kw), loop).result()
+
+    def _background_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
+                                                name=f"evosyn-llm-{self.role or 'client'}")
+                self._thread.start()
+            return self._loop
+
+    def close(self) -> None:
+        """Stop the background loop of ``chat_sync`` (if one was started)."""
+        with self._lock:
+            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=5)
+            loop.close()
+
+    # ------------------------------------------------------------ transport
+    async def _send(self, kwargs: dict[str, Any], messages: list[dict], max_tokens: int | None) -> dict[str, Any]:
+        # a rough token estimate reserves tpm up front; the real count corrects it afterwards
+        estimate = len(json.dumps(messages, default=str)) // 4 + (max_tokens or 0)
+        backoff = wait_exponential_jitter(initial=self.backoff_initial_s, max=self.backoff_max_s,
+                                          jitter=self.backoff_initial_s)
+
+        def wait(state) -> float:
+            server = retry_after_s(state.outcome.exception())
+            if server is None:
+                return backoff(state)
+            return min(server, max(self.backoff_max_s, 60.0)) * random.uniform(1.0, 1.1)
+
+        def before_sleep(state) -> None:
+            log.info("%s %s: transient error, retry %d of %d in %.2fs: %s", self.provider, self.model,
+                     state.attempt_number, self.max_retries, state.next_action.sleep,
+                     self._scrub(_one_line(str(state.outcome.exception()), 200)))
+
+        errors = self._provider.errors
+        retrying = AsyncRetrying(stop=stop_after_attempt(self.max_retries + 1), wait=wait,
+                                 retry=retry_if_exception(lambda e: is_transient(e, errors)),
+                                 before_sleep=before_sleep, reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await self._send_once(kwargs, estimate)
+        except Exception as exc:
+            what = self._scrub(_one_line(f"{type(exc).__name__}: {exc}", 300))
+            if is_transient(exc, errors):
+                tries = retrying.statistics.get("attempt_number", self.max_retries + 1)
+                raise LLMUnavailable(f"{self.provider} {self.model} unavailable after {tries} attempts: {what}") from None
+            if isinstance(exc, errors[2]):
+                raise LLMRequestError(f"{self.provider} {self.model} refused the request: {what}") from None
+            raise
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _send_once(self, kwargs: dict[str, Any], estimate: int) -> dict[str, Any]:
+        limits = self.limits
+        async with limits.slots:
+            if limits.rpm:
+                await limits.rpm.take(1)
+            if limits.tpm:
+                await limits.tpm.take(estimate)
+            with self._lock:
+                self.http_requests += 1
+            try:
+                reply = await self._provider.send(kwargs)
+            except BaseException:
+                if limits.tpm:  # a failed request used (about) nothing
+                    limits.tpm.adjust(estimate)
+                raise
+            if limits.tpm:
+                limits.tpm.adjust(estimate - reply["input_tokens"] - reply["output_tokens"])
+            return reply
+
+    # ------------------------------------------------------------ the call log
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _record(self, role: str, key: str, attempt: int, latency: float, usage: Usage | None, cache_hit: bool,
+                status: str, error: str) -> None:
+        row = LLMCall(run_id=self.run_id, round=self.round, call_id=uuid.uuid4().hex, role=role or self.role,
+                      provider=self.provider, model=self.model, request_hash=key,
+                      input_tokens=usage.input_tokens if usage else 0,
+                      output_tokens=usage.output_tokens if usage else 0, latency_s=latency,
+                      cost_usd=usage.cost_usd if usage else 0.0, cache_hit=cache_hit, status=status,
+                      error=self._scrub(_one_line(error)), attempt=attempt)
+        with self._lock:
+            self._calls.append(row)
+
+    @property
+    def calls(self) -> list[LLMCall]:
+        with self._lock:
+            return list(self._calls)
+
+    def take_calls(self, run_id: str | None = None, round: int | None = None) -> list[LLMCall]:
+        """The calls logged since the last take, stamped with ``run_id`` / ``round``; the log is emptied."""
+        with self._lock:
+            calls, self._calls = self._calls, []
+        update = {k: v for k, v in (("run_id", run_id), ("round", round)) if v is not None}
+        return [c.model_copy(update=update) for c in calls] if update else calls
+
+    def flush(self, store, *, run_id: str, round: int, chunk: str | None = None) -> int:
+        """Write the pending calls to the ``llm_calls`` table as one chunk (rewriting a chunk replaces it)."""
+        calls = self.take_calls(run_id, round)
+        if calls:
+            store.write(calls, chunk or f"llm-{self.role or 'calls'}-{calls[0].call_id[:12]}")
+        return len(calls)

@@ -1,0 +1,77 @@
+"""Role config -> client, and the one-line config check that runs before any work."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agents.llm.client import LLMClient
+from agents.llm.pricing import known_models, price_of
+from storage.config import ConfigError, RoleConfig, load_dotenv_secrets
+
+PROVIDERS = ("openai", "anthropic", "openai_compatible")
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def _key_env(cfg: RoleConfig) -> str | None:
+    return cfg.api_key_env or DEFAULT_KEY_ENV.get(cfg.provider or "")
+
+
+def _price(cfg: RoleConfig) -> tuple[float, float] | None:
+    if cfg.input_cost_per_mtok is not None or cfg.output_cost_per_mtok is not None:
+        return (cfg.input_cost_per_mtok or 0.0, cfg.output_cost_per_mtok or 0.0)
+    return price_of(cfg.provider or "", cfg.model or "")
+
+
+def check_role_config(role: str, cfg: RoleConfig) -> None:
+    """Raise ``ConfigError`` (one line: the field and the fix) when an LLM role cannot run."""
+    if cfg.backend != "llm":
+        return
+    where = f"roles.{role}"
+    if cfg.provider not in PROVIDERS:
+        raise ConfigError(f"{where}.provider: {'missing' if cfg.provider is None else repr(cfg.provider)} "
+                          f"(set one of {', '.join(PROVIDERS)})")
+    if not cfg.model:
+        example = "Qwen/Qwen3-8B" if cfg.provider == "openai_compatible" else known_models(cfg.provider)[0]
+        raise ConfigError(f"{where}.model: missing (set the model name, e.g. {example})")
+    if cfg.provider == "openai_compatible" and not cfg.base_url:
+        raise ConfigError(f"{where}.base_url: missing (set the server's URL, e.g. http://127.0.0.1:8000/v1)")
+    if cfg.provider != "openai_compatible" and _price(cfg) is None:
+        raise ConfigError(f"{where}.model: unknown {cfg.provider} model {cfg.model!r} (use one of "
+                          f"{', '.join(known_models(cfg.provider))}, or set {where}.input_cost_per_mtok and "
+                          "output_cost_per_mtok to use it anyway)")
+    env = _key_env(cfg)
+    if env:
+        load_dotenv_secrets()
+        if not os.environ.get(env):
+            raise ConfigError(f"{where}.api_key_env: environment variable {env} is not set "
+                              "(export it or put it in .env)")
+
+
+def make_client(role: str, cfg: RoleConfig, *, cache_dir: Path | None = None, cache: bool = True,
+                **options) -> LLMClient:
+    """The client for one role. The response cache lives in ``cache_dir`` (default ``<store root>/llm_cache``).
+
+    ``options`` go to ``LLMClient`` (e.g. ``backoff_initial_s`` for fast tests, ``run_id``).
+    """
+    check_role_config(role, cfg)
+    if cfg.backend != "llm":
+        raise ConfigError(f"roles.{role}.backend: is {cfg.backend!r} (set llm to build an LLM client)")
+    env = _key_env(cfg)
+    key = os.environ.get(env, "") if env else ""
+    if cfg.provider == "anthropic":
+        from agents.llm.providers import AnthropicProvider
+
+        provider = AnthropicProvider(cfg.base_url, key, cfg.timeout_s)
+    else:
+        from agents.llm.providers import OpenAIProvider
+
+        # local servers (vLLM, llamafactory-cli api) accept any key; the SDK insists on one
+        provider = OpenAIProvider(cfg.provider, cfg.base_url, key or "EMPTY", cfg.timeout_s)
+    if cache and cache_dir is None:
+        from storage.store import default_root
+
+        cache_dir = default_root() / "llm_cache"
+    return LLMClient(role, provider, model=cfg.model, base_url=cfg.base_url, temperature=cfg.temperature,
+                     max_tokens=cfg.max_tokens, max_concurrency=cfg.max_concurrency, rpm=cfg.rpm, tpm=cfg.tpm,
+                     max_retries=cfg.max_retries, price=_price(cfg), cache_dir=cache_dir if cache else None,
+                     secrets=(key,), **options)

@@ -1,0 +1,244 @@
+"""Provider adapters: build a request for one SDK, send it, normalize the reply.
+
+A normalized reply is a plain JSON-able dict (what the cache stores)::
+
+    {"text": str, "tool_calls": [{"id", "name", "arguments": str}], "finish_reason": str,
+     "input_tokens": int, "output_tokens": int, "refusal": str}
+
+``finish_reason`` uses the OpenAI vocabulary for every provider (stop, length,
+tool_calls, content_filter), so roles read one vocabulary. The SDK clients
+are built with ``max_retries=0``: retrying is the client's job (tenacity), so
+that backoff, retry-after and the retry bound are the same for every provider.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import re
+import weakref
+from typing import Any
+
+from pydantic import BaseModel
+
+_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def schema_name(schema: type[BaseModel]) -> str:
+    return _NAME.sub("_", schema.__name__)[:64] or "output"
+
+
+def strict_json_schema(schema: type[BaseModel]) -> tuple[dict[str, Any], bool]:
+    """The schema for OpenAI structured outputs, and whether strict mode can enforce it.
+
+    Strict mode needs every object closed (no ``dict[str, X]`` fields); a schema
+    with open objects is still sent, without strict, and validated on our side.
+    """
+    from openai.lib._pydantic import to_strict_json_schema
+
+    plain = schema.model_json_schema()
+    if _has_open_object(plain):
+        return plain, False
+    try:
+        return to_strict_json_schema(schema), True
+    except Exception:  # a construct the SDK cannot make strict: validate on our side instead
+        return plain, False
+
+
+def _has_open_object(node: Any) -> bool:
+    if isinstance(node, dict):
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict) or extra is True:
+            return True
+        return any(_has_open_object(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_open_object(v) for v in node)
+    return False
+
+
+class _PerLoop:
+    """One SDK client per event loop: an async HTTP pool belongs to the loop that opened it."""
+
+    def __init__(self, build):
+        self._build = build
+        self._clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def get(self):
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = self._build()
+        return client
+
+
+# ---------------------------------------------------------------- OpenAI and OpenAI-compatible
+class OpenAIProvider:
+    def __init__(self, name: str, base_url: str | None, api_key: str, timeout: float):
+        import openai
+        from openai import AsyncOpenAI
+
+        self.name = name
+        self.errors = (openai.APIConnectionError, openai.APIStatusError, openai.APIError)
+        self._clients = _PerLoop(lambda: AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout,
+                                                     max_retries=0))
+
+    def build(self, model: str, messages: list[dict], schema: type[BaseModel] | None, tools: list[dict] | None,
+              temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": model, "messages": messages}
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if max_tokens is not None:
+            # OpenAI's current name; vLLM and llamafactory-cli api know the older one
+            kwargs["max_completion_tokens" if self.name == "openai" else "max_tokens"] = max_tokens
+        if tools:
+            kwargs["tools"] = tools
+        if schema is not None:
+            body, strict = strict_json_schema(schema)
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": schema_name(schema), "schema": body, "strict": strict}}
+        return kwargs
+
+    async def send(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        resp = await self._clients.get().chat.completions.create(**kwargs)
+        if not resp.choices:
+            return {"text": "", "tool_calls": [], "finish_reason": "empty", "refusal": "",
+                    "input_tokens": 0, "output_tokens": 0}
+        choice = resp.choices[0]
+        msg = choice.message
+        calls = [{"id": c.id or f"call_{i}", "name": c.function.name, "arguments": c.function.arguments or "{}"}
+                 for i, c in enumerate(msg.tool_calls or []) if getattr(c, "function", None) is not None]
+        usage = resp.usage
+        return {"text": msg.content or "", "tool_calls": calls, "finish_reason": choice.finish_reason or "",
+                "refusal": getattr(msg, "refusal", None) or "",
+                "input_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+                "output_tokens": getattr(usage, "completion_tokens", 0) or 0}
+
+
+# ---------------------------------------------------------------- Anthropic
+_STOP = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
+         "refusal": "content_filter", "pause_turn": "stop"}
+
+
+def _text_of(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+
+
+def to_anthropic_messages(messages: list[dict]) -> tuple[str, list[dict]]:
+    """OpenAI-style chat messages -> (system prompt, Anthropic messages with content blocks)."""
+    system: list[str] = []
+    out: list[dict] = []
+
+    def add(role: str, blocks: list[dict]) -> None:
+        if not blocks:
+            return
+        if out and out[-1]["role"] == role:  # Anthropic wants turns to alternate: merge neighbours
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for m in messages:
+        role, text = m.get("role"), _text_of(m.get("content"))
+        if role == "system":
+            system.append(text)
+        elif role == "user":
+            add("user", [{"type": "text", "text": text}] if text else [])
+        elif role == "assistant":
+            blocks = [{"type": "text", "text": text}] if text else []
+            for c in m.get("tool_calls") or []:
+                fn = c.get("function", c)
+                args = fn.get("arguments", {})
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args or "{}")
+                    except json.JSONDecodeError:
+                        args = {"_unparsed": args}
+                blocks.append({"type": "tool_use", "id": c.get("id", ""), "name": fn.get("name", ""), "input": args})
+            add("assistant", blocks)
+        elif role == "tool":
+            add("user", [{"type": "tool_result", "tool_use_id": m.get("tool_call_id", ""), "content": text}])
+        else:
+            raise ValueError(f"message role {role!r} is not one of system, user, assistant, tool")
+    return "\n\n".join(s for s in system if s), out
+
+
+def to_anthropic_tools(tools: list[dict]) -> list[dict]:
+    out = []
+    for t in tools:
+        if "input_schema" in t:  # already in Anthropic's shape
+            out.append(t)
+            continue
+        fn = t.get("function", t)
+        tool = {"name": fn["name"], "input_schema": fn.get("parameters") or {"type": "object", "properties": {}}}
+        if fn.get("description"):
+            tool["description"] = fn["description"]
+        out.append(tool)
+    return out
+
+
+@functools.cache
+def _accepts_temperature() -> bool:
+    """Recent Anthropic SDKs dropped ``temperature`` from ``messages.create`` (newer models fix it): omit it there."""
+    import inspect
+
+    from anthropic.resources.messages import AsyncMessages
+
+    return "temperature" in inspect.signature(AsyncMessages.create).parameters
+
+
+class AnthropicProvider:
+    name = "anthropic"
+
+    def __init__(self, base_url: str | None, api_key: str, timeout: float):
+        import anthropic
+        from anthropic import AsyncAnthropic
+
+        self.errors = (anthropic.APIConnectionError, anthropic.APIStatusError, anthropic.APIError)
+        self._clients = _PerLoop(lambda: AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=timeout,
+                                                        max_retries=0))
+
+    def build(self, model: str, messages: list[dict], schema: type[BaseModel] | None, tools: list[dict] | None,
+              temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
+        system, converted = to_anthropic_messages(messages)
+        kwargs: dict[str, Any] = {"model": model, "messages": converted, "max_tokens": max_tokens or 4096}
+        if system:
+            kwargs["system"] = system
+        if temperature is not None and _accepts_temperature():
+            kwargs["temperature"] = temperature
+        all_tools = to_anthropic_tools(tools or [])
+        if schema is not None:
+            # JSON through a forced tool: the reply is the tool's input, already parsed by the API
+            name = schema_name(schema)
+            all_tools.append({"name": name, "description": f"Return the answer as a {name} object.",
+                              "input_schema": schema.model_json_schema()})
+            # with other tools on offer the model may call them instead; alone, the answer tool is forced
+            kwargs["tool_choice"] = {"type": "tool", "name": name} if not tools else {"type": "any"}
+        if all_tools:
+            kwargs["tools"] = all_tools
+        return kwargs
+
+    async def send(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        resp = await self._clients.get().messages.create(**kwargs)
+        texts, calls = [], []
+        for block in resp.content:
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                calls.append({"id": block.id, "name": block.name, "arguments": json.dumps(block.input)})
+        answer = kwargs.get("tool_choice", {}).get("name")
+        structured = next((c for c in calls if c["name"] == answer), None) if answer else None
+        if answer is None and kwargs.get("tool_choice"):  # schema + tools: the last offered tool is the answer
+            last = kwargs["tools"][-1]["name"]
+            structured = next((c for c in calls if c["name"] == last), None)
+        finish = _STOP.get(resp.stop_reason or "", resp.stop_reason or "")
+        if structured is not None:
+            calls.remove(structured)
+            if finish == "tool_calls" and not calls:  # answering through the answer tool is a normal stop
+                finish = "stop"
+        return {"text": structured["arguments"] if structured else "".join(texts), "tool_calls": calls,
+                "finish_reason": finish,
+                "structured": structured is not None, "refusal": "",
+                "input_tokens": resp.usage.input_tokens or 0, "output_tokens": resp.usage.output_tokens or 0}

@@ -1,0 +1,1 @@
+"""Prompt templates of the LLM-backed roles (``string.Template`` syntax: ``$name``)."""

@@ -1,0 +1,118 @@
+"""One place that builds a round's roles, embedded or LLM-backed, from the run config.
+
+A role uses its LLM when ``roles.<role>.backend`` is ``llm``, or when the run's
+``backend`` is ``llm`` and the role names a ``provider``; every other role stays
+embedded. ``check_roles`` validates every LLM role (provider, model, API key)
+before any work starts. Clients are shared per role within a process, so the
+per-model concurrency and rate limits hold across the stages' worker threads.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from storage.config import ConfigError, RoleConfig, RunConfig
+
+LLM_ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
+_CLIENTS: dict[tuple[str, str, str], Any] = {}
+_LOCK = threading.Lock()
+
+
+def llm_roles(cfg: RunConfig) -> dict[str, RoleConfig]:
+    """The roles that run on an LLM under this config (the rest are embedded)."""
+    out = {}
+    for role, rc in cfg.roles.items():
+        if role not in LLM_ROLES:
+            continue
+        if rc.backend == "llm" or (cfg.backend == "llm" and rc.provider is not None):
+            out[role] = rc.model_copy(update={"backend": "llm"})
+    return out
+
+
+def check_roles(cfg: RunConfig) -> dict[str, RoleConfig]:
+    """One-line ``ConfigError`` for the first LLM role that cannot work; before any work starts."""
+    from agents.llm import check_role_config
+
+    roles = llm_roles(cfg)
+    if cfg.backend == "llm" and not roles:
+        raise ConfigError("--backend llm: no role has an LLM provider; set roles.<role>.provider and "
+                          "roles.<role>.model in the --config file (e.g. roles.planner)")
+    for role, rc in roles.items():
+        check_role_config(role, rc)
+    if "user" in roles and "teacher" not in roles:
+        raise ConfigError("roles.user: the LLM user simulator talks to the LLM teacher; configure roles.teacher "
+                          "with a provider too, or leave roles.user embedded")
+    return roles
+
+
+def env_context(domain: Any) -> dict:
+    """The environment part of the prompts: entity counts, tools and policy."""
+    from agents.ask import tools_summary
+
+    s = domain.summary()
+    return {"environment": {"entity_counts": s.entity_counts, "example_ids": s.example_ids},
+            "tools": tools_summary(domain), "policy": domain.policy}
+
+
+def client_for(role: str, rc: RoleConfig, cache_dir: Path | None):
+    from agents.llm import make_client
+
+    key = (role, rc.model_dump_json(), str(cache_dir))
+    with _LOCK:
+        if key not in _CLIENTS:
+            _CLIENTS[key] = make_client(role, rc, cache_dir=cache_dir)
+        return _CLIENTS[key]
+
+
+@dataclass
+class Roles:
+    designer: Any
+    planner: Any
+    generator: Any
+    teacher: Any
+    repair: Any
+    reflector: Any
+    clients: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def backends(self) -> dict[str, str]:
+        return {r: "llm" if r in self.clients else "embedded" for r in LLM_ROLES}
+
+
+def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_dir: Path | None = None,
+                learner_evidence: bool = True, previous_reflections: list | None = None) -> Roles:
+    """The six synthesis roles (plus the user simulator inside the teacher) for one stage."""
+    from agents.designer import EmbeddedDesigner, LLMDesigner
+    from agents.generator import EmbeddedGenerator, LLMGenerator
+    from agents.planner import EmbeddedPlanner, LLMPlanner
+    from agents.reflector import EmbeddedReflector, LLMReflector
+    from agents.repair import EmbeddedRepair, LLMRepair
+    from agents.teacher import EmbeddedTeacher, LLMTeacher
+    from envs.registry import get_domain
+
+    roles = roles or {}
+    dom = get_domain(domain_name)
+    clients = {r: client_for(r, rc, cache_dir) for r, rc in roles.items()}
+    retries = {r: rc.max_invalid_retries for r, rc in roles.items()}
+    env = env_context(dom) if clients else {}
+    designer = LLMDesigner(clients["designer"], env, retries["designer"]) if "designer" in clients \
+        else EmbeddedDesigner()
+    planner = LLMPlanner(clients["planner"], env, retries["planner"]) if "planner" in clients else EmbeddedPlanner()
+    generator = LLMGenerator(dom, clients["generator"], env, retries["generator"]) if "generator" in clients \
+        else EmbeddedGenerator(dom)
+    teacher = LLMTeacher(dom, clients["teacher"], clients.get("user"), retries=retries["teacher"]) \
+        if "teacher" in clients else EmbeddedTeacher(dom)
+    embedded_teacher = teacher if isinstance(teacher, EmbeddedTeacher) else EmbeddedTeacher(dom)
+    repair = LLMRepair(dom, teacher, clients["repair"], env, retries["repair"]) if "repair" in clients \
+        else EmbeddedRepair(dom, embedded_teacher)
+    reflector = LLMReflector(clients["reflector"], retries["reflector"], learner_evidence=learner_evidence,
+                             previous=previous_reflections) if "reflector" in clients else EmbeddedReflector()
+    return Roles(designer, planner, generator, teacher, repair, reflector, clients)
+
+
+def flush_calls(roles: Roles, store, *, run_id: str, round: int, chunk: str) -> None:
+    """Every LLM call made so far goes to the ``llm_calls`` table (one chunk per role and stage)."""
+    for role, client in roles.clients.items():
+        client.flush(store, run_id=run_id, round=round, chunk=f"{chunk}-{role}")

@@ -1,0 +1,296 @@
+"""The LLM client through the real openai / anthropic SDKs against scripted servers on 127.0.0.1."""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+
+import pytest
+from pydantic import BaseModel
+
+from agents.llm import LLMOutputError, LLMUnavailable, check_role_config, make_client
+from agents.llm.limits import PerMinute, Slots
+from storage.config import ConfigError, RoleConfig
+from tests.fakes.anthropic_server import anthropic_reply
+from tests.fakes.openai_server import FakeLLMServer, Reply, Script, answer, error, openai_reply
+
+KEY = "sk-test-SECRET123"
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "openai_compatible": "Qwen/Qwen3-8B"}
+PROVIDERS = list(MODELS)
+MSGS = [{"role": "system", "content": "You plan tasks."}, {"role": "user", "content": "Plan one task."}]
+
+
+class Plan(BaseModel):
+    intent: str
+    num_write: int
+    tools: list[str]
+
+
+GOOD = {"intent": "change a flight", "num_write": 2, "tools": ["update_reservation_flights"]}
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("EVOSYN_TEST_LLM_KEY", KEY)
+
+
+def client(server, provider, tmp_path=None, **cfg):
+    base = server.anthropic_base_url if provider == "anthropic" else server.base_url
+    role = RoleConfig(backend="llm", provider=provider, model=MODELS[provider], base_url=base,
+                      api_key_env="EVOSYN_TEST_LLM_KEY", **cfg)
+    return make_client("planner", role, cache_dir=tmp_path / "cache" if tmp_path else None, cache=bool(tmp_path),
+                       backoff_initial_s=0.01, backoff_max_s=0.05)
+
+
+def good(request):
+    return answer(request, GOOD)
+
+
+# ---------------------------------------------------------------- structured output
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_structured_output_is_parsed_and_logged(provider):
+    with FakeLLMServer(good) as server:
+        c = client(server, provider)
+        result = c.chat_sync(MSGS, schema=Plan)
+        body = server.requests[0]["body"]
+    assert result.parsed == Plan(**GOOD) and not result.cache_hit and result.finish_reason == "stop"
+    assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
+    if provider == "anthropic":  # JSON through a forced tool; the system prompt moved to `system`
+        assert body["tool_choice"] == {"type": "tool", "name": "Plan"} and body["system"] == "You plan tasks."
+        assert body["tools"][0]["input_schema"]["required"] == ["intent", "num_write", "tools"]
+    else:
+        fmt = body["response_format"]
+        assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "Plan" and fmt["json_schema"]["strict"]
+    row = c.calls[-1]
+    assert (row.status, row.provider, row.model, row.role, row.cache_hit) == ("ok", provider, MODELS[provider],
+                                                                             "planner", False)
+    assert (row.cost_usd > 0) == (provider != "openai_compatible")  # self-hosted models cost nothing
+    assert row.input_tokens == result.usage.input_tokens
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_tool_calls_round_trip(provider):
+    tools = [{"type": "function", "function": {"name": "get_user", "description": "Look up a user",
+                                               "parameters": {"type": "object",
+                                                              "properties": {"user_id": {"type": "string"}}}}}]
+    history = MSGS + [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_user", "arguments": '{"user_id": "u1"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"name": "Ann"}'}]
+
+    def respond(request):
+        if request.anthropic:
+            return anthropic_reply(tool_use={"id": "t2", "name": "get_user", "input": {"user_id": "u2"}})
+        return openai_reply(tool_call={"id": "t2", "name": "get_user", "arguments": {"user_id": "u2"}})
+
+    with FakeLLMServer(respond) as server:
+        result = client(server, provider).chat_sync(history, tools=tools)
+        body = server.requests[0]["body"]
+    assert [(t.id, t.name, t.arguments) for t in result.tool_calls] == [("t2", "get_user", {"user_id": "u2"})]
+    if provider == "anthropic":
+        assert body["tools"][0]["input_schema"]["properties"] == {"user_id": {"type": "string"}}
+        assert body["messages"][1]["content"][0] == {"type": "tool_use", "id": "c1", "name": "get_user",
+                                                     "input": {"user_id": "u1"}}
+        assert body["messages"][2]["content"][0]["type"] == "tool_result"
+    else:
+        assert body["tools"] == tools
+
+
+# ---------------------------------------------------------------- unusable replies
+FAULTS = {
+    "malformed": lambda r: answer(r, '{"intent": "x", "num_write": '),
+    "schema_invalid": lambda r: answer(r, {"intent": "x", "num_write": "two", "tools": []}),
+    "truncated": lambda r: answer(r, GOOD, truncated=True),
+}
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_unusable_reply_raises_output_error_with_raw(provider, fault):
+    with FakeLLMServer(FAULTS[fault]) as server:
+        c = client(server, provider)
+        with pytest.raises(LLMOutputError) as info:
+            c.chat_sync(MSGS, schema=Plan)
+        assert server.count == 1  # not retried by the transport: the role decides
+    expected = {"malformed": "malformed JSON", "schema_invalid": "schema-invalid Plan: num_write",
+                "truncated": "truncated"}[fault]
+    assert str(info.value).startswith(expected) and "\n" not in str(info.value)
+    assert info.value.raw and (fault != "malformed" or info.value.raw == '{"intent": "x", "num_write": ')
+    assert c.calls[-1].status == "invalid" and c.calls[-1].error == str(info.value)
+
+
+# ---------------------------------------------------------------- transient errors
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_429_with_retry_after_and_500_are_retried(provider):
+    anth = provider == "anthropic"
+    script = Script(error(429, retry_after=0.3, anthropic=anth), error(500, anthropic=anth), default=good)
+    with FakeLLMServer(script) as server:
+        c = client(server, provider)
+        t0 = time.perf_counter()
+        result = c.chat_sync(MSGS, schema=Plan)
+        elapsed = time.perf_counter() - t0
+        assert server.count == 3
+    assert result.parsed == Plan(**GOOD)
+    assert elapsed >= 0.3  # the server's retry-after, not the 10 ms backoff
+    assert [r.status for r in c.calls] == ["ok"] and c.http_requests == 3
+
+
+def test_retries_exhausted_raise_unavailable():
+    with FakeLLMServer(lambda r: error(503)) as server:
+        c = client(server, "openai", max_retries=2)
+        with pytest.raises(LLMUnavailable, match="unavailable after 3 attempts"):
+            c.chat_sync(MSGS, schema=Plan)
+        assert server.count == 3
+    assert c.calls[-1].status == "error" and "503" in c.calls[-1].error
+
+
+def test_slow_reply_times_out_then_is_retried():
+    script = Script(Reply(delay_s=1.5), default=good)  # the first reply comes too late
+    with FakeLLMServer(script) as server:
+        result = client(server, "openai", timeout_s=0.3, max_retries=1).chat_sync(MSGS, schema=Plan)
+        assert server.count == 2
+    assert result.parsed == Plan(**GOOD)
+
+
+def test_bad_request_is_not_retried():
+    with FakeLLMServer(lambda r: error(400, "bad schema")) as server:
+        with pytest.raises(LLMUnavailable, match="refused the request"):
+            client(server, "openai").chat_sync(MSGS, schema=Plan)
+        assert server.count == 1
+
+
+# ---------------------------------------------------------------- cache
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_rerun_hits_the_cache_without_http(provider, tmp_path):
+    with FakeLLMServer(Script(FAULTS["malformed"], default=good)) as server:
+        first = client(server, provider, tmp_path)
+        with pytest.raises(LLMOutputError):
+            first.chat_sync(MSGS, schema=Plan)
+        first.chat_sync(MSGS, schema=Plan, attempt=1)  # the role's re-ask: a fresh answer
+        assert server.count == 2
+        rerun = client(server, provider, tmp_path)  # a new process would see the same directory
+        with pytest.raises(LLMOutputError, match="malformed JSON"):
+            rerun.chat_sync(MSGS, schema=Plan)  # the same rejection, replayed
+        result = rerun.chat_sync(MSGS, schema=Plan, attempt=1)
+        assert server.count == 2 and rerun.http_requests == 0
+        other = rerun.chat_sync(MSGS, schema=Plan, temperature=0.7)  # other sampling params: another key
+        assert server.count == 3 and not other.cache_hit
+    assert result.cache_hit and result.parsed == Plan(**GOOD) and result.usage.cost_usd == 0
+    assert [(r.status, r.cache_hit) for r in rerun.calls] == [("invalid", True), ("ok", True), ("ok", False)]
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 3 and not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+# ---------------------------------------------------------------- limits
+def test_concurrency_bound_is_shared_per_model_across_clients_and_threads():
+    with FakeLLMServer(good, latency_s=0.05) as server:
+        a, b = client(server, "openai", max_concurrency=3), client(server, "openai", max_concurrency=3)
+
+        async def burst():
+            return await asyncio.gather(*[(a if i % 2 else b).chat(MSGS + [{"role": "user", "content": str(i)}],
+                                                                    schema=Plan) for i in range(24)])
+        results = asyncio.run(burst())
+        threads = [threading.Thread(target=a.chat_sync, args=(MSGS + [{"role": "user", "content": f"t{i}"}],),
+                                    kwargs={"schema": Plan}) for i in range(6)]
+        for t in threads:
+            t.start()
+        results += [b.chat_sync(MSGS, schema=Plan) for _ in range(2)]
+        for t in threads:
+            t.join()
+        assert server.count == 32
+        assert 2 <= server.max_in_flight <= 3
+    assert all(r.parsed == Plan(**GOOD) for r in results) and a.limits is b.limits
+
+
+def test_per_minute_bucket_waits_for_refill():
+    async def go():
+        bucket = PerMinute(6000)  # 100 units a second
+        await bucket.take(6000)  # a full burst is immediate
+        t0 = time.perf_counter()
+        await bucket.take(20)  # then 20 units take ~0.2 s to come back
+        return time.perf_counter() - t0
+    assert 0.15 <= asyncio.run(go()) < 1.0
+
+
+def test_cancelled_waiter_gives_its_slot_back():
+    async def go():
+        slots = Slots(1)
+        await slots.acquire()
+        waiter = asyncio.ensure_future(slots.acquire())
+        await asyncio.sleep(0.01)
+        waiter.cancel()
+        slots.release()
+        await asyncio.wait_for(slots.acquire(), 1)  # would hang if the slot leaked
+        return slots.used
+    assert asyncio.run(go()) == 1
+
+
+# ---------------------------------------------------------------- store and secrets
+def test_calls_land_in_the_store_and_duckdb(store, tmp_path):
+    from storage.catalog import connect
+
+    with FakeLLMServer(Script(good, FAULTS["malformed"], default=good)) as server:
+        c = client(server, "anthropic", tmp_path)
+        c.chat_sync(MSGS, schema=Plan)
+        with pytest.raises(LLMOutputError):
+            c.chat_sync(MSGS, schema=Plan, attempt=1)
+        c.chat_sync(MSGS, schema=Plan)  # cached
+    assert c.flush(store, run_id="r1", round=2, chunk="planner-0") == 3 and c.calls == []
+    rows = connect(store).execute("SELECT run_id, round, status, cache_hit, provider, cost_usd > 0 FROM llm_calls "
+                                  "ORDER BY created_at, cache_hit, status").fetchall()
+    assert sorted(rows) == sorted([("r1", 2, "ok", False, "anthropic", True), ("r1", 2, "invalid", False,
+                                   "anthropic", True), ("r1", 2, "ok", True, "anthropic", False)])
+
+
+def test_api_key_appears_nowhere(store, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+
+    def echo_auth(request):  # a hostile server that echoes the key in its error message
+        auth = request.headers.get("authorization") or request.headers.get("x-api-key") or ""
+        assert KEY in auth
+        return error(401, f"bad key {auth}")
+    messages, sent = [], ""
+    for provider in ("openai", "anthropic"):
+        script = Script(error(429, retry_after=0.01), echo_auth, good, default=FAULTS["malformed"])
+        with FakeLLMServer(script) as server:
+            c = client(server, provider, tmp_path, max_retries=1)
+            for attempt in range(3):
+                try:
+                    c.chat_sync(MSGS, schema=Plan, attempt=attempt)
+                except (LLMOutputError, LLMUnavailable) as exc:
+                    messages.append(str(exc))
+            c.flush(store, run_id="r1", round=0, chunk=f"secrets-{provider}")
+            sent += json.dumps(server.requests)
+    assert KEY in sent  # the key was really used...
+    assert sum("bad key" in m and "***" in m for m in messages) == 2, messages  # both providers, scrubbed
+    everything = [p.read_bytes() for p in list(tmp_path.rglob("*")) + list(store.root.rglob("*")) if p.is_file()]
+    assert all(KEY.encode() not in blob for blob in everything)  # ...and stored nowhere
+    assert KEY not in caplog.text and not any(KEY in m for m in messages)
+    assert "SECRET123" not in repr(c)
+
+
+# ---------------------------------------------------------------- config
+@pytest.mark.parametrize("cfg, field", [
+    (dict(provider="openai", model="gpt-4o", api_key_env="EVOSYN_NO_SUCH_KEY"), "roles.planner.api_key_env"),
+    (dict(provider="anthropic", model="claude-opus-4-5"), "roles.planner.api_key_env"),  # ANTHROPIC_API_KEY unset
+    (dict(provider="openai", api_key_env="EVOSYN_TEST_LLM_KEY"), "roles.planner.model"),
+    (dict(provider="openai", model="gpt-17", api_key_env="EVOSYN_TEST_LLM_KEY"), "roles.planner.model"),
+    (dict(model="gpt-4o"), "roles.planner.provider"),
+    (dict(provider="openai_compatible", model="Qwen/Qwen3-8B"), "roles.planner.base_url"),
+])
+def test_check_role_config_gives_one_line(cfg, field):
+    with pytest.raises(ConfigError) as info:
+        check_role_config("planner", RoleConfig(backend="llm", **cfg))
+    message = str(info.value)
+    assert message.startswith(field + ":") and "\n" not in message and KEY not in message
+
+
+def test_check_role_config_accepts_valid_roles():
+    check_role_config("planner", RoleConfig())  # embedded: nothing to check
+    check_role_config("planner", RoleConfig(backend="llm", provider="openai", model="gpt-4o-2024-08-06",
+                                            api_key_env="EVOSYN_TEST_LLM_KEY"))
+    check_role_config("planner", RoleConfig(backend="llm", provider="openai", model="gpt-17",
+                                            api_key_env="EVOSYN_TEST_LLM_KEY", input_cost_per_mtok=1,
+                                            output_cost_per_mtok=2))
+    check_role_config("planner", RoleConfig(backend="llm", provider="openai_compatible", model="any",
+                                            base_url="http://127.0.0.1:8000/v1"))

@@ -1,0 +1,281 @@
+"""LLM-backed roles through the real SDKs against scripted servers on 127.0.0.1."""
+from __future__ import annotations
+
+import pytest
+
+from agents.designer import ColdStart, DesignError, LLMDesigner
+from agents.generator import GenerationError, LLMGenerator
+from agents.planner import LLMPlanner, PlanError
+from agents.reflector import LLMReflector, reflector_messages
+from agents.repair import LLMRepair
+from agents.roles import env_context
+from agents.teacher import EmbeddedTeacher, LLMTeacher
+from agents.verifier import verify
+from benchmarks.fake_llm_server import FakeLLMServer, Script, answer, error
+from envs.ontology import check_selection
+from envs.registry import get_domain
+from storage.config import RoleConfig
+from storage.records import Feedback, Probe, ProbeBucket, SliceStat
+from tests.agents.llm_script import RoleScript
+
+RUN = dict(run_id="t", round=1)
+
+
+@pytest.fixture(scope="module")
+def dom():
+    return get_domain("airline")
+
+
+@pytest.fixture(scope="module")
+def env(dom):
+    return env_context(dom)
+
+
+@pytest.fixture(scope="module")
+def script():
+    return RoleScript()
+
+
+@pytest.fixture
+def serve(monkeypatch, tmp_path):
+    """serve(responder, provider) -> a client of the role talking HTTP to a fresh scripted server."""
+    from agents.llm import make_client
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-unit")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-unit")
+    servers = []
+
+    def start(respond, role="planner", provider="openai"):
+        server = FakeLLMServer(respond).start()
+        servers.append(server)
+        model = "gpt-4o-mini" if provider == "openai" else "claude-haiku-4-5"
+        url = server.base_url if provider == "openai" else server.anthropic_base_url
+        cfg = RoleConfig(backend="llm", provider=provider, model=model, base_url=url, max_retries=2)
+        client = make_client(role, cfg, cache_dir=tmp_path / f"cache-{len(servers)}", backoff_initial_s=0.01,
+                             backoff_max_s=0.02)
+        client.server = server
+        return client
+
+    yield start
+    for s in servers:
+        s.stop()
+
+
+def _directions(script, space, env, client, budget=12):
+    return LLMDesigner(client, env).design(space, ColdStart(), budget, seed=0, **RUN)
+
+
+def _blueprints(script, space, env, serve, n=4):
+    dirs = _directions(script, space, env, serve(script, "designer"), budget=n)
+    planner = LLMPlanner(serve(script, "planner"), env)
+    return [planner.plan(d, space, None, index=i, seed=0) for d in dirs for i in range(d.n_blueprints)]
+
+
+# ---------------------------------------------------------------- valid outputs
+def test_designer_planner_generator_parse_valid_output(space, env, dom, script, serve):
+    dirs = _directions(script, space, env, serve(script, "designer"))
+    assert sum(d.n_blueprints for d in dirs) == 12 and len(dirs) == 12
+    assert all(d.allowed_values["task_family"][0] in space.factor("task_family").values for d in dirs)
+    bps = _blueprints(script, space, env, serve, n=6)
+    assert len(bps) == 6 and len({b.blueprint_id for b in bps}) == 6
+    assert all(not check_selection(space, b.selected_dimensions) for b in bps)
+    gen = LLMGenerator(dom, serve(script, "generator"), env)
+    tasks = [gen.generate(b, space) for b in bps]
+    assert all(t.generator == "llm" for t in tasks)
+    assert all(t.task_id in gen.raw and gen.raw[t.task_id].startswith("{") for t in tasks)  # raw kept
+    # the scripted tasks are genuinely valid: the embedded teacher's rollout of each verifies
+    teacher = EmbeddedTeacher(dom)
+    assert all(verify(t, teacher.rollout(t)).passed for t in tasks)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_llm_teacher_and_user_solve_the_task_in_the_environment(space, env, dom, script, serve, provider):
+    bps = _blueprints(script, space, env, serve, n=3)
+    gen = LLMGenerator(dom, serve(script, "generator"), env)
+    tasks = [gen.generate(b, space) for b in bps]
+    teacher = LLMTeacher(dom, serve(script, "teacher", provider), serve(script, "user", provider))
+    for t in tasks:
+        traj = teacher.rollout(t)
+        assert traj.termination == "user_stop"
+        assert any(m.role == "tool" for m in traj.messages)  # real tool results from the environment
+        assert verify(t, traj).passed, [c.reason for c in verify(t, traj).failed()]
+
+
+def test_teacher_with_the_embedded_reactive_user(space, env, dom, script, serve):
+    bps = _blueprints(script, space, env, serve, n=2)
+    task = LLMGenerator(dom, serve(script, "generator"), env).generate(bps[0], space)
+    traj = LLMTeacher(dom, serve(script, "teacher"), None, max_steps=6).rollout(task)
+    assert traj.messages[0].role == "user" and len(traj.messages) > 1
+
+
+# ---------------------------------------------------------------- invalid outputs: re-asked, then rejected
+def _calls(client):
+    return [(c.status, c.attempt) for c in client.calls]
+
+
+def test_malformed_then_valid_is_reasked(space, env, script, serve):
+    dirs = _directions(script, space, env, serve(script, "designer"), budget=2)
+    client = serve(Script(lambda r: answer(r, '{"domain": "airline", "sel'), default=script))
+    bp = LLMPlanner(client, env).plan(dirs[0], space, None, index=0, seed=0)
+    assert bp.selected_dimensions["task_family"] == dirs[0].allowed_values["task_family"]
+    assert _calls(client) == [("invalid", 0), ("ok", 1)]
+    reask = client.server.requests[1]["body"]["messages"][-1]["content"]
+    assert "malformed JSON" in reask  # the model is shown the problem
+
+
+def test_space_invalid_output_is_reasked_with_the_reason(space, env, script, serve):
+    dirs = _directions(script, space, env, serve(script, "designer"), budget=2)
+
+    def off_space(r):
+        good = script.planner(next(m["content"] for m in r.body["messages"] if m["role"] == "user"))
+        good["selected_dimensions"]["task_family"] = ["time_travel"]
+        return answer(r, good)
+
+    client = serve(Script(off_space, default=script))
+    LLMPlanner(client, env).plan(dirs[0], space, None, index=0, seed=0)
+    reask = client.server.requests[1]["body"]["messages"][-1]["content"]
+    assert "time_travel" in reask and "task_family" in reask
+
+
+@pytest.mark.parametrize("bad", ["malformed", "truncated", "off_space", "forbidden"])
+def test_persistently_invalid_output_becomes_a_recorded_rejection(space, env, script, serve, bad):
+    dirs = _directions(script, space, env, serve(script, "designer"), budget=2)
+
+    def reply(r):
+        if bad == "malformed":
+            return answer(r, "Sure! Here is the blueprint: {")
+        good = script.planner(next(m["content"] for m in r.body["messages"] if m["role"] == "user"))
+        if bad == "truncated":
+            return answer(r, good, truncated=True)
+        if bad == "off_space":
+            good["selected_dimensions"]["difficulty_profile"] = ["extreme"]
+        else:  # schema-valid, in the space, but breaks the direction's hard constraint
+            allowed = dirs[0].allowed_values["task_family"][0]
+            good["selected_dimensions"]["task_family"] = [v for v in space.factor("task_family").values
+                                                          if v != allowed][:1]
+        return answer(r, good)
+
+    client = serve(Script(default=reply))
+    with pytest.raises(PlanError) as exc:
+        LLMPlanner(client, env, retries=2).plan(dirs[0], space, None, index=0, seed=0)
+    assert "invalid output after 3 attempts" in str(exc.value)
+    assert len(client.server.requests) == 3
+    expect = {"malformed": "malformed JSON", "truncated": "truncated", "off_space": "extreme",
+              "forbidden": "allows only"}[bad]
+    assert expect in str(exc.value)
+
+
+def test_generator_rejects_gold_actions_that_fail(space, env, dom, script, serve):
+    bps = _blueprints(script, space, env, serve, n=2)
+
+    def fake_tool(r):
+        good = script.generator(next(m["content"] for m in r.body["messages"] if m["role"] == "user"))
+        good["gold_actions"][0] = {"name": "teleport_passenger", "arguments": {}}
+        return answer(r, good)
+
+    with pytest.raises(GenerationError, match="teleport_passenger"):
+        LLMGenerator(dom, serve(Script(default=fake_tool), "generator"), env, retries=1).generate(bps[0], space)
+
+    def bad_id(r):
+        good = script.generator(next(m["content"] for m in r.body["messages"] if m["role"] == "user"))
+        good["gold_actions"] = [{"name": "get_reservation_details", "arguments": {"reservation_id": "NOPE00"}}]
+        return answer(r, good)
+
+    with pytest.raises(GenerationError, match="fails on the database"):
+        LLMGenerator(dom, serve(Script(default=bad_id), "generator"), env, retries=0).generate(bps[0], space)
+
+
+def test_unavailable_model_is_a_rejection_not_a_crash(space, env, script, serve):
+    dirs = _directions(script, space, env, serve(script, "designer"), budget=2)
+    client = serve(Script(default=lambda r: error(500, "down", retry_after=0.0)))
+    with pytest.raises(PlanError, match="LLM unavailable"):
+        LLMPlanner(client, env).plan(dirs[0], space, None, index=0, seed=0)
+    assert [c.status for c in client.calls] == ["error"]
+
+
+def test_designer_rejects_unknown_keys(space, env, serve):
+    bad = {"conditions": [{"condition_id": "c0", "objective_type": "exploration", "objective": "x",
+                           "allowed_values": {"num_write": ["3-4"]}, "budget_level": "high"}]}
+    client = serve(Script(default=lambda r: answer(r, bad)), "designer")
+    with pytest.raises(DesignError, match="num_write"):
+        LLMDesigner(client, env, retries=1).design(space, ColdStart(), 4, seed=0, **RUN)
+
+
+# ---------------------------------------------------------------- Reflector
+def _feedback(evidence=True):
+    return Feedback(feedback_id="f", model_version="m", overall_success=0.5, n_evaluated=40,
+                    performance=[SliceStat(factor="task_family", value="flight_change", count=10, successes=3,
+                                           success_rate=0.3)],
+                    coverage=[SliceStat(factor="task_family", value="flight_change", count=10, coverage=0.2)],
+                    with_learner_evidence=evidence, **RUN)
+
+
+PROBES = [Probe(probe="num_write", buckets=[ProbeBucket(bucket="1", count=30, failure_rate=0.2),
+                                            ProbeBucket(bucket="3-4", count=3, failure_rate=0.9)],
+                cmi_given_space=0.08, residual_cmi=0.05, coverage_gap=0.9, suggested_factor="num_write",
+                suggested_values=["0", "1", "2", "3-4", "5+"], **RUN)]
+
+
+def _reflection(action="promote_probe_to_dimension", name="num_write", values=("0", "1", "2", "3-4", "5+")):
+    return {"round_id": "t/r1", "synthesis_space_version_in": 1, "dimension_reviews": [],
+            "new_proposals": [{"action": action, "dimension_name": name, "values": list(values),
+                               "reason": "failure-driven", "evidence": "I=0.08"}], "summary": "add num_write"}
+
+
+def test_reflector_adds_one_probe_factor(space, serve):
+    client = serve(Script(default=lambda r: answer(r, _reflection())), "reflector")
+    refl, new = LLMReflector(client).reflect(space, _feedback(), PROBES, round=1)
+    assert new.version == space.version + 1 and new.factor("num_write").status == "experimental"
+    assert refl.steering == "new_factor" and refl.synthesis_space_version_out == new.version
+
+
+@pytest.mark.parametrize("bad,reason", [
+    (_reflection(name="task_family", values=("a", "b")), "already a factor"),
+    (_reflection(name="mood_of_user", values=("calm", "angry")), "probe's suggested factor"),
+    ({**_reflection(), "new_proposals": _reflection()["new_proposals"] * 2}, "at most one"),
+    ({**_reflection(action="no_change"), "dimension_reviews": [
+        {"dimension": "task_family", "decision": "deprecate", "reason": "x"}]}, "only review experimental"),
+    (_reflection(action="add_value", name="expected_outcome", values=("escalate",)), "seed factor"),
+])
+def test_reflector_never_touches_seed_factors_and_adds_at_most_one(space, serve, bad, reason):
+    client = serve(Script(default=lambda r: answer(r, bad)), "reflector")
+    refl, new = LLMReflector(client, retries=1).reflect(space, _feedback(), PROBES, round=1)
+    assert new.version == space.version and new.factors == space.factors  # kept, not crashed
+    assert "rejected" in refl.summary and reason in refl.summary
+    assert len(client.server.requests) == 2
+
+
+def test_no_feedback_control_withholds_learner_evidence(space):
+    full = reflector_messages(space, _feedback(), PROBES, round=1)[0]["content"]
+    ctrl = reflector_messages(space, _feedback(), PROBES, round=1, evidence=False)[0]["content"]
+    assert "task_agent_performance" in full and "failure_correlation" in full
+    assert "task_agent_performance" not in ctrl and "failure_correlation" not in ctrl and "no-feedback" in ctrl
+    assert "suggested_factor" in ctrl and "coverage" in ctrl  # the rest of the audit package is the same
+
+
+def test_reflector_flag_selects_the_control(space, serve):
+    client = serve(Script(default=lambda r: answer(r, _reflection(action="no_change"))), "reflector")
+    LLMReflector(client, learner_evidence=False).reflect(space, _feedback(), PROBES, round=1)
+    assert "failure_correlation" not in client.server.requests[0]["body"]["messages"][0]["content"]
+
+
+# ---------------------------------------------------------------- Repair
+def test_repair_revises_and_rejects_invented_user_turns(space, env, dom, script, serve):
+    bps = _blueprints(script, space, env, serve, n=2)
+    task = LLMGenerator(dom, serve(script, "generator"), env).generate(bps[0], space)
+    good = EmbeddedTeacher(dom).rollout(task)
+    broken = good.model_copy(update={"messages": [m for m in good.messages if m.role != "assistant" or m.tool_calls
+                                                  or m is good.messages[1]]})
+    verdict = verify(task, broken)
+    revision = {"action": "revise", "reason": "restore the agent's messages", "messages": [
+        {"role": m.role, "content": m.content or "", "tool_calls": [
+            {"name": c.name, "arguments": c.arguments} for c in m.tool_calls]}
+        for m in good.messages if m.role != "tool"]}
+    client = serve(Script(default=lambda r: answer(r, revision)), "repair")
+    fixed, why = LLMRepair(dom, EmbeddedTeacher(dom), client, env).repair(task, broken, verdict)
+    assert why.startswith("revise") and fixed.attempt == 1 and verify(task, fixed).passed
+    invented = {**revision, "messages": [{"role": "user", "content": "Also upgrade me to first class for free."},
+                                         *revision["messages"][1:]]}
+    client = serve(Script(default=lambda r: answer(r, invented)), "repair")
+    assert LLMRepair(dom, EmbeddedTeacher(dom), client, env, retries=1).repair(task, broken, verdict) is None
+    assert "kept as they were" in verdict.repair_reason
