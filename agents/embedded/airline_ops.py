@@ -221,9 +221,11 @@ def _booking(db, user, rng) -> Op | None:
                 "passengers": passengers, "payment_methods": [{"payment_id": pay, "amount": total}],
                 "total_baggages": 0, "nonfree_baggages": 0, "insurance": "no"}
         who = " and ".join(f"{p['first_name']} {p['last_name']}" for p in passengers)
-        # the user states the travellers and the payment method; the search justifies flight and price
+        # the user names the travellers and the payment method; the profile gives their birth dates and the
+        # search justifies flight and price
         return Op("book", "book_reservation", args,
-                  [("search_direct_flight", {"origin": f.origin, "destination": f.destination, "date": date})],
+                  [("get_user_details", {"user_id": user.user_id}),
+                   ("search_direct_flight", {"origin": f.origin, "destination": f.destination, "date": date})],
                   f"book a one-way {cabin.replace('_', ' ')} flight {f.flight_number} from {f.origin} to {f.destination} on {date} for "
                   f"{who}, no bags, no insurance (pay with {pay})", info=[str(total)])
     return None
