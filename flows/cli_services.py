@@ -45,7 +45,8 @@ def project_dir(explicit: str | None = None) -> Path:
 def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project: str | None,
        timeout: float) -> None:
     """Start a Prefect server, an MLflow server (UI) and process workers; a second `up` starts nothing new."""
-    from flows.services import ServiceError, up as start
+    from flows.services import ServiceError
+    from flows.services import up as start
 
     unknown = [p for p in pools if p not in POOLS]
     if unknown:
@@ -66,7 +67,8 @@ def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project
 @click.pass_context
 def down(ctx) -> None:
     """Stop the services `evosyn up` started (by PID) and check that none of their processes remain."""
-    from flows.services import down as stop, load_state
+    from flows.services import down as stop
+    from flows.services import load_state
 
     root = _root(ctx)
     if not load_state(root):
@@ -126,7 +128,7 @@ def deploy(ctx, project: str | None) -> None:
     env = {**os.environ, "PREFECT_API_URL": api, "EVOSYN_PROJECT_DIR": str(proj)}
     cmd = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all",
            "--prefect-file", str(proj / "deployments" / "prefect.yaml")]
-    done = subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         lines = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
         raise UserError(f"prefect deploy failed: {' | '.join(lines[-4:])}")

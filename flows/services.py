@@ -18,9 +18,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from storage.tracking import default_tracking_uri
 
@@ -173,7 +173,7 @@ def wait_until(service: Service, check: Callable[[], bool], timeout: float) -> N
 
 # ---------------------------------------------------------------- start
 def service_env(root: Path, prefect_api: str, project_dir: Path) -> dict[str, str]:
-    import storage.offline as offline
+    from storage import offline
 
     root = Path(root).resolve()
     return {**offline.OFFLINE_DEFAULTS, **os.environ,
@@ -248,7 +248,7 @@ def up(root: Path, project_dir: Path, prefect_port: int = 4200, mlflow_port: int
     wait_until(state["mlflow"], checks["mlflow"], timeout)
     for pool in pools:
         svc = state[f"worker-{pool}"]
-        wait_until(svc, lambda: worker_registered(api, pool, svc.url), timeout)
+        wait_until(svc, lambda pool=pool, svc=svc: worker_registered(api, pool, svc.url), timeout)
     for name in started:
         say(f"{name}: started (pid {state[name].pid})" + (f" at {state[name].url}" if "://" in state[name].url else ""))
     save_state(root, state)

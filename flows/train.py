@@ -12,9 +12,8 @@ from typing import Literal
 
 from prefect import flow, task
 
-import tasks.loop as loop
-import tasks.stages as stages
 from storage.store import Store
+from tasks import loop, stages
 
 
 @task(name="export-sft")

@@ -8,7 +8,17 @@ import time
 
 import pytest
 
-from flows.services import Service, ServiceError, alive, down, family, load_state, save_state, stop, up
+from flows.services import (
+    Service,
+    ServiceError,
+    alive,
+    down,
+    family,
+    load_state,
+    save_state,
+    stop,
+    up,
+)
 
 # a parent that starts a grandchild and both ignore SIGINT: only SIGTERM/SIGKILL (or the session) stops them
 TREE = ("import signal, subprocess, sys, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
