@@ -134,5 +134,5 @@ def deploy(ctx, project: str | None) -> None:
         raise UserError(f"prefect deploy failed: {' | '.join(lines[-4:])}")
     click.echo("deployments: evosyn-run/evosyn-run, evosyn-sweep/evosyn-sweep (cron, inactive), "
                "sft-train/sft-train")
-    click.echo("start a run: prefect deployment run evosyn-run/evosyn-run "
-               "--param 'cfg={\"rounds\": 1, \"budget\": 40}'")
+    click.echo(f"start a run: PREFECT_API_URL={api} prefect deployment run evosyn-run/evosyn-run "
+               "--params '{\"cfg\": {\"rounds\": 1, \"budget\": 40}}'")

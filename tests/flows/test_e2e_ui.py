@@ -80,7 +80,7 @@ class Page:
     def text(self) -> str:
         return self.driver.find_element("tag name", "body").text
 
-    def wait_for(self, needles, name: str, timeout: float = 60.0) -> str:
+    def wait_for(self, needles, name: str, timeout: float = 60.0, scroll_to: str | None = None) -> str:
         deadline = time.monotonic() + timeout
         while True:
             body = self.text()
@@ -88,13 +88,18 @@ class Page:
             if not missing or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
+        if scroll_to and not missing:  # bring the evidence into the screenshot
+            el = self.driver.find_elements("xpath", f"//*[normalize-space(text())='{scroll_to}']")
+            if el:
+                self.driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", el[0])
+                time.sleep(0.3)
         self.driver.save_screenshot(str(self.shots / f"{name}.png"))
         assert not missing, f"{name}: not on the page after {timeout:.0f}s: {missing}; page text: {body[:1500]}"
         return body
 
-    def open(self, url: str, needles, name: str) -> str:
+    def open(self, url: str, needles, name: str, scroll_to: str | None = None) -> str:
         self.driver.get(url)
-        return self.wait_for(needles, name)
+        return self.wait_for(needles, name, scroll_to=scroll_to)
 
     def click_text(self, label: str) -> None:
         # the innermost element whose whole text is the label (tabs wrap their label in spans)
@@ -179,7 +184,7 @@ def test_deployed_run_in_prefect_and_mlflow_uis(tmp_path):
                       "mlflow-experiment")
             page.open(f"{mlflow_url}/#/experiments/{exp['experiment_id']}/runs/{round_run}",
                       [f"{run_id}/round-1", "Parent run", "space_version", "success_test", "factor_coverage"],
-                      "mlflow-round-run")
+                      "mlflow-round-run", scroll_to="space_version")
             page.open(f"{mlflow_url}/#/experiments/{exp['experiment_id']}/runs/{round_run}/artifacts",
                       ["spaces", "reflections", "directions.json"], "mlflow-round-artifacts")
         finally:
