@@ -14,6 +14,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 import tasks.loop as loop
 import tasks.stages as stages
+from flows.train import train_via_deployment
 from storage.records import Blueprint, Evaluation, Feedback, Reflection, SynthesisSpace
 from storage.store import Store
 
@@ -79,7 +80,8 @@ def chunks(items: list, size: int) -> list[list]:
 @flow(name="evosyn-round", task_runner=ThreadPoolTaskRunner(max_workers=2))
 def round_flow(root: str, run_id: str, round: int, seed: int, arm: str, budget: int, space: SynthesisSpace,
                steering, previous: Feedback | None = None, chunk_size: int = 50, test_size: int = 200,
-               domain: str = "airline", llm: dict | None = None) -> RoundResult:
+               domain: str = "airline", llm: dict | None = None,
+               train_deployment: str | None = None) -> RoundResult:
     ctx = stages.Ctx(Store(root), run_id, round, seed, domain, llm=llm or {})
     directions = design_task(ctx, space, steering, budget, arm)
     blueprints = plan_task(ctx, space, directions)
@@ -89,7 +91,8 @@ def round_flow(root: str, run_id: str, round: int, seed: int, arm: str, budget: 
     rolled = rollout_task.map(unmapped(ctx), generated, names)
     verified = verify_task.map(unmapped(ctx), generated, rolled, names)
     examples = [e for f in verified for e in f.result()[1]]
-    learner = train_task(ctx)
+    # SFT on a (GPU) work pool through its deployment when configured, otherwise in this process
+    learner = train_via_deployment(ctx, train_deployment) if train_deployment else train_task(ctx)
     diagnostic = evaluate_task(ctx, learner, "diagnostic", test_size)
     test = evaluate_task(ctx, learner, "test", test_size)
     feedback, _, reflection, nxt = reflect_task(ctx, space, arm, diagnostic, learner, previous)

@@ -30,7 +30,7 @@ from tasks.stages import steering_for
 
 
 def run_id_for(cfg: RunConfig) -> str:
-    digest = hashlib.sha256(cfg.model_dump_json(exclude={"store"}).encode()).hexdigest()[:6]
+    digest = hashlib.sha256(cfg.model_dump_json(exclude={"store", "train_deployment"}).encode()).hexdigest()[:6]
     return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
 
 
@@ -85,7 +85,8 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
     for r in range(1, cfg.rounds + 1):
         say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, train, evaluate, reflect")
         res = round_flow(str(store.root), run_id, r, cfg.seed, cfg.arm, cfg.budget, space, steering, previous,
-                         cfg.chunk_size, cfg.test_size, domain=cfg.domain, llm=llm)
+                         cfg.chunk_size, cfg.test_size, domain=cfg.domain, llm=llm,
+                         train_deployment=cfg.train_deployment)
         child = tracker.start_round(parent, run_id, r)
         metrics = _round_metrics(store, cfg, run_id, res)
         tracker.log_metrics(child, metrics, step=r)

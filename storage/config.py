@@ -63,6 +63,8 @@ class RunConfig(_Strict):
     test_size: int = Field(default=200, ge=1, le=10_000)  # blueprints of the fixed embedded test set
     concurrency: int = Field(default=2, ge=1, le=256)
     stop_after_static_rounds: int = Field(default=2, ge=1)
+    # "flow/deployment" of the SFT flow (e.g. "sft-train/sft-train" on the gpu pool); None trains in-process
+    train_deployment: str | None = Field(default=None, pattern=r"^[^/\s]+/[^/\s]+$")
     store: StoreConfig = Field(default_factory=StoreConfig)
     roles: dict[Literal[ROLES], RoleConfig] = Field(default_factory=dict)  # type: ignore[valid-type]
 

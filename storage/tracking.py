@@ -1,12 +1,14 @@
 """MLflow tracking: a parent run per EvoSyn run, a nested run per round.
 
 Defaults to a local ``sqlite:///<root>/mlflow.db`` store with artifacts under
-``<root>/mlartifacts``; any tracking URI can be given instead. MLflow is
+``<root>/mlartifacts``; any tracking URI can be given instead (the config's
+``store.tracking_uri``, else ``MLFLOW_TRACKING_URI``, e.g. a shared MLflow server). MLflow is
 imported lazily because it is slow to import and not every command needs it.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -32,11 +34,13 @@ class Tracker:
 
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.uri = tracking_uri or default_tracking_uri(self.root)
+        self.uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(self.root)
         self.client = MlflowClient(tracking_uri=self.uri)
         exp = self.client.get_experiment_by_name(experiment)
         if exp is None:
-            artifacts = (self.root / "mlartifacts").resolve().as_uri()
+            # a local store keeps artifacts beside it; a tracking server uses its own artifact store
+            local = self.uri.startswith(("sqlite:", "file:")) or "://" not in self.uri
+            artifacts = (self.root / "mlartifacts").resolve().as_uri() if local else None
             self.experiment_id = self.client.create_experiment(experiment, artifact_location=artifacts)
         else:
             self.experiment_id = exp.experiment_id

@@ -1,0 +1,138 @@
+"""`evosyn up`, `evosyn down`, `evosyn deploy`: the local Prefect + MLflow stack and the deployments."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from flows.cli import UserError, main
+
+POOLS = {"cpu": "process", "gpu": "process"}  # a cluster swaps these for kubernetes / docker pools (README)
+
+
+def _root(ctx) -> Path:
+    from storage.config import RunConfig
+
+    home = ctx.obj.get("home")
+    return (Path(home).expanduser() if home else RunConfig().store_root()).resolve()
+
+
+def project_dir(explicit: str | None = None) -> Path:
+    """The checkout that holds deployments/prefect.yaml: given, the current directory, or the installed one."""
+    import flows
+
+    candidates = [Path(explicit)] if explicit else [Path.cwd(), Path(flows.__file__).resolve().parents[1]]
+    for cand in candidates:
+        if (cand / "deployments" / "prefect.yaml").is_file():
+            return cand.resolve()
+    raise UserError(f"--project-dir: no deployments/prefect.yaml under {', '.join(map(str, candidates))} "
+                    "(run from the repository root or pass --project-dir)")
+
+
+@main.command()
+@click.option("--prefect-port", type=click.IntRange(1, 65535), default=4200, show_default=True,
+              envvar="EVOSYN_PREFECT_PORT")
+@click.option("--mlflow-port", type=click.IntRange(1, 65535), default=5000, show_default=True,
+              envvar="EVOSYN_MLFLOW_PORT")
+@click.option("--pool", "pools", multiple=True, default=("cpu",), show_default=True,
+              help="Start a process worker for this work pool (repeatable, e.g. --pool cpu --pool gpu).")
+@click.option("--project-dir", "project", default=None, help="Checkout the workers load the flows from.")
+@click.option("--timeout", type=float, default=180.0, show_default=True, help="Seconds to wait for health.")
+@click.pass_context
+def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project: str | None,
+       timeout: float) -> None:
+    """Start a Prefect server, an MLflow server (UI) and process workers; a second `up` starts nothing new."""
+    from flows.services import ServiceError
+    from flows.services import up as start
+
+    unknown = [p for p in pools if p not in POOLS]
+    if unknown:
+        raise UserError(f"--pool {unknown[0]}: unknown work pool (known: {', '.join(POOLS)})")
+    root = _root(ctx)
+    try:
+        state = start(root, project_dir(project), prefect_port, mlflow_port, pools,
+                      timeout, say=lambda s: click.echo(s, err=True))
+    except ServiceError as exc:
+        raise UserError(f"{exc} (stop what started with `evosyn down`)") from None
+    click.echo(f"Prefect UI   {state['prefect'].url}")
+    click.echo(f"MLflow UI    {state['mlflow'].url}")
+    click.echo(f"store root   {root}  (PIDs in {root / 'services.json'})")
+    click.echo(f"next: export PREFECT_API_URL={state['prefect'].url}/api && evosyn deploy")
+
+
+@main.command()
+@click.pass_context
+def down(ctx) -> None:
+    """Stop the services `evosyn up` started (by PID) and check that none of their processes remain."""
+    from flows.services import down as stop
+    from flows.services import load_state
+
+    root = _root(ctx)
+    if not load_state(root):
+        click.echo(f"nothing recorded in {root / 'services.json'}: nothing to stop")
+        return
+    left = stop(root, say=lambda s: click.echo(s, err=True))
+    if left:
+        raise UserError(f"processes still running after stop: {', '.join(map(str, left))}")
+    click.echo("all services stopped; no process of theirs remains")
+
+
+def _api_url(root: Path) -> str:
+    from flows.services import alive, http_ok, load_state
+
+    state = load_state(root)
+    if "prefect" in state and alive(state["prefect"].pid):
+        url = f"{state['prefect'].url}/api"
+    elif os.environ.get("PREFECT_API_URL"):
+        url = os.environ["PREFECT_API_URL"].rstrip("/")
+    else:
+        raise UserError(f"no Prefect server: run `evosyn up` first (or set PREFECT_API_URL); store root {root}")
+    if not http_ok(f"{url}/health"):
+        raise UserError(f"Prefect API {url} does not answer (is the server up? `evosyn up`)")
+    return url
+
+
+def ensure_pools(api_url: str) -> list[str]:
+    """Create the work pools that do not exist yet; returns the names created."""
+    os.environ["PREFECT_API_URL"] = api_url
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+    from prefect.workers.process import ProcessWorker
+
+    created = []
+    with get_client(sync_client=True) as client:
+        for name, kind in POOLS.items():
+            try:
+                client.read_work_pool(name)
+            except ObjectNotFound:
+                client.create_work_pool(WorkPoolCreate(
+                    name=name, type=kind, base_job_template=ProcessWorker.get_default_base_job_template()))
+                created.append(name)
+    return created
+
+
+@main.command()
+@click.option("--project-dir", "project", default=None, help="Checkout holding deployments/prefect.yaml.")
+@click.pass_context
+def deploy(ctx, project: str | None) -> None:
+    """Create the `cpu` and `gpu` work pools and register the deployments of deployments/prefect.yaml."""
+    root = _root(ctx)
+    api = _api_url(root)
+    proj = project_dir(project)
+    created = ensure_pools(api)
+    click.echo(f"work pools: cpu, gpu ({'created ' + ', '.join(created) if created else 'already there'})")
+    env = {**os.environ, "PREFECT_API_URL": api, "EVOSYN_PROJECT_DIR": str(proj)}
+    cmd = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all",
+           "--prefect-file", str(proj / "deployments" / "prefect.yaml")]
+    done = subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
+        raise UserError(f"prefect deploy failed: {' | '.join(lines[-4:])}")
+    click.echo("deployments: evosyn-run/evosyn-run, evosyn-sweep/evosyn-sweep (cron, inactive), "
+               "sft-train/sft-train")
+    click.echo(f"start a run: PREFECT_API_URL={api} prefect deployment run evosyn-run/evosyn-run "
+               "--params '{\"cfg\": {\"rounds\": 1, \"budget\": 40}}'")
