@@ -31,8 +31,9 @@ class Reflector(Protocol):
 
 class EmbeddedReflector:
     def __init__(self, min_cmi: float = 0.02, min_residual: float = 0.01, min_tasks: int = 20,
-                 gap_ok: float = 0.5, max_buckets: int = 6):
+                 gap_ok: float = 0.5, max_buckets: int = 6, min_trend: float = 0.15):
         self.min_cmi, self.min_residual, self.min_tasks = min_cmi, min_residual, min_tasks
+        self.min_trend = min_trend
         self.gap_ok, self.max_buckets = gap_ok, max_buckets
 
     def reflect(self, space: SynthesisSpace, feedback: Feedback, probes: list[Probe], *, round: int
@@ -105,8 +106,11 @@ class EmbeddedReflector:
             return Proposal(action="promote_probe_to_dimension", dimension_name=p.suggested_factor,
                             values=p.suggested_values, reason="failure-driven",
                             evidence=_evidence(p))
-        gaps = sorted((p for p in candidates if p.coverage_gap > 0.8 and any(
-            (b.failure_rate or 0) > 0.5 and b.count >= 3 for b in p.buckets)), key=lambda p: -p.coverage_gap)
+        # a severely under-covered region counts as important when the learner fails more as the probe's value
+        # grows (an ordinal failure gradient), or when one bucket already shows frequent failure
+        gaps = sorted((p for p in candidates if p.coverage_gap > 0.8 and (failure_trend(p) >= self.min_trend or any(
+            (b.failure_rate or 0) > 0.5 and b.count >= 3 for b in p.buckets))),
+            key=lambda p: (-failure_trend(p), -p.coverage_gap))
         if gaps:
             p = gaps[0]
             return Proposal(action="promote_probe_to_dimension", dimension_name=p.suggested_factor,
@@ -121,11 +125,33 @@ class EmbeddedReflector:
         return "weaknesses are expressible in the current space"
 
 
+def failure_trend(p: Probe) -> float:
+    """Spearman correlation, over diagnostic tasks, between the probe's bucket order and failure.
+
+    Positive when tasks in higher buckets (more writes, more reads, ...) fail more often;
+    0 when there are too few tasks or no variation.
+    """
+    xs: list[int] = []
+    ys: list[int] = []
+    for i, b in enumerate(p.buckets):
+        if b.count and b.failure_rate is not None:
+            fails = round(b.failure_rate * b.count)
+            xs += [i] * b.count
+            ys += [1] * fails + [0] * (b.count - fails)
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return 0.0
+    from scipy.stats import spearmanr
+
+    rho = spearmanr(xs, ys).statistic
+    return float(rho) if rho == rho else 0.0
+
+
 def _evidence(p: Probe) -> str:
     rates = ", ".join(f"{b.bucket}: {b.failure_rate:.2f} fail (n={b.count}, cov {b.coverage:.2f})"
                       for b in p.buckets if b.failure_rate is not None)
     return (f"I(Y_fail; {p.probe} | O_r) = {p.cmi_given_space:.3f} nats, residual given tool-count tertile "
-            f"{p.residual_cmi:.3f}, NMI with tertiles {p.nmi_tool_tertiles:.2f}; {rates}")
+            f"{p.residual_cmi:.3f}, NMI with tertiles {p.nmi_tool_tertiles:.2f}, failure trend "
+            f"rho = {failure_trend(p):.2f}; {rates}")
 
 
 # ------------------------------------------------------------------ LLM-backed Reflector

@@ -31,3 +31,48 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0) -> 
                       "by_num_write": {k: f"{s}/{n}" for k, (s, n) in by.items()},
                       "train_seconds": t1 - t0, "eval_seconds": t2 - t1})
     return {"domain": domain, "test_tasks": len(cases), "curve": curve}
+
+
+MULTI = ("3-4", "5+")
+
+
+def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: int = 0) -> dict[str, Any]:
+    """Does the learner's skill on 3+ write tasks come from its training data?
+
+    Two training sets of the same size from one pool whose write count is drawn
+    uniformly: one keeps only tasks with at most one write, the other keeps the
+    pool as drawn. Both are evaluated on the fixed test set.
+    """
+    from agents.designer import NewFactor
+    from agents.learners.harness import evaluate, success_by_slice
+    from envs.ontology import load_initial_space
+    from envs.registry import get_domain
+    from storage.records import Factor
+    from tasks.datasets import BUCKETS, test_cases
+    from tasks.learn import fit_embedded
+    from tasks.synth import design_and_plan, synthesize_all
+
+    cases = test_cases(store, domain, n=test_size)
+    space = load_initial_space(domain, run_id="bench-ablation")
+    space = space.model_copy(update={"version": 2, "factors": space.factors + [
+        Factor(key="num_write", values=BUCKETS, status="experimental", observable=True, added_in=2)]})
+    pool = design_and_plan(space, int(size * 3.2), run_id="bench-ablation", round=0, seed=seed,
+                           steering=NewFactor(factor="num_write"))
+    synthesize_all(space, pool.blueprints, domain, pool)
+    kept = [(c.final, c.verdicts[-1].observed.get("num_write", ["0"])[0]) for c in pool.candidates if c.kept]
+    multi = {t.trajectory_id for t, nw in kept if nw not in ("0", "1")}
+    arms = {"without multi-write": [t for t, nw in kept if nw in ("0", "1")][:size],
+            "with multi-write": [t for t, _ in kept][:size]}
+    out = []
+    for name, trajectories in arms.items():
+        learner = fit_embedded(trajectories, domain, seed)
+        evals, _ = evaluate(learner, cases, get_domain(domain), run_id="bench-ablation", round=0, task_set="test",
+                            model_version=f"ablation/{name}")
+        by = success_by_slice(evals, "num_write")
+        hits, total = (sum(by.get(b, (0, 0))[i] for b in MULTI) for i in (0, 1))
+        out.append({"train": name, "size": len(trajectories),
+                    "multi_write_share": sum(t.trajectory_id in multi for t in trajectories) / max(len(trajectories), 1),
+                    "success": sum(e.success for e in evals) / len(evals),
+                    "success_3plus_writes": hits / total if total else 0.0, "tasks_3plus_writes": total,
+                    "by_num_write": {k: f"{s}/{n}" for k, (s, n) in by.items()}})
+    return {"domain": domain, "test_tasks": len(cases), "ablation": out}

@@ -112,17 +112,28 @@ def export(ctx, run_id: str, round_: int | None, fmt: str, output: str) -> None:
 @click.option("--domain", default="airline", show_default=True)
 @click.option("--sizes", default="0,250,500,1000,2000", show_default=True)
 @click.option("--test-size", type=int, default=200, show_default=True)
+@click.option("--ablation-size", type=int, default=1000, show_default=True,
+              help="Training-set size of the multi-write ablation (0 skips it).")
 @click.option("--output", type=click.Path(dir_okay=False), default=None)
 @click.pass_context
-def bench_learner(ctx, domain: str, sizes: str, test_size: int, output: str | None) -> None:
-    """Learning curve of the embedded learner: test success by training-set size and num_write bucket."""
+def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: int, output: str | None) -> None:
+    """Learning curve of the embedded learner, and the multi-write ablation, on the fixed test set."""
     from benchmarks.common import write_json
-    from benchmarks.learner import run
+    from benchmarks.learner import multi_write_ablation, run
 
-    result = run(store_from(ctx), domain, [int(s) for s in sizes.split(",")], test_size)
+    store = store_from(ctx)
+    result = run(store, domain, [int(s) for s in sizes.split(",")], test_size)
     buckets = ["0", "1", "2", "3-4", "5+"]
     print_table(f"embedded learner on {domain}: test-set success ({result['test_tasks']} tasks)",
                 ["train size", "success", *[f"nw={b}" for b in buckets], "train s", "eval s"],
                 [[r["size"], f"{r['success']:.3f}", *[r["by_num_write"].get(b, "") for b in buckets],
                   f"{r['train_seconds']:.1f}", f"{r['eval_seconds']:.1f}"] for r in result["curve"]])
+    if ablation_size:
+        result.update(multi_write_ablation(store, domain, ablation_size, test_size))
+        print_table(f"multi-write ablation ({ablation_size} training tasks each)",
+                    ["training data", "multi-write share", "success", "success on 3+ writes",
+                     *[f"nw={b}" for b in buckets]],
+                    [[r["train"], f"{r['multi_write_share']:.2f}", f"{r['success']:.3f}",
+                      f"{r['success_3plus_writes']:.3f} (n={r['tasks_3plus_writes']})",
+                      *[r["by_num_write"].get(b, "") for b in buckets]] for r in result["ablation"]])
     click.echo(f"wrote {write_json(f'learner-{domain}', result, output)}")

@@ -96,3 +96,29 @@ def test_experimental_factor_is_reviewed(space):
     review = next(r for r in reflection.dimension_reviews if r.dimension == "num_write")
     assert review.decision == "promote" and v3.factor("num_write").status == "standard"
     assert sum(c.kind == "add_factor" for c in v3.diff) <= 1
+
+
+def _probe(name, buckets, gap=1.0):
+    from storage.records import Probe, ProbeBucket
+
+    return Probe(run_id="r", round=1, space_version=1, probe=name, coverage_gap=gap, suggested_factor=name,
+                 suggested_values=[str(i) for i in range(len(buckets))],
+                 buckets=[ProbeBucket(bucket=str(i), count=n, failure_rate=f) for i, (n, f) in enumerate(buckets)])
+
+
+def test_coverage_gap_prefers_the_probe_whose_failures_rise_toward_the_empty_region(space):
+    from agents.reflector import failure_trend
+
+    rising = _probe("num_write", [(14, 4 / 14), (14, 0.5), (0, None), (1, 1.0), (0, None)])
+    flat = _probe("num_read", [(0, None), (3, 1 / 3), (4, 0.75), (9, 1 / 3), (13, 5 / 13)])
+    assert failure_trend(rising) > 0.2 and failure_trend(flat) < 0.0
+    fb = build_feedback(inputs(space, n=29), run_id="r", round=1, model_version="m")
+    # both are under-covered; only num_write's failures grow toward its uncovered buckets
+    for order in ([rising, flat], [flat, rising]):
+        reflection, nxt = EmbeddedReflector().reflect(space, fb, order, round=1)
+        assert [c.factor for c in nxt.diff if c.kind == "add_factor"] == ["num_write"]
+        assert "coverage-gap" in reflection.summary and "rho = 0.28" in reflection.new_proposals[0].evidence
+    # no gradient and no failing bucket: nothing is added
+    _, same = EmbeddedReflector().reflect(space, fb, [_probe("num_write", [(10, 0.3), (10, 0.3), (1, 0.0)])],
+                                          round=1)
+    assert same.version == space.version
