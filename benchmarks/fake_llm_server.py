@@ -144,6 +144,9 @@ class FakeLLMServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive: clients reuse connections
+            # headers and body go out as two writes; with Nagle on, the body waits for the
+            # client's delayed ACK of the headers (~40 ms a reply on Linux)
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # quiet
                 pass

@@ -25,6 +25,7 @@ def request_key(request: dict[str, Any]) -> str:
 class ResponseCache:
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
+        self._made: set[Path] = set()
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -37,7 +38,9 @@ class ResponseCache:
 
     def put(self, key: str, request: dict[str, Any], reply: dict[str, Any]) -> None:
         path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent not in self._made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._made.add(path.parent)
         tmp = path.parent / f".{key}.{uuid.uuid4().hex}.tmp"
         try:
             tmp.write_text(json.dumps({"key": key, "request": request, "reply": reply}, default=str))

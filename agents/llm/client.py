@@ -9,6 +9,7 @@ rerun, so a rerun replays the same rejections and makes no request at all.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import random
@@ -16,6 +17,7 @@ import re
 import threading
 import time
 import uuid
+import weakref
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from agents.llm.cache import ResponseCache, request_key
 from agents.llm.limits import limits_for
 from agents.llm.pricing import cost_usd
+from agents.llm.providers import json_schema
 from agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, ToolCallOut, Usage
 from storage.records import LLMCall
 
@@ -70,6 +73,12 @@ def retry_after_s(exc: BaseException) -> float | None:
 def _one_line(text: str, limit: int = 500) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@functools.lru_cache(maxsize=256)
+def schema_digest(schema: type[BaseModel]) -> str:
+    """The cache key's stand-in for a schema: the hash of its JSON schema (the same schema, the same key)."""
+    return request_key(json_schema(schema))
 
 
 # ---------------------------------------------------------------- reply interpretation
@@ -124,8 +133,28 @@ def interpret(reply: dict[str, Any], schema: type[BaseModel] | None, max_tokens:
 
 
 # ---------------------------------------------------------------- the client
+def _shut_down(loop: asyncio.AbstractEventLoop, thread: threading.Thread, provider) -> None:
+    if loop.is_closed():
+        return
+    if thread.is_alive():
+        try:
+            asyncio.run_coroutine_threadsafe(provider.sdk.aclose(), loop).result(timeout=5)
+        except Exception:  # closing is best effort: the process may be exiting
+            pass
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+    if not thread.is_alive():
+        loop.close()
+
+
 class LLMClient:
-    """One role's model. Thread-safe; its limits are shared with every client of the same model."""
+    """One role's model. Thread-safe; its limits are shared with every client of the same model.
+
+    Every call runs on the client's own I/O loop (a daemon thread started on
+    first use), whichever event loop or thread asks: the SDK's connection pool
+    belongs to one loop, and this way async callers, ``chat_sync`` callers and
+    worker threads all share that pool and the same limits.
+    """
 
     def __init__(self, role: str, provider, *, model: str, base_url: str | None = None, temperature: float | None,
                  max_tokens: int | None, max_concurrency: int = 8, rpm: int | None = None, tpm: int | None = None,
@@ -145,6 +174,7 @@ class LLMClient:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._finalizer: weakref.finalize | None = None
 
     def __repr__(self) -> str:  # never the key
         return f"LLMClient(role={self.role!r}, provider={self.provider!r}, model={self.model!r})"
@@ -153,10 +183,50 @@ class LLMClient:
     async def chat(self, messages: list[dict], *, schema: type[BaseModel] | None = None,
                    tools: list[dict] | None = None, role: str = "", temperature: float | None = None,
                    max_tokens: int | None = None, attempt: int = 0) -> ChatResult:
+        """One chat call. Runs on the client's I/O loop whatever loop awaits it (see the class doc)."""
+        kw = dict(schema=schema, tools=tools, role=role, temperature=temperature, max_tokens=max_tokens,
+                  attempt=attempt)
+        loop = self._io_loop()
+        if asyncio.get_running_loop() is loop:
+            return await self._chat(messages, **kw)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._chat(messages, **kw), loop))
+
+    def chat_sync(self, messages: list[dict], **kw: Any) -> ChatResult:
+        """Blocking ``chat`` for sync code and worker threads (any number of threads at once).
+
+        Inside a coroutine use ``await client.chat(...)`` instead: calling this
+        there blocks the caller's loop until the reply comes.
+        """
+        loop = self._io_loop()
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("chat_sync was called on the client's own I/O loop: await chat(...) there")
+        return asyncio.run_coroutine_threadsafe(self._chat(messages, **kw), loop).result()
+
+    def _io_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
+                                                name=f"evosyn-llm-{self.role or 'client'}")
+                self._thread.start()
+                # closes the SDK's connections when the client is collected or the process exits
+                self._finalizer = weakref.finalize(self, _shut_down, self._loop, self._thread, self._provider)
+            return self._loop
+
+    def close(self) -> None:
+        """Close the connections and stop the I/O loop; a later call starts them again."""
+        with self._lock:
+            finalizer, self._loop, self._thread, self._finalizer = self._finalizer, None, None, None
+        if finalizer is not None:
+            finalizer()
+
+    async def _chat(self, messages: list[dict], *, schema: type[BaseModel] | None = None,
+                    tools: list[dict] | None = None, role: str = "", temperature: float | None = None,
+                    max_tokens: int | None = None, attempt: int = 0) -> ChatResult:
         temperature = self.temperature if temperature is None else temperature
         max_tokens = self.max_tokens if max_tokens is None else max_tokens
         request = {"provider": self.provider, "model": self.model, "messages": messages,
-                   "schema": schema.model_json_schema() if schema else None,
+                   "schema": schema_digest(schema) if schema else None,
                    "schema_name": schema.__name__ if schema else None, "tools": tools or None,
                    "temperature": temperature, "max_tokens": max_tokens, "attempt": attempt}
         key = request_key(request)
@@ -170,8 +240,11 @@ class LLMClient:
             except LLMUnavailable as exc:
                 self._record(role, key, attempt, time.perf_counter() - t0, None, False, "error", str(exc))
                 raise
-            if self.cache:
-                self.cache.put(key, request, reply)
+            except LLMOutputError as exc:  # a reply that is not even JSON: never cached
+                self._record(role, key, attempt, time.perf_counter() - t0, None, False, "invalid", str(exc))
+                raise
+            if self.cache:  # file I/O off the loop: it is most of a cache write's time
+                await asyncio.get_running_loop().run_in_executor(None, self.cache.put, key, request, reply)
         latency = time.perf_counter() - t0
         cost = 0.0 if cache_hit else cost_usd(self.price, reply["input_tokens"], reply["output_tokens"])
         usage = Usage(input_tokens=reply["input_tokens"], output_tokens=reply["output_tokens"], latency_s=latency,
@@ -184,36 +257,6 @@ class LLMClient:
         self._record(role, key, attempt, latency, usage, cache_hit, "ok", "")
         return ChatResult(text=text, parsed=parsed, tool_calls=calls, usage=usage, cache_hit=cache_hit,
                           finish_reason=finish)
-
-    def chat_sync(self, messages: list[dict], **kw: Any) -> ChatResult:
-        """Blocking ``chat`` for sync code and worker threads.
-
-        The call runs on the client's own event-loop thread, so it works from any
-        thread. Inside a coroutine use ``await client.chat(...)`` instead: calling
-        this there would block that loop until the reply comes.
-        """
-        loop = self._background_loop()
-        if threading.current_thread() is self._thread:
-            raise RuntimeError("chat_sync was called on the client's own loop: await chat(...) there")
-        return asyncio.run_coroutine_threadsafe(self.chat(messages, **kw), loop).result()
-
-    def _background_loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
-                                                name=f"evosyn-llm-{self.role or 'client'}")
-                self._thread.start()
-            return self._loop
-
-    def close(self) -> None:
-        """Stop the background loop of ``chat_sync`` (if one was started)."""
-        with self._lock:
-            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
-        if loop is not None:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout=5)
-            loop.close()
 
     # ------------------------------------------------------------ transport
     async def _send(self, kwargs: dict[str, Any], messages: list[dict], max_tokens: int | None) -> dict[str, Any]:

@@ -56,7 +56,10 @@ class Slots:
                 if loop.is_closed():
                     continue
                 # the slot passes straight to the waiter, so `used` stays the same
-                loop.call_soon_threadsafe(_wake, fut)
+                if _running_loop() is loop:
+                    _wake(fut)  # same loop: no cross-thread wake-up (a syscall) needed
+                else:
+                    loop.call_soon_threadsafe(_wake, fut)
                 return
             self.used -= 1
 
@@ -66,6 +69,13 @@ class Slots:
 
     async def __aexit__(self, *exc) -> None:
         self.release()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _wake(fut: asyncio.Future) -> None:

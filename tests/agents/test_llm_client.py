@@ -120,6 +120,14 @@ def test_unusable_reply_raises_output_error_with_raw(provider, fault):
     assert c.calls[-1].status == "invalid" and c.calls[-1].error == str(info.value)
 
 
+def test_a_reply_that_is_not_json_is_an_output_error():
+    with FakeLLMServer(lambda r: Reply(body="<html>bad gateway</html>")) as server:  # a JSON string, no object
+        c = client(server, "openai")
+        with pytest.raises(LLMOutputError, match="not a JSON object") as info:
+            c.chat_sync(MSGS, schema=Plan)
+    assert "bad gateway" in info.value.raw and c.calls[-1].status == "invalid"
+
+
 # ---------------------------------------------------------------- transient errors
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_429_with_retry_after_and_500_are_retried(provider):

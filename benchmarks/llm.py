@@ -1,0 +1,169 @@
+"""`evosyn bench llm`: the LLM client's throughput against a local server with a fixed latency.
+
+1,000 Planner-shaped structured calls at concurrency 64 against a server that
+answers each after 200 ms should take close to the ideal calls x latency /
+concurrency (3.1 s); the same calls again, from a fresh client over the warm
+cache, must make zero HTTP requests. The server runs in its own process (its
+own CPU and GIL), so the figure measures the client, not the fake.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+# ---------------------------------------------------------------- a Planner-shaped output (mirrors a Blueprint)
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Selection(_Strict):
+    dimension: str
+    values: list[str]
+
+
+class Controls(_Strict):
+    num_write: str
+    num_turns: str
+    requires_confirmation: bool
+
+
+class PlannedBlueprint(_Strict):
+    plan_id: str
+    generation_intent: str
+    selected_dimensions: list[Selection]
+    success_focus: list[str]
+    diversity_notes: list[str]
+    expected_difficulty_controls: Controls
+
+
+def planner_reply(request) -> dict[str, Any]:
+    """The fake server's answer: a valid blueprint echoing which plan was asked for."""
+    from benchmarks.fake_llm_server import answer
+
+    asked = request.body["messages"][-1]["content"]
+    text = asked if isinstance(asked, str) else json.dumps(asked)
+    return answer(request, {
+        "plan_id": text.rsplit(" ", 1)[-1], "generation_intent": "change the flight of a gold member",
+        "selected_dimensions": [{"dimension": "intent", "values": ["update_reservation_flights"]},
+                                {"dimension": "num_write", "values": ["2"]}],
+        "success_focus": ["the new flight is booked", "the fare difference is charged"],
+        "diversity_notes": ["a one-way trip"],
+        "expected_difficulty_controls": {"num_write": "2", "num_turns": "6-10", "requires_confirmation": True}})
+
+
+def planner_messages(i: int) -> list[dict[str, str]]:
+    return [{"role": "system", "content": "You are the Planner. Turn a direction into one blueprint. "
+                                          "Use only keys of the current synthesis space."},
+            {"role": "user", "content": f"Direction: flight changes with payment. Write blueprint plan-{i}"}]
+
+
+# ---------------------------------------------------------------- the fake server, in its own process
+class _ServerProcess:
+    def __init__(self, latency_s: float):
+        root = str(Path(__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.fake_llm_server", "--latency", str(latency_s),
+             "--responder", "benchmarks.llm:planner_reply"], stdout=subprocess.PIPE, env=env, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("PORT "):
+            self.proc.kill()
+            raise RuntimeError(f"the fake LLM server did not start (said {line!r})")
+        self.port = int(line.split()[1])
+
+    def requests(self) -> int:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as resp:
+            return json.loads(resp.read())["requests"]
+
+    def stats(self) -> dict[str, int]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def cpu_s(self) -> float:
+        """CPU seconds the server process has used (Linux /proc; 0 elsewhere)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "openai_compatible": "Qwen/Qwen3-8B"}
+
+
+async def _pass(client, calls: int) -> tuple[float, float, list]:
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    results = await asyncio.gather(*[client.chat(planner_messages(i), schema=PlannedBlueprint)
+                                     for i in range(calls)])
+    return time.perf_counter() - t0, time.process_time() - cpu0, results
+
+
+def run(calls: int = 1000, concurrency: int = 64, latency_s: float = 0.2,
+        provider: str = "openai_compatible") -> dict[str, Any]:
+    from agents.llm import make_client
+    from storage.config import RoleConfig
+
+    os.environ.setdefault("EVOSYN_BENCH_FAKE_KEY", "sk-bench-not-a-real-key")
+    server = _ServerProcess(latency_s)
+    try:
+        base = f"http://127.0.0.1:{server.port}" + ("" if provider == "anthropic" else "/v1")
+        cfg = RoleConfig(backend="llm", provider=provider, model=MODELS[provider], base_url=base,
+                         api_key_env="EVOSYN_BENCH_FAKE_KEY", max_concurrency=concurrency, max_tokens=1024)
+        with tempfile.TemporaryDirectory(prefix="evosyn-bench-llm-") as cache_dir:
+            cold_client = make_client("planner", cfg, cache_dir=Path(cache_dir))
+            warm_client = make_client("planner", cfg, cache_dir=Path(cache_dir))  # a rerun: a new client
+
+            async def both():
+                # one call first, outside the timing: SDK client and connection set-up
+                await cold_client.chat(planner_messages(-1), schema=PlannedBlueprint)
+                before, server_cpu0 = server.requests(), server.cpu_s()
+                cold_s, cold_cpu, cold = await _pass(cold_client, calls)
+                after_cold, server_cpu = server.requests(), server.cpu_s() - server_cpu0
+                warm_s, _, warm = await _pass(warm_client, calls)
+                return before, cold_s, cold_cpu, server_cpu, cold, after_cold, warm_s, warm
+
+            before, cold_s, cold_cpu, server_cpu, cold, after_cold, warm_s, warm = asyncio.run(both())
+            cold_client.close()
+            warm_client.close()
+            after_warm = server.requests()
+            peak = server.stats()["max_in_flight"]
+    finally:
+        server.close()
+    ideal_s = calls * latency_s / concurrency
+    valid = sum(isinstance(r.parsed, PlannedBlueprint) and r.parsed.plan_id == f"plan-{i}"
+                for i, r in enumerate(cold))
+    return {"provider": provider, "calls": calls, "concurrency": concurrency, "latency_s": latency_s,
+            "ideal_s": ideal_s, "cold_s": cold_s, "cold_calls_per_s": calls / cold_s,
+            "efficiency": ideal_s / cold_s, "cold_http_requests": after_cold - before, "valid_outputs": valid,
+            "server_max_in_flight": peak, "client_cpu_ms_per_call": cold_cpu / calls * 1000,
+            "server_cpu_ms_per_call": server_cpu / calls * 1000, "load_average": os.getloadavg(), "warm_s": warm_s, "warm_http_requests": after_warm - after_cold,
+            "warm_cache_hits": sum(r.cache_hit for r in warm),
+            "warm_identical": all(a.parsed == b.parsed for a, b in zip(cold, warm)),
+            "passed": ideal_s / cold_s >= 0.9 and after_warm == after_cold and valid == calls}
+
+
+def rows(result: dict[str, Any]) -> list[list[str]]:
+    n = result["calls"]
+    return [["cold cache", f"{result['cold_s']:.2f} s", f"{result['cold_calls_per_s']:.0f}/s",
+             f"{result['efficiency']:.1%}", result["cold_http_requests"], f"{result['valid_outputs']}/{n} valid"],
+            ["warm cache (rerun)", f"{result['warm_s']:.2f} s", f"{n / result['warm_s']:.0f}/s", "",
+             result["warm_http_requests"], f"{result['warm_cache_hits']}/{n} cache hits"],
+            ["ideal", f"{result['ideal_s']:.2f} s", f"{n / result['ideal_s']:.0f}/s", "100%", n, ""]]
