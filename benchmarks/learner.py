@@ -1,6 +1,7 @@
 """Learning curve of the embedded learner on the fixed test set (default-prior cold-start data)."""
 from __future__ import annotations
 
+import random
 import time
 from typing import Any
 
@@ -60,6 +61,7 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
                            steering=NewFactor(factor="num_write"))
     synthesize_all(space, pool.blueprints, domain, pool)
     kept = [(c.final, c.verdicts[-1].observed.get("num_write", ["0"])[0]) for c in pool.candidates if c.kept]
+    random.Random(seed).shuffle(kept)  # the pool comes ordered by direction, i.e. by write count
     multi = {t.trajectory_id for t, nw in kept if nw not in ("0", "1")}
     arms = {"without multi-write": [t for t, nw in kept if nw in ("0", "1")][:size],
             "with multi-write": [t for t, _ in kept][:size]}

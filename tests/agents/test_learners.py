@@ -98,3 +98,33 @@ def test_sharegpt_export_alternates_and_openai_keeps_tool_calls(kept):
     broken = ex.model_copy(update={"messages": [m for m in ex.messages if m.role != "tool"]})
     with pytest.raises(ExportError, match="function_call followed by function_call|followed by"):
         sharegpt(broken)
+
+
+@pytest.mark.slow
+def test_skill_on_multi_write_tasks_comes_from_multi_write_training_data(space):
+    """Same-size training sets, with and without tasks of two or more writes; scored on 3+ write tasks."""
+    import random
+
+    from agents.designer import NewFactor
+    from storage.records import Factor
+    from tasks.datasets import BUCKETS
+
+    space = space.model_copy(update={"version": 2, "factors": space.factors + [
+        Factor(key="num_write", values=BUCKETS, status="experimental", observable=True, added_in=2)]})
+    pool = design_and_plan(space, 1000, run_id="t", round=0, seed=5, steering=NewFactor(factor="num_write"))
+    kept = [(c.final, c.task, c.verdicts[-1].observed["num_write"][0])
+            for c in synthesize_all(space, pool.blueprints, "airline", pool).kept]
+    random.Random(0).shuffle(kept)
+    heavy = [(task, obs) for _, task, obs in kept[:100] if obs in ("3-4", "5+")]
+    train = kept[100:]
+    single = [t for t, _, nw in train if nw in ("0", "1")][:340]
+    mixed = [t for t, _, _ in train][:340]
+    assert len(heavy) >= 15 and len(single) == len(mixed) == 340
+    cases = [TaskCase(task, {"num_write": [obs]}) for task, obs in heavy]
+    dom = get_domain("airline")
+    wins = {}
+    for name, data in (("single", single), ("mixed", mixed)):
+        evals, _ = evaluate(fit_embedded(data), cases, dom, run_id="t", round=1, task_set="test", model_version=name)
+        wins[name] = sum(e.success for e in evals)
+    # trained on one write at most, it closes after the first write; with multi-write data it carries on
+    assert wins["single"] == 0 and wins["mixed"] >= 4, wins
