@@ -93,6 +93,18 @@ def test_llm_run_logs_every_call_reports_cost_and_never_stores_the_key(tmp_path,
     for r in (res, rep):
         assert KEY not in r.stdout + r.stderr
 
+    # (b) through the real Prefect round: 30% faulty replies (429 / 500 / malformed), same kept samples
+    server.faulty.arm(True)
+    faulty = tmp_path / "faulty" / "home"
+    faulty.parent.mkdir()
+    before = server.count
+    res = cli(faulty, "run", "--backend", "llm", "--config", str(cfg))
+    server.faulty.arm(False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert server.count > before + len(rows)  # the faults cost extra requests ...
+    assert kept(faulty) == n_clean  # ... and nothing else
+    assert KEY not in res.stdout + res.stderr
+
 
 @pytest.mark.parametrize("model,key,field", [("gpt-4o-mini", None, "OPENAI_API_KEY"),
                                              ("gpt-17-ultra", KEY, "roles.designer.model")])
