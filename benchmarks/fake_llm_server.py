@@ -235,6 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before every reply")
     ap.add_argument("--responder", required=True, help="module:function answering each request")
     args = ap.parse_args(argv)
+    sys.setswitchinterval(0.0005)  # many handler threads wake at once; let each reply go out promptly
     server = FakeLLMServer(_load(args.responder), args.latency, keep_requests=False)
     print(f"PORT {server.port}", flush=True)
     try:
