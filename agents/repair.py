@@ -9,10 +9,11 @@ candidate is rejected with the verifier's reason.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.generator import ActionOut
 from agents.teacher import EmbeddedTeacher, trajectory_id
 from envs.base import Domain
 from envs.gold import confirmation_request
@@ -76,17 +77,11 @@ class EmbeddedRepair:
 
 
 # ------------------------------------------------------------------ LLM-backed Repair
-class RepairCall(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-
 class RepairMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     role: Literal["user", "assistant"]
     content: str = ""
-    tool_calls: list[RepairCall] = Field(default_factory=list)
+    tool_calls: list[ActionOut] = Field(default_factory=list)
 
 
 class RepairOut(BaseModel):

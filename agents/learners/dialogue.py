@@ -21,19 +21,29 @@ WRITE_PREFIXES = ("book", "cancel", "update", "send", "modify", "return", "excha
 SPLIT = re.compile(r";|\bthen\b|\.\s", re.I)
 NAME = re.compile(r"\b([A-Z][a-z]+) ([A-Z][a-z]+)\b")
 ALPHA = re.compile(r"[a-z]+")
-IDS = {
-    "flight_number": re.compile(r"\bHAT\d{3}\b"),
-    "reservation_id": re.compile(r"\b(?!HAT\d{3}\b)[A-Z0-9]{6}\b"),
-    "airport": re.compile(r"\b[A-Z]{3}\b"),
-    "date": re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
+PATTERNS = {  # the values an agent can pick out of what the user says
+    "user_id": re.compile(r"\b[a-z]+_[a-z]+_\d{3,5}\b"),
     "payment_id": re.compile(r"\b(?:credit_card|gift_card|certificate)_\d+\b"),
+    "reservation_id": re.compile(r"\b[A-Z0-9]{6}\b"),
+    "flight_number": re.compile(r"\bHAT\d{3}\b"),
+    "date": re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
+    "airport": re.compile(r"\b[A-Z]{3}\b"),
+    "cabin": re.compile(r"\b(basic economy|economy|business)\b", re.I),
+    "number": re.compile(r"(?<![\w.-])\d{1,5}(?![\w-])"),
 }
+IDS = {k: PATTERNS[k] for k in ("flight_number", "airport", "date", "payment_id")}
+IDS["reservation_id"] = re.compile(r"\b(?!HAT\d{3}\b)[A-Z0-9]{6}\b")  # six characters, but not a flight
 STOP = {"i", "would", "like", "to", "first", "the", "of", "a", "an", "on", "with", "for", "my", "is", "and", "me",
         "please", "this", "that", "it", "be", "in", "at", "hat", "pay", "card", "credit", "gift"}
 
 
 def is_write(name: str) -> bool:
     return name.startswith(WRITE_PREFIXES)
+
+
+def written_values(history: list[Message]) -> set[str]:
+    """Every argument value of the writes made so far."""
+    return {str(v) for m in history for c in m.tool_calls if is_write(c.name) for v in flat(c.arguments)}
 
 
 def flat(obj: Any) -> list[Any]:

@@ -25,8 +25,6 @@ from agents.learners.features import (Candidate, Scene, candidate_features, cand
 from envs.gold import confirmation_request
 from storage.records import Message, ToolCall, Trajectory
 
-WRITE_WORDS = ("book", "cancel", "update", "send", "modify", "return", "exchange")
-
 
 def fingerprint(trajectories: list[Trajectory]) -> str:
     return hashlib.sha256("\n".join(sorted(t.trajectory_id for t in trajectories)).encode()).hexdigest()[:16]
@@ -62,8 +60,6 @@ def _norm(text: str) -> str:
     return " " + " ".join(text.lower().replace(",", "").replace(";", " ").rstrip(".").split()) + " "
 
 
-def _is_write(name: str) -> bool:
-    return name.startswith(WRITE_WORDS)
 
 
 class EmbeddedLearner:

@@ -12,20 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agents.learners.dialogue import Dialogue, composites, observations, reservation_for, track
+from agents.learners.dialogue import (PATTERNS, Dialogue, composites, flat, observations, reservation_for, track,
+                                      written_values)
 from storage.records import Message
 
 WORD = re.compile(r"[a-z0-9_\-]+")
-PATTERNS = {
-    "user_id": re.compile(r"\b[a-z]+_[a-z]+_\d{3,5}\b"),
-    "payment_id": re.compile(r"\b(?:credit_card|gift_card|certificate)_\d+\b"),
-    "reservation_id": re.compile(r"\b[A-Z0-9]{6}\b"),
-    "flight_number": re.compile(r"\bHAT\d{3}\b"),
-    "date": re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
-    "airport": re.compile(r"\b[A-Z]{3}\b"),
-    "cabin": re.compile(r"\b(basic economy|economy|business)\b", re.I),
-    "number": re.compile(r"(?<![\w.-])\d{1,5}(?![\w-])"),
-}
 
 
 def label_of(msg: Message) -> str:
@@ -43,7 +34,6 @@ def label_of(msg: Message) -> str:
     return "say:close"
 
 
-WRITE_PREFIXES = ("book", "cancel", "update", "send", "modify", "return", "exchange")
 MENTION_KINDS = ("flight_number", "reservation_id", "payment_id", "user_id", "date", "airport")
 
 
@@ -64,15 +54,7 @@ def mentions(history: list[Message]) -> list[tuple[str, str, str]]:
 
 
 def used_values(history: list[Message]) -> set[str]:
-    return {str(v) for m in history for c in m.tool_calls for v in _flat(c.arguments)}
-
-
-def _flat(obj: Any) -> list[Any]:
-    if isinstance(obj, dict):
-        return [x for v in obj.values() for x in _flat(v)]
-    if isinstance(obj, list):
-        return [x for v in obj for x in _flat(v)]
-    return [obj]
+    return {str(v) for m in history for c in m.tool_calls for v in flat(c.arguments)}
 
 
 def dialogue_tokens(history: list[Message], dlg: Dialogue) -> list[str]:
@@ -117,8 +99,7 @@ def state_tokens(history: list[Message], dlg: Dialogue | None = None) -> str:
     else:
         toks.append("next_none")
     # the earliest request the agent has not acted on with a write yet, and the words that ask for it
-    written = {str(v) for m in history for c in m.tool_calls if c.name.startswith(WRITE_PREFIXES)
-               for v in _flat(c.arguments)}
+    written = written_values(history)
     todo = [(k, b) for k, v, b in mentions(history) if v not in written and k in ("flight_number", "reservation_id")]
     if todo:
         toks += [f"nextw_{todo[0][0]}"] + [f"nextw_{w}" for w in todo[0][1].split()]
@@ -227,8 +208,7 @@ def candidates(history: list[Message], dlg: Dialogue | None = None) -> list[Cand
         if value not in order.setdefault(kind, []):
             order[kind].append(value)
     used = used_values(history)
-    written = {str(v) for m in history for c in m.tool_calls if c.name.startswith(WRITE_PREFIXES)
-               for v in _flat(c.arguments)}
+    written = written_values(history)
     for c in out:
         if c.source == "user" and c.key in order and str(c.value) in order[c.key]:
             c.rank = order[c.key].index(str(c.value))
