@@ -16,7 +16,7 @@ from importlib import resources
 from string import Template
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:  # the client is imported lazily: agents.llm pulls in the provider SDKs
     from agents.llm import LLMClient
@@ -83,7 +83,7 @@ def ask(client: "LLMClient", messages: list[dict], *, schema: type[BaseModel], v
             raw = res.text
             try:
                 return Answer(validate(res.parsed), res.parsed, raw, attempt + 1)
-            except Invalid as exc:
+            except (Invalid, ValidationError, KeyError, TypeError) as exc:  # whatever the output broke
                 problem = one_line(str(exc))
         # only the latest failure is echoed, so a re-ask stays as short as the first question
         convo = [*messages, {"role": "assistant", "content": raw[:ECHO_LIMIT] or "(empty reply)"},

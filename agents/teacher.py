@@ -170,8 +170,9 @@ class LLMTeacher:
             if res.tool_calls:
                 calls = [ToolCall(id=c.id or f"call_{steps}_{i}", name=c.name, arguments=dict(c.arguments or {}))
                          for i, c in enumerate(res.tool_calls)]
-                msgs.append(Message(role="assistant", content=res.text or None, tool_calls=calls))
-                for c in calls:
+                for i, c in enumerate(calls):  # a model that still sends several gets one turn per call
+                    msgs.append(Message(role="assistant", content=(res.text or None) if i == 0 else None,
+                                        tool_calls=[c]))
                     obs = episode.step(c.name, c.arguments)
                     msgs.append(Message(role="tool", content=obs.content, tool_call_id=c.id, error=obs.error))
                 continue

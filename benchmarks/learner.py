@@ -63,8 +63,9 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
     kept = [(c.final, c.verdicts[-1].observed.get("num_write", ["0"])[0]) for c in pool.candidates if c.kept]
     random.Random(seed).shuffle(kept)  # the pool comes ordered by direction, i.e. by write count
     multi = {t.trajectory_id for t, nw in kept if nw not in ("0", "1")}
-    arms = {"without multi-write": [t for t, nw in kept if nw in ("0", "1")][:size],
-            "with multi-write": [t for t, _ in kept][:size]}
+    single = [t for t, nw in kept if nw in ("0", "1")]
+    size = min(size, len(single))  # both arms the same size, so only their make-up differs
+    arms = {"without multi-write": single[:size], "with multi-write": [t for t, _ in kept][:size]}
     out = []
     for name, trajectories in arms.items():
         learner = fit_embedded(trajectories, domain, seed)

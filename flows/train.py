@@ -62,7 +62,7 @@ def train_via_deployment(ctx: stages.Ctx, deployment: str, timeout: float | None
 
     flow_run = run_deployment(deployment, timeout=timeout, poll_interval=2, parameters={
         "root": str(ctx.store.root.resolve()), "run_id": ctx.run_id, "round": ctx.round, "seed": ctx.seed,
-        "domain": ctx.domain})
+        "domain": ctx.domain, "learner": "embedded"})
     if flow_run.state is None or not flow_run.state.is_completed():
         state = flow_run.state.name if flow_run.state else "unknown"
         raise RuntimeError(f"training deployment {deployment} ended {state} (flow run {flow_run.name})")

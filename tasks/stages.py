@@ -48,7 +48,7 @@ class Ctx:
 def _map(fn: Callable, items: list, roles: Roles, role: str) -> list:
     """``fn`` over items in order; LLM-backed roles run up to their ``max_concurrency`` calls at once."""
     client = roles.clients.get(role)
-    workers = getattr(getattr(client, "cfg", None), "max_concurrency", 8) if client is not None else 1
+    workers = client.limits.slots.limit if client is not None else 1
     if workers <= 1 or len(items) <= 1:
         return [fn(x) for x in items]
     with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:

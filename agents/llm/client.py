@@ -225,8 +225,8 @@ class LLMClient:
                     max_tokens: int | None = None, attempt: int = 0) -> ChatResult:
         temperature = self.temperature if temperature is None else temperature
         max_tokens = self.max_tokens if max_tokens is None else max_tokens
-        request = {"provider": self.provider, "model": self.model, "messages": messages,
-                   "schema": schema_digest(schema) if schema else None,
+        request = {"provider": self.provider, "base_url": self.base_url or "", "model": self.model,
+                   "messages": messages, "schema": schema_digest(schema) if schema else None,
                    "schema_name": schema.__name__ if schema else None, "tools": tools or None,
                    "temperature": temperature, "max_tokens": max_tokens, "attempt": attempt}
         key = request_key(request)

@@ -115,8 +115,9 @@ class OpenAIProvider:
         if max_tokens is not None:
             # OpenAI's current name; vLLM and llamafactory-cli api know the older one
             kwargs["max_completion_tokens" if self.name == "openai" else "max_tokens"] = max_tokens
-        if tools:
+        if tools:  # one call per turn: the SFT formats and the learners expect single calls
             kwargs["tools"] = tools
+            kwargs["parallel_tool_calls"] = False
         if schema is not None:
             body, strict = strict_json_schema(schema)
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {
@@ -244,7 +245,8 @@ class AnthropicProvider:
             all_tools.append({"name": name, "description": f"Return the answer as a {name} object.",
                               "input_schema": json_schema(schema)})
             # with other tools on offer the model may call them instead; alone, the answer tool is forced
-            kwargs["tool_choice"] = {"type": "tool", "name": name} if not tools else {"type": "any"}
+            kwargs["tool_choice"] = ({"type": "tool", "name": name} if not tools
+                                     else {"type": "any", "disable_parallel_tool_use": True})
         if all_tools:
             kwargs["tools"] = all_tools
         return kwargs

@@ -279,3 +279,26 @@ def test_repair_revises_and_rejects_invented_user_turns(space, env, dom, script,
     client = serve(Script(default=lambda r: answer(r, invented)), "repair")
     assert LLMRepair(dom, EmbeddedTeacher(dom), client, env, retries=1).repair(task, broken, verdict) is None
     assert "kept as they were" in verdict.repair_reason
+
+
+def test_stages_run_a_role_at_its_configured_concurrency(monkeypatch, tmp_path):
+    """The round maps items over a role with as many calls in flight as its ``max_concurrency``."""
+    from types import SimpleNamespace
+
+    from agents.llm import make_client
+    from agents.llm.limits import reset_limits
+    from tasks.stages import _map
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-unit")
+    reset_limits()
+    with FakeLLMServer(lambda request: answer(request, "ok"), latency_s=0.2) as server:
+        for limit in (3, 12):  # 12: more than a fixed pool of 8 threads would ever send
+            cfg = RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini", base_url=server.base_url,
+                             max_concurrency=limit)
+            client = make_client("planner", cfg, cache_dir=tmp_path / f"c{limit}")
+            server.max_in_flight = 0
+            texts = _map(lambda i: client.chat_sync([{"role": "user", "content": f"item {limit}/{i}"}]).text,
+                         list(range(24)), SimpleNamespace(clients={"planner": client}), "planner")
+            client.close()
+            reset_limits()
+            assert texts == ["ok"] * 24 and server.max_in_flight == limit
