@@ -48,15 +48,12 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
     from agents.learners.harness import evaluate, success_by_slice
     from envs.ontology import load_initial_space
     from envs.registry import get_domain
-    from storage.records import Factor
-    from tasks.datasets import BUCKETS, test_cases
+    from tasks.datasets import test_cases, with_count_factors
     from tasks.learn import fit_embedded
     from tasks.synth import design_and_plan, synthesize_all
 
     cases = test_cases(store, domain, n=test_size)
-    space = load_initial_space(domain, run_id="bench-ablation")
-    space = space.model_copy(update={"version": 2, "factors": space.factors + [
-        Factor(key="num_write", values=BUCKETS, status="experimental", observable=True, added_in=2)]})
+    space = with_count_factors(load_initial_space(domain, run_id="bench-ablation"), ("num_write",))
     pool = design_and_plan(space, int(size * 3.2), run_id="bench-ablation", round=0, seed=seed,
                            steering=NewFactor(factor="num_write"))
     synthesize_all(space, pool.blueprints, domain, pool)

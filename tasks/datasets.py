@@ -8,7 +8,7 @@ from agents.designer import NewFactor
 from agents.learners.harness import TaskCase
 from envs.ontology import load_initial_space
 from envs.registry import get_domain
-from storage.records import Factor, SFTExample, SynthTask, Trajectory, Verdict
+from storage.records import Factor, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.store import Store
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
@@ -57,6 +57,13 @@ def diagnostic_cases(store: Store, run_id: str, round: int) -> list[TaskCase]:
     return cases_for(store, run_id, {e.task_id for e in examples_upto(store, run_id, round, "diagnostic")})
 
 
+def with_count_factors(space: SynthesisSpace, keys: tuple[str, ...] = ("num_write", "num_read")) -> SynthesisSpace:
+    """The space plus write / read counts as experimental factors (bucketed), as a Reflector would add them."""
+    return space.model_copy(update={"version": space.version + 1, "factors": space.factors + [
+        Factor(key=k, values=BUCKETS, status="experimental", observable=True, added_in=space.version + 1)
+        for k in keys]})
+
+
 def test_set_run_id(domain: str, seed: int = TEST_SEED, n: int = 200) -> str:
     return f"testset-{domain}-s{seed}-n{n}"
 
@@ -70,10 +77,7 @@ def test_cases(store: Store, domain: str = "airline", n: int = 200, seed: int = 
 
     run_id = test_set_run_id(domain, seed, n)
     if not store.files("tasks", run_id=run_id):
-        space = load_initial_space(domain, run_id=run_id)
-        space = space.model_copy(update={"version": 2, "factors": space.factors + [
-            Factor(key=k, values=BUCKETS, status="experimental", observable=True, added_in=2)
-            for k in ("num_write", "num_read")]})
+        space = with_count_factors(load_initial_space(domain, run_id=run_id))
         result = design_and_plan(space, n, run_id=run_id, round=0, seed=seed, steering=NewFactor(factor="num_write"))
         synthesize_all(space, result.blueprints, domain, result)
         for c in result.candidates:

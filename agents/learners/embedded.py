@@ -19,7 +19,6 @@ import numpy as np
 from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
-from agents.learners.dialogue import track
 from agents.learners.features import (Candidate, Scene, candidate_features, candidates, label_of, schema_candidates,
                                       state_tokens)
 from envs.gold import confirmation_request
@@ -90,9 +89,9 @@ class EmbeddedLearner:
                 if m.role != "assistant":
                     continue
                 history = msgs[:i]
-                dlg = track(history)
+                scene = Scene.of(history)  # one per decision: the state, the arguments and the report share it
                 label = label_of(m)
-                states.append(state_tokens(history, dlg))
+                states.append(state_tokens(history, scene))
                 actions.append(label)
                 if label == "say:confirm":
                     nxt = next((x for x in msgs[i + 1:] if x.tool_calls), None)
@@ -100,10 +99,10 @@ class EmbeddedLearner:
                         write_states.append(states[-1])
                         writes.append(nxt.tool_calls[0].name)
                 if m.tool_calls:
-                    self._arg_samples(m.tool_calls[0], history, dlg, arg_feats, arg_labels)
+                    self._arg_samples(m.tool_calls[0], history, scene, arg_feats, arg_labels)
                 elif label == "say:close":
                     said = _norm(m.content or "")
-                    for c, feats in self._report_candidates(history, dlg):
+                    for c, feats in self._report_candidates(history, scene):
                         report_feats.append(feats)
                         report_labels.append(int(_norm(_render(c.value)) in said))
         self.action, self.constant_action = self._classifier(states, actions, self.state_vec)
@@ -118,11 +117,10 @@ class EmbeddedLearner:
         clf = SGDClassifier(loss="log_loss", alpha=1e-6, max_iter=15, tol=None, random_state=self.seed)
         return clf.fit(self.arg_vec.transform(feats), labels)
 
-    def _report_candidates(self, history: list[Message], dlg) -> list[tuple[Candidate, list[str]]]:
+    def _report_candidates(self, history: list[Message], scene: Scene) -> list[tuple[Candidate, list[str]]]:
         """Scalar values from observations (and what was derived from them) that a closing could report."""
-        scene = Scene.of(history, dlg)
         out = []
-        for c in candidates(history, dlg):
+        for c in candidates(history, scene.dlg):
             if c.source in ("obs", "derived") and isinstance(c.value, (str, int, float)) and not isinstance(
                     c.value, bool) and len(_render(c.value)) <= 24:
                 out.append((c, candidate_features("report", "info", c, set(), scene)))
@@ -151,9 +149,8 @@ class EmbeddedLearner:
                     return defs[ref.split("/")[-1]]
         return schema
 
-    def _arg_samples(self, call: ToolCall, history, dlg, feats, labels) -> None:
-        context = candidates(history, dlg)
-        scene = Scene.of(history, dlg)
+    def _arg_samples(self, call: ToolCall, history, scene: Scene, feats, labels) -> None:
+        context = candidates(history, scene.dlg)
         used = self._used(history)
         for arg, gold in call.arguments.items():
             target = json.dumps(gold, sort_keys=True)
@@ -180,13 +177,12 @@ class EmbeddedLearner:
             return constant
         return str(clf.predict(self.state_vec.transform([state]))[0])
 
-    def _choose_args(self, tool: str, history: list[Message]) -> dict[str, Any]:
+    def _choose_args(self, tool: str, history: list[Message], scene: Scene) -> dict[str, Any]:
         schema = self.tools.get(tool, {}).get("parameters", {})
         required = schema.get("required", list(schema.get("properties", {})))
         if self.argument is None:
             return {}
-        dlg = track(history)
-        context, scene = candidates(history, dlg), Scene.of(history, dlg)
+        context = candidates(history, scene.dlg)
         used = self._used(history)
         args = {}
         for arg in required:
@@ -201,7 +197,8 @@ class EmbeddedLearner:
     def act(self, messages: list[Message]) -> Message:
         if self.action is None and self.constant_action is None:  # untrained: it can only hang up
             return Message(role="assistant", content="Goodbye.")
-        state = state_tokens(messages, track(messages))
+        scene = Scene.of(messages)
+        state = state_tokens(messages, scene)
         label = self._predict(self.action, self.constant_action, state) or "say:close"
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)
         if self._pending is not None and last_user is not None and messages and messages[-1] is last_user:
@@ -216,7 +213,7 @@ class EmbeddedLearner:
         if label == "say:confirm":
             tool = self._predict(self.write, self.constant_write, state)
             if tool:
-                self._pending = ToolCall(id="pending", name=tool, arguments=self._choose_args(tool, messages))
+                self._pending = ToolCall(id="pending", name=tool, arguments=self._choose_args(tool, messages, scene))
                 return Message(role="assistant", content=confirmation_request(tool, self._pending.arguments))
             label = "say:close"
         if label.startswith("tool:"):
@@ -224,19 +221,19 @@ class EmbeddedLearner:
             if self._pending is not None and self._pending.name == name:
                 args, self._pending = self._pending.arguments, None
             else:
-                args = self._choose_args(name, messages)
+                args = self._choose_args(name, messages, scene)
             n = sum(1 for m in messages if m.tool_calls)
             return Message(role="assistant", tool_calls=[ToolCall(id=f"lc_{n}", name=name, arguments=args)])
         if label == "say:refuse":
             return Message(role="assistant", content="I'm sorry, but I cannot do that under our policy.")
         if label == "say:ack":
             return Message(role="assistant", content="That is done. Is there anything else I can help you with?")
-        return Message(role="assistant", content="Everything you asked for is taken care of." + self._records(messages))
+        return Message(role="assistant", content="Everything you asked for is taken care of." + self._records(messages, scene))
 
-    def _records(self, messages: list[Message]) -> str:
+    def _records(self, messages: list[Message], scene: Scene) -> str:
         if self.report is None:
             return ""
-        cands = self._report_candidates(messages, track(messages))
+        cands = self._report_candidates(messages, scene)
         if not cands:
             return ""
         scores = self.report.predict_proba(self.arg_vec.transform([f for _, f in cands]))[:, 1]

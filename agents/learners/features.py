@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agents.learners.dialogue import (PATTERNS, Dialogue, composites, flat, observations, reservation_for, track,
-                                      written_values)
+from agents.learners.dialogue import (PATTERNS, Dialogue, composites, flat, mention_clause, observations,
+                                      reservation_for, track, written_values)
 from storage.records import Message
 
 WORD = re.compile(r"[a-z0-9_\-]+")
@@ -88,8 +88,9 @@ def context_values(history: list[Message], dlg: Dialogue) -> dict[str, str]:
     return out
 
 
-def state_tokens(history: list[Message], dlg: Dialogue | None = None) -> str:
-    dlg = dlg or track(history)
+def state_tokens(history: list[Message], scene: "Scene | None" = None) -> str:
+    scene = scene or Scene.of(history)
+    dlg = scene.dlg
     toks: list[str] = dialogue_tokens(history, dlg)
     used = used_values(history)
     pending = [(k, v, b) for k, v, b in mentions(history) if v not in used and k in ("flight_number", "reservation_id")]
@@ -121,7 +122,7 @@ def state_tokens(history: list[Message], dlg: Dialogue | None = None) -> str:
         w in lab for w in ("book", "cancel", "update", "send", "modify", "return", "exchange")))
     toks.append(f"writes_{min(writes, 6)}")
     toks.append(f"steps_{min(len(labels), 30) // 3}")
-    toks += [f"ctx_{k}={v}" for k, v in context_values(history, dlg).items()]
+    toks += [f"ctx_{k}={v}" for k, v in scene.context.items()]
     if any(PATTERNS["user_id"].search((m.content or "")) for m in users):
         toks.append("knows_user_id")
     return " ".join(toks)
@@ -178,8 +179,6 @@ def _walk(obj: Any, key: str = "") -> list[tuple[str, Any]]:
 
 
 def candidates(history: list[Message], dlg: Dialogue | None = None) -> list[Candidate]:
-    from agents.learners.dialogue import mention_clause
-
     dlg = dlg or track(history)
     out: list[Candidate] = []
     last_user = max((i for i, m in enumerate(history) if m.role == "user"), default=-1)

@@ -106,11 +106,9 @@ def test_skill_on_multi_write_tasks_comes_from_multi_write_training_data(space):
     import random
 
     from agents.designer import NewFactor
-    from storage.records import Factor
-    from tasks.datasets import BUCKETS
+    from tasks.datasets import with_count_factors
 
-    space = space.model_copy(update={"version": 2, "factors": space.factors + [
-        Factor(key="num_write", values=BUCKETS, status="experimental", observable=True, added_in=2)]})
+    space = with_count_factors(space, ("num_write",))
     pool = design_and_plan(space, 1000, run_id="t", round=0, seed=5, steering=NewFactor(factor="num_write"))
     kept = [(c.final, c.task, c.verdicts[-1].observed["num_write"][0])
             for c in synthesize_all(space, pool.blueprints, "airline", pool).kept]
