@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
 import storage.offline  # noqa: F401
+
+# paths are plain strings to click: its own existence checks print three lines; flows/inputs.py
+# checks each path before any work and says what is wrong in one
+PATH = click.Path(readable=False)
 
 
 class UserError(click.ClickException):
@@ -19,21 +22,24 @@ class UserError(click.ClickException):
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", type=click.Path(file_okay=False), envvar="EVOSYN_HOME",
-              help="Store root (default ./.evosyn, env EVOSYN_HOME).")
+@click.option("--home", type=PATH, envvar="EVOSYN_HOME", help="Store root (default ./.evosyn, env EVOSYN_HOME).")
 @click.pass_context
 def main(ctx: click.Context, home: str | None) -> None:
     """EvoSyn: closed-loop synthesis of training data for tool-using agents."""
-    from storage.config import load_dotenv_secrets
+    from storage.config import ConfigError, load_dotenv_secrets
 
-    load_dotenv_secrets()
+    try:
+        load_dotenv_secrets()
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
     ctx.obj = {"home": home}
 
 
-def store_from(ctx: click.Context, create: bool = True):
-    from storage.store import Store
+def store_from(ctx: click.Context, create: bool = True, runs: tuple[str, ...] = (), option: str = "run"):
+    """The store of --home / EVOSYN_HOME: read (``create=False``) or created; ``runs`` must be in it."""
+    from flows.inputs import open_store
 
-    return Store(ctx.obj.get("home"), create=create)
+    return open_store(ctx.obj.get("home"), create=create, runs=runs, option=option)
 
 
 # ---------------------------------------------------------------- config
@@ -43,7 +49,7 @@ def config() -> None:
 
 
 @config.command("validate")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=PATH)
 def config_validate(file: str) -> None:
     """Check a YAML run config and print the resolved settings."""
     from storage.config import ConfigError, load_config
@@ -62,17 +68,19 @@ def config_validate(file: str) -> None:
 @click.argument("sql")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]),
               default="table", show_default=True)
-@click.option("--output", type=click.Path(dir_okay=False), help="Write the result to this file.")
+@click.option("--output", type=PATH, help="Write the result to this file.")
 @click.option("--limit", type=int, default=50, show_default=True, help="Rows shown in table format.")
 @click.pass_context
 def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int) -> None:
     """Run SQL over every store table (runs, tasks, verdicts, …) with DuckDB."""
     import duckdb
 
+    from flows.inputs import check_output, writing
     from storage.catalog import query as run_query
 
     if fmt == "parquet" and not output:
         raise UserError("--format parquet needs --output PATH")
+    target = check_output(output, "--output") if output else None
     try:
         result = run_query(sql, store_from(ctx, create=False))
     except duckdb.Error as exc:
@@ -80,7 +88,12 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
         raise UserError(f"SQL: {first}") from None
     from flows.render import write_result
 
-    write_result(result, fmt, Path(output) if output else None, limit)
+    if target is None:
+        write_result(result, fmt, None, limit)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with writing(target, "--output"):
+        write_result(result, fmt, target, limit)
 
 
 @main.group()

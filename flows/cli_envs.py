@@ -5,7 +5,7 @@ from collections import Counter
 
 import click
 
-from flows.cli import UserError, bench, main
+from flows.cli import PATH, UserError, bench, main
 from flows.render import print_table
 
 
@@ -91,14 +91,17 @@ def verify(domain: str, official: bool, split: str) -> None:
 @click.option("--domain", default="airline", show_default=True)
 @click.option("--split", default="base", show_default=True)
 @click.option("--limit", type=int, default=None, help="Only the first N tasks with gold actions.")
-@click.option("--output", type=click.Path(dir_okay=False), default=None)
+@click.option("--output", type=PATH, default=None)
 def bench_verify(domain: str, split: str, limit: int | None, output: str | None) -> None:
     """Our verifier vs tau2's evaluator, seconds per task."""
     from benchmarks.common import write_json
     from benchmarks.verify import rows, run
+    from flows.inputs import bench_output, writing
 
     _domain(domain)
+    target = bench_output(f"verify-{domain}", output)
     result = run(domain, split, limit)
     print_table(f"verify benchmark: {domain}/{split}, {result['tasks']} tasks "
                 f"({result['agreeing_rewards']} rewards agree)", ["verifier", "per task", "relative"], rows(result))
-    click.echo(f"wrote {write_json(f'verify-{domain}', result, output)}")
+    with writing(target, "--output"):
+        click.echo(f"wrote {write_json(f'verify-{domain}', result, target)}")

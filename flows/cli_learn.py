@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from flows.cli import UserError, bench, main, store_from
+from flows.cli import PATH, UserError, bench, main, store_from
 from flows.render import print_table
 
 
@@ -27,7 +27,7 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
     """Train the task agent on all verified training examples of rounds <= R."""
     from tasks.datasets import examples_upto
 
-    store = store_from(ctx)
+    store = store_from(ctx, runs=(run_id,), option="--run")  # an unknown run: refused, nothing created
     examples = examples_upto(store, run_id, round_, "train")
     if not examples:
         raise UserError(f"--run {run_id} --round {round_}: no training examples in the store")
@@ -38,8 +38,14 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
         click.echo(f"trained the embedded learner on {fitted.n_trajectories} trajectories in {seconds:.1f}s "
                    f"(fingerprint {fitted.fingerprint}); saved {path}")
         return
-    from agents.learners.llamafactory import TrainingError, find_cli, run_training, sft_config, write_config, \
-        write_dataset
+    from agents.learners.llamafactory import (
+        TrainingError,
+        find_cli,
+        run_training,
+        sft_config,
+        write_config,
+        write_dataset,
+    )
 
     try:
         cli = find_cli()
@@ -64,8 +70,9 @@ def evaluate(ctx, run_id: str, round_: int, task_set: str) -> None:
     """Evaluate the round's task agent on the diagnostic or test set; rows go to `evaluations`."""
     from tasks.learn import evaluate_round
 
+    store = store_from(ctx, runs=(run_id,), option="--run")
     try:
-        evaluations = evaluate_round(store_from(ctx), run_id, round_, task_set)
+        evaluations = evaluate_round(store, run_id, round_, task_set)
     except FileNotFoundError as exc:
         raise UserError(str(exc)) from None
     if not evaluations:
@@ -80,19 +87,27 @@ def evaluate(ctx, run_id: str, round_: int, task_set: str) -> None:
 @click.option("--run", "run_id", required=True)
 @click.option("--round", "round_", type=int, default=None, help="Accumulate rounds <= R (default: all).")
 @click.option("--format", "fmt", type=click.Choice(["sharegpt", "openai", "tau2"]), required=True)
-@click.option("--output", type=click.Path(file_okay=False), required=True)
+@click.option("--output", type=PATH, required=True, help="A folder (created if missing).")
 @click.pass_context
 def export(ctx, run_id: str, round_: int | None, fmt: str, output: str) -> None:
     """Export verified training data (LLaMA-Factory ShareGPT, OpenAI messages JSONL, tau2 tasks)."""
-    from agents.learners.exports import openai_messages, tau2_tasks
-    from agents.learners.llamafactory import write_dataset
+    from flows.inputs import check_output, writing
 
-    store = store_from(ctx)
+    store = store_from(ctx, create=False, runs=(run_id,), option="--run")
+    out = check_output(output, "--output", kind="dir")
     examples = [e for e in store.read_records("sft_examples", run_id=run_id)
                 if e.split == "train" and (round_ is None or e.round <= round_)]
     if not examples:
-        raise UserError(f"--run {run_id}: no training examples to export")
-    out = Path(output)
+        raise UserError(f"--run {run_id}: no training examples to export (in {store.root})")
+    with writing(out, "--output"):
+        n = _export(store, run_id, examples, fmt, out)
+    click.echo(f"exported {n} {fmt} records to {out}")
+
+
+def _export(store, run_id: str, examples, fmt: str, out: Path) -> int:
+    from agents.learners.exports import openai_messages, tau2_tasks
+    from agents.learners.llamafactory import write_dataset
+
     out.mkdir(parents=True, exist_ok=True)
     if fmt == "sharegpt":
         n = write_dataset(sorted(examples, key=lambda e: (e.round, e.example_id)), out)
@@ -105,7 +120,7 @@ def export(ctx, run_id: str, round_: int | None, fmt: str, output: str) -> None:
         tasks = [t for t in store.read_records("tasks", run_id=run_id) if t.task_id in ids]
         (out / "tasks.json").write_text(json.dumps(tau2_tasks(sorted(tasks, key=lambda t: t.task_id)), indent=1))
         n = len(tasks)
-    click.echo(f"exported {n} {fmt} records to {out}")
+    return n
 
 
 @bench.command("learner")
@@ -114,13 +129,15 @@ def export(ctx, run_id: str, round_: int | None, fmt: str, output: str) -> None:
 @click.option("--test-size", type=int, default=200, show_default=True)
 @click.option("--ablation-size", type=int, default=1000, show_default=True,
               help="Training-set size of the multi-write ablation (0 skips it).")
-@click.option("--output", type=click.Path(dir_okay=False), default=None)
+@click.option("--output", type=PATH, default=None)
 @click.pass_context
 def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: int, output: str | None) -> None:
     """Learning curve of the embedded learner, and the multi-write ablation, on the fixed test set."""
     from benchmarks.common import write_json
     from benchmarks.learner import multi_write_ablation, run
+    from flows.inputs import bench_output, writing
 
+    target = bench_output(f"learner-{domain}", output)
     store = store_from(ctx)
     result = run(store, domain, [int(s) for s in sizes.split(",")], test_size)
     buckets = ["0", "1", "2", "3-4", "5+"]
@@ -136,4 +153,5 @@ def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: i
                     [[r["train"], f"{r['multi_write_share']:.2f}", f"{r['success']:.3f}",
                       f"{r['success_3plus_writes']:.3f} (n={r['tasks_3plus_writes']})",
                       *[r["by_num_write"].get(b, "") for b in buckets]] for r in result["ablation"]])
-    click.echo(f"wrote {write_json(f'learner-{domain}', result, output)}")
+    with writing(target, "--output"):
+        click.echo(f"wrote {write_json(f'learner-{domain}', result, target)}")

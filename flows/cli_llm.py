@@ -5,7 +5,7 @@ import os
 
 import click
 
-from flows.cli import bench
+from flows.cli import PATH, bench
 from flows.render import print_table
 
 
@@ -16,12 +16,14 @@ from flows.render import print_table
               help="Seconds the local server waits before each reply.")
 @click.option("--provider", type=click.Choice(["openai_compatible", "openai", "anthropic"]),
               default="openai_compatible", show_default=True, help="Which SDK path to drive.")
-@click.option("--output", type=click.Path(dir_okay=False), default=None)
+@click.option("--output", type=PATH, default=None)
 def bench_llm(calls: int, concurrency: int, latency: float, provider: str, output: str | None) -> None:
     """Planner-shaped structured calls: throughput vs the ideal, then a rerun over the warm cache."""
     from benchmarks.common import write_json
     from benchmarks.llm import rows, run
+    from flows.inputs import bench_output, writing
 
+    target = bench_output(f"llm-{provider}", output)
     result = run(calls, concurrency, latency, provider)
     print_table(f"llm client benchmark: {calls} Planner calls, concurrency {concurrency}, "
                 f"{latency * 1000:.0f} ms server latency ({provider})",
@@ -31,6 +33,7 @@ def bench_llm(calls: int, concurrency: int, latency: float, provider: str, outpu
                f"{result['warm_http_requests']} HTTP requests on the warm rerun (target 0); CPU per call: "
                f"client {result['client_cpu_ms_per_call']:.2f} ms, server {result['server_cpu_ms_per_call']:.2f} ms; "
                f"load average {result['load_average'][0]:.1f} on {os.cpu_count()} CPUs")
-    click.echo(f"wrote {write_json(f'llm-{provider}', result, output)}")
+    with writing(target, "--output"):
+        click.echo(f"wrote {write_json(f'llm-{provider}', result, target)}")
     if not result["passed"]:
         raise SystemExit(1)

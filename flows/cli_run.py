@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from flows.cli import UserError, main
+from flows.cli import PATH, UserError, main, store_from
 from flows.render import print_table
 
 
@@ -30,6 +30,16 @@ def _config(ctx, config_file, **overrides):
     return cfg
 
 
+def prefect_api(root) -> str:
+    """Settle the Prefect API once, after every input check and before the first flow (flows/prefect_api.py)."""
+    from flows.prefect_api import PrefectApiError, ensure_prefect_api
+
+    try:
+        return ensure_prefect_api(root)
+    except PrefectApiError as exc:
+        raise UserError(str(exc)) from None
+
+
 def print_summary(summary) -> None:
     print_table(f"run {summary.run_id} ({summary.seconds:.0f}s)",
                 ["round", "verified yield", "diagnostic success", "test success", "factor cov", "balance",
@@ -48,40 +58,54 @@ def print_summary(summary) -> None:
 @click.option("--budget", type=click.IntRange(1, 1_000_000), default=None, help="Blueprints per round.")
 @click.option("--seed", type=int, default=None)
 @click.option("--backend", type=click.Choice(["embedded", "llm"]), default=None)
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--config", "config_file", type=PATH, default=None)
 @click.option("--resume", "resume", default=None, help="Continue this run id (its stored config is used).")
 @click.pass_context
 def run(ctx, domain, rounds, arm, budget, seed, backend, config_file, resume) -> None:
     """Run the closed loop: rounds of design, plan, generate, rollout, verify, train, evaluate, reflect."""
     import json
 
-    from flows.run import evosyn_run
+    from flows.inputs import check_store_root
     from storage.config import validate_config
-    from storage.store import Store
 
     if resume:
-        store = Store(ctx.obj.get("home"), create=False)
-        runs = [r for r in store.read_records("runs", run_id=resume)] if resume in store.runs() else []
-        if not runs:
-            raise UserError(f"--resume {resume}: no such run in {store.root}")
-        cfg = validate_config(json.loads(runs[0].config_json), source=f"stored config of {resume}")
+        store = store_from(ctx, create=False, runs=(resume,), option="--resume")
+        stored = store.read_records("runs", run_id=resume)
+        if not stored:
+            raise UserError(f"--resume {resume}: the run has no stored config in {store.root} (start it again "
+                            "with --config)")
+        cfg = validate_config(json.loads(stored[0].config_json), source=f"stored config of {resume}")
         cfg.store.root = str(store.root)
     else:
         cfg = _config(ctx, config_file, domain=domain, rounds=rounds, arm=arm, budget=budget, seed=seed,
                       backend=backend)
+    check_store_root(cfg.store_root())
+    prefect_api(cfg.store_root())
+    from flows.run import evosyn_run
+
     summary = evosyn_run(cfg, run_id=resume, progress=lambda s: click.echo(s, err=True))
     print_summary(summary)
 
 
 @main.command()
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), required=True,
+@click.option("--config", "config_file", type=PATH, required=True,
               help="YAML with a base run config plus `sweep: {domains, arms, seeds}`.")
 @click.pass_context
 def sweep(ctx, config_file) -> None:
     """Domains x arms x seeds as subflows."""
-    from flows.sweep import load_sweep, sweep_flow
+    from flows.inputs import check_store_root
+    from storage.config import ConfigError
 
-    base, grid = load_sweep(config_file, ctx.obj.get("home"))
+    try:
+        from flows.sweep import load_sweep
+
+        base, grid = load_sweep(config_file, ctx.obj.get("home"))
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    check_store_root(base.store_root())
+    prefect_api(base.store_root())
+    from flows.sweep import sweep_flow
+
     results = sweep_flow(base, **grid)
     for summary in results:
         print_summary(summary)
@@ -91,21 +115,17 @@ def sweep(ctx, config_file) -> None:
 @main.command()
 @click.argument("run_id")
 @click.option("--compare", multiple=True, help="Other run ids to put side by side.")
-@click.option("--output", type=click.Path(file_okay=False), default=None, help="Default: <root>/reports/<run>.")
+@click.option("--output", type=PATH, default=None, help="Default: <root>/reports/<run>.")
 @click.pass_context
 def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> None:
     """HTML report (plots, evolution trace) and a Markdown summary of a run."""
-    from pathlib import Path
-
-    from storage.store import Store
+    from flows.inputs import check_output, writing
     from tasks.report import write_report
 
-    store = Store(ctx.obj.get("home"), create=False)
-    known = store.runs()
-    for rid in (run_id, *compare):
-        if rid not in known:
-            raise UserError(f"run {rid!r} is not in {store.root} (known: {', '.join(known) or 'none'})")
-    page, md = write_report(store, run_id, list(compare), Path(output) if output else store.root / "reports" / run_id)
+    store = store_from(ctx, create=False, runs=(run_id, *compare))
+    out = check_output(output or store.root / "reports" / run_id, "--output", kind="dir")
+    with writing(out, "--output"):
+        page, md = write_report(store, run_id, list(compare), out)
     click.echo(f"wrote {page}\nwrote {md}")
 
 
@@ -128,26 +148,22 @@ def print_compare(result: dict) -> None:
 
 @main.command()
 @click.argument("run_ids", nargs=-1, required=True)
-@click.option("--output", type=click.Path(file_okay=False), default=None,
+@click.option("--output", type=PATH, default=None,
               help="Where compare.json and compare.md go (default: <root>/reports/compare-<first run>).")
 @click.pass_context
 def compare(ctx, run_ids: tuple[str, ...], output: str | None) -> None:
     """One table of every run (arm, seed) x round on shared normalizations, plus per-arm final means."""
-    from pathlib import Path
-
-    from storage.store import Store
+    from flows.inputs import check_output, writing
     from tasks.compare import compare as compare_runs
     from tasks.compare import write_compare
 
-    store = Store(ctx.obj.get("home"), create=False)
-    known = store.runs()
-    for rid in run_ids:
-        if rid not in known:
-            raise UserError(f"run {rid!r} is not in {store.root} (known: {', '.join(known) or 'none'})")
+    store = store_from(ctx, create=False, runs=run_ids)
+    out = check_output(output or store.root / "reports" / f"compare-{run_ids[0]}", "--output", kind="dir")
     result = compare_runs(store, list(dict.fromkeys(run_ids)))
     print_compare(result)
     if result["stale_runs"]:
         click.echo(f"warning: rerun {', '.join(result['stale_runs'])}: stored before the observed "
                    "tool_use_pattern existed, so their tool-pattern metrics are understated", err=True)
-    js, md = write_compare(result, Path(output) if output else store.root / "reports" / f"compare-{run_ids[0]}")
+    with writing(out, "--output"):
+        js, md = write_compare(result, out)
     click.echo(f"wrote {js}\nwrote {md}")

@@ -51,6 +51,9 @@ def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project
     unknown = [p for p in pools if p not in POOLS]
     if unknown:
         raise UserError(f"--pool {unknown[0]}: unknown work pool (known: {', '.join(POOLS)})")
+    from flows.inputs import check_store_root, store_root
+
+    check_store_root(store_root(ctx.obj.get("home")))  # as given: resolving would follow a broken symlink
     root = _root(ctx)
     try:
         state = start(root, project_dir(project), prefect_port, mlflow_port, pools,

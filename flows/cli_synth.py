@@ -2,27 +2,27 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
-from flows.cli import UserError, bench, main, store_from
+from flows.cli import PATH, UserError, bench, main, store_from
 from flows.render import print_table
 
 
 def load_space_file(path: str, domain: str, run_id: str):
     from envs.ontology import SpaceError, validate_space
+    from storage.config import ConfigError, read_text_file
     from storage.records import Factor, SynthesisSpace
 
     try:
-        raw = json.loads(Path(path).read_text())
+        raw = json.loads(read_text_file(path, prefix=f"--space {path}"))
         factors = [Factor(**{k: v for k, v in f.items()}) for f in raw["factors"]]
         space = SynthesisSpace(run_id=run_id, round=0, space_version=raw.get("version", 1), domain=domain,
                                version=raw.get("version", 1), factors=factors,
                                restrictions=raw.get("restrictions", {}))
         return validate_space(space)
-    except FileNotFoundError:
-        raise UserError(f"--space {path}: no such file") from None
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
     except (json.JSONDecodeError, KeyError, TypeError, SpaceError, ValueError) as exc:
         first = str(exc).splitlines()[0]
         raise UserError(f"--space {path}: not a valid synthesis space ({first})") from None
@@ -36,12 +36,13 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
         raise UserError(f"--domain {domain}: the embedded backend synthesizes airline only so far")
     run_id = run_id or f"synth-{domain}-s{seed}-n{n}"
     space = load_space_file(space_file, domain, run_id) if space_file else load_initial_space(domain, run_id=run_id)
+    store = store_from(ctx) if write else None  # a store root that cannot be created is refused before the work
     result = design_and_plan(space, n, run_id=run_id, round=0, seed=seed)
     with click.progressbar(length=len(result.blueprints), label="synthesizing",
                            file=click.get_text_stream("stderr")) as bar:
         synthesize_all(space, result.blueprints, domain, result, progress=bar.update)
-    if write:
-        write_pass(store_from(ctx), result, chunk=f"synth-s{seed}", diagnostic_fraction=0.15, seed=seed)
+    if store is not None:
+        write_pass(store, result, chunk=f"synth-s{seed}", diagnostic_fraction=0.15, seed=seed)
     return run_id, result
 
 
@@ -49,7 +50,7 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 @click.option("--domain", default="airline", show_default=True)
 @click.option("--n", "n", type=click.IntRange(1, 1_000_000), default=100, show_default=True, help="Blueprints.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--space", "space_file", type=click.Path(dir_okay=False), help="A synthesis space JSON file.")
+@click.option("--space", "space_file", type=PATH, help="A synthesis space JSON file.")
 @click.option("--run-id", default=None, help="Store partition (default synth-<domain>-s<seed>-n<n>).")
 @click.pass_context
 def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None) -> None:
@@ -70,14 +71,16 @@ def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: s
 @click.option("--domain", default="airline", show_default=True)
 @click.option("--n", "n", type=click.IntRange(1, 1_000_000), default=500, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--output", type=click.Path(dir_okay=False), default=None)
+@click.option("--output", type=PATH, default=None)
 @click.pass_context
 def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None:
     """Verified tasks per second end to end, with a per-stage time breakdown."""
     import time
 
     from benchmarks.common import write_json
+    from flows.inputs import bench_output, writing
 
+    target = bench_output(f"synth-{domain}", output)
     t0 = time.perf_counter()
     run_id, result = run_synth(ctx, domain, n, seed, None, f"bench-synth-s{seed}")
     total = time.perf_counter() - t0
@@ -88,4 +91,5 @@ def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None
                 [[k, f"{v:.2f}", f"{v / total:.0%}"] for k, v in stages.items()]
                 + [["total", f"{total:.2f}", "100%"]])
     click.echo(f"verified: {len(result.kept)} ({len(result.kept) / total:.1f} verified tasks/s)")
-    click.echo(f"wrote {write_json(f'synth-{domain}', payload, output)}")
+    with writing(target, "--output"):
+        click.echo(f"wrote {write_json(f'synth-{domain}', payload, target)}")

@@ -99,17 +99,44 @@ def validate_config(data: Any, source: str = "config") -> RunConfig:
         raise ConfigError(f"invalid {source}: " + "; ".join(_describe(e) for e in exc.errors())) from None
 
 
+def read_text_file(path: str | os.PathLike[str], what: str = "config", prefix: str | None = None) -> str:
+    """The UTF-8 text of a file the user named, or one ConfigError line naming the path and the fix.
+
+    The line starts with ``prefix`` (default ``invalid <what> <path>``).
+    """
+    p = Path(path)
+    head = prefix or f"invalid {what} {p}"
+    if p.is_symlink() and not p.exists():
+        raise ConfigError(f"{head}: a broken symlink (to {os.readlink(p)}); point it at a file or pass the file itself")
+    if p.is_dir():
+        raise ConfigError(f"{head}: a folder, not a file (pass the path of the file in it)")
+    if not p.exists():
+        raise ConfigError(f"{head}: no such file (check the path)")
+    if not p.is_file():
+        raise ConfigError(f"{head}: not a regular file (pass the path of a file)")
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{head}: cannot read it ({exc.strerror}; check its permissions)") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{head}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                          "save it as UTF-8") from None
+
+
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"invalid config {p}: no such file (pass the path of a YAML run config)")
+    text = read_text_file(p)
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"invalid config {p}: YAML syntax error{where}: {problem}") from None
+    except RecursionError:
+        raise ConfigError(f"invalid config {p}: nested too deeply to parse (flatten it)") from None
     return data if data is not None else {}
 
 
@@ -131,7 +158,9 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: dict[str,
 
 def load_dotenv_secrets(path: str | os.PathLike[str] = ".env") -> None:
     """Load API keys from a `.env` file into the environment (never overriding what is set)."""
+    import io
+
     from dotenv import load_dotenv
 
-    if Path(path).is_file():
-        load_dotenv(path, override=False)
+    if Path(path).is_file():  # a bad .env is one ConfigError line (raised below), not a UnicodeDecodeError
+        load_dotenv(stream=io.StringIO(read_text_file(path, ".env file")), override=False)

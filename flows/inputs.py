@@ -1,0 +1,118 @@
+"""What a command reads and writes, checked before any work starts.
+
+Each check raises one `UserError` line naming the path and the fix (exit code 2)
+and creates nothing: a store root that cannot be created, an output that
+cannot be written, a run that is not in the store. Writes that still fail
+later (a disk that fills up) go through `writing`, which turns the OSError
+into the same kind of line.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from flows.cli import UserError
+
+POINT_ELSEWHERE = "pass another store root with --home or EVOSYN_HOME"
+
+
+def store_root(home: str | os.PathLike[str] | None) -> Path:
+    """The root a command uses: --home, else EVOSYN_HOME, else ./.evosyn."""
+    from storage.store import default_root
+
+    return Path(home).expanduser() if home else default_root()
+
+
+def _first_existing(path: Path) -> Path:
+    path = path.absolute()
+    while not (path.exists() or path.is_symlink()) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def cannot_create(path: Path) -> str | None:
+    """Why a folder cannot be created (or written in) at ``path``; None when it can. Leaves nothing behind."""
+    if path.is_symlink() and not path.exists():
+        return f"{path} is a broken symlink"
+    if path.exists() and not path.is_dir():
+        return f"{path} is a file, not a folder"
+    base = _first_existing(path)
+    if base.is_symlink() and not base.exists():
+        return f"{base} is a broken symlink"
+    if not base.is_dir():
+        return f"{base} is a file, not a folder"
+    # os.access says yes to root everywhere, and /proc refuses new files whatever the mode bits say:
+    # only creating a file tells (it is removed at once)
+    try:
+        fd, probe = tempfile.mkstemp(dir=base, prefix=".evosyn-probe-")
+    except OSError as exc:
+        return f"cannot create files in {base} ({exc.strerror})"
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
+def check_store_root(root: Path) -> Path:
+    """Refuse a store root that cannot be created or written, before any work."""
+    why = cannot_create(root)
+    if why:
+        raise UserError(f"store root {root}: {why}; pass a writable folder with --home or EVOSYN_HOME")
+    return root
+
+
+def check_output(path: str | os.PathLike[str], option: str, kind: str = "file") -> Path:
+    """Refuse an output (a file, or a folder when ``kind == "dir"``) that cannot be written; creates nothing."""
+    out = Path(path).expanduser()
+    if kind == "file":
+        if out.is_dir():
+            raise UserError(f"{option} {out}: a folder, not a file (pass a file path)")
+        why = cannot_create(out.parent)
+    else:
+        why = cannot_create(out)
+    if why:
+        raise UserError(f"{option} {out}: cannot be written: {why}; pick a writable location")
+    return out
+
+
+@contextmanager
+def writing(path: Path, option: str) -> Iterator[None]:
+    """A write that fails after the checks (full disk, a file changed meanwhile) is one line too."""
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename or path
+        raise UserError(f"{option} {path}: writing {where} failed ({exc.strerror or exc}); "
+                        "pick a writable location") from None
+
+
+def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs: Iterable[str] = (),
+               option: str = "run"):
+    """The store a command reads (``create=False``) or writes; ``runs`` (named by ``option``) must be in it."""
+    from storage.store import Store
+
+    root = store_root(home)
+    if root.exists() and not root.is_dir():
+        raise UserError(f"store root {root}: a file, not a folder; pass a folder with --home or EVOSYN_HOME")
+    wanted = list(dict.fromkeys(runs))
+    if wanted:
+        known = Store(root, create=False).runs()
+        for rid in wanted:
+            if rid not in known:
+                shown = ", ".join(known[:10]) + (f", … ({len(known)} runs)" if len(known) > 10 else "")
+                raise UserError(f"{option} {rid}: no such run in the store at {root} (known: {shown or 'none'}); "
+                                f"check the name, or {POINT_ELSEWHERE}")
+    if not create:
+        return Store(root, create=False)
+    check_store_root(root)
+    try:
+        return Store(root, create=True)
+    except OSError as exc:
+        raise UserError(f"store root {root}: cannot create it ({exc.strerror}); {POINT_ELSEWHERE}") from None
+
+
+def bench_output(name: str, output: str | None) -> Path:
+    """Where a benchmark's JSON goes (``--output``, else bench-results/<name>.json), checked up front."""
+    return check_output(output or Path("bench-results") / f"{name}.json", "--output")

@@ -1,0 +1,122 @@
+"""Which Prefect API the flows of a command talk to, settled once before the first flow starts.
+
+In order of preference:
+
+1. ``PREFECT_API_URL`` (environment or active Prefect profile): it must answer ``/health``.
+2. The Prefect server `evosyn up` recorded for this store root (``<root>/services.json``), when its
+   process is alive and it answers: every run then shows in that server's UI, and no run pays for a
+   server start of its own.
+3. Prefect's temporary (ephemeral) server, the one Prefect itself would start on the first flow call
+   (``SubprocessASGIServer``, a per-process singleton that the flow then reuses). It is started here,
+   with a timeout per attempt and one retry after the slow process is stopped, so that a start that
+   times out on a loaded machine is retried once and a final failure is one line, not a traceback
+   from inside the first flow call. Starts sharing one ``PREFECT_HOME`` database take turns (a file
+   lock), so concurrent first runs do not migrate the same sqlite file at once.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from flows.services import alive, http_ok, load_state
+
+STARTUP_TIMEOUT_VAR = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+FIX = ("start one server for all runs with `evosyn up` (runs under that store root then use it), or point "
+       f"PREFECT_API_URL at a running server, or raise {STARTUP_TIMEOUT_VAR}")
+
+
+class PrefectApiError(RuntimeError):
+    """No Prefect API to run flows against: one line naming what was tried and the fix."""
+
+
+def recorded_api(root: Path) -> str | None:
+    """The API URL of the live Prefect server `evosyn up` recorded under ``root``, if any."""
+    try:
+        state = load_state(Path(root))
+    except (OSError, ValueError, TypeError):  # an unreadable services.json records nothing usable
+        return None
+    svc = state.get("prefect")
+    if svc is None or not alive(svc.pid):
+        return None
+    api = f"{svc.url.rstrip('/')}/api"
+    if not http_ok(f"{api}/health"):
+        raise PrefectApiError(f"the Prefect server `evosyn up` started for {root} (pid {svc.pid}, {svc.url}) does "
+                              f"not answer {api}/health; see its log {svc.log}, or restart it with "
+                              "`evosyn down` and `evosyn up`")
+    return api
+
+
+def _use(api: str) -> None:
+    os.environ["PREFECT_API_URL"] = api  # also for any subprocess this command starts
+    if "prefect.context" in sys.modules:  # settings already loaded: let them see the new value
+        import prefect.context
+
+        prefect.context.refresh_global_settings_context()
+
+
+def ensure_prefect_api(root: Path, timeouts: Sequence[float] | None = None) -> str:
+    """Make sure a Prefect API answers before any flow runs; returns its URL. Raises PrefectApiError."""
+    env_url = os.environ.get("PREFECT_API_URL", "").strip().rstrip("/")
+    if env_url:
+        return _answering(env_url, "PREFECT_API_URL")
+    recorded = recorded_api(root)
+    if recorded:
+        _use(recorded)
+        return recorded
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    profile_url = (PREFECT_API_URL.value() or "").rstrip("/")
+    if profile_url:
+        return _answering(profile_url, "PREFECT_API_URL of the active Prefect profile")
+    if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        raise PrefectApiError("no Prefect API: PREFECT_API_URL is not set, no `evosyn up` server is recorded in "
+                              f"{root}, and temporary servers are off (set PREFECT_SERVER_EPHEMERAL_ENABLED=true, "
+                              "or start a server with `evosyn up`)")
+    return start_ephemeral(timeouts)
+
+
+def _answering(url: str, source: str) -> str:
+    if not http_ok(f"{url}/health", timeout=10.0):
+        raise PrefectApiError(f"{source}={url}: no Prefect API answers at {url}/health (start the server, "
+                              "e.g. `evosyn up`, or unset PREFECT_API_URL to use a temporary one)")
+    return url
+
+
+def start_ephemeral(timeouts: Sequence[float] | None = None) -> str:
+    """Start Prefect's temporary server (the one later flow calls reuse): one retry, then PrefectApiError.
+
+    ``timeouts`` are the seconds each attempt may take (default: ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``
+    twice).
+    """
+    from filelock import FileLock, Timeout
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+    if timeouts is None:
+        timeouts = (float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()),) * 2
+    home = Path(PREFECT_HOME.value()).expanduser()
+    home.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(home / ".evosyn-ephemeral-start.lock"))
+    errors: list[str] = []
+    try:
+        lock.acquire(timeout=sum(timeouts))
+    except Timeout:  # another start hogs it: the lock only spreads the load, so go ahead without it
+        pass
+    try:
+        for seconds in timeouts:
+            server = SubprocessASGIServer()
+            try:
+                server.start(timeout=seconds)
+                return server.api_url
+            except Exception as exc:  # noqa: BLE001 - Prefect raises RuntimeError on a timeout, httpx errors else
+                errors.append(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+                # end the slow process and forget the instance, so the retry starts a fresh one
+                server.stop()
+    finally:
+        if lock.is_locked:
+            lock.release()
+    tried = ", ".join(f"{s:g}s" for s in timeouts)
+    raise PrefectApiError(f"the temporary Prefect API server did not start ({len(timeouts)} attempts of {tried}; "
+                          f"last: {errors[-1]}); {FIX}")
