@@ -35,11 +35,12 @@ def main(ctx: click.Context, home: str | None) -> None:
     ctx.obj = {"home": home}
 
 
-def store_from(ctx: click.Context, create: bool = True, runs: tuple[str, ...] = (), option: str = "run"):
+def store_from(ctx: click.Context, create: bool = True, runs: tuple[str, ...] = (), option: str = "run",
+               any_table: bool = False):
     """The store of --home / EVOSYN_HOME: read (``create=False``) or created; ``runs`` must be in it."""
     from flows.inputs import open_store
 
-    return open_store(ctx.obj.get("home"), create=create, runs=runs, option=option)
+    return open_store(ctx.obj.get("home"), create=create, runs=runs, option=option, any_table=any_table)
 
 
 # ---------------------------------------------------------------- config

@@ -27,7 +27,8 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
     """Train the task agent on all verified training examples of rounds <= R."""
     from tasks.datasets import examples_upto
 
-    store = store_from(ctx, runs=(run_id,), option="--run")  # an unknown run: refused, nothing created
+    # an unknown run is refused before the store is created
+    store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
     examples = examples_upto(store, run_id, round_, "train")
     if not examples:
         raise UserError(f"--run {run_id} --round {round_}: no training examples in the store")
@@ -70,7 +71,7 @@ def evaluate(ctx, run_id: str, round_: int, task_set: str) -> None:
     """Evaluate the round's task agent on the diagnostic or test set; rows go to `evaluations`."""
     from tasks.learn import evaluate_round
 
-    store = store_from(ctx, runs=(run_id,), option="--run")
+    store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
     try:
         evaluations = evaluate_round(store, run_id, round_, task_set)
     except FileNotFoundError as exc:
@@ -93,7 +94,7 @@ def export(ctx, run_id: str, round_: int | None, fmt: str, output: str) -> None:
     """Export verified training data (LLaMA-Factory ShareGPT, OpenAI messages JSONL, tau2 tasks)."""
     from flows.inputs import check_output, writing
 
-    store = store_from(ctx, create=False, runs=(run_id,), option="--run")
+    store = store_from(ctx, create=False, runs=(run_id,), option="--run", any_table=True)
     out = check_output(output, "--output", kind="dir")
     examples = [e for e in store.read_records("sft_examples", run_id=run_id)
                 if e.split == "train" and (round_ is None or e.round <= round_)]

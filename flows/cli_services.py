@@ -20,6 +20,18 @@ def _root(ctx) -> Path:
     return (Path(home).expanduser() if home else RunConfig().store_root()).resolve()
 
 
+def recorded_state(root: Path) -> dict:
+    """services.json of ``root``; an unreadable one is one line naming it (never a JSON traceback)."""
+    from flows.services import load_state, state_path
+
+    try:
+        return load_state(root)
+    except (OSError, ValueError, TypeError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UserError(f"{state_path(root)}: unreadable ({first}); if no `evosyn up` service of this root is "
+                        "still running, delete the file") from None
+
+
 def project_dir(explicit: str | None = None) -> Path:
     """The checkout that holds deployments/prefect.yaml: given, the current directory, or the installed one."""
     import flows
@@ -55,6 +67,7 @@ def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project
 
     check_store_root(store_root(ctx.obj.get("home")))  # as given: resolving would follow a broken symlink
     root = _root(ctx)
+    recorded_state(root)
     try:
         state = start(root, project_dir(project), prefect_port, mlflow_port, pools,
                       timeout, say=lambda s: click.echo(s, err=True))
@@ -71,10 +84,9 @@ def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project
 def down(ctx) -> None:
     """Stop the services `evosyn up` started (by PID) and check that none of their processes remain."""
     from flows.services import down as stop
-    from flows.services import load_state
 
     root = _root(ctx)
-    if not load_state(root):
+    if not recorded_state(root):
         click.echo(f"nothing recorded in {root / 'services.json'}: nothing to stop")
         return
     left = stop(root, say=lambda s: click.echo(s, err=True))
@@ -84,9 +96,9 @@ def down(ctx) -> None:
 
 
 def _api_url(root: Path) -> str:
-    from flows.services import alive, http_ok, load_state
+    from flows.services import alive, http_ok
 
-    state = load_state(root)
+    state = recorded_state(root)
     if "prefect" in state and alive(state["prefect"].pid):
         url = f"{state['prefect'].url}/api"
     elif os.environ.get("PREFECT_API_URL"):

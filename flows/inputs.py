@@ -88,8 +88,15 @@ def writing(path: Path, option: str) -> Iterator[None]:
                         "pick a writable location") from None
 
 
+def stored_runs(store, any_table: bool = False) -> list[str]:
+    """Run ids of the ``runs`` table, or (``any_table``) with a partition in any table, e.g. `evosyn synth` passes."""
+    if not any_table:
+        return store.runs()
+    return sorted({p.name.split("=", 1)[1] for p in store.tables_dir.glob("*/run_id=*") if p.is_dir()})
+
+
 def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs: Iterable[str] = (),
-               option: str = "run"):
+               option: str = "run", any_table: bool = False):
     """The store a command reads (``create=False``) or writes; ``runs`` (named by ``option``) must be in it."""
     from storage.store import Store
 
@@ -98,7 +105,7 @@ def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs
         raise UserError(f"store root {root}: a file, not a folder; pass a folder with --home or EVOSYN_HOME")
     wanted = list(dict.fromkeys(runs))
     if wanted:
-        known = Store(root, create=False).runs()
+        known = stored_runs(Store(root, create=False), any_table)
         for rid in wanted:
             if rid not in known:
                 shown = ", ".join(known[:10]) + (f", … ({len(known)} runs)" if len(known) > 10 else "")

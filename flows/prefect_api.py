@@ -90,20 +90,13 @@ def start_ephemeral(timeouts: Sequence[float] | None = None) -> str:
     ``timeouts`` are the seconds each attempt may take (default: ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``
     twice).
     """
-    from filelock import FileLock, Timeout
     from prefect.server.api.server import SubprocessASGIServer
-    from prefect.settings import PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
     if timeouts is None:
         timeouts = (float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()),) * 2
-    home = Path(PREFECT_HOME.value()).expanduser()
-    home.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(home / ".evosyn-ephemeral-start.lock"))
     errors: list[str] = []
-    try:
-        lock.acquire(timeout=sum(timeouts))
-    except Timeout:  # another start hogs it: the lock only spreads the load, so go ahead without it
-        pass
+    lock = _start_lock(sum(timeouts))
     try:
         for seconds in timeouts:
             server = SubprocessASGIServer()
@@ -115,8 +108,27 @@ def start_ephemeral(timeouts: Sequence[float] | None = None) -> str:
                 # end the slow process and forget the instance, so the retry starts a fresh one
                 server.stop()
     finally:
-        if lock.is_locked:
+        if lock is not None:
             lock.release()
     tried = ", ".join(f"{s:g}s" for s in timeouts)
     raise PrefectApiError(f"the temporary Prefect API server did not start ({len(timeouts)} attempts of {tried}; "
                           f"last: {errors[-1]}); {FIX}")
+
+
+def _start_lock(seconds: float):
+    """The lock that lets starts on one PREFECT_HOME take turns; None when it cannot be had in time.
+
+    It only spreads the load (Prefect's own start copes with a busy database, more slowly), so a
+    PREFECT_HOME that cannot hold a lock file, or a start that keeps it too long, is no error.
+    """
+    from filelock import FileLock, Timeout
+    from prefect.settings import PREFECT_HOME
+
+    try:
+        home = Path(PREFECT_HOME.value()).expanduser()
+        home.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(home / ".evosyn-ephemeral-start.lock"))
+        lock.acquire(timeout=seconds)
+    except (OSError, Timeout):
+        return None
+    return lock

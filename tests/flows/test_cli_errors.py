@@ -46,6 +46,8 @@ def sandbox(tmp_path, monkeypatch):
     (t / "run.yaml").write_text(RUN_CFG)
     (t / "sweep.yaml").write_text(SWEEP_CFG)
     Store(t / "store").write([samples()["runs"]], "run")  # run id "run-a"
+    (t / "svc").mkdir()
+    (t / "svc" / "services.json").write_bytes(b'{"prefect": {"pid": \xff')  # a torn, non-UTF-8 services.json
     if not AS_ROOT:
         (t / "locked.yaml").write_text(RUN_CFG)
         (t / "locked.yaml").chmod(0)
@@ -125,6 +127,9 @@ CASES = [
                   ["train", "--run", "nope", "--round", "1"], ["evaluate", "--run", "nope", "--round", "1"])],
     P("export", "--run", "nope", "--format", "openai", "--output", "{t}/out", needles=("{t}/fresh", "--home"),
       id="export-unknown-run-no-store"),
+    # the services.json `evosyn up` keeps, torn
+    *[P(cmd, home="{t}/svc", needles=("{t}/svc/services.json", "unreadable"), id=f"{cmd}-services-json-torn")
+      for cmd in ("up", "down", "deploy")],
 ]
 
 
@@ -144,7 +149,7 @@ def test_input_error_is_one_line_exit_2_and_writes_nothing(sandbox, args, home, 
     for needle in needles:
         assert _fill(needle, sandbox) in lines[0], lines[0]
     assert snapshot(sandbox) == before
-    assert not Path(_fill(home, sandbox)).is_dir() or home == "{t}/store"
+    assert not Path(_fill(home, sandbox)).is_dir() or home in ("{t}/store", "{t}/svc")
 
 
 @pytest.mark.parametrize("command", [["envs", "list"], ["query", "select 1"]])
