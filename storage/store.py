@@ -60,7 +60,8 @@ class Store:
         self.tables_dir = self.root / "tables"
         if create:
             self._ensure_schema_files()
-            from storage.catalog import ensure_catalog_file  # the catalog builds on a Store
+            # imported here: the catalog module builds on Store
+            from storage.catalog import ensure_catalog_file
 
             ensure_catalog_file(self)
 

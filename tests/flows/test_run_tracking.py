@@ -42,7 +42,7 @@ def resumed(tmp_path_factory):
     first_row = store.read_records("runs", run_id=run_id)
     client = MlflowClient(tracking_uri=default_tracking_uri(home))
     exp = client.get_experiment_by_name(EXPERIMENT)
-    last = client.search_runs([exp.experiment_id], f"tags.`evosyn.round` = '2'")[0]
+    last = client.search_runs([exp.experiment_id], "tags.`evosyn.round` = '2'")[0]
     # as if the first run died while logging round 2: its metrics are in, its completion tag is not
     if "evosyn.logged" in last.data.tags:
         client.delete_tag(last.info.run_id, "evosyn.logged")
@@ -53,7 +53,7 @@ def resumed(tmp_path_factory):
 
 
 def test_resume_logs_each_metric_once_per_step(resumed):
-    home, run_id, client, exp_id, *_ = resumed
+    _, _, client, exp_id, *_ = resumed
     runs = client.search_runs([exp_id])
     assert len(runs) == 3  # the parent and two rounds, none added by the resume
     parent = next(r for r in runs if r.data.tags["evosyn.level"] == "run")

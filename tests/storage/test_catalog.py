@@ -50,9 +50,11 @@ def test_a_moved_root_gets_a_catalog_of_its_own_files(tmp_path):
 def test_a_client_holding_the_catalog_open_does_not_block_a_rewrite(store):
     path = store.root / CATALOG_FILE
     reader = subprocess.Popen(
-        [sys.executable, "-c", "import duckdb, sys; con = duckdb.connect(sys.argv[1], read_only=True); "
-         "print(con.execute('select count(*) from runs').fetchone()[0], flush=True); sys.stdin.read(); "
-         "print(con.execute('select count(*) from runs').fetchone()[0], flush=True)", str(path)],
+        [sys.executable, "-c", ("import duckdb, sys; con = duckdb.connect(sys.argv[1], read_only=True); "
+                                "print(con.execute('select count(*) from runs').fetchone()[0], flush=True); "
+                                "sys.stdin.read(); "
+                                "print(con.execute('select count(*) from runs').fetchone()[0], flush=True)"),
+         str(path)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert reader.stdout.readline().strip() == "0"
