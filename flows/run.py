@@ -72,14 +72,17 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
     run_id = run_id or run_id_for(cfg)
     run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,
               rounds=cfg.rounds, budget=cfg.budget, config_json=cfg.model_dump_json())
-    if not store.has_chunk("runs", run_id, 0, "run"):
+    prior = store.read_records("runs", run_id=run_id)
+    if prior:  # a resume keeps the stored row (its created_at), so finishing it twice writes the same row
+        run = prior[0].model_copy(update={"status": "running"})
+    if not prior or prior[0].status != "running":
         store.write([run], "run")
     tracker = Tracker(store.root, cfg.store.tracking_uri)
     parent = tracker.start_run(run)
     space = load_initial_space(cfg.domain, run_id=run_id)
     if not store.has_chunk("spaces", run_id, 0, "initial"):
         store.write([space], "initial")
-        tracker.log_space(parent, space)
+    tracker.log_space(parent, space)  # a no-op once logged
     steering, previous, unchanged = ColdStart(), None, 0
     summary = RunSummary(run_id)
     for r in range(1, cfg.rounds + 1):
@@ -89,14 +92,16 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
                          train_deployment=cfg.train_deployment)
         child = tracker.start_round(parent, run_id, r)
         metrics = _round_metrics(store, cfg, run_id, res)
-        tracker.log_metrics(child, metrics, step=r)
-        tracker.log_metrics(parent, {k: v for k, v in metrics.items() if "." not in k}, step=r)
-        tracker.log_params(child, {"space_version_in": res.space_in.version, "steering": steering.kind})
-        tracker.log_space(child, res.space_out)
-        if res.reflection is not None:
-            tracker.log_reflection(child, res.reflection)
-        tracker.log_json(child, "directions.json", [d.model_dump(mode="json") for d in res.directions])
-        tracker.finish(child)
+        if not tracker.is_logged(child):  # a resume logs only the rounds (or their parts) not logged yet
+            tracker.log_metrics(child, metrics, step=r)
+            tracker.log_metrics(parent, {k: v for k, v in metrics.items() if "." not in k}, step=r)
+            tracker.log_params(child, {"space_version_in": res.space_in.version, "steering": steering.kind})
+            tracker.log_space(child, res.space_out)
+            if res.reflection is not None:
+                tracker.log_reflection(child, res.reflection)
+            tracker.log_json(child, "directions.json", [d.model_dump(mode="json") for d in res.directions])
+            tracker.finish(child)
+            tracker.mark_logged(child)
         diff = "; ".join(f"{c.kind} {c.factor}" for c in res.space_out.diff) if res.space_out.version > \
             res.space_in.version else "no change"
         summary.rounds.append({"round": r, **metrics, "diff": diff})

@@ -1,16 +1,22 @@
 """DuckDB catalog: one view per store table over its Parquet files.
 
-``catalog.duckdb`` under the store root holds the views for any DuckDB client;
-``connect`` builds the same views on an in-memory connection for our own
-queries, so reading never writes and never waits on a lock.
+``catalog.duckdb`` under the store root holds the views for any DuckDB client; it is written
+when a store is opened for writing (`Store(root)`), and stays current by itself because each view
+reads a glob of its table's files. It is rebuilt only when the view definitions change (a new
+table, a moved root: the globs are absolute paths). ``connect`` builds the same views on an
+in-memory connection for our own queries, so reading never writes and never waits on a lock.
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import uuid
 from pathlib import Path
 
 import duckdb
 
 from storage.arrow import schema_of
+from storage.locks import store_lock
 from storage.records import TABLES
 from storage.store import SCHEMA_FILE, Store
 
@@ -48,16 +54,72 @@ def connect(store: Store | None = None) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def write_catalog_file(store: Store) -> Path:
-    """Persist the views in ``<root>/catalog.duckdb`` for external DuckDB clients."""
-    store._ensure_schema_files()
-    path = store.root / CATALOG_FILE
-    con = duckdb.connect(str(path), config=DUCKDB_CONFIG)
+def _catalog_views(store: Store) -> dict[str, str]:
+    store._ensure_schema_files()  # every table has a file, so every view is a glob over its folder
+    return {table: _view_sql(store, table) for table in TABLES}
+
+
+def _fingerprint(sql: str) -> str:
+    return "evosyn view " + hashlib.sha256(sql.encode()).hexdigest()[:16]
+
+
+def _views_in(path: Path) -> dict[str, str] | None:
+    """The (view, comment) pairs of a catalog file; None when it is missing or unreadable."""
+    if not path.exists():
+        return None
     try:
-        for table in TABLES:
-            con.execute(_view_sql(store, table))
+        con = duckdb.connect(str(path), read_only=True, config=DUCKDB_CONFIG)
+    except duckdb.Error:  # corrupt, or held read-write by another client: rebuilt by a rename
+        return None
+    try:
+        rows = con.execute("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall()
     finally:
         con.close()
+    return dict(rows)
+
+
+def write_catalog_file(store: Store) -> Path:
+    """Persist the views in ``<root>/catalog.duckdb`` for external DuckDB clients.
+
+    Built in a temporary file and renamed over the old one, so a client never opens a half-written
+    catalog and one that holds the old file open keeps reading it.
+    """
+    views = _catalog_views(store)
+    path = store.root / CATALOG_FILE
+    tmp = store.root / f".{CATALOG_FILE}.{uuid.uuid4().hex}.tmp"
+    try:
+        con = duckdb.connect(str(tmp), config=DUCKDB_CONFIG)
+        try:
+            for table, sql in views.items():
+                con.execute(sql)
+                con.execute(f'COMMENT ON VIEW "{table}" IS {_sql_str(_fingerprint(sql))}')
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        for left in (tmp, Path(f"{tmp}.wal")):
+            left.unlink(missing_ok=True)
+    return path
+
+
+_checked: set[Path] = set()  # catalog files this process found current
+
+
+def ensure_catalog_file(store: Store) -> Path:
+    """Write ``catalog.duckdb`` unless it already holds these views (checked once per process)."""
+    path = store.root / CATALOG_FILE
+    key = path.resolve()
+    if key in _checked and path.exists():
+        return path
+    want = {t: _fingerprint(sql) for t, sql in _catalog_views(store).items()}
+    if _views_in(path) != want:
+        with store_lock(store.root, "catalog"):  # concurrent first runs: one writes, the others find it
+            if _views_in(path) != want:
+                write_catalog_file(store)
+    _checked.add(key)
     return path
 
 

@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from storage.arrow import from_rows, schema_of, to_table
+from storage.locks import store_lock
 from storage.records import TABLES, Record
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
@@ -59,6 +60,10 @@ class Store:
         self.tables_dir = self.root / "tables"
         if create:
             self._ensure_schema_files()
+            # imported here: the catalog module builds on Store
+            from storage.catalog import ensure_catalog_file
+
+            ensure_catalog_file(self)
 
     # ------------------------------------------------------------ layout
     def table_dir(self, table: str) -> Path:
@@ -68,19 +73,27 @@ class Store:
     def partition_dir(self, table: str, run_id: str, round: int) -> Path:
         return self.table_dir(table) / f"run_id={_check_id('run_id', run_id)}" / f"round={int(round)}"
 
-    def _ensure_schema_files(self) -> None:
-        """An empty Parquet file per table, so globs (and DuckDB views) never come up empty."""
+    def _stale_schema_files(self) -> list[str]:
+        stale = []
         for name, model in TABLES.items():
             path = self.tables_dir / name / SCHEMA_FILE
-            schema = schema_of(model)
-            if path.exists():
-                try:
-                    if pq.read_schema(path).equals(schema, check_metadata=False):
-                        continue
-                except Exception:  # a corrupt schema file is rewritten below
-                    pass
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(schema.empty_table(), path)
+            try:
+                if pq.read_schema(path).equals(schema_of(model), check_metadata=False):
+                    continue
+            except Exception:  # missing or corrupt: rewritten
+                pass
+            stale.append(name)
+        return stale
+
+    def _ensure_schema_files(self) -> None:
+        """An empty Parquet file per table, so globs (and DuckDB views) never come up empty."""
+        if not self._stale_schema_files():
+            return
+        with store_lock(self.root, "schema"):  # concurrent first runs: one writes, the others find them
+            for name in self._stale_schema_files():
+                path = self.tables_dir / name / SCHEMA_FILE
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _atomic_write(schema_of(TABLES[name]).empty_table(), path)
 
     # ------------------------------------------------------------ writes
     def write(self, records: Sequence[Record], chunk_id: str) -> list[Path]:

@@ -14,9 +14,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from storage.locks import store_lock
 from storage.records import Reflection, Run, SynthesisSpace
 
 EXPERIMENT = "evosyn"
+LOGGED_TAG = "evosyn.logged"  # set on a round run once all of its logging is done
 
 
 def default_tracking_uri(root: Path) -> str:
@@ -35,15 +37,28 @@ class Tracker:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(self.root)
-        self.client = MlflowClient(tracking_uri=self.uri)
-        exp = self.client.get_experiment_by_name(experiment)
-        if exp is None:
-            # a local store keeps artifacts beside it; a tracking server uses its own artifact store
-            local = self.uri.startswith(("sqlite:", "file:")) or "://" not in self.uri
-            artifacts = (self.root / "mlartifacts").resolve().as_uri() if local else None
-            self.experiment_id = self.client.create_experiment(experiment, artifact_location=artifacts)
-        else:
-            self.experiment_id = exp.experiment_id
+        # MLflow builds (migrates) a sqlite schema when a client first opens it, and two processes
+        # doing it at once crash each other: the first one under the lock creates it, later ones
+        # find it current
+        with store_lock(self.root, "mlflow"):
+            self.client = MlflowClient(tracking_uri=self.uri)
+            self.experiment_id = self._experiment(experiment)
+
+    def _experiment(self, name: str) -> str:
+        from mlflow.exceptions import MlflowException
+
+        exp = self.client.get_experiment_by_name(name)
+        if exp is not None:
+            return exp.experiment_id
+        # a local store keeps artifacts beside it; a tracking server uses its own artifact store
+        local = self.uri.startswith(("sqlite:", "file:")) or "://" not in self.uri
+        artifacts = (self.root / "mlartifacts").resolve().as_uri() if local else None
+        try:
+            return self.client.create_experiment(name, artifact_location=artifacts)
+        except MlflowException as e:  # a shared tracking server: another root's run created it first
+            if e.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+            return self.client.get_experiment_by_name(name).experiment_id
 
     # ------------------------------------------------------------ runs
     def _find(self, filter_string: str) -> str | None:
@@ -51,18 +66,19 @@ class Tracker:
         return found[0].info.run_id if found else None
 
     def start_run(self, run: Run) -> str:
-        """The parent MLflow run of an EvoSyn run (reused on resume)."""
+        """The parent MLflow run of an EvoSyn run (reused on resume, and running again)."""
         existing = self._find(f"tags.`evosyn.run_id` = '{run.run_id}' and tags.`evosyn.level` = 'run'")
         if existing:
+            if self.client.get_run(existing).info.status != "RUNNING":
+                self.client.update_run(existing, status="RUNNING")
             return existing
         mlrun = self.client.create_run(
             self.experiment_id, run_name=run.run_id,
             tags={"evosyn.run_id": run.run_id, "evosyn.level": "run", "evosyn.arm": run.arm,
                   "evosyn.domain": run.domain})
-        self.client.log_batch(mlrun.info.run_id, params=[
-            _param(k, v) for k, v in _flat_params({
-                "domain": run.domain, "arm": run.arm, "backend": run.backend, "seed": run.seed,
-                "rounds": run.rounds, "budget": run.budget}).items()])
+        self.log_params(mlrun.info.run_id, {
+            "domain": run.domain, "arm": run.arm, "backend": run.backend, "seed": run.seed,
+            "rounds": run.rounds, "budget": run.budget})
         return mlrun.info.run_id
 
     def start_round(self, parent_id: str, run_id: str, round: int) -> str:
@@ -78,20 +94,42 @@ class Tracker:
     def finish(self, mlflow_run_id: str, status: str = "FINISHED") -> None:
         self.client.set_terminated(mlflow_run_id, status=status)
 
+    def is_logged(self, mlflow_run_id: str) -> bool:
+        """Whether everything of this (round) run was logged: a resume then logs nothing for it."""
+        return self.client.get_run(mlflow_run_id).data.tags.get(LOGGED_TAG) == "1"
+
+    def mark_logged(self, mlflow_run_id: str) -> None:
+        self.client.set_tag(mlflow_run_id, LOGGED_TAG, "1")
+
     # ------------------------------------------------------------ logging
+    # Each call logs only what the run does not hold yet, so a resume that repeats a half-logged
+    # round adds no second point, parameter or artifact.
     def log_params(self, mlflow_run_id: str, params: Mapping[str, Any]) -> None:
-        self.client.log_batch(mlflow_run_id, params=[_param(k, v) for k, v in _flat_params(params).items()])
+        have = self.client.get_run(mlflow_run_id).data.params
+        new = {k: v for k, v in _flat_params(params).items() if have.get(k) != v}
+        if new:  # a differing value of a logged key is refused by MLflow, loudly
+            self.client.log_batch(mlflow_run_id, params=[_param(k, v) for k, v in new.items()])
 
     def log_metrics(self, mlflow_run_id: str, metrics: Mapping[str, float], step: int = 0) -> None:
         from mlflow.entities import Metric
         import time
 
         now = int(time.time() * 1000)
-        batch = [Metric(metric_name(k), float(v), now, step) for k, v in metrics.items() if v is not None]
+        batch = {metric_name(k): float(v) for k, v in metrics.items() if v is not None}
+        have = self.client.get_run(mlflow_run_id).data.metrics
+        for key in [k for k in batch if k in have]:
+            if any(m.step == step for m in self.client.get_metric_history(mlflow_run_id, key)):
+                del batch[key]
         if batch:
-            self.client.log_batch(mlflow_run_id, metrics=batch)
+            self.client.log_batch(mlflow_run_id, metrics=[Metric(k, v, now, step) for k, v in batch.items()])
+
+    def has_artifact(self, mlflow_run_id: str, path: str) -> bool:
+        folder = path.rpartition("/")[0] or None
+        return any(f.path == path for f in self.client.list_artifacts(mlflow_run_id, folder))
 
     def log_json(self, mlflow_run_id: str, name: str, obj: Any, artifact_path: str | None = None) -> None:
+        if self.has_artifact(mlflow_run_id, f"{artifact_path}/{name}" if artifact_path else name):
+            return
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / name
             path.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
@@ -106,7 +144,9 @@ class Tracker:
                       reflection.model_dump(mode="json"), artifact_path="reflections")
 
     def log_file(self, mlflow_run_id: str, path: Path, artifact_path: str | None = None) -> None:
-        self.client.log_artifact(mlflow_run_id, str(path), artifact_path=artifact_path)
+        name = Path(path).name
+        if not self.has_artifact(mlflow_run_id, f"{artifact_path}/{name}" if artifact_path else name):
+            self.client.log_artifact(mlflow_run_id, str(path), artifact_path=artifact_path)
 
 
 def metric_name(key: str) -> str:

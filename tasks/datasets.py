@@ -8,6 +8,7 @@ from agents.designer import NewFactor
 from agents.learners.harness import TaskCase
 from envs.ontology import load_initial_space
 from envs.registry import get_domain
+from storage.locks import store_lock
 from storage.records import Factor, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.store import Store
 
@@ -77,13 +78,16 @@ def test_cases(store: Store, domain: str = "airline", n: int = 200, seed: int = 
 
     run_id = test_set_run_id(domain, seed, n)
     if not store.files("tasks", run_id=run_id):
-        space = with_count_factors(load_initial_space(domain, run_id=run_id))
-        result = design_and_plan(space, n, run_id=run_id, round=0, seed=seed, steering=NewFactor(factor="num_write"))
-        synthesize_all(space, result.blueprints, domain, result)
-        for c in result.candidates:
-            if c.task is not None:
-                c.task.source = "test_set"
-        write_pass(store, result, chunk="testset")
+        with store_lock(store.root, run_id):  # concurrent first runs: one builds it, the others wait
+            if not store.files("tasks", run_id=run_id):  # ... and find it built
+                space = with_count_factors(load_initial_space(domain, run_id=run_id))
+                result = design_and_plan(space, n, run_id=run_id, round=0, seed=seed,
+                                         steering=NewFactor(factor="num_write"))
+                synthesize_all(space, result.blueprints, domain, result)
+                for c in result.candidates:
+                    if c.task is not None:
+                        c.task.source = "test_set"
+                write_pass(store, result, chunk="testset")
     tasks = store.read_records("tasks", run_id=run_id)
     return cases_for(store, run_id, {t.task_id for t in tasks})
 

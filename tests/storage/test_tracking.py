@@ -52,3 +52,41 @@ def test_resume_reuses_existing_runs(tracked):
     tracker, parent, rounds, _ = tracked
     assert tracker.start_run(samples()["runs"]) == parent
     assert tracker.start_round(parent, "run-a", 2) == rounds[1]
+
+
+def _points(tracker, run_id, key):
+    return sorted((m.step, m.value) for m in tracker.client.get_metric_history(run_id, key))
+
+
+def test_logging_again_adds_no_second_point_param_or_artifact(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # mlflow.set_tracking_uri above exports it
+    tracker = Tracker(tmp_path)
+    parent = tracker.start_run(samples()["runs"])
+    child = tracker.start_round(parent, "run-a", 1)
+    s = samples()
+    for _ in range(2):  # a resume repeating a round's logging
+        tracker.log_metrics(child, {"success_test": 0.5, "5+": 1.0}, step=1)
+        tracker.log_params(child, {"steering": "cold_start", "space_version_in": 1})
+        tracker.log_space(child, s["spaces"])
+        tracker.log_json(child, "directions.json", [{"a": 1}])
+    tracker.log_metrics(child, {"success_test": 0.7}, step=2)  # a new step still lands
+    assert _points(tracker, child, "success_test") == [(1, 0.5), (2, 0.7)]
+    assert _points(tracker, child, "5plus") == [(1, 1.0)]
+    assert tracker.client.get_run(child).data.params == {"steering": "cold_start", "space_version_in": "1"}
+    names = [f.path for f in tracker.client.list_artifacts(child)] + \
+        [f.path for f in tracker.client.list_artifacts(child, "spaces")]
+    assert sorted(names) == ["directions.json", "spaces", "spaces/space_v2.json"]
+
+
+def test_a_round_is_marked_logged_and_a_resumed_parent_runs_again(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    tracker = Tracker(tmp_path)
+    parent = tracker.start_run(samples()["runs"])
+    child = tracker.start_round(parent, "run-a", 1)
+    assert not tracker.is_logged(child)
+    tracker.mark_logged(child)
+    assert tracker.is_logged(child)
+    tracker.finish(parent)
+    again = Tracker(tmp_path)
+    assert again.start_run(samples()["runs"]) == parent
+    assert again.client.get_run(parent).info.status == "RUNNING"

@@ -1,0 +1,51 @@
+"""File locks over a store root: one process at a time initializes a shared file.
+
+Several runs may start on the same fresh root at once; whatever every one of them would create
+(the MLflow database and its experiment, the DuckDB catalog, the Parquet schema files, the fixed
+test set) is created under ``<root>/locks/<name>.lock``. The lock is an OS lock (``filelock``), so
+a killed holder never leaves a stale lock behind. Callers check, take the lock, check again.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+LOCK_DIR = "locks"
+DEFAULT_TIMEOUT_S = float(os.environ.get("EVOSYN_LOCK_TIMEOUT_S", "600"))
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+
+class StoreLockTimeout(RuntimeError):
+    """Another process held a store lock for longer than the timeout."""
+
+
+def lock_path(root: str | os.PathLike[str], name: str) -> Path:
+    if not _NAME.match(name):
+        raise ValueError(f"lock name {name!r}: use letters, digits, '_', '.', '-'")
+    return Path(root).expanduser() / LOCK_DIR / f"{name}.lock"
+
+
+@contextmanager
+def store_lock(root: str | os.PathLike[str], name: str, timeout: float | None = None) -> Iterator[FileLock]:
+    """Hold ``<root>/locks/<name>.lock``; re-entrant within a thread, exclusive across processes and threads."""
+    path = lock_path(root, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # one instance per path in this process, so a nested acquire in the same thread re-enters
+    # instead of deadlocking on its own flock; other threads and processes still wait
+    lock = FileLock(path, is_singleton=True)
+    wait = DEFAULT_TIMEOUT_S if timeout is None else timeout
+    try:
+        lock.acquire(timeout=wait)
+    except Timeout:
+        raise StoreLockTimeout(
+            f"{path}: held by another run for more than {wait:g} s; wait for it to "
+            "finish, or raise EVOSYN_LOCK_TIMEOUT_S") from None
+    try:
+        yield lock
+    finally:
+        lock.release()
