@@ -42,7 +42,7 @@ from agents.llm.calllog import BoundClient, CallLog, stamp, write_calls
 from agents.llm.limits import limits_for
 from agents.llm.pricing import cost_usd
 from agents.llm.providers import json_schema
-from agents.llm.replies import interpret, normalize_reply, parse_structured  # noqa: F401 (re-exported)
+from agents.llm.replies import interpret, normalize_reply, parse_structured, read_reply  # noqa: F401 (re-exported)
 from agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, Usage
 from storage.records import LLMCall
 
@@ -299,15 +299,16 @@ class LLMClient:
             with self._lock:
                 self.http_requests += 1
             try:
-                reply = normalize_reply(await self._provider.send(kwargs))
+                body = await self._provider.send(kwargs)
             except BaseException as exc:
                 if limits.tpm:  # a failed request used (about) nothing
                     limits.tpm.adjust(estimate)
-                if isinstance(exc, (LLMOutputError, *self._provider.errors)) or not isinstance(exc, Exception):
-                    raise
-                # the SDK choked on the body (nested too deep to decode, ...): an unusable reply, not a crash
-                raise LLMOutputError(f"the server's reply could not be read ({type(exc).__name__}: "
-                                     f"{_one_line(str(exc), 200)})") from None
+                if isinstance(exc, Exception) and not isinstance(exc, self._provider.errors):
+                    # the SDK choked on the body (nested too deep to decode, ...): an unusable reply, not a crash
+                    raise LLMOutputError(f"the server's reply could not be read ({type(exc).__name__}: "
+                                         f"{_one_line(str(exc), 200)})") from None
+                raise
+            reply = read_reply(self._provider.parse, body, kwargs)  # LLMOutputError whatever the body holds
             if limits.tpm:
                 limits.tpm.adjust(estimate - reply["input_tokens"] - reply["output_tokens"])
             return reply

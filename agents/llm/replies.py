@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+import reprlib
+from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,6 +32,15 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 def _one_line(text: Any, limit: int = 200) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_PREVIEW = reprlib.Repr()
+_PREVIEW.maxlevel, _PREVIEW.maxstring, _PREVIEW.maxother = 6, 400, 200
+
+
+def preview(value: Any) -> str:
+    """A bounded, storable picture of any value (``str`` of a structure 10,000 levels deep raises)."""
+    return storable(value[:2000] if isinstance(value, str) else _PREVIEW.repr(value))
 
 
 def storable(text: str) -> str:
@@ -155,7 +165,18 @@ def normalize_reply(reply: Any) -> dict[str, Any]:
         return out
     except (TypeError, ValueError, RecursionError, AttributeError) as exc:
         raise LLMOutputError(f"the server's reply is not a chat completion: {_one_line(exc)}",
-                             raw=storable(str(reply)[:2000])) from None
+                             raw=preview(reply)) from None
+
+
+def read_reply(parse: Callable[[Any, dict], dict], body: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A provider's ``parse`` of a response body, normalized: ``LLMOutputError`` whatever the body holds."""
+    try:
+        return normalize_reply(parse(body, kwargs))
+    except LLMOutputError:
+        raise
+    except Exception as exc:  # a body of another shape (a list for a message, a number for a block, ...)
+        raise LLMOutputError(f"the server's reply is not a chat completion ({type(exc).__name__}: {_one_line(exc)})",
+                             raw=preview(body)) from None
 
 
 # ---------------------------------------------------------------- interpretation
