@@ -15,6 +15,7 @@ from typing import Any
 
 from storage.config import ConfigError, RoleConfig, RunConfig
 
+
 class StageUnavailable(RuntimeError):
     """Every call one role made in a stage failed on transport: the run cannot go on (a one-line message)."""
 

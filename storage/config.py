@@ -8,10 +8,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
-
-import yaml
 from urllib.parse import urlsplit
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from storage.records import Arm
