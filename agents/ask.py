@@ -11,6 +11,7 @@ crashed round.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from importlib import resources
 from string import Template
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # the client is imported lazily: agents.llm pulls in the prov
     from agents.llm import LLMClient
 
 T = TypeVar("T")
+log = logging.getLogger("evosyn.roles")
 ECHO_LIMIT = 4000  # characters of an invalid reply shown back to the model
 
 
@@ -83,8 +85,11 @@ def ask(client: "LLMClient", messages: list[dict], *, schema: type[BaseModel], v
             raw = res.text
             try:
                 return Answer(validate(res.parsed), res.parsed, raw, attempt + 1)
-            except (Invalid, ValidationError, KeyError, TypeError) as exc:  # whatever the output broke
+            except (Invalid, ValidationError) as exc:  # whatever the output broke
                 problem = one_line(str(exc))
+            except Exception as exc:  # a value no rule foresaw (a role bug, or a reply too odd): re-asked, logged
+                log.warning("%s: validating a reply raised %s: %s", role, type(exc).__name__, one_line(str(exc)))
+                problem = one_line(f"{type(exc).__name__}: {exc}")
         # only the latest failure is echoed, so a re-ask stays as short as the first question
         convo = [*messages, {"role": "assistant", "content": raw[:ECHO_LIMIT] or "(empty reply)"},
                  {"role": "user", "content": reask(problem)}]

@@ -15,6 +15,15 @@ from typing import Any
 
 from storage.config import ConfigError, RoleConfig, RunConfig
 
+
+class StageUnavailable(RuntimeError):
+    """Every call one role made in a stage failed on transport: the run cannot go on (a one-line message)."""
+
+    def __init__(self, role: str, endpoint: str, error: str):
+        super().__init__(f"{role}: the LLM at {endpoint} cannot be used: {error}")
+        self.role, self.endpoint, self.error = role, endpoint, error
+
+
 LLM_ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
 _CLIENTS: dict[tuple[str, str, str], Any] = {}
 _LOCK = threading.Lock()
@@ -94,7 +103,8 @@ def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_
 
     roles = roles or {}
     dom = get_domain(domain_name)
-    clients = {r: client_for(r, rc, cache_dir) for r, rc in roles.items()}
+    # one log per role and stage: chunks running at once share the clients, never each other's calls
+    clients = {r: client_for(r, rc, cache_dir).bound() for r, rc in roles.items()}
     retries = {r: rc.max_invalid_retries for r, rc in roles.items()}
     env = env_context(dom) if clients else {}
     designer = LLMDesigner(clients["designer"], env, retries["designer"]) if "designer" in clients \
@@ -113,6 +123,20 @@ def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_
 
 
 def flush_calls(roles: Roles, store, *, run_id: str, round: int, chunk: str) -> None:
-    """Every LLM call made so far goes to the ``llm_calls`` table (one chunk per role and stage)."""
+    """This stage's LLM calls go to the ``llm_calls`` table (one chunk per role and stage).
+
+    Then, when every call of a role failed on transport (no reply at all: the
+    server is down, the URL or the key is wrong), ``StageUnavailable``: a stage
+    of rejections only is not a result, and the run must fail loudly.
+    """
+    from agents.llm.calllog import write_calls
+
+    down = None
     for role, client in roles.clients.items():
-        client.flush(store, run_id=run_id, round=round, chunk=f"{chunk}-{role}")
+        calls = client.take_calls(run_id, round)
+        write_calls(store, calls, f"{chunk}-{role}", role)
+        if down is None and calls and all(c.status in ("error", "retry") for c in calls):
+            last = next((c for c in reversed(calls) if c.status == "error"), calls[-1])
+            down = StageUnavailable(role, client.endpoint, last.error)
+    if down is not None:
+        raise down

@@ -111,6 +111,21 @@ def teacher_messages(policy: str, domain: str, msgs: list[Message]) -> list[dict
     return [{"role": "system", "content": render("teacher.md", domain=domain, policy=policy)}, *to_chat(msgs)]
 
 
+def tool_turn(res, episode, step: int) -> list[Message]:
+    """The messages of a reply's tool calls, each executed on ``episode`` (its errors come back as observations).
+
+    A model that still sends several calls gets one turn per call.
+    """
+    calls = [ToolCall(id=c.id or f"call_{step}_{i}", name=c.name, arguments=dict(c.arguments or {}))
+             for i, c in enumerate(res.tool_calls)]
+    out = []
+    for i, c in enumerate(calls):
+        out.append(Message(role="assistant", content=(res.text or None) if i == 0 else None, tool_calls=[c]))
+        obs = episode.step(c.name, c.arguments)
+        out.append(Message(role="tool", content=obs.content, tool_call_id=c.id, error=obs.error))
+    return out
+
+
 class LLMTeacher:
     """An LLM agent with tool calling, acting in the live environment against a user simulator.
 
@@ -168,13 +183,7 @@ class LLMTeacher:
             steps += 1
             res = self._agent_turn(msgs)
             if res.tool_calls:
-                calls = [ToolCall(id=c.id or f"call_{steps}_{i}", name=c.name, arguments=dict(c.arguments or {}))
-                         for i, c in enumerate(res.tool_calls)]
-                for i, c in enumerate(calls):  # a model that still sends several gets one turn per call
-                    msgs.append(Message(role="assistant", content=(res.text or None) if i == 0 else None,
-                                        tool_calls=[c]))
-                    obs = episode.step(c.name, c.arguments)
-                    msgs.append(Message(role="tool", content=obs.content, tool_call_id=c.id, error=obs.error))
+                msgs += tool_turn(res, episode, steps)
                 continue
             msgs.append(Message(role="assistant", content=res.text))
             msgs.append(user.respond(res.text))

@@ -43,6 +43,7 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0  # on top of the server's fixed latency
+    raw: bytes | None = None  # sent as the body instead of ``body`` (bytes no JSON encoder would write)
 
 
 Responder = Callable[[Request], "Reply | dict[str, Any]"]
@@ -151,8 +152,9 @@ class FakeLLMServer:
             def log_message(self, *args):  # quiet
                 pass
 
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
+                      raw: bytes | None = None) -> None:
+                data = raw if raw is not None else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -185,7 +187,7 @@ class FakeLLMServer:
                 finally:
                     with outer._lock:
                         outer.in_flight -= 1
-                self._send(reply.status, reply.body, reply.headers)
+                self._send(reply.status, reply.body, reply.headers, reply.raw)
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True

@@ -1,10 +1,32 @@
 """`evosyn run` and `evosyn sweep`."""
 from __future__ import annotations
 
+import logging
+
 import click
 
 from flows.cli import PATH, UserError, main, store_from
 from flows.render import print_table
+
+
+class _NotLoggedTwice(logging.Filter):
+    """Prefect logs a failed task and flow with a traceback; an error the CLI reports in one line is not logged."""
+
+    def __init__(self, reported: tuple[type[BaseException], ...]):
+        super().__init__()
+        self.reported, self.names = reported, tuple(t.__name__ for t in reported)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, self.reported):
+            return False
+        return not (record.name.startswith("prefect") and any(n in record.getMessage() for n in self.names))
+
+
+class RunFailed(UserError):
+    """The run started and could not go on (e.g. its LLM server is down): one line, exit code 1."""
+
+    exit_code = 1
 
 
 def _config(ctx, config_file, **overrides):
@@ -81,9 +103,22 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, config_file, resume) ->
                       backend=backend)
     check_store_root(cfg.store_root())
     prefect_api(cfg.store_root())
-    from flows.run import evosyn_run
+    from agents.roles import StageUnavailable
+    from flows.run import TestSetError, evosyn_run
 
-    summary = evosyn_run(cfg, run_id=resume, progress=lambda s: click.echo(s, err=True))
+    reported = (StageUnavailable, TestSetError)
+    quiet = _NotLoggedTwice(reported)
+    for handler in logging.getLogger().handlers:  # Prefect's console handler
+        handler.addFilter(quiet)
+    try:
+        summary = evosyn_run(cfg, run_id=resume, progress=lambda s: click.echo(s, err=True))
+    except StageUnavailable as exc:  # the run is marked failed; a --resume continues once the server is back
+        raise RunFailed(str(exc)) from None
+    except TestSetError as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        for handler in logging.getLogger().handlers:
+            handler.removeFilter(quiet)
     print_summary(summary)
 
 

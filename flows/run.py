@@ -61,9 +61,46 @@ def _round_metrics(store: Store, cfg: RunConfig, run_id: str, res: RoundResult) 
     return m
 
 
+def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
+    """The fixed test set, built (once) before any round, so a set the generator cannot fill is known now."""
+    from tasks.datasets import test_cases
+
+    cases = test_cases(store, cfg.domain, n=cfg.test_size)
+    if not cases:
+        raise TestSetError(f"test_size: the {cfg.domain} generator built no test task from {cfg.test_size} "
+                           "blueprints (raise test_size)")
+    if len(cases) < cfg.test_size:
+        say(f"test set: {len(cases)} tasks; the {cfg.domain} generator could not build {cfg.test_size - len(cases)} "
+            f"of the {cfg.test_size} blueprints (test_size)")
+
+
+class TestSetError(ValueError):
+    """The configured test set cannot be built (one line, naming the field)."""
+
+
+def _mark_failed(cfg: RunConfig, run_id: str) -> None:
+    """A run stopped by an error is failed, in ``runs`` and in MLflow (a ``--resume`` may still finish it)."""
+    store = Store(cfg.store_root())
+    if not store.has_chunk("runs", run_id, 0, "run"):
+        return  # it failed before it began: nothing was recorded
+    run = store.read_records("runs", run_id=run_id, round=0)[0]
+    store.write([run.model_copy(update={"status": "failed"})], "run")
+    tracker = Tracker(store.root, cfg.store.tracking_uri)
+    tracker.finish(tracker.start_run(run), status="FAILED")
+
+
 @flow(name="evosyn-run")
 def evosyn_run(cfg: RunConfig, run_id: str | None = None,
                progress: Callable[[str], None] | None = None) -> RunSummary:
+    run_id = run_id or run_id_for(cfg)
+    try:
+        return _run(cfg, run_id, progress)
+    except Exception:
+        _mark_failed(cfg, run_id)
+        raise
+
+
+def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str], None] | None = None) -> RunSummary:
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
     llm = {r: rc.model_dump() for r, rc in check_roles(cfg).items()} if cfg.backend == "llm" or any(
@@ -83,6 +120,7 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
     if not store.has_chunk("spaces", run_id, 0, "initial"):
         store.write([space], "initial")
     tracker.log_space(parent, space)  # a no-op once logged
+    _check_test_set(store, cfg, say)
     steering, previous, unchanged = ColdStart(), None, 0
     summary = RunSummary(run_id)
     for r in range(1, cfg.rounds + 1):

@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from storage.records import Arm
 
@@ -44,6 +45,29 @@ class RoleConfig(_Strict):
     # USD per million tokens, for a model the price table lacks (or to override it)
     input_cost_per_mtok: float | None = Field(default=None, ge=0)
     output_cost_per_mtok: float | None = Field(default=None, ge=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        """An http(s) URL with a host: checked here, so a typo fails at config time, not after a round."""
+        if value is None:
+            return value
+        try:
+            parts = urlsplit(value)
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+        except ValueError:  # an unparsable host or a port that is not a number
+            ok = False
+        if not ok:
+            raise ValueError("must be an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
+        return value
+        try:
+            parts = urlsplit(value)
+            host, _ = parts.hostname, parts.port  # .port raises on a port that is not a number
+        except ValueError:
+            host = None
+        if parts.scheme not in ("http", "https") or not host if "parts" in locals() else True:
+            raise ValueError("must be an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
+        return value
 
 
 class StoreConfig(_Strict):

@@ -2,9 +2,22 @@
 
 A call goes: cache lookup -> (per-model concurrency slot, rpm and tpm buckets,
 SDK request, retried with tenacity on transient errors) -> cache write ->
-interpretation (JSON, schema, truncation) -> an `LLMCall` row. Interpretation
-comes after the cache on purpose: a cached unusable reply is unusable again on a
-rerun, so a rerun replays the same rejections and makes no request at all.
+interpretation (strict JSON, schema, truncation; ``agents.llm.replies``) -> an
+`LLMCall` row. Every HTTP attempt is a row: a transient failure that is retried
+(status ``retry``), the last failure (``error``), or the reply (``ok`` /
+``invalid``), each with its ``transport_attempt``; a cache hit is a row with
+no request.
+
+Only a reply of the normalized shape is cached, and interpretation comes after
+the cache on purpose: a cached unusable reply is interpreted again on a rerun,
+so the rerun replays the same recorded rejection (an ``invalid`` row, a cache
+hit) and the role's re-ask (the next ``attempt``, its own cache key) gets the
+same fresh answer as before: a resumed run makes the decisions of the first one.
+Interpretation raises nothing but ``LLMOutputError``, so no reply can crash a
+rerun, and a rejected reply is never replayed as if it were valid.
+
+A caller that wants its own calls apart (one stage's chunk, while other chunks
+share the client) passes a ``CallLog``, or uses ``client.bound()``.
 """
 from __future__ import annotations
 
@@ -13,7 +26,6 @@ import functools
 import json
 import logging
 import random
-import re
 import threading
 import time
 import uuid
@@ -22,14 +34,16 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from agents.llm.cache import ResponseCache, request_key
+from agents.llm.calllog import BoundClient, CallLog, stamp, write_calls
 from agents.llm.limits import limits_for
 from agents.llm.pricing import cost_usd
 from agents.llm.providers import json_schema
-from agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, ToolCallOut, Usage
+from agents.llm.replies import interpret, normalize_reply, parse_structured, read_reply  # noqa: F401 (re-exported)
+from agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, Usage
 from storage.records import LLMCall
 
 log = logging.getLogger("evosyn.llm")
@@ -81,57 +95,6 @@ def schema_digest(schema: type[BaseModel]) -> str:
     return request_key(json_schema(schema))
 
 
-# ---------------------------------------------------------------- reply interpretation
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
-
-
-def parse_structured(text: str, schema: type[BaseModel]) -> BaseModel:
-    fenced = _FENCE.match(text)
-    body = fenced.group(1) if fenced else text  # some served models wrap JSON in a code fence
-    if not body.strip():
-        raise LLMOutputError("empty reply: expected a JSON object", raw=text)
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise LLMOutputError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", raw=text) from None
-    try:
-        return schema.model_validate(data)
-    except ValidationError as exc:
-        where = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
-                          for e in exc.errors()[:5])
-        raise LLMOutputError(f"schema-invalid {schema.__name__}: {where}", raw=text) from None
-
-
-def interpret(reply: dict[str, Any], schema: type[BaseModel] | None, max_tokens: int | None):
-    """(text, parsed, tool_calls, finish_reason) of a normalized reply, or LLMOutputError."""
-    text, finish = reply.get("text") or "", reply.get("finish_reason") or ""
-    if reply.get("refusal"):
-        raise LLMOutputError(f"the model refused: {reply['refusal']}", raw=reply["refusal"], finish_reason=finish)
-    calls = []
-    for c in reply.get("tool_calls") or []:
-        try:
-            args = json.loads(c["arguments"]) if isinstance(c["arguments"], str) else c["arguments"]
-        except json.JSONDecodeError as exc:
-            raise LLMOutputError(f"tool call {c['name']}: arguments are not valid JSON ({exc.msg})",
-                                 raw=c["arguments"], finish_reason=finish) from None
-        if not isinstance(args, dict):
-            raise LLMOutputError(f"tool call {c['name']}: arguments must be a JSON object", raw=c["arguments"],
-                                 finish_reason=finish)
-        calls.append(ToolCallOut(id=c["id"], name=c["name"], arguments=args))
-    if finish == "length":
-        raw = text or json.dumps(reply.get("tool_calls") or [])
-        raise LLMOutputError(f"truncated: the reply hit max_tokens={max_tokens} (raise max_tokens or ask for less)",
-                             raw=raw, finish_reason=finish)
-    parsed = None
-    if schema is not None and not (calls and not text.strip()):  # a tool call instead of the answer: caller acts
-        try:
-            parsed = parse_structured(text, schema)
-        except LLMOutputError as exc:
-            exc.finish_reason = finish
-            raise
-    return text, parsed, calls, finish
-
-
 # ---------------------------------------------------------------- the client
 def _shut_down(loop: asyncio.AbstractEventLoop, thread: threading.Thread, provider) -> None:
     if loop.is_closed():
@@ -145,6 +108,13 @@ def _shut_down(loop: asyncio.AbstractEventLoop, thread: threading.Thread, provid
         thread.join(timeout=5)
     if not thread.is_alive():
         loop.close()
+
+
+class _Try:
+    """The transport attempt in progress (number and start), read by the row of a failed call."""
+
+    def __init__(self) -> None:
+        self.number, self.started = 0, time.perf_counter()
 
 
 class LLMClient:
@@ -170,7 +140,7 @@ class LLMClient:
         self.http_requests = 0  # requests actually sent (retries included)
         self._provider = provider
         self._secrets = tuple(s for s in secrets if s)
-        self._calls: list[LLMCall] = []
+        self._log = CallLog()  # the calls of callers that pass no log of their own
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -179,13 +149,22 @@ class LLMClient:
     def __repr__(self) -> str:  # never the key
         return f"LLMClient(role={self.role!r}, provider={self.provider!r}, model={self.model!r})"
 
+    @property
+    def endpoint(self) -> str:
+        """Where the requests go, for one-line errors (the provider's default URL when none is set)."""
+        return self.base_url or f"the {self.provider} API"
+
+    def bound(self, log: CallLog | None = None) -> BoundClient:
+        """This client with its calls going to ``log`` (a new one by default)."""
+        return BoundClient(self, log or CallLog())
+
     # ------------------------------------------------------------ the call
     async def chat(self, messages: list[dict], *, schema: type[BaseModel] | None = None,
                    tools: list[dict] | None = None, role: str = "", temperature: float | None = None,
-                   max_tokens: int | None = None, attempt: int = 0) -> ChatResult:
+                   max_tokens: int | None = None, attempt: int = 0, log: CallLog | None = None) -> ChatResult:
         """One chat call. Runs on the client's I/O loop whatever loop awaits it (see the class doc)."""
         kw = dict(schema=schema, tools=tools, role=role, temperature=temperature, max_tokens=max_tokens,
-                  attempt=attempt)
+                  attempt=attempt, log=log)
         loop = self._io_loop()
         if asyncio.get_running_loop() is loop:
             return await self._chat(messages, **kw)
@@ -220,9 +199,19 @@ class LLMClient:
         if finalizer is not None:
             finalizer()
 
+    def _cached(self, key: str) -> dict[str, Any] | None:
+        reply = self.cache.get(key) if self.cache else None
+        if reply is None:
+            return None
+        try:
+            return normalize_reply(reply)
+        except LLMOutputError:  # an entry of another shape (an older version, a damaged file): ask again
+            log.info("%s %s: cache entry %s is unreadable, asking again", self.provider, self.model, key[:12])
+            return None
+
     async def _chat(self, messages: list[dict], *, schema: type[BaseModel] | None = None,
                     tools: list[dict] | None = None, role: str = "", temperature: float | None = None,
-                    max_tokens: int | None = None, attempt: int = 0) -> ChatResult:
+                    max_tokens: int | None = None, attempt: int = 0, log: CallLog | None = None) -> ChatResult:
         temperature = self.temperature if temperature is None else temperature
         max_tokens = self.max_tokens if max_tokens is None else max_tokens
         request = {"provider": self.provider, "base_url": self.base_url or "", "model": self.model,
@@ -230,36 +219,38 @@ class LLMClient:
                    "schema_name": schema.__name__ if schema else None, "tools": tools or None,
                    "temperature": temperature, "max_tokens": max_tokens, "attempt": attempt}
         key = request_key(request)
+        record = functools.partial(self._record, log or self._log, role, key, attempt)
         t0 = time.perf_counter()
-        reply = self.cache.get(key) if self.cache else None
-        cache_hit = reply is not None
+        reply = self._cached(key)
+        cache_hit, current = reply is not None, _Try()
         if reply is None:
             kwargs = self._provider.build(self.model, messages, schema, tools, temperature, max_tokens)
             try:
-                reply = await self._send(kwargs, messages, max_tokens)
+                reply = await self._send(kwargs, messages, max_tokens, record, current)
             except LLMUnavailable as exc:
-                self._record(role, key, attempt, time.perf_counter() - t0, None, False, "error", str(exc))
+                record(time.perf_counter() - current.started, None, False, "error", str(exc), current.number)
                 raise
-            except LLMOutputError as exc:  # a reply that is not even JSON: never cached
-                self._record(role, key, attempt, time.perf_counter() - t0, None, False, "invalid", str(exc))
+            except LLMOutputError as exc:  # no reply of the normalized shape: never cached
+                record(time.perf_counter() - current.started, None, False, "invalid", str(exc), current.number)
                 raise
             if self.cache:  # file I/O off the loop: it is most of a cache write's time
                 await asyncio.get_running_loop().run_in_executor(None, self.cache.put, key, request, reply)
-        latency = time.perf_counter() - t0
+        latency = time.perf_counter() - (t0 if cache_hit else current.started)
         cost = 0.0 if cache_hit else cost_usd(self.price, reply["input_tokens"], reply["output_tokens"])
         usage = Usage(input_tokens=reply["input_tokens"], output_tokens=reply["output_tokens"], latency_s=latency,
                       cost_usd=cost)
         try:
             text, parsed, calls, finish = interpret(reply, schema, max_tokens)
         except LLMOutputError as exc:
-            self._record(role, key, attempt, latency, usage, cache_hit, "invalid", str(exc))
+            record(latency, usage, cache_hit, "invalid", str(exc), current.number)
             raise
-        self._record(role, key, attempt, latency, usage, cache_hit, "ok", "")
+        record(latency, usage, cache_hit, "ok", "", current.number)
         return ChatResult(text=text, parsed=parsed, tool_calls=calls, usage=usage, cache_hit=cache_hit,
                           finish_reason=finish)
 
     # ------------------------------------------------------------ transport
-    async def _send(self, kwargs: dict[str, Any], messages: list[dict], max_tokens: int | None) -> dict[str, Any]:
+    async def _send(self, kwargs: dict[str, Any], messages: list[dict], max_tokens: int | None, record,
+                    current: _Try) -> dict[str, Any]:
         # a rough token estimate reserves tpm up front; the real count corrects it afterwards
         estimate = len(json.dumps(messages, default=str)) // 4 + (max_tokens or 0)
         backoff = wait_exponential_jitter(initial=self.backoff_initial_s, max=self.backoff_max_s,
@@ -272,9 +263,12 @@ class LLMClient:
             return min(server, max(self.backoff_max_s, 60.0)) * random.uniform(1.0, 1.1)
 
         def before_sleep(state) -> None:
+            exc = state.outcome.exception()
+            what = self._scrub(_one_line(f"{type(exc).__name__}: {exc}", 300))
+            # the failed attempt is a row of its own: its time counts, and a 429 may be billed
+            record(time.perf_counter() - current.started, None, False, "retry", what, state.attempt_number)
             log.info("%s %s: transient error, retry %d of %d in %.2fs: %s", self.provider, self.model,
-                     state.attempt_number, self.max_retries, state.next_action.sleep,
-                     self._scrub(_one_line(str(state.outcome.exception()), 200)))
+                     state.attempt_number, self.max_retries, state.next_action.sleep, what[:200])
 
         errors = self._provider.errors
         retrying = AsyncRetrying(stop=stop_after_attempt(self.max_retries + 1), wait=wait,
@@ -283,12 +277,13 @@ class LLMClient:
         try:
             async for attempt in retrying:
                 with attempt:
+                    current.number, current.started = attempt.retry_state.attempt_number, time.perf_counter()
                     return await self._send_once(kwargs, estimate)
         except Exception as exc:
             what = self._scrub(_one_line(f"{type(exc).__name__}: {exc}", 300))
             if is_transient(exc, errors):
-                tries = retrying.statistics.get("attempt_number", self.max_retries + 1)
-                raise LLMUnavailable(f"{self.provider} {self.model} unavailable after {tries} attempts: {what}") from None
+                raise LLMUnavailable(f"{self.provider} {self.model} unavailable after {current.number} attempts: "
+                                     f"{what}") from None
             if isinstance(exc, errors[2]):
                 raise LLMRequestError(f"{self.provider} {self.model} refused the request: {what}") from None
             raise
@@ -304,11 +299,16 @@ class LLMClient:
             with self._lock:
                 self.http_requests += 1
             try:
-                reply = await self._provider.send(kwargs)
-            except BaseException:
+                body = await self._provider.send(kwargs)
+            except BaseException as exc:
                 if limits.tpm:  # a failed request used (about) nothing
                     limits.tpm.adjust(estimate)
+                if isinstance(exc, Exception) and not isinstance(exc, self._provider.errors):
+                    # the SDK choked on the body (nested too deep to decode, ...): an unusable reply, not a crash
+                    raise LLMOutputError(f"the server's reply could not be read ({type(exc).__name__}: "
+                                         f"{_one_line(str(exc), 200)})") from None
                 raise
+            reply = read_reply(self._provider.parse, body, kwargs)  # LLMOutputError whatever the body holds
             if limits.tpm:
                 limits.tpm.adjust(estimate - reply["input_tokens"] - reply["output_tokens"])
             return reply
@@ -319,32 +319,24 @@ class LLMClient:
             text = text.replace(secret, "***")
         return text
 
-    def _record(self, role: str, key: str, attempt: int, latency: float, usage: Usage | None, cache_hit: bool,
-                status: str, error: str) -> None:
-        row = LLMCall(run_id=self.run_id, round=self.round, call_id=uuid.uuid4().hex, role=role or self.role,
-                      provider=self.provider, model=self.model, request_hash=key,
-                      input_tokens=usage.input_tokens if usage else 0,
-                      output_tokens=usage.output_tokens if usage else 0, latency_s=latency,
-                      cost_usd=usage.cost_usd if usage else 0.0, cache_hit=cache_hit, status=status,
-                      error=self._scrub(_one_line(error)), attempt=attempt)
-        with self._lock:
-            self._calls.append(row)
+    def _record(self, into: CallLog, role: str, key: str, attempt: int, latency: float, usage: Usage | None,
+                cache_hit: bool, status: str, error: str, transport_attempt: int = 0) -> None:
+        into.append(LLMCall(run_id=self.run_id, round=self.round, call_id=uuid.uuid4().hex, role=role or self.role,
+                            provider=self.provider, model=self.model, request_hash=key,
+                            input_tokens=usage.input_tokens if usage else 0,
+                            output_tokens=usage.output_tokens if usage else 0, latency_s=latency,
+                            cost_usd=usage.cost_usd if usage else 0.0, cache_hit=cache_hit, status=status,
+                            error=self._scrub(_one_line(error)), attempt=attempt,
+                            transport_attempt=0 if cache_hit else transport_attempt))
 
     @property
     def calls(self) -> list[LLMCall]:
-        with self._lock:
-            return list(self._calls)
+        return self._log.rows
 
     def take_calls(self, run_id: str | None = None, round: int | None = None) -> list[LLMCall]:
         """The calls logged since the last take, stamped with ``run_id`` / ``round``; the log is emptied."""
-        with self._lock:
-            calls, self._calls = self._calls, []
-        update = {k: v for k, v in (("run_id", run_id), ("round", round)) if v is not None}
-        return [c.model_copy(update=update) for c in calls] if update else calls
+        return stamp(self._log.take(), run_id, round)
 
     def flush(self, store, *, run_id: str, round: int, chunk: str | None = None) -> int:
         """Write the pending calls to the ``llm_calls`` table as one chunk (rewriting a chunk replaces it)."""
-        calls = self.take_calls(run_id, round)
-        if calls:
-            store.write(calls, chunk or f"llm-{self.role or 'calls'}-{calls[0].call_id[:12]}")
-        return len(calls)
+        return write_calls(store, self.take_calls(run_id, round), chunk, self.role)

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agents.llm.replies import preview
 from agents.llm.types import LLMOutputError
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -74,7 +75,7 @@ def _http_client(sdk, timeout: float):
 
 def _json_object(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):  # the SDK hands back the text of a reply that is not JSON
-        raise LLMOutputError("the server's reply is not a JSON object", raw=str(data)[:2000])
+        raise LLMOutputError("the server's reply is not a JSON object", raw=preview(data))
     return data
 
 
@@ -124,12 +125,17 @@ class OpenAIProvider:
                 "name": schema_name(schema), "schema": body, "strict": strict}}
         return kwargs
 
-    async def send(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+    async def send(self, kwargs: dict[str, Any]) -> Any:
         # `post` is the SDK's documented way to send a request as built (auth, errors and the
         # transport stay the SDK's). `create` would first walk every parameter through its
         # type-driven transform, and `cast_to=ChatCompletion` build a typed model of the whole
         # reply: together over 1 ms of CPU a call, for a body of plain JSON and five fields read
-        data = _json_object(await self.sdk.get().post("/chat/completions", body=kwargs, cast_to=object))
+        return await self.sdk.get().post("/chat/completions", body=kwargs, cast_to=object)
+
+    @staticmethod
+    def parse(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """A chat-completions body -> the normalized reply (before ``replies.normalize_reply`` checks it)."""
+        data = _json_object(data)
         choices = data.get("choices") or []
         usage = data.get("usage") or {}
         if not choices:
@@ -251,8 +257,13 @@ class AnthropicProvider:
             kwargs["tools"] = all_tools
         return kwargs
 
-    async def send(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        data = _json_object(await self.sdk.get().post("/v1/messages", body=kwargs, cast_to=object))
+    async def send(self, kwargs: dict[str, Any]) -> Any:
+        return await self.sdk.get().post("/v1/messages", body=kwargs, cast_to=object)
+
+    @staticmethod
+    def parse(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """A messages body -> the normalized reply; the forced answer tool's input becomes the text."""
+        data = _json_object(data)
         texts, calls = [], []
         for block in data.get("content") or []:
             if block.get("type") == "text":

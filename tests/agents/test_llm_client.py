@@ -141,7 +141,12 @@ def test_429_with_retry_after_and_500_are_retried(provider):
         assert server.count == 3
     assert result.parsed == Plan(**GOOD)
     assert elapsed >= 0.3  # the server's retry-after, not the 10 ms backoff
-    assert [r.status for r in c.calls] == ["ok"] and c.http_requests == 3
+    # every HTTP attempt is a row (finding 6): two retried failures, then the reply
+    assert [(r.status, r.transport_attempt, r.attempt) for r in c.calls] == [("retry", 1, 0), ("retry", 2, 0),
+                                                                           ("ok", 3, 0)]
+    assert "429" in c.calls[0].error and "500" in c.calls[1].error and c.http_requests == 3
+    assert len({r.request_hash for r in c.calls}) == 1 and all(r.latency_s > 0 for r in c.calls)
+    assert sum(r.latency_s for r in c.calls) <= elapsed  # each row its own attempt: no time counted twice
 
 
 def test_retries_exhausted_raise_unavailable():
@@ -150,7 +155,8 @@ def test_retries_exhausted_raise_unavailable():
         with pytest.raises(LLMUnavailable, match="unavailable after 3 attempts"):
             c.chat_sync(MSGS, schema=Plan)
         assert server.count == 3
-    assert c.calls[-1].status == "error" and "503" in c.calls[-1].error
+    assert [(r.status, r.transport_attempt) for r in c.calls] == [("retry", 1), ("retry", 2), ("error", 3)]
+    assert "503" in c.calls[-1].error and "after 3 attempts" in c.calls[-1].error
 
 
 def test_slow_reply_times_out_then_is_retried():

@@ -161,3 +161,55 @@ def test_faulty_replies_keep_the_same_samples(tmp_path, server, monkeypatch):
     print(f"\nkept clean={n_clean} faulty={n_faulty} of {n_bp}; faults {server.faulty.faults}; "
           f"calls clean={len(calls(tmp_path / 'clean'))} faulty={len(calls(tmp_path / 'faulty'))}; "
           f"time clean={t_clean:.1f}s faulty={t_faulty:.1f}s")
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # bound then closed: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_llm_server_down_fails_the_run_in_one_line(tmp_path):
+    """Finding 5: every call of a stage failed on transport -> one line, non-zero exit, run failed everywhere."""
+    import mlflow
+
+    from storage.store import Store
+
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    roles = "".join(f"  {r}: {{provider: openai, model: gpt-4o-mini, base_url: '{url}', max_retries: 1, "
+                    f"timeout_s: 5}}\n" for r in ("designer", "planner"))
+    cfg = tmp_path / "down.yaml"
+    cfg.write_text("domain: airline\nrounds: 1\nbudget: 8\nseed: 0\ntest_size: 10\nchunk_size: 4\n"
+                   f"backend: llm\nroles:\n{roles}")
+    home = tmp_path / "home"
+    res = cli(home, "run", "--backend", "llm", "--config", str(cfg), timeout=300)
+    assert res.returncode not in (0, 2), res.stderr[-3000:]  # failed, and not an input error
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:") or "Traceback" in ln
+              or "| ERROR" in ln]
+    assert len(errors) == 1, res.stderr[-3000:]
+    assert "designer" in errors[0] and url in errors[0] and "unavailable after 2 attempts" in errors[0]
+    assert "verified" not in res.stdout + res.stderr and KEY not in res.stdout + res.stderr
+    progress = res.stderr.splitlines()
+    test_line = next(i for i, ln in enumerate(progress) if ln.startswith("test set: "))
+    assert test_line < next(i for i, ln in enumerate(progress) if ln.startswith("round 1/1"))  # before work
+    store = Store(home, create=False)
+    (run,) = store.read_records("runs")
+    assert run.status == "failed"
+    calls = store.read_records("llm_calls", run_id=run.run_id)
+    assert [(c.role, c.status, c.transport_attempt) for c in calls] == [("designer", "retry", 1),
+                                                                       ("designer", "error", 2)]
+    mlflow.set_tracking_uri(f"sqlite:///{home / 'mlflow.db'}")
+    parent = mlflow.search_runs(experiment_names=["evosyn"], filter_string=f"tags.`evosyn.run_id` = '{run.run_id}'")
+    assert list(parent["status"]) == ["FAILED"]
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://127.0.0.1/v1", "http://", "http://127.0.0.1:port/v1"])
+def test_base_url_is_checked_at_config_time(tmp_path, url):
+    home = tmp_path / "home"
+    res = cli(home, "run", "--backend", "llm", "--config", str(config(tmp_path, url)), timeout=120)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert "roles." in lines[0] and ".base_url" in lines[0] and "http(s) URL" in lines[0]
+    assert not home.exists() or not any(home.rglob("*.parquet"))
