@@ -27,5 +27,7 @@ def _no_network_env(monkeypatch):
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_PROXY", "*")
+    # mlflow.set_tracking_uri exports MLFLOW_TRACKING_URI, which every later Tracker (and process) would obey
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     yield
     os.environ.pop("EVOSYN_TEST_SENTINEL", None)
