@@ -22,14 +22,15 @@ def utcnow() -> datetime:
 # A record must equal itself read back from the store, so every field holds, from
 # construction on, the value a store round trip gives back: free-form JSON as
 # JSON's own data model (tuples and sets as lists, non-string keys as strings,
-# datetimes as ISO strings; key order kept), timestamps as aware UTC (a naive
+# datetimes as ISO strings, NaN and Infinity as null; key order kept), timestamps as aware UTC (a naive
 # one is taken as UTC; the store keeps microseconds).
 def _canonical_json(value: Any) -> Any:
-    return from_json(to_json(value))
+    return from_json(to_json(value, inf_nan_mode="null"))  # JSON has no NaN / Infinity
 
 
 def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    utc = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return utc.replace(fold=0)  # fold means nothing in UTC, and Arrow does not keep it
 
 
 JSONObject = Annotated[dict[str, Any], AfterValidator(_canonical_json)]
