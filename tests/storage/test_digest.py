@@ -36,3 +36,13 @@ def test_a_changed_value_key_order_or_duplicate_changes_one_digest(tmp_path):
     d = table_digests(store, "run-a")
     assert [t for t in a if a[t] != d[t]] == ["probes"]
     assert len(normalized_rows(store, "probes", "run-a")) == 2
+
+
+def test_the_store_path_in_a_stored_config_is_not_content(tmp_path):
+    def with_root(root):
+        store = Store(root)
+        store.write([samples()["runs"].model_copy(update={"config_json": f'{{"store": {{"root": "{root}"}}}}'})],
+                    "c0")
+        return table_digests(store, "run-a")["runs"]
+
+    assert with_root(tmp_path / "one") == with_root(tmp_path / "two")
