@@ -40,8 +40,8 @@ def load_round(store: Store, run_id: str, round: int) -> EmbeddedLearner:
     path = model_path(store, run_id, round)
     learner = read_or_none(path, EmbeddedLearner.load, "model")
     if learner is None:
-        raise FileNotFoundError(f"no readable trained model for run {run_id} round {round} at {path} "
-                                "(run `evosyn train` first)")
+        raise FileNotFoundError(f"no trained model for run {run_id} round {round} ({path} is missing or "
+                                "unreadable; run `evosyn train` first)")
     return learner
 
 
