@@ -100,6 +100,11 @@ class Store:
             paths.append(path)
         return paths
 
+    def remove_chunk(self, table: str, run_id: str, round: int, chunk_id: str) -> None:
+        """Remove chunk ``chunk_id`` of one partition, if it is there (a rewrite of a chunk to no records)."""
+        path = self.partition_dir(table, run_id, round) / f"{_check_id('chunk_id', chunk_id)}.parquet"
+        path.unlink(missing_ok=True)
+
     def has_chunk(self, table: str, run_id: str, round: int, chunk_id: str) -> bool:
         return (self.partition_dir(table, run_id, round) / f"{chunk_id}.parquet").exists()
 

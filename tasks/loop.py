@@ -79,9 +79,8 @@ def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluati
         ctx.flush(roles, chunk)
     ctx.store.write([fb], chunk)
     kill_point("reflect", ctx.round)
-    ctx.store.write(probes, chunk)
-    if reflection is not None:
-        ctx.store.write([reflection], chunk)
+    ctx.put("probes", probes, chunk)
+    ctx.put("reflections", [reflection] if reflection is not None else [], chunk)
     stored = nxt.model_copy(update={"run_id": ctx.run_id, "round": ctx.round, "space_version": nxt.version})
     ctx.store.write([stored], chunk)
     ctx.mark("reflect", chunk)  # after the last write: marks the round as complete

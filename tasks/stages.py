@@ -57,6 +57,14 @@ class Ctx:
     def read(self, table: str, chunk: str) -> list:
         return self.store.read_chunk(table, self.run_id, self.round, chunk)
 
+    def put(self, table: str, records: list, chunk: str) -> None:
+        """Chunk ``chunk`` of ``table`` is exactly ``records``: a redone stage that now has none of them
+        (a plan rejected before the crash, accepted on the rerun) leaves no stale chunk behind."""
+        if records:
+            self.store.write(records, chunk)
+        else:
+            self.store.remove_chunk(table, self.run_id, self.round, chunk)
+
 
 def _map(fn: Callable, items: list, roles: Roles, role: str) -> list:
     """``fn`` over items in order; LLM-backed roles run up to their ``max_concurrency`` calls at once."""
@@ -99,7 +107,7 @@ def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm
                                              seed=ctx.seed)
             dirs = [d.model_copy(update={"rationale": f"embedded fallback ({exc}); {d.rationale}"}) for d in dirs]
         ctx.flush(roles, chunk)
-    ctx.store.write(dirs, chunk)
+    ctx.put("directions", dirs, chunk)
     kill_point("design", ctx.round)
     ctx.mark("design", chunk)
     return dirs
@@ -120,9 +128,8 @@ def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[B
         else:
             rejected.append(rejection_verdict(unplanned(d, i), "plan", reason))
     ctx.flush(roles, chunk)
-    if rejected:
-        ctx.store.write(rejected, chunk)
-    ctx.store.write(out, chunk)
+    ctx.put("verdicts", rejected, chunk)
+    ctx.put("blueprints", out, chunk)
     kill_point("plan", ctx.round)
     ctx.mark("plan", chunk)  # also when every plan was rejected: an empty plan is a finished one
     return sorted(out, key=lambda b: b.blueprint_id)
@@ -146,10 +153,8 @@ def generate(ctx: Ctx, space: SynthesisSpace, blueprints: list[Blueprint]) -> li
         else:
             rejected.append(rejection_verdict(bp, "generate", reason))
     ctx.flush(roles, chunk)
-    if rejected:
-        ctx.store.write(rejected, chunk)
-    if tasks:
-        ctx.store.write(tasks, chunk)
+    ctx.put("verdicts", rejected, chunk)
+    ctx.put("tasks", tasks, chunk)
     kill_point("generate", ctx.round)
     ctx.mark("generate", chunk)
     return tasks
@@ -163,10 +168,9 @@ def rollout(ctx: Ctx, tasks: list[SynthTask], chunk: str) -> list[Trajectory]:
     out = [traj for traj, _ in results if traj is not None]
     failed = [(t, reason) for t, (traj, reason) in zip(tasks, results) if traj is None]
     ctx.flush(roles, chunk)
-    if failed:  # beside the verifier's verdicts of this chunk, never over them
-        ctx.store.write([rejection_verdict(_lineage(t), "rollout", reason) for t, reason in failed], f"{chunk}-rollout")
-    if out:
-        ctx.store.write(out, chunk)
+    # rollout rejections go beside the verifier's verdicts of this chunk, never over them
+    ctx.put("verdicts", [rejection_verdict(_lineage(t), "rollout", reason) for t, reason in failed], f"{chunk}-rollout")
+    ctx.put("trajectories", out, chunk)
     kill_point("rollout", ctx.round)
     ctx.mark("rollout", chunk)
     return out
@@ -200,13 +204,10 @@ def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory
 
     examples = sft_examples(kept, DIAGNOSTIC_FRACTION, ctx.seed)
     ctx.flush(roles, f"{chunk}-verify")
-    if repaired:  # beside the rollout's chunk, never over it
-        ctx.store.write(repaired, f"{chunk}-repair")
-    if verdicts:
-        ctx.store.write(verdicts, chunk)
+    ctx.put("trajectories", repaired, f"{chunk}-repair")  # beside the rollout's chunk, never over it
+    ctx.put("verdicts", verdicts, chunk)
     kill_point("verify", ctx.round)
-    if examples:
-        ctx.store.write(examples, chunk)
+    ctx.put("sft_examples", examples, chunk)
     ctx.mark("verify", chunk)
     return verdicts, examples
 

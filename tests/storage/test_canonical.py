@@ -19,7 +19,6 @@ from pydantic import BaseModel
 
 from envs.gold import confirmation_request
 from storage.records import TABLES, Message, ToolCall
-from storage.store import Store
 from tests.storage.samples import samples
 
 _chunks = itertools.count()

@@ -97,3 +97,16 @@ def test_markers_live_outside_the_tables(ctx):
     markers = list(ctx.store.root.rglob("*.done"))
     assert markers and all(ctx.store.tables_dir not in m.parents for m in markers)
     assert all(json.loads(m.read_text())["run_id"] == "r1" for m in markers)
+
+
+def test_a_redone_stage_leaves_no_stale_chunk(ctx):
+    """Rejections written before a crash, none on the rerun: the rerun's chunk is what it produced, nothing more."""
+    space, blueprints = _planned(ctx, budget=4)
+    from agents.synthesis import rejection_verdict
+
+    chunk = stages.chunk_name("gen", blueprints)
+    ctx.store.write([rejection_verdict(blueprints[0], "generate", "transport error before the crash")], chunk)
+    tasks_ = stages.generate(ctx, space, blueprints)  # not marked: redone, and every blueprint now generates
+    assert len(tasks_) == len(blueprints)
+    assert ctx.read("verdicts", chunk) == []
+    assert ctx.store.count("verdicts") == 0
