@@ -1,12 +1,13 @@
 """Shared benchmark plumbing: a results folder, machine facts, JSON output."""
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
 from pathlib import Path
 from typing import Any
+
+from storage import atomic
 
 
 def machine() -> dict[str, Any]:
@@ -16,6 +17,5 @@ def machine() -> dict[str, Any]:
 
 def write_json(name: str, payload: dict[str, Any], output: str | os.PathLike[str] | None = None) -> Path:
     path = Path(output) if output else Path("bench-results") / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"benchmark": name, "machine": machine(), **payload}, indent=2, default=str))
+    atomic.write_json(path, {"benchmark": name, "machine": machine(), **payload}, indent=2, default=str)
     return path

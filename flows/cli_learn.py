@@ -8,6 +8,7 @@ import click
 
 from flows.cli import PATH, UserError, bench, main, store_from
 from flows.render import print_table
+from storage import atomic
 
 
 def _slice_table(title: str, evaluations, factor: str) -> None:
@@ -114,12 +115,12 @@ def _export(store, run_id: str, examples, fmt: str, out: Path) -> int:
         n = write_dataset(sorted(examples, key=lambda e: (e.round, e.example_id)), out)
     elif fmt == "openai":
         lines = [json.dumps(openai_messages(e)) for e in sorted(examples, key=lambda e: (e.round, e.example_id))]
-        (out / "train.jsonl").write_text("\n".join(lines) + "\n")
+        atomic.write_text(out / "train.jsonl", "\n".join(lines) + "\n")
         n = len(lines)
     else:
         ids = {e.task_id for e in examples}
         tasks = [t for t in store.read_records("tasks", run_id=run_id) if t.task_id in ids]
-        (out / "tasks.json").write_text(json.dumps(tau2_tasks(sorted(tasks, key=lambda t: t.task_id)), indent=1))
+        atomic.write_json(out / "tasks.json", tau2_tasks(sorted(tasks, key=lambda t: t.task_id)), indent=1)
         n = len(tasks)
     return n
 

@@ -8,6 +8,8 @@ from typing import Any, Sequence
 import click
 import pyarrow as pa
 
+from storage import atomic
+
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     from rich.console import Console
@@ -31,12 +33,14 @@ def write_result(result: pa.Table, fmt: str, output: Path | None, limit: int = 5
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        pq.write_table(result, output)
+        with atomic.atomic_path(output) as tmp:
+            pq.write_table(result, tmp)
     elif fmt == "csv":
         import pyarrow.csv as pacsv
 
         if output:
-            pacsv.write_csv(result, output)
+            with atomic.atomic_path(output) as tmp:
+                pacsv.write_csv(result, tmp)
         else:
             import io
 
@@ -47,7 +51,7 @@ def write_result(result: pa.Table, fmt: str, output: Path | None, limit: int = 5
     elif fmt == "json":
         text = "\n".join(json.dumps(r, default=str) for r in result.to_pylist())
         if output:
-            output.write_text(text + "\n")
+            atomic.write_text(output, text + "\n")
         else:
             click.echo(text)
         return

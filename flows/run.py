@@ -8,7 +8,6 @@ from the store, missing ones are computed.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from agents.designer import ColdStart
 from agents.roles import check_roles
 from envs.ontology import load_initial_space
 from flows.round import RoundResult, round_flow
+from storage import atomic
 from storage.config import RunConfig
 from storage.records import Run
 from storage.store import Store
@@ -154,6 +154,6 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str], No
     store.write([run.model_copy(update={"status": "finished"})], "run")
     tracker.finish(parent)
     summary.seconds = time.perf_counter() - t0
-    with open(store.root / f"summary-{run_id}.json", "w") as fh:
-        json.dump({"run_id": run_id, "rounds": summary.rounds, "seconds": summary.seconds}, fh, indent=2)
+    atomic.write_json(store.root / f"summary-{run_id}.json",
+                      {"run_id": run_id, "rounds": summary.rounds, "seconds": summary.seconds}, indent=2)
     return summary

@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from storage.tracking import default_tracking_uri
+from storage import atomic
+from storage.atomic import read_or_none
 
 HOST = "127.0.0.1"
 STATE_FILE = "services.json"
@@ -46,17 +48,14 @@ def state_path(root: Path) -> Path:
 
 
 def load_state(root: Path) -> dict[str, Service]:
-    path = state_path(root)
-    if not path.is_file():
-        return {}
-    return {k: Service(**v) for k, v in json.loads(path.read_text()).items()}
+    # an unreadable state file (torn, or edited by hand) is logged and read as "nothing running"
+    state = read_or_none(state_path(root), lambda p: {k: Service(**v) for k, v in json.loads(p.read_text()).items()},
+                         "services state")
+    return state or {}
 
 
 def save_state(root: Path, services: dict[str, Service]) -> None:
-    path = state_path(root)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({k: asdict(v) for k, v in services.items()}, indent=2))
-    tmp.replace(path)
+    atomic.write_json(state_path(root), {k: asdict(v) for k, v in services.items()}, indent=2)
 
 
 # ---------------------------------------------------------------- processes

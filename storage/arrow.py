@@ -15,8 +15,6 @@ from functools import lru_cache
 from typing import Any, Literal
 
 import pyarrow as pa
-from pydantic import BaseModel
-
 from storage.records import Record
 
 _SCALARS: dict[type, pa.DataType] = {
@@ -66,7 +64,9 @@ def json_columns(model: type[Record]) -> frozenset[str]:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    # Key order is part of the value (tool-call arguments render into dialogue text), so it is kept;
+    # a value JSON cannot hold fails here, loudly, instead of being stored as its str().
+    return json.dumps(value, separators=(",", ":"))
 
 
 def to_table(records: typing.Sequence[Record], model: type[Record]) -> pa.Table:
@@ -76,23 +76,12 @@ def to_table(records: typing.Sequence[Record], model: type[Record]) -> pa.Table:
     for rec in records:
         if type(rec) is not model:
             raise TypeError(f"expected {model.__name__} records, got {type(rec).__name__}")
-        row = rec.model_dump(mode="python")
+        row = rec.model_dump(mode="python", exclude=jcols)
+        if jcols:
+            row.update({k: _dump(v) for k, v in rec.model_dump(mode="json", include=jcols).items()})
         for name in schema.names:
-            value = row[name]
-            if name in jcols:
-                value = _dump(_jsonable(getattr(rec, name)))
-            columns[name].append(value)
+            columns[name].append(row[name])
     return pa.table(columns, schema=schema)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    return value
 
 
 def from_rows(rows: typing.Iterable[dict[str, Any]], model: type[Record]) -> list[Record]:

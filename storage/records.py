@@ -8,13 +8,33 @@ is derived in ``storage.arrow`` and is stable across runs.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import from_json, to_json
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+# ---------------------------------------------------------------- canonical forms
+# A record must equal itself read back from the store, so every field holds, from
+# construction on, the value a store round trip gives back: free-form JSON as
+# JSON's own data model (tuples and sets as lists, non-string keys as strings,
+# datetimes as ISO strings, NaN and Infinity as null; key order kept), timestamps as aware UTC (a naive
+# one is taken as UTC; the store keeps microseconds).
+def _canonical_json(value: Any) -> Any:
+    return from_json(to_json(value, inf_nan_mode="null"))  # JSON has no NaN / Infinity
+
+
+def _utc(value: datetime) -> datetime:
+    utc = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return utc.replace(fold=0)  # fold means nothing in UTC, and Arrow does not keep it
+
+
+JSONObject = Annotated[dict[str, Any], AfterValidator(_canonical_json)]
+UTCDatetime = Annotated[datetime, AfterValidator(_utc)]
 
 
 class Contract(BaseModel):
@@ -50,7 +70,7 @@ class Run(Record):
     budget: int = Field(ge=1)
     config_json: str = "{}"
     status: Literal["running", "finished", "failed"] = "running"
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: UTCDatetime = Field(default_factory=utcnow)
 
 
 # ---------------------------------------------------------------- synthesis space
@@ -93,7 +113,7 @@ class SynthesisSpace(Record):
     factors: list[Factor]
     diff: list[SpaceChange] = Field(default_factory=list)
     restrictions: dict[str, list[str]] = Field(default_factory=dict)
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: UTCDatetime = Field(default_factory=utcnow)
 
     def factor(self, key: str) -> Factor:
         for f in self.factors:
@@ -162,9 +182,9 @@ class SynthTask(Record):
 
     task_id: str
     domain: str
-    tau2_task: dict[str, Any]
+    tau2_task: JSONObject
     requested: dict[str, list[str]] = Field(default_factory=dict)
-    scenario: dict[str, Any] = Field(default_factory=dict)  # structured user scenario (embedded user)
+    scenario: JSONObject = Field(default_factory=dict)  # structured user scenario (embedded user)
     generator: str = "embedded"
     source: Literal["synthesized", "official", "test_set"] = "synthesized"
 
@@ -172,7 +192,7 @@ class SynthTask(Record):
 class ToolCall(Contract):
     id: str
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: JSONObject = Field(default_factory=dict)
     requestor: Literal["assistant", "user"] = "assistant"
 
 
@@ -229,7 +249,7 @@ class SFTExample(Record):
     trajectory_id: str
     split: Literal["train", "diagnostic"] = "train"
     messages: list[Message]
-    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[JSONObject] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------- learning and feedback
@@ -349,7 +369,7 @@ class LLMCall(Record):
     error: str = ""
     attempt: int = 0
     transport_attempt: int = 0
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: UTCDatetime = Field(default_factory=utcnow)
 
 
 RECORD_TYPES: tuple[type[Record], ...] = (

@@ -6,9 +6,9 @@ never adds a second copy. Reads return polars DataFrames.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
-import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
@@ -16,6 +16,7 @@ from typing import Sequence
 import polars as pl
 import pyarrow.parquet as pq
 
+from storage.atomic import atomic_path, write_text
 from storage.arrow import from_rows, schema_of, to_table
 from storage.locks import store_lock
 from storage.records import TABLES, Record
@@ -43,13 +44,8 @@ def table_for(name: str) -> type[Record]:
 
 
 def _atomic_write(table, path: Path) -> None:
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
-    try:
+    with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 class Store:
@@ -58,6 +54,7 @@ class Store:
     def __init__(self, root: str | os.PathLike[str] | None = None, *, create: bool = True):
         self.root = Path(root).expanduser() if root is not None else default_root()
         self.tables_dir = self.root / "tables"
+        self.markers_dir = self.root / "markers"
         if create:
             self._ensure_schema_files()
             # imported here: the catalog module builds on Store
@@ -116,17 +113,43 @@ class Store:
             paths.append(path)
         return paths
 
+    def remove_chunk(self, table: str, run_id: str, round: int, chunk_id: str) -> None:
+        """Remove chunk ``chunk_id`` of one partition, if it is there (a rewrite of a chunk to no records)."""
+        path = self.partition_dir(table, run_id, round) / f"{_check_id('chunk_id', chunk_id)}.parquet"
+        path.unlink(missing_ok=True)
+
     def has_chunk(self, table: str, run_id: str, round: int, chunk_id: str) -> bool:
         return (self.partition_dir(table, run_id, round) / f"{chunk_id}.parquet").exists()
 
     def delete_run(self, run_id: str) -> None:
-        """Remove every partition of one run (used by tests and `--force` reruns)."""
+        """Remove every partition and completion marker of one run (used by tests and `--force` reruns)."""
         import shutil
 
-        for name in TABLES:
-            part = self.table_dir(name) / f"run_id={_check_id('run_id', run_id)}"
+        parts = [self.table_dir(name) / f"run_id={_check_id('run_id', run_id)}" for name in TABLES]
+        for part in [self.markers_dir / f"run_id={run_id}", *parts]:  # markers first: never a marker without data
             if part.exists():
                 shutil.rmtree(part)
+
+    # ------------------------------------------------------------ completion markers
+    # A stage that writes several tables (or may legitimately write nothing) is
+    # complete only once its marker exists: the marker is written, atomically,
+    # after the stage's last table write, so a crash anywhere before it leaves
+    # the stage incomplete and a rerun recomputes it (rewriting the same chunk
+    # files, so nothing is duplicated). Markers live outside tables/, where no
+    # Parquet glob or DuckDB view sees them.
+    def marker_path(self, stage: str, run_id: str, round: int, chunk: str = "") -> Path:
+        name = _check_id("stage", stage) + (f".{_check_id('chunk', chunk)}" if chunk else "")
+        return self.markers_dir / f"run_id={_check_id('run_id', run_id)}" / f"round={int(round)}" / f"{name}.done"
+
+    def mark_complete(self, stage: str, run_id: str, round: int, chunk: str = "", **info: object) -> Path:
+        """Record that ``stage`` (``chunk``) of ``run_id`` round ``round`` wrote all of its output."""
+        path = self.marker_path(stage, run_id, round, chunk)
+        write_text(path, json.dumps({"stage": stage, "run_id": run_id, "round": int(round), "chunk": chunk,
+                                     **info}, default=str) + "\n")
+        return path
+
+    def is_complete(self, stage: str, run_id: str, round: int, chunk: str = "") -> bool:
+        return self.marker_path(stage, run_id, round, chunk).is_file()
 
     # ------------------------------------------------------------ reads
     def files(self, table: str, run_id: str | None = None, round: int | None = None) -> list[Path]:
@@ -150,6 +173,13 @@ class Store:
         for f in files:
             rows.extend(pq.read_table(f).to_pylist())
         return from_rows(rows, model)
+
+    def read_chunk(self, table: str, run_id: str, round: int, chunk_id: str) -> list[Record]:
+        """The records of one chunk, in the order they were written (empty when the chunk is absent)."""
+        path = self.partition_dir(table, run_id, round) / f"{_check_id('chunk_id', chunk_id)}.parquet"
+        if not path.is_file():
+            return []
+        return from_rows(pq.read_table(path).to_pylist(), table_for(table))
 
     def count(self, table: str, run_id: str | None = None, round: int | None = None) -> int:
         return sum(pq.read_metadata(f).num_rows for f in self.files(table, run_id, round))

@@ -7,11 +7,11 @@ compared runs of its domain (App. B.9).
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from storage import metrics as M
+from storage import atomic
 from storage.store import Store
 from tasks.metrics import intrinsic, pattern_union, round_metrics, verified_samples
 
@@ -109,6 +109,6 @@ def _no_nan(obj):
 def write_compare(result: dict, out_dir: Path) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     clean = _no_nan(result)
-    (out_dir / "compare.json").write_text(json.dumps(clean, indent=2))
-    (out_dir / "compare.md").write_text(markdown(result))
+    atomic.write_json(out_dir / "compare.json", clean, indent=2)
+    atomic.write_text(out_dir / "compare.md", markdown(result))
     return out_dir / "compare.json", out_dir / "compare.md"

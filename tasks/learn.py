@@ -7,6 +7,8 @@ from pathlib import Path
 from agents.learners.embedded import EmbeddedLearner
 from agents.learners.harness import TaskCase, evaluate
 from envs.registry import get_domain
+from storage.atomic import read_or_none
+from storage.faults import kill_point
 from storage.records import Evaluation, Trajectory
 from storage.store import Store
 from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto, test_cases
@@ -36,9 +38,11 @@ def train_round(store: Store, run_id: str, round: int, seed: int = 0) -> tuple[E
 
 def load_round(store: Store, run_id: str, round: int) -> EmbeddedLearner:
     path = model_path(store, run_id, round)
-    if not path.exists():
-        raise FileNotFoundError(f"no trained model for run {run_id} round {round} (run `evosyn train` first)")
-    return EmbeddedLearner.load(path)
+    learner = read_or_none(path, EmbeddedLearner.load, "model")
+    if learner is None:
+        raise FileNotFoundError(f"no trained model for run {run_id} round {round} ({path} is missing or "
+                                "unreadable; run `evosyn train` first)")
+    return learner
 
 
 def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner: EmbeddedLearner | None = None,
@@ -50,5 +54,6 @@ def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner
                                          task_set=task_set, model_version=model_version(learner, run_id, round))
     if evaluations:
         store.write(trajectories, f"eval-{task_set}")
+        kill_point("evaluate", round)
         store.write(evaluations, f"eval-{task_set}")
     return evaluations

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from agents.feedback import FeedbackInputs, build_feedback, probe_report
 from agents.probes import TaskProfile
+from storage.atomic import read_or_none
+from storage.faults import kill_point
 from storage.records import Evaluation, Feedback, Probe, Reflection, SynthesisSpace
 from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto, test_cases
 from tasks.learn import evaluate_round, fit_embedded, model_path, model_version
@@ -16,10 +18,9 @@ def train(ctx: Ctx):
 
     trajectories = as_trajectories(examples_upto(ctx.store, ctx.run_id, ctx.round, "train"))
     path = model_path(ctx.store, ctx.run_id, ctx.round)
-    if path.exists():
-        learner = EmbeddedLearner.load(path)
-        if learner.fingerprint == fingerprint(trajectories):
-            return learner
+    learner = read_or_none(path, EmbeddedLearner.load, "model")  # a truncated or corrupt model is retrained
+    if learner is not None and learner.fingerprint == fingerprint(trajectories):
+        return learner
     learner = fit_embedded(trajectories, ctx.domain, ctx.seed)
     learner.save(path)
     return learner
@@ -27,11 +28,13 @@ def train(ctx: Ctx):
 
 def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = 200) -> list[Evaluation]:
     chunk = f"eval-{task_set}"
-    if ctx.store.has_chunk("evaluations", ctx.run_id, ctx.round, chunk):
-        return [e for e in ctx.store.read_records("evaluations", ctx.run_id, ctx.round) if e.task_set == task_set]
+    if ctx.done("evaluate", chunk):
+        return ctx.read("evaluations", chunk)
     cases = (diagnostic_cases(ctx.store, ctx.run_id, ctx.round) if task_set == "diagnostic"
              else test_cases(ctx.store, ctx.domain, n=test_size))
-    return evaluate_round(ctx.store, ctx.run_id, ctx.round, task_set, learner=learner, cases=cases, domain=ctx.domain)
+    out = evaluate_round(ctx.store, ctx.run_id, ctx.round, task_set, learner=learner, cases=cases, domain=ctx.domain)
+    ctx.mark("evaluate", chunk)  # also an empty set (no diagnostic tasks yet): nothing to write, and done
+    return out
 
 
 def _inputs(ctx: Ctx, space: SynthesisSpace, diagnostic: list[Evaluation], previous: Feedback | None,
@@ -59,12 +62,10 @@ def _inputs(ctx: Ctx, space: SynthesisSpace, diagnostic: list[Evaluation], previ
 def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluation], learner,
             previous: Feedback | None) -> tuple[Feedback, list[Probe], Reflection | None, SynthesisSpace]:
     chunk = "reflect"
-    if ctx.store.has_chunk("spaces", ctx.run_id, ctx.round, chunk):
-        fb = ctx.store.read_records("feedback", ctx.run_id, ctx.round)[0]
-        probes = ctx.store.read_records("probes", ctx.run_id, ctx.round)
-        refl = ctx.store.read_records("reflections", ctx.run_id, ctx.round)
-        nxt = max(ctx.store.read_records("spaces", ctx.run_id, ctx.round), key=lambda s: s.version)
-        return fb, probes, (refl[0] if refl else None), nxt
+    if ctx.done("reflect", chunk):
+        refl = ctx.read("reflections", chunk)
+        return ctx.read("feedback", chunk)[0], ctx.read("probes", chunk), (refl[0] if refl else None), \
+            ctx.read("spaces", chunk)[0]
     inp = _inputs(ctx, space, diagnostic, previous, evidence=arm != "no_feedback")
     version = model_version(learner, ctx.run_id, ctx.round)
     fb = build_feedback(inp, run_id=ctx.run_id, round=ctx.round, model_version=version)
@@ -77,9 +78,10 @@ def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluati
         reflection, nxt = roles.reflector.reflect(space, fb, probes, round=ctx.round)
         ctx.flush(roles, chunk)
     ctx.store.write([fb], chunk)
-    ctx.store.write(probes, chunk)
-    if reflection is not None:
-        ctx.store.write([reflection], chunk)
+    kill_point("reflect", ctx.round)
+    ctx.put("probes", probes, chunk)
+    ctx.put("reflections", [reflection] if reflection is not None else [], chunk)
     stored = nxt.model_copy(update={"run_id": ctx.run_id, "round": ctx.round, "space_version": nxt.version})
-    ctx.store.write([stored], chunk)  # written last: marks the round as complete
+    ctx.store.write([stored], chunk)
+    ctx.mark("reflect", chunk)  # after the last write: marks the round as complete
     return fb, probes, reflection, stored

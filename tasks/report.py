@@ -7,6 +7,7 @@ import io
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from storage import atomic
 from storage.store import Store
 from tasks.metrics import intrinsic, pattern_union, verified_samples
 
@@ -187,6 +188,6 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
     page = ("<html><head><meta charset='utf-8'><title>EvoSyn report</title><style>body{font-family:sans-serif}"
             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}</style>"
             f"</head><body><h1>EvoSyn report: {html.escape(run_id)}</h1>{''.join(sections)}</body></html>")
-    (out_dir / "report.html").write_text(page)
-    (out_dir / "summary.md").write_text("\n\n".join(md) + "\n")
+    atomic.write_text(out_dir / "report.html", page)
+    atomic.write_text(out_dir / "summary.md", "\n\n".join(md) + "\n")
     return out_dir / "report.html", out_dir / "summary.md"

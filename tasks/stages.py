@@ -1,9 +1,11 @@
 """The eight stages of a round as idempotent functions over the store.
 
-Every stage writes its output as named chunks of its tables and, when those
-chunks already exist (a rerun, or a resume after a crash), reads them back
-instead of recomputing: a finished stage is a no-op, an interrupted one redoes
-only its missing chunks. Chunk names carry a hash of the stage's inputs.
+Every stage writes its output as named chunks of its tables, then marks the
+chunk complete (``Store.mark_complete``). When the marker exists (a rerun, or a
+resume after a crash) the stage reads its chunks back instead of recomputing:
+a finished stage is a no-op, an interrupted one (some of its tables written,
+or none, or all but the marker) redoes its chunk, rewriting the same files.
+Chunk names carry a hash of the stage's inputs.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from agents.planner import PlanError
 from agents.roles import Roles, build_roles, flush_calls
 from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
 from storage.config import RoleConfig
+from storage.faults import kill_point
 from storage.records import Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.store import Store
 
@@ -44,6 +47,24 @@ class Ctx:
     def flush(self, roles: Roles, chunk: str) -> None:
         flush_calls(roles, self.store, run_id=self.run_id, round=self.round, chunk=chunk)
 
+    def done(self, stage: str, chunk: str) -> bool:
+        """Whether ``stage`` wrote all of chunk ``chunk`` (its marker, written after its last table)."""
+        return self.store.is_complete(stage, self.run_id, self.round, chunk)
+
+    def mark(self, stage: str, chunk: str) -> None:
+        self.store.mark_complete(stage, self.run_id, self.round, chunk)
+
+    def read(self, table: str, chunk: str) -> list:
+        return self.store.read_chunk(table, self.run_id, self.round, chunk)
+
+    def put(self, table: str, records: list, chunk: str) -> None:
+        """Chunk ``chunk`` of ``table`` is exactly ``records``: a redone stage that now has none of them
+        (a plan rejected before the crash, accepted on the rerun) leaves no stale chunk behind."""
+        if records:
+            self.store.write(records, chunk)
+        else:
+            self.store.remove_chunk(table, self.run_id, self.round, chunk)
+
 
 def _map(fn: Callable, items: list, roles: Roles, role: str) -> list:
     """``fn`` over items in order; LLM-backed roles run up to their ``max_concurrency`` calls at once."""
@@ -67,8 +88,8 @@ def _attempt(fn: Callable, *args: Any, bug: str = "") -> tuple[Any, str]:
 
 def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> list[Direction]:
     chunk = f"design-{_h(space.version, steering.kind, budget, arm)}"
-    if ctx.store.has_chunk("directions", ctx.run_id, ctx.round, chunk):
-        return sorted(ctx.store.read_records("directions", ctx.run_id, ctx.round), key=lambda d: d.condition_id)
+    if ctx.done("design", chunk):  # in the order they were designed, as the uninterrupted run has them
+        return ctx.read("directions", chunk)
     if arm == "single_agent":  # one role: a single unconstrained direction, uniform sampling
         steering = ColdStart()
         dirs = EmbeddedDesigner().design(space, steering, budget, run_id=ctx.run_id, round=ctx.round, seed=ctx.seed)
@@ -86,14 +107,16 @@ def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm
                                              seed=ctx.seed)
             dirs = [d.model_copy(update={"rationale": f"embedded fallback ({exc}); {d.rationale}"}) for d in dirs]
         ctx.flush(roles, chunk)
-    ctx.store.write(dirs, chunk)
+    ctx.put("directions", dirs, chunk)
+    kill_point("design", ctx.round)
+    ctx.mark("design", chunk)
     return dirs
 
 
 def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[Blueprint]:
     chunk = f"plan-{_h(*[d.direction_id for d in directions])}"
-    if ctx.store.has_chunk("blueprints", ctx.run_id, ctx.round, chunk):
-        return sorted(ctx.store.read_records("blueprints", ctx.run_id, ctx.round), key=lambda b: b.blueprint_id)
+    if ctx.done("plan", chunk):
+        return sorted(ctx.read("blueprints", chunk), key=lambda b: b.blueprint_id)
     roles = ctx.roles()
     jobs = [(d, i) for d in directions for i in range(d.n_blueprints)]
     results = _map(lambda job: _attempt(lambda: roles.planner.plan(job[0], space, None, index=job[1],
@@ -105,9 +128,10 @@ def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[B
         else:
             rejected.append(rejection_verdict(unplanned(d, i), "plan", reason))
     ctx.flush(roles, chunk)
-    if rejected:
-        ctx.store.write(rejected, chunk)
-    ctx.store.write(out, chunk)
+    ctx.put("verdicts", rejected, chunk)
+    ctx.put("blueprints", out, chunk)
+    kill_point("plan", ctx.round)
+    ctx.mark("plan", chunk)  # also when every plan was rejected: an empty plan is a finished one
     return sorted(out, key=lambda b: b.blueprint_id)
 
 
@@ -117,9 +141,8 @@ def chunk_name(stage: str, blueprints: list[Blueprint]) -> str:
 
 def generate(ctx: Ctx, space: SynthesisSpace, blueprints: list[Blueprint]) -> list[SynthTask]:
     chunk = chunk_name("gen", blueprints)
-    ids = {b.blueprint_id for b in blueprints}
-    if ctx.store.has_chunk("tasks", ctx.run_id, ctx.round, chunk):  # tasks are written last
-        return [t for t in ctx.store.read_records("tasks", ctx.run_id, ctx.round) if t.blueprint_id in ids]
+    if ctx.done("generate", chunk):
+        return ctx.read("tasks", chunk)
     roles = ctx.roles()
     results = _map(lambda bp: _attempt(roles.generator.generate, bp, space, bug="generator error: "), blueprints,
                    roles, "generator")
@@ -130,27 +153,26 @@ def generate(ctx: Ctx, space: SynthesisSpace, blueprints: list[Blueprint]) -> li
         else:
             rejected.append(rejection_verdict(bp, "generate", reason))
     ctx.flush(roles, chunk)
-    if rejected:
-        ctx.store.write(rejected, chunk)
-    if tasks:
-        ctx.store.write(tasks, chunk)
+    ctx.put("verdicts", rejected, chunk)
+    ctx.put("tasks", tasks, chunk)
+    kill_point("generate", ctx.round)
+    ctx.mark("generate", chunk)
     return tasks
 
 
 def rollout(ctx: Ctx, tasks: list[SynthTask], chunk: str) -> list[Trajectory]:
-    if ctx.store.has_chunk("trajectories", ctx.run_id, ctx.round, chunk):
-        ids = {t.task_id for t in tasks}
-        return [t for t in ctx.store.read_records("trajectories", ctx.run_id, ctx.round)
-                if t.task_id in ids and t.attempt == 0]
+    if ctx.done("rollout", chunk):
+        return ctx.read("trajectories", chunk)
     roles = ctx.roles()
     results = _map(lambda t: _attempt(roles.teacher.rollout, t, bug="teacher error: "), tasks, roles, "teacher")
     out = [traj for traj, _ in results if traj is not None]
     failed = [(t, reason) for t, (traj, reason) in zip(tasks, results) if traj is None]
     ctx.flush(roles, chunk)
-    if failed:  # beside the verifier's verdicts of this chunk, never over them
-        ctx.store.write([rejection_verdict(_lineage(t), "rollout", reason) for t, reason in failed], f"{chunk}-rollout")
-    if out:
-        ctx.store.write(out, chunk)
+    # rollout rejections go beside the verifier's verdicts of this chunk, never over them
+    ctx.put("verdicts", [rejection_verdict(_lineage(t), "rollout", reason) for t, reason in failed], f"{chunk}-rollout")
+    ctx.put("trajectories", out, chunk)
+    kill_point("rollout", ctx.round)
+    ctx.mark("rollout", chunk)
     return out
 
 
@@ -164,11 +186,8 @@ def _lineage(task: SynthTask) -> Blueprint:
 
 def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory], chunk: str
                  ) -> tuple[list[Verdict], list[SFTExample]]:
-    if ctx.store.has_chunk("sft_examples", ctx.run_id, ctx.round, chunk):  # examples are written last
-        ids = {t.task_id for t in tasks}
-        verdicts = [v for v in ctx.store.read_records("verdicts", ctx.run_id, ctx.round) if v.task_id in ids]
-        examples = [e for e in ctx.store.read_records("sft_examples", ctx.run_id, ctx.round) if e.task_id in ids]
-        return verdicts, examples
+    if ctx.done("verify", chunk):  # also a chunk where nothing was kept: it wrote no examples, and is done
+        return ctx.read("verdicts", chunk), ctx.read("sft_examples", chunk)
     roles = ctx.roles()
     repair = roles.repair
     by_task = {t.task_id: t for t in trajectories}
@@ -185,12 +204,11 @@ def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory
 
     examples = sft_examples(kept, DIAGNOSTIC_FRACTION, ctx.seed)
     ctx.flush(roles, f"{chunk}-verify")
-    if repaired:  # beside the rollout's chunk, never over it
-        ctx.store.write(repaired, f"{chunk}-repair")
-    if verdicts:
-        ctx.store.write(verdicts, chunk)
-    if examples:
-        ctx.store.write(examples, chunk)
+    ctx.put("trajectories", repaired, f"{chunk}-repair")  # beside the rollout's chunk, never over it
+    ctx.put("verdicts", verdicts, chunk)
+    kill_point("verify", ctx.round)
+    ctx.put("sft_examples", examples, chunk)
+    ctx.mark("verify", chunk)
     return verdicts, examples
 
 

@@ -72,11 +72,14 @@ def synthesize_all(space: SynthesisSpace, blueprints: Iterable[Blueprint], domai
 
 
 def write_pass(store: Store, result: PassResult, chunk: str, diagnostic_fraction: float | None = None,
-               seed: int = 0) -> None:
+               seed: int = 0, after_write: Callable[[str], None] | None = None) -> None:
     """Every record of the pass as chunk ``chunk`` of its table (a rewrite replaces it).
 
     With ``diagnostic_fraction``, the kept trajectories also become SFT examples,
-    a seeded share of them held out as the round's diagnostic set.
+    a seeded share of them held out as the round's diagnostic set. The tables
+    are written one after another, so a caller that needs the pass to be whole
+    marks it complete after this returns; ``after_write(table)`` runs after each
+    table's write (a fault-injection hook).
     """
     t0 = time.perf_counter()
     if diagnostic_fraction is not None:
@@ -93,6 +96,8 @@ def write_pass(store: Store, result: PassResult, chunk: str, diagnostic_fraction
     for records in (result.directions, result.blueprints, tasks, trajectories, verdicts):
         if records:
             store.write(records, chunk)
+            if after_write:
+                after_write(type(records[0]).table)
     result.seconds["write"] += time.perf_counter() - t0
 
 

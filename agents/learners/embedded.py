@@ -22,6 +22,8 @@ from sklearn.linear_model import SGDClassifier
 from agents.learners.features import (Candidate, Scene, candidate_features, candidates, label_of, schema_candidates,
                                       state_tokens)
 from envs.gold import confirmation_request
+from storage.atomic import atomic_path, write_json
+from storage.faults import kill_point
 from storage.records import Message, ToolCall, Trajectory
 
 
@@ -242,18 +244,22 @@ class EmbeddedLearner:
 
     # ------------------------------------------------------------ persistence
     def save(self, path: Path) -> Path:
+        """The model (joblib) and its JSON sidecar, each written atomically: a crash leaves the old file or none."""
         import joblib
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        joblib.dump(self, path)
-        path.with_suffix(".json").write_text(json.dumps(
-            {"learner": self.name, "fingerprint": self.fingerprint, "n_trajectories": self.n_trajectories,
-             "seed": self.seed}, indent=2))
+        with atomic_path(path) as tmp:
+            joblib.dump(self, tmp)
+            kill_point("train")
+        write_json(path.with_suffix(".json"), {"learner": self.name, "fingerprint": self.fingerprint,
+                                               "n_trajectories": self.n_trajectories, "seed": self.seed}, indent=2)
         return path
 
     @staticmethod
     def load(path: Path) -> "EmbeddedLearner":
         import joblib
 
-        return joblib.load(path)
+        learner = joblib.load(path)
+        if not isinstance(learner, EmbeddedLearner):
+            raise TypeError(f"{path} holds a {type(learner).__name__}, not an EmbeddedLearner")
+        return learner
 

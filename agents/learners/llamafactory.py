@@ -8,7 +8,6 @@ own environment); its log is streamed and kept next to the checkpoint.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ from typing import Any, Callable, Iterable
 import yaml
 
 from agents.learners.exports import DATASET_NAME, dataset_info, sharegpt
+from storage import atomic
 from storage.records import SFTExample
 
 PAPER_RECIPE: dict[str, Any] = {
@@ -41,8 +41,8 @@ def deepspeed_config_path() -> Path:
 def write_dataset(examples: Iterable[SFTExample], dataset_dir: Path) -> int:
     dataset_dir.mkdir(parents=True, exist_ok=True)
     rows = [sharegpt(e) for e in examples]
-    (dataset_dir / f"{DATASET_NAME}.json").write_text(json.dumps(rows))
-    (dataset_dir / "dataset_info.json").write_text(json.dumps(dataset_info(f"{DATASET_NAME}.json"), indent=2))
+    atomic.write_json(dataset_dir / f"{DATASET_NAME}.json", rows)
+    atomic.write_json(dataset_dir / "dataset_info.json", dataset_info(f"{DATASET_NAME}.json"), indent=2)
     return len(rows)
 
 
@@ -58,7 +58,7 @@ def sft_config(model: str, dataset_dir: Path, output_dir: Path, deepspeed: bool 
 
 def write_config(cfg: dict[str, Any], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    atomic.write_text(path, yaml.safe_dump(cfg, sort_keys=False))
     return path
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import uuid
 from pathlib import Path
 from typing import Any
+
+from storage import atomic
+from storage.atomic import read_or_none
 
 
 def request_key(request: dict[str, Any]) -> str:
@@ -25,26 +27,14 @@ def request_key(request: dict[str, Any]) -> str:
 class ResponseCache:
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
-        self._made: set[Path] = set()
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
-        try:
-            return json.loads(self.path(key).read_text())["reply"]
-        except (OSError, ValueError, KeyError, TypeError):  # missing or unreadable: ask the model again
-            return None
+        # missing: ask the model; unreadable (a torn or foreign file): logged, then asked again and rewritten
+        entry = read_or_none(self.path(key), lambda p: json.loads(p.read_text())["reply"], "cache entry")
+        return entry if isinstance(entry, dict) else None
 
     def put(self, key: str, request: dict[str, Any], reply: dict[str, Any]) -> None:
-        path = self.path(key)
-        if path.parent not in self._made:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._made.add(path.parent)
-        tmp = path.parent / f".{key}.{uuid.uuid4().hex}.tmp"
-        try:
-            tmp.write_text(json.dumps({"key": key, "request": request, "reply": reply}, default=str))
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        atomic.write_json(self.path(key), {"key": key, "request": request, "reply": reply}, default=str)

@@ -1,10 +1,54 @@
-"""The fixed test set: built once per store, also when several runs start on a fresh store together."""
+"""The fixed test set: built once per store (also when several runs start on it together), and a build that
+died part way is rebuilt, never taken as built."""
 from __future__ import annotations
 
 import multiprocessing as mp
 
+import pytest
+
+import tasks.datasets as datasets
+from storage.store import Store
+
+N = 8
 WORKERS = 3
-N = 10
+
+
+def _summary(cases):
+    return [(c.task.task_id, c.gold_observed) for c in cases]
+
+
+def test_a_build_that_died_after_its_tasks_is_rebuilt(tmp_path, monkeypatch):
+    clean = datasets.test_cases(Store(tmp_path / "clean"), n=N)
+    assert clean and all(c.gold_observed.get("num_write") for c in clean)  # the test set has observed factors
+
+    store = Store(tmp_path / "crashed")
+    real = Store.write
+
+    def die_after_tasks(self, records, chunk_id):
+        if records and type(records[0]).table == "trajectories" and records[0].run_id.startswith("testset-"):
+            raise RuntimeError("killed between the test set's tasks and its trajectories")
+        return real(self, records, chunk_id)
+
+    monkeypatch.setattr(Store, "write", die_after_tasks)
+    with pytest.raises(RuntimeError):
+        datasets.test_cases(store, n=N)
+    monkeypatch.setattr(Store, "write", real)
+    run_id = datasets.test_set_run_id("airline", n=N)
+    assert store.count("tasks", run_id=run_id) > 0 and store.count("verdicts", run_id=run_id) == 0
+
+    rebuilt = datasets.test_cases(store, n=N)
+    assert _summary(rebuilt) == _summary(clean)
+    assert store.count("tasks", run_id=run_id) == len(clean)  # rebuilt over the partial build: no duplicates
+
+
+def test_a_built_test_set_is_reused(tmp_path, monkeypatch):
+    store = Store(tmp_path / "s")
+    first = datasets.test_cases(store, n=N)
+    import tasks.synth
+
+    monkeypatch.setattr(tasks.synth, "synthesize_all", lambda *a, **k: pytest.fail("the test set was rebuilt"))
+    assert _summary(datasets.test_cases(store, n=N)) == _summary(first)
+
 
 
 def _build(root: str, barrier, results) -> None:

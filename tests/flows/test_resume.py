@@ -1,0 +1,55 @@
+"""`evosyn run` SIGKILLed at a stage boundary, then `--resume`d: every table equals an uninterrupted run (slow)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import tasks.datasets as datasets
+from storage.digest import table_digests
+from storage.faults import ENV
+from storage.records import TABLES
+from storage.store import Store
+from tests.flows.test_run import PREFECT_HOME, config, run
+
+pytestmark = pytest.mark.slow
+TEST_SIZE = 30  # tests/flows/test_run.py's CONFIG
+
+
+def digests(home):
+    store = Store(home, create=False)
+    (run_id,) = store.runs()
+    return run_id, table_digests(store, [run_id, datasets.test_set_run_id("airline", n=TEST_SIZE)])
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cfg")
+    cfg = config(tmp, seed=5)
+    run(tmp / "clean", "run", "--config", str(cfg))
+    return cfg, digests(tmp / "clean")
+
+
+@pytest.mark.parametrize("kill", ["generate", "testset"])
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, clean, kill):
+    cfg, (run_id, want) = clean
+    home = tmp_path / "killed"
+    env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME, ENV: kill,
+           "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
+    # its own session: the ephemeral Prefect server it started outlives a SIGKILL, and is reaped here
+    p = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg)], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert p.wait(timeout=600) == -signal.SIGKILL, f"not killed at {kill}"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    run(home, "run", "--resume", run_id)
+    got_id, got = digests(home)
+    assert got_id == run_id
+    assert [t for t in TABLES if got[t] != want[t]] == []
