@@ -35,7 +35,7 @@ FAKE_KEY = "sk-evosyn-bench-FAKEKEY-0123456789abcdef"
 KILL_ENV = "EVOSYN_FAULT_KILL_AT"
 # (name shown, value of KILL_ENV): the stage boundaries of round 1, then round 2's reflect
 KILL_POINTS = (("design", "design"), ("plan", "plan"), ("generate", "generate"), ("rollout", "rollout"),
-               ("verify", "verify"), ("mid-training save", "train-save"), ("evaluate", "evaluate"),
+               ("verify", "verify"), ("mid-training save", "train"), ("evaluate", "evaluate"),
                ("test-set build", "testset"), ("round 2 reflect", "reflect@2"))
 RUN_CONFIG = "domain: airline\nrounds: 2\nbudget: {budget}\nseed: {seed}\ntest_size: {test_size}\nchunk_size: 6\n"
 LLM_ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
@@ -102,6 +102,15 @@ def _tail(text: str, n: int = 3) -> str:
     return " | ".join(lines[-n:])[-400:]
 
 
+def _digests(home: Path) -> dict[str, str]:
+    """Content hash per table over every run of the store (the run and its test set)."""
+    from storage.digest import table_digests
+    from storage.store import Store
+
+    store = Store(home, create=False)
+    return table_digests(store, store.runs())
+
+
 def _run_id(home: Path) -> str | None:
     from storage.store import Store
 
@@ -112,8 +121,6 @@ def _run_id(home: Path) -> str | None:
 # ---------------------------------------------------------------- kill + resume
 def kill_and_resume(b: Bench, seed: int = 0, budget: int = 24, test_size: int = 20,
                     points: tuple[tuple[str, str], ...] = KILL_POINTS) -> list[Check]:
-    from storage.digest import table_digests
-
     cfg = b.workdir / f"run-s{seed}.yaml"
     cfg.write_text(RUN_CONFIG.format(budget=budget, seed=seed, test_size=test_size))
     t0 = time.perf_counter()
@@ -121,7 +128,7 @@ def kill_and_resume(b: Bench, seed: int = 0, budget: int = 24, test_size: int = 
     res = b.cli(clean, "run", "--config", str(cfg))
     if res.returncode != 0:
         return [Check("kill + resume", "uninterrupted run", False, f"exit {res.returncode}: {_tail(res.stderr)}")]
-    reference = table_digests(clean)
+    reference = _digests(clean)
     b.say(f"kill + resume: uninterrupted run in {time.perf_counter() - t0:.0f}s")
     out = []
     for name, point in points:
@@ -143,7 +150,7 @@ def kill_and_resume(b: Bench, seed: int = 0, budget: int = 24, test_size: int = 
                              f"resume failed (exit {resumed.returncode}): {_tail(resumed.stderr)}",
                              time.perf_counter() - t0))
             continue
-        got = table_digests(home)
+        got = _digests(home)
         differ = sorted(t for t in set(reference) | set(got) if reference.get(t) != got.get(t))
         detail = (f"{len(got)} tables row-identical to the uninterrupted run" if not differ
                   else f"tables differ: {', '.join(differ)}")
@@ -273,12 +280,14 @@ def concurrent_runs(b: Bench, n: int = 3, budget: int = 12, test_size: int = 20)
 
 
 def _duplicate_keys(store) -> list[str]:
-    from storage.digest import TABLE_KEYS
+    """Tables holding the same row twice."""
+    from storage.digest import normalized_rows
+    from storage.records import TABLES
 
     out = []
-    for table, key in TABLE_KEYS.items():
-        df = store.read(table)
-        if df.height != df.select(key).unique().height:
+    for table in sorted(TABLES):
+        rows = normalized_rows(store, table, store.runs())
+        if len(rows) != len(set(rows)):
             out.append(table)
     return out
 
