@@ -162,16 +162,17 @@ def kill_and_resume(b: Bench, seed: int = 0, budget: int = 24, test_size: int = 
 
 # ---------------------------------------------------------------- fuzzed replies
 def fuzzed_replies(n: int = 3000, seed: int = 0) -> Check:
-    from benchmarks.fuzz import fuzz_roles
+    from benchmarks.fuzz import fuzz
 
     t0 = time.perf_counter()
-    counts = fuzz_roles(n=n, seed=seed)
+    crashes_seen: list[str] = []
+    counts = fuzz(n=n, random_seed=seed, on_crash=lambda role, what: crashes_seen.append(f"{role}: {what}"))
     replies = sum(c["replies"] for c in counts.values())
     crashes = sum(c["crashes"] for c in counts.values())
     per_role = ", ".join(f"{r} {c['replies']}/{c['crashes']}" for r, c in counts.items())
     return Check("fuzzed replies", f"{replies} malformed replies over {len(counts)} roles",
                  crashes == 0 and replies >= n, f"{crashes} crashes (replies/crashes per role: {per_role})",
-                 time.perf_counter() - t0, {"per_role": counts})
+                 time.perf_counter() - t0, {"per_role": counts, "crashes": crashes_seen[:20]})
 
 
 # ---------------------------------------------------------------- LLM runs against the local scripted server

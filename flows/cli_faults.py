@@ -22,6 +22,14 @@ def bench_faults(only: tuple[str, ...], fuzz_replies: int, workdir: str | None, 
 
     from benchmarks.common import write_json
     from benchmarks.faults import run
+    from flows.cli import UserError
+
+    if not only or "fuzz" in only:
+        try:
+            import hypothesis  # noqa: F401
+        except ImportError:
+            raise UserError("bench faults: the fuzzed replies need hypothesis; pip install -e '.[dev]' "
+                            "(or pass --only kill --only llm --only concurrent)") from None
 
     result = run(Path(workdir) if workdir else None, fuzz_n=fuzz_replies, only=set(only) or None,
                  say=lambda s: click.echo(s, err=True))
