@@ -104,7 +104,7 @@ def bench() -> None:
 
 def _register_commands() -> None:
     # command modules attach themselves to `main`; imported here so `--help` lists them
-    from flows import cli_envs, cli_learn, cli_llm, cli_run, cli_services, cli_synth  # noqa: F401
+    from flows import cli_envs, cli_faults, cli_learn, cli_llm, cli_run, cli_services, cli_synth  # noqa: F401
 
 
 def run() -> None:  # console-script entry point

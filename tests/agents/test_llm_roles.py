@@ -16,7 +16,7 @@ from envs.ontology import check_selection
 from envs.registry import get_domain
 from storage.config import RoleConfig
 from storage.records import Feedback, Probe, ProbeBucket, SliceStat
-from tests.agents.llm_script import RoleScript
+from benchmarks.llm_script import RoleScript
 
 RUN = dict(run_id="t", round=1)
 

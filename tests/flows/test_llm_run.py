@@ -1,6 +1,6 @@
 """`evosyn run --backend llm` against scripted OpenAI-compatible servers on 127.0.0.1.
 
-The server plays a competent model (tests/agents/llm_script.py): every reply is
+The server plays a competent model (benchmarks/llm_script.py): every reply is
 computed from the request and then parsed and validated by the real roles.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from benchmarks.fake_llm_server import FakeLLMServer
-from tests.agents.llm_script import Faulty, RoleScript
+from benchmarks.llm_script import Faulty, RoleScript
 
 KEY = "sk-test-SECRET123"
 ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")

@@ -1,4 +1,4 @@
-"""A scripted "competent model" for the LLM roles, served over HTTP by tests/fakes.
+"""A scripted "competent model" for the LLM roles, served over HTTP (tests, `evosyn bench faults`).
 
 It computes each reply from the request, the way a good model would answer
 the prompt: the Designer, Planner and Generator replies come from the

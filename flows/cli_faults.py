@@ -1,0 +1,44 @@
+"""`evosyn bench faults`: kill-and-resume at every stage boundary, fuzzed replies, faulty and absent LLM servers,
+concurrent first use of a store, and a search for the API key in everything the runs wrote."""
+from __future__ import annotations
+
+import click
+
+from flows.cli import bench
+from flows.render import print_table
+
+AREAS = ("kill", "fuzz", "llm", "concurrent")
+
+
+@bench.command("faults")
+@click.option("--only", multiple=True, type=click.Choice(AREAS), help="Run only these areas (repeatable).")
+@click.option("--fuzz-replies", type=click.IntRange(1), default=3000, show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False), default=None,
+              help="Keep the runs' stores here (default: a temporary folder, removed afterwards).")
+@click.option("--output", type=click.Path(dir_okay=False), default=None)
+def bench_faults(only: tuple[str, ...], fuzz_replies: int, workdir: str | None, output: str | None) -> None:
+    """Every fault row of issue 15 (crash safety, determinism, fail-loud); exit 1 if a row fails."""
+    from pathlib import Path
+
+    from benchmarks.common import write_json
+    from benchmarks.faults import run
+    from flows.cli import UserError
+
+    if not only or "fuzz" in only:
+        try:
+            import hypothesis  # noqa: F401
+        except ImportError:
+            raise UserError("bench faults: the fuzzed replies need hypothesis; pip install -e '.[dev]' "
+                            "(or pass --only kill --only llm --only concurrent)") from None
+
+    result = run(Path(workdir) if workdir else None, fuzz_n=fuzz_replies, only=set(only) or None,
+                 say=lambda s: click.echo(s, err=True))
+    print_table("fault benchmark", ["area", "check", "result", "detail", "seconds"],
+                [[c["area"], c["check"], "PASS" if c["passed"] else "FAIL", c["detail"], f"{c['seconds']:.0f}"]
+                 for c in result["checks"]])
+    failed = sum(not c["passed"] for c in result["checks"])
+    click.echo(f"{'PASS' if result['passed'] else 'FAIL'}: {len(result['checks']) - failed} of "
+               f"{len(result['checks'])} rows pass ({result['seconds']:.0f}s)")
+    click.echo(f"wrote {write_json('faults', result, output)}")
+    if not result["passed"]:
+        raise SystemExit(1)
