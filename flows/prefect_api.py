@@ -33,10 +33,7 @@ class PrefectApiError(RuntimeError):
 
 def recorded_api(root: Path) -> str | None:
     """The API URL of the live Prefect server `evosyn up` recorded under ``root``, if any."""
-    try:
-        state = load_state(Path(root))
-    except (OSError, ValueError, TypeError):  # an unreadable services.json records nothing usable
-        return None
+    state = load_state(Path(root), lenient=True)  # an unreadable services.json records nothing usable
     svc = state.get("prefect")
     if svc is None or not alive(svc.pid):
         return None

@@ -47,11 +47,19 @@ def state_path(root: Path) -> Path:
     return Path(root) / STATE_FILE
 
 
-def load_state(root: Path) -> dict[str, Service]:
-    # an unreadable state file (torn, or edited by hand) is logged and read as "nothing running"
-    state = read_or_none(state_path(root), lambda p: {k: Service(**v) for k, v in json.loads(p.read_text()).items()},
-                         "services state")
-    return state or {}
+def _parse_state(path: Path) -> dict[str, Service]:
+    return {k: Service(**v) for k, v in json.loads(path.read_text()).items()}
+
+
+def load_state(root: Path, *, lenient: bool = False) -> dict[str, Service]:
+    """The recorded services. An unreadable file raises (OSError / ValueError / TypeError): the PIDs it held
+    cannot be rebuilt, and reading it as "nothing running" would let `up` start a second stack beside
+    the first, or `down` leave it running. ``lenient`` reads it as nothing recorded, with one log line
+    (for callers that only look for a server to reuse)."""
+    path = state_path(root)
+    if lenient:
+        return read_or_none(path, _parse_state, "services state") or {}
+    return _parse_state(path) if path.is_file() else {}
 
 
 def save_state(root: Path, services: dict[str, Service]) -> None:

@@ -18,7 +18,7 @@ from benchmarks.fake_llm_server import FakeLLMServer, Reply
 from envs.ontology import load_initial_space
 from storage.config import RoleConfig
 from storage.store import Store
-from tests.agents.llm_script import RoleScript, after, texts
+from benchmarks.llm_script import RoleScript, after, texts
 
 KEY = "sk-test-CHUNKS"
 
