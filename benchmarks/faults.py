@@ -69,21 +69,29 @@ class Bench:
         return env
 
     def start(self, home: Path, *args: str, extra: dict[str, str] | None = None) -> subprocess.Popen:
-        # its own session, so that whatever the run spawned (Prefect's server) goes with it after a kill
-        return subprocess.Popen([sys.executable, "-m", "flows.cli", *args], env=self.env(home, extra),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.workdir,
-                                start_new_session=True)
+        # its own session, so that whatever the run spawned (Prefect's server) goes with it after a kill;
+        # output to files, not pipes: an orphaned child would hold a pipe open after a kill
+        out = tempfile.TemporaryFile(mode="w+", dir=self.workdir)
+        err = tempfile.TemporaryFile(mode="w+", dir=self.workdir)
+        p = subprocess.Popen([sys.executable, "-m", "flows.cli", *args], env=self.env(home, extra), stdout=out,
+                             stderr=err, text=True, cwd=self.workdir, start_new_session=True)
+        p.files = (out, err)  # type: ignore[attr-defined]
+        return p
 
     def finish(self, p: subprocess.Popen, timeout: float = 900) -> subprocess.CompletedProcess:
         try:
-            out, err = p.communicate(timeout=timeout)
+            p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(p)
-            out, err = p.communicate()
-        finally:
-            _kill_group(p)
-        self.outputs += [out, err]
-        return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+            p.wait()
+        _kill_group(p)  # whatever it left behind
+        texts = []
+        for fh in p.files:  # type: ignore[attr-defined]
+            fh.seek(0)
+            texts.append(fh.read())
+            fh.close()
+        self.outputs += texts
+        return subprocess.CompletedProcess(p.args, p.returncode, texts[0], texts[1])
 
     def cli(self, home: Path, *args: str, extra: dict[str, str] | None = None,
             timeout: float = 900) -> subprocess.CompletedProcess:
@@ -108,13 +116,13 @@ def _digests(home: Path) -> dict[str, str]:
     from storage.store import Store
 
     store = Store(home, create=False)
-    return table_digests(store, store.runs())
+    return table_digests(store, _all_runs(store))
 
 
 def _run_id(home: Path) -> str | None:
     from storage.store import Store
 
-    runs = [r for r in Store(home, create=False).runs() if not r.startswith("testset-")]
+    runs = Store(home, create=False).runs()  # the `runs` table: the test set has no row there
     return runs[0] if runs else None
 
 
@@ -273,7 +281,7 @@ def concurrent_runs(b: Bench, n: int = 3, budget: int = 12, test_size: int = 20)
     mlflow.set_tracking_uri(f"sqlite:///{home / 'mlflow.db'}")
     ml = mlflow.search_runs(experiment_names=["evosyn"])
     parents = int((ml["tags.evosyn.level"] == "run").sum()) if len(ml) else 0
-    testsets = sorted({r for r in store.runs() if r.startswith("testset-")})
+    testsets = [r for r in _all_runs(store) if r.startswith("testset-")]
     ok = len(finished) == n and not dupes and parents == n and len(testsets) == 1
     return Check("concurrent first use", f"{n} runs at once on a fresh store", ok,
                  f"{len(finished)}/{n} finished; {parents} MLflow parent runs; test sets {len(testsets)}; "
@@ -287,10 +295,16 @@ def _duplicate_keys(store) -> list[str]:
 
     out = []
     for table in sorted(TABLES):
-        rows = normalized_rows(store, table, store.runs())
-        if len(rows) != len(set(rows)):
-            out.append(table)
+        for run_id in _all_runs(store):  # per run: two runs may hold equal rows (the same initial space)
+            rows = normalized_rows(store, table, run_id)
+            if len(rows) != len(set(rows)):
+                out.append(f"{table} of {run_id}")
     return out
+
+
+def _all_runs(store) -> list[str]:
+    """Every run id with a partition in any table (the test set has no `runs` row)."""
+    return sorted({p.name.split("=", 1)[1] for p in store.tables_dir.glob("*/run_id=*") if p.is_dir()})
 
 
 # ---------------------------------------------------------------- secrets
