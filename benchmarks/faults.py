@@ -241,17 +241,26 @@ def server_down(b: Bench) -> Check:
     home = b.workdir / "llm" / "down"
     res = b.cli(home, "run", "--config", str(cfg), extra={"OPENAI_API_KEY": FAKE_KEY}, timeout=600)
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
-    status = None
-    if home.exists() and _run_id(home):
+    run_id = _run_id(home) if home.exists() else None
+    status = mlflow_status = None
+    if run_id:  # it failed after it began: failed in the runs table and in MLflow
+        import mlflow
+
         from storage.store import Store
 
-        rows = Store(home, create=False).read_records("runs", run_id=_run_id(home))
+        rows = Store(home, create=False).read_records("runs", run_id=run_id)
         status = rows[-1].status if rows else None
-    ok = (res.returncode != 0 and len(errors) == 1 and "Traceback" not in res.stderr and url.split("/v1")[0] in
-          errors[0] and status in (None, "failed"))
+        mlflow.set_tracking_uri(f"sqlite:///{home / 'mlflow.db'}")
+        ml = mlflow.search_runs(experiment_names=["evosyn"])
+        parent = ml[ml["tags.evosyn.level"] == "run"] if len(ml) else ml
+        mlflow_status = parent["status"].iloc[0] if len(parent) else None
+    recorded = run_id is None or (status == "failed" and mlflow_status == "FAILED")
+    ok = (res.returncode != 0 and len(errors) == 1 and "Traceback" not in res.stderr and url in errors[0]
+          and recorded)
     return Check("server down", "LLM server unreachable", ok,
                  f"exit {res.returncode}; {len(errors)} error line(s): {errors[0][:200] if errors else _tail(res.stderr)}"
-                 f"; run status {status}", time.perf_counter() - t0, {"stderr": res.stderr[-2000:]})
+                 f"; run {status or 'not started'}, MLflow {mlflow_status or '-'}", time.perf_counter() - t0,
+                 {"stderr": res.stderr[-2000:]})
 
 
 # ---------------------------------------------------------------- concurrent first use
@@ -304,7 +313,9 @@ def _duplicate_keys(store) -> list[str]:
 
 def _all_runs(store) -> list[str]:
     """Every run id with a partition in any table (the test set has no `runs` row)."""
-    return sorted({p.name.split("=", 1)[1] for p in store.tables_dir.glob("*/run_id=*") if p.is_dir()})
+    from flows.inputs import stored_runs
+
+    return stored_runs(store, any_table=True)
 
 
 # ---------------------------------------------------------------- secrets
@@ -352,7 +363,8 @@ def run(workdir: Path | None = None, *, fuzz_n: int = 3000, only: set[str] | Non
         if want("concurrent"):
             checks.append(concurrent_runs(b))
             say(f"concurrent: {checks[-1].detail}")
-        checks.append(key_leaks(b))  # over everything the checks above wrote
+        if want("llm"):  # the fake key is the LLM runs' key: searched for in everything every check wrote
+            checks.append(key_leaks(b))
     finally:
         if tmp is not None:
             tmp.cleanup()

@@ -24,6 +24,11 @@ def bench_faults(only: tuple[str, ...], fuzz_replies: int, workdir: str | None, 
     from benchmarks.faults import run
     from flows.cli import UserError
 
+    from flows.inputs import bench_output, check_output, writing
+
+    out = bench_output("faults", output)
+    if workdir:
+        check_output(workdir, "--workdir", kind="dir")
     if not only or "fuzz" in only:
         try:
             import hypothesis  # noqa: F401
@@ -39,6 +44,7 @@ def bench_faults(only: tuple[str, ...], fuzz_replies: int, workdir: str | None, 
     failed = sum(not c["passed"] for c in result["checks"])
     click.echo(f"{'PASS' if result['passed'] else 'FAIL'}: {len(result['checks']) - failed} of "
                f"{len(result['checks'])} rows pass ({result['seconds']:.0f}s)")
-    click.echo(f"wrote {write_json('faults', result, output)}")
+    with writing(out, "--output"):
+        click.echo(f"wrote {write_json('faults', result, out)}")
     if not result["passed"]:
         raise SystemExit(1)

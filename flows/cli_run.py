@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 
 import click
 
@@ -62,6 +63,32 @@ def prefect_api(root) -> str:
         raise UserError(str(exc)) from None
 
 
+@contextmanager
+def reported_in_one_line():
+    """The errors a started run reports as one line (Prefect's traceback of them is not logged).
+
+    A server that cannot be used and a run id already running elsewhere are run failures (exit 1: the run
+    is marked failed, a ``--resume`` continues it); a test set that cannot be built is an input error (exit 2).
+    """
+    from agents.roles import StageUnavailable
+    from flows.run import RunBusy, TestSetError
+    from storage.locks import StoreLockTimeout
+
+    reported = (StageUnavailable, TestSetError, RunBusy, StoreLockTimeout)
+    quiet = _NotLoggedTwice(reported)
+    for handler in logging.getLogger().handlers:  # Prefect's console handler
+        handler.addFilter(quiet)
+    try:
+        yield
+    except (StageUnavailable, RunBusy, StoreLockTimeout) as exc:
+        raise RunFailed(str(exc)) from None
+    except TestSetError as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        for handler in logging.getLogger().handlers:
+            handler.removeFilter(quiet)
+
+
 def print_summary(summary) -> None:
     print_table(f"run {summary.run_id} ({summary.seconds:.0f}s)",
                 ["round", "verified yield", "diagnostic success", "test success", "factor cov", "balance",
@@ -103,22 +130,10 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, config_file, resume) ->
                       backend=backend)
     check_store_root(cfg.store_root())
     prefect_api(cfg.store_root())
-    from agents.roles import StageUnavailable
-    from flows.run import TestSetError, evosyn_run
+    from flows.run import evosyn_run
 
-    reported = (StageUnavailable, TestSetError)
-    quiet = _NotLoggedTwice(reported)
-    for handler in logging.getLogger().handlers:  # Prefect's console handler
-        handler.addFilter(quiet)
-    try:
+    with reported_in_one_line():
         summary = evosyn_run(cfg, run_id=resume, progress=lambda s: click.echo(s, err=True))
-    except StageUnavailable as exc:  # the run is marked failed; a --resume continues once the server is back
-        raise RunFailed(str(exc)) from None
-    except TestSetError as exc:
-        raise UserError(str(exc)) from None
-    finally:
-        for handler in logging.getLogger().handlers:
-            handler.removeFilter(quiet)
     print_summary(summary)
 
 
@@ -141,7 +156,8 @@ def sweep(ctx, config_file) -> None:
     prefect_api(base.store_root())
     from flows.sweep import sweep_flow
 
-    results = sweep_flow(base, **grid)
+    with reported_in_one_line():
+        results = sweep_flow(base, **grid)
     for summary in results:
         print_summary(summary)
     ctx.invoke(compare, run_ids=tuple(s.run_id for s in results), output=None)

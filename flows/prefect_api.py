@@ -35,14 +35,24 @@ def recorded_api(root: Path) -> str | None:
     """The API URL of the live Prefect server `evosyn up` recorded under ``root``, if any."""
     state = load_state(Path(root), lenient=True)  # an unreadable services.json records nothing usable
     svc = state.get("prefect")
-    if svc is None or not alive(svc.pid):
-        return None
+    if svc is None or not alive(svc.pid) or not _runs_prefect(svc.pid):
+        return None  # gone, or its PID now belongs to another program (a reboot): nothing recorded is running
     api = f"{svc.url.rstrip('/')}/api"
     if not http_ok(f"{api}/health"):
         raise PrefectApiError(f"the Prefect server `evosyn up` started for {root} (pid {svc.pid}, {svc.url}) does "
                               f"not answer {api}/health; see its log {svc.log}, or restart it with "
                               "`evosyn down` and `evosyn up`")
     return api
+
+
+def _runs_prefect(pid: int) -> bool:
+    """Whether ``pid`` is (still) a Prefect process, not a later program that got the same PID."""
+    import psutil
+
+    try:
+        return "prefect" in " ".join(psutil.Process(pid).cmdline())
+    except (psutil.Error, OSError):
+        return False
 
 
 def _use(api: str) -> None:

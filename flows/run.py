@@ -8,6 +8,7 @@ from the store, missing ones are computed.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -21,12 +22,15 @@ from envs.ontology import load_initial_space
 from flows.round import RoundResult, round_flow
 from storage import atomic
 from storage.config import RunConfig
+from storage.locks import StoreLockTimeout, store_lock
 from storage.records import Run
 from storage.store import Store
 from storage.tracking import Tracker
 from tasks.loop import REFLECTING_ARMS
 from tasks.metrics import intrinsic, round_metrics, verified_samples
 from tasks.stages import steering_for
+
+log = logging.getLogger("evosyn.run")
 
 
 def run_id_for(cfg: RunConfig) -> str:
@@ -74,6 +78,10 @@ def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) ->
             f"of the {cfg.test_size} blueprints (test_size)")
 
 
+class RunBusy(RuntimeError):
+    """The same run id is already running in another process on this store."""
+
+
 class TestSetError(ValueError):
     """The configured test set cannot be built (one line, naming the field)."""
 
@@ -93,11 +101,24 @@ def _mark_failed(cfg: RunConfig, run_id: str) -> None:
 def evosyn_run(cfg: RunConfig, run_id: str | None = None,
                progress: Callable[[str], None] | None = None) -> RunSummary:
     run_id = run_id or run_id_for(cfg)
+    # one process per run id: a second `run` of the same config (or a second --resume) would redo the same
+    # stages beside the first and pay for the same LLM calls twice
+    busy = store_lock(cfg.store_root(), f"run-{run_id}", timeout=0)
+    try:
+        busy.__enter__()
+    except StoreLockTimeout:
+        raise RunBusy(f"run {run_id} is already running in another process on {cfg.store_root()} (wait for it, "
+                      "or stop it and --resume)") from None
     try:
         return _run(cfg, run_id, progress)
-    except Exception:
-        _mark_failed(cfg, run_id)
+    except BaseException:  # an error, and also Ctrl-C: the run did not finish
+        try:
+            _mark_failed(cfg, run_id)
+        except Exception as exc:  # recording the failure must never hide what made the run fail
+            log.warning("could not mark run %s failed: %s: %s", run_id, type(exc).__name__, exc)
         raise
+    finally:
+        busy.__exit__(None, None, None)
 
 
 def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str], None] | None = None) -> RunSummary:

@@ -54,18 +54,11 @@ class RoleConfig(_Strict):
             return value
         try:
             parts = urlsplit(value)
-            ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
-        except ValueError:  # an unparsable host or a port that is not a number
+            _ = parts.port  # raises on a port that is not a number (or out of range)
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:  # an unparsable host or port
             ok = False
         if not ok:
-            raise ValueError("must be an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
-        return value
-        try:
-            parts = urlsplit(value)
-            host, _ = parts.hostname, parts.port  # .port raises on a port that is not a number
-        except ValueError:
-            host = None
-        if parts.scheme not in ("http", "https") or not host if "parts" in locals() else True:
             raise ValueError("must be an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
         return value
 

@@ -55,6 +55,19 @@ def health_server():
     srv.server_close()
 
 
+def _sleeper(*argv: str):
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", *argv])
+
+
+@pytest.fixture
+def prefect_pid():
+    """A live process whose command line names prefect, as the server `evosyn up` records does."""
+    p = _sleeper("prefect", "server", "start")
+    yield p.pid
+    p.kill()
+    p.wait()
+
+
 @pytest.fixture
 def clean_env(monkeypatch):
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
@@ -79,20 +92,34 @@ def test_a_set_prefect_api_url_that_does_not_answer_is_one_line(tmp_path, clean_
     assert dead in str(err.value) and "\n" not in str(err.value) and "evosyn up" in str(err.value)
 
 
-def test_the_server_evosyn_up_recorded_is_preferred(tmp_path, clean_env, health_server):
+def test_the_server_evosyn_up_recorded_is_preferred(tmp_path, clean_env, health_server, prefect_pid):
     root = tmp_path / "root"
     root.mkdir()
     # a live pid (this process) and a URL that answers /api/health, as `evosyn up` records them
-    save_state(root, {"prefect": Service("prefect", os.getpid(), health_server, str(root / "logs/prefect.log"))})
+    save_state(root, {"prefect": Service("prefect", prefect_pid, health_server, str(root / "logs/prefect.log"))})
     assert ensure_prefect_api(root) == f"{health_server}/api"
     assert os.environ["PREFECT_API_URL"] == f"{health_server}/api"  # what the flow (and any child) then uses
 
 
-def test_a_recorded_server_that_does_not_answer_is_one_line(tmp_path, clean_env):
+def test_a_recorded_pid_now_held_by_another_program_is_ignored(tmp_path, clean_env, health_server):
+    root = tmp_path / "root"
+    root.mkdir()
+    other = _sleeper("not-the-server")  # after a reboot, the recorded PID may belong to anything
+    try:
+        save_state(root, {"prefect": Service("prefect", other.pid, health_server, str(root / "logs/prefect.log"))})
+        from flows.prefect_api import recorded_api
+
+        assert recorded_api(root) is None
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_recorded_server_that_does_not_answer_is_one_line(tmp_path, clean_env, prefect_pid):
     root = tmp_path / "root"
     root.mkdir()
     url = f"http://127.0.0.1:{free_port()}"
-    save_state(root, {"prefect": Service("prefect", os.getpid(), url, str(root / "logs/prefect.log"))})
+    save_state(root, {"prefect": Service("prefect", prefect_pid, url, str(root / "logs/prefect.log"))})
     with pytest.raises(PrefectApiError) as err:
         ensure_prefect_api(root)
     msg = str(err.value)
