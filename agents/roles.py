@@ -20,8 +20,11 @@ class StageUnavailable(RuntimeError):
     """Every call one role made in a stage failed on transport: the run cannot go on (a one-line message)."""
 
     def __init__(self, role: str, endpoint: str, error: str):
-        super().__init__(f"{role}: the LLM at {endpoint} cannot be used: {error}")
+        super().__init__(role, endpoint, error)  # the args rebuild it: pickling (Prefect results) keeps it
         self.role, self.endpoint, self.error = role, endpoint, error
+
+    def __str__(self) -> str:
+        return f"{self.role}: the LLM at {self.endpoint} cannot be used: {self.error}"
 
 
 LLM_ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
@@ -124,6 +127,10 @@ def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_
 
 def flush_calls(roles: Roles, store, *, run_id: str, round: int, chunk: str) -> None:
     """This stage's LLM calls go to the ``llm_calls`` table (one chunk per role and stage).
+
+    A stage flushes before it writes its tables and its marker, so a redo after
+    a crash finds the chunk already there: ``write_calls`` keeps those rows and
+    adds only what the redo really asked (not the cache's replays of them).
 
     Then, when every call of a role failed on transport (no reply at all: the
     server is down, the URL or the key is wrong), ``StageUnavailable``: a stage

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
 from agents.llm.types import ChatResult
@@ -42,13 +43,62 @@ def stamp(calls: list[LLMCall], run_id: str | None, round: int | None) -> list[L
     return [c.model_copy(update=update) for c in calls] if update else calls
 
 
+def _order(c: LLMCall) -> tuple:
+    # identical keys differ only by their time (and uuid); both break the tie the same way on every write
+    return (c.role, c.request_hash, c.attempt, c.cache_hit, c.transport_attempt, c.status, c.created_at, c.call_id)
+
+
+def _replies(calls: list[LLMCall]) -> Counter:
+    """How many replies (``ok`` / ``invalid``, sent or replayed) each (request, ask) got."""
+    return Counter((c.request_hash, c.attempt) for c in calls if c.status in ("ok", "invalid"))
+
+
+def merge_calls(recorded: list[LLMCall], new: list[LLMCall]) -> list[LLMCall]:
+    """A chunk's rows after a redo: all of ``recorded``, plus what of ``new`` is not a replay of them.
+
+    A stage flushes its calls before its tables and its marker, so a crash in
+    between makes the resumed stage ask everything again, and the cache answers
+    what the first attempt paid for. Those cache hits are the recorded calls
+    seen again, not new ones: dropping them (as many per request and ask as the
+    recorded rows hold replies) keeps the paid rows, their retries and errors,
+    and adds only what the redo really sent (or replayed beyond the first attempt).
+    """
+    seen = _replies(recorded)
+    kept = []
+    for c in sorted(new, key=_order):
+        key = (c.request_hash, c.attempt)
+        if c.cache_hit and seen[key] > 0:
+            seen[key] -= 1
+            continue
+        kept.append(c)
+    return kept
+
+
 def write_calls(store, calls: list[LLMCall], chunk: str | None, role: str = "") -> int:
-    """``calls`` as one chunk of ``llm_calls`` (rewriting a chunk replaces it), in a stable order."""
-    if calls:
-        calls = sorted(calls, key=lambda c: (c.role, c.request_hash, c.attempt, c.cache_hit,
-                                             c.transport_attempt, c.status))
-        store.write(calls, chunk or f"llm-{role or 'calls'}-{calls[0].call_id[:12]}")
-    return len(calls)
+    """Add ``calls`` to their chunk of ``llm_calls``, in a stable order; the number of rows added.
+
+    A chunk written before (an attempt of its stage that crashed before its
+    marker) keeps its rows; ``merge_calls`` says which of ``calls`` join them,
+    and the merged chunk replaces the old file atomically, so a crash here
+    leaves one or the other, never a mix.
+    """
+    if not calls:
+        return 0
+    if chunk is None:  # no name to find again: a chunk of its own
+        store.write(sorted(calls, key=_order), f"llm-{role or 'calls'}-{calls[0].call_id[:12]}")
+        return len(calls)
+    groups: dict[tuple[str, int], list[LLMCall]] = defaultdict(list)
+    for c in calls:
+        groups[(c.run_id, c.round)].append(c)
+    merged, added = [], 0
+    for (run_id, rnd), group in sorted(groups.items()):
+        recorded = store.read_chunk(LLMCall.table, run_id, rnd, chunk)
+        new = merge_calls(recorded, group)
+        added += len(new)
+        merged += sorted([*recorded, *new], key=_order)
+    if added:
+        store.write(merged, chunk)
+    return added
 
 
 class BoundClient:

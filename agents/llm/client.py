@@ -338,5 +338,5 @@ class LLMClient:
         return stamp(self._log.take(), run_id, round)
 
     def flush(self, store, *, run_id: str, round: int, chunk: str | None = None) -> int:
-        """Write the pending calls to the ``llm_calls`` table as one chunk (rewriting a chunk replaces it)."""
+        """Write the pending calls to the ``llm_calls`` table as one chunk (without a chunk name: a new chunk; stages go through calllog.write_calls, which merges a redo)."""
         return write_calls(store, self.take_calls(run_id, round), chunk, self.role)

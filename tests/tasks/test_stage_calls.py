@@ -2,23 +2,26 @@
 
 Two generate chunks run at once on the one shared generator client: the chunk
 that finishes first must not take the other's calls, and a rerun of a chunk
-(a resume after a crash before its outputs) rewrites only its own calls.
+(a resume after a crash between its calls and its completion marker) keeps the
+calls its first attempt recorded and adds none of the cache's replays of them.
 """
 from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.parquet as pq
+import pytest
 
-import tasks.stages as stages
 from agents.designer import ColdStart
 from benchmarks.fake_llm_server import FakeLLMServer, Reply
+from benchmarks.llm_script import RoleScript, after, texts
 from envs.ontology import load_initial_space
 from storage.config import RoleConfig
 from storage.store import Store
-from benchmarks.llm_script import RoleScript, after, texts
+from tasks import stages
 
 KEY = "sk-test-CHUNKS"
 
@@ -28,7 +31,11 @@ def _blueprint_of(body: dict) -> str:
     return after(prompt, "BLUEPRINT")["blueprint_id"]
 
 
-def test_concurrent_chunks_each_write_their_own_calls_and_a_rerun_duplicates_none(tmp_path, monkeypatch):
+class Crash(BaseException):
+    """What the ``generate`` kill point does (a SIGKILL), in-process: b's calls and tasks are on disk, no marker."""
+
+
+def test_concurrent_chunks_each_write_their_own_calls_and_a_resume_loses_and_duplicates_none(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     store = Store(tmp_path / "home")
     space = load_initial_space("airline", run_id="chunks")
@@ -37,6 +44,12 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_rerun_duplicates_non
     a, b = blueprints[:1], blueprints[1:3]
     slow = b[1].blueprint_id  # chunk b: one fast reply, then one slow one
     script = RoleScript()
+    finished = []
+
+    def kill_point(point, round=None):  # the second chunk to reach it (b, the slow one) dies there
+        finished.append(point)
+        if point == "generate" and finished.count("generate") == 2:
+            raise Crash
 
     def respond(request):
         return Reply(body=script(request), delay_s=1.0 if _blueprint_of(request.body) == slow else 0.0)
@@ -45,12 +58,17 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_rerun_duplicates_non
         llm = {"generator": RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini", base_url=server.base_url,
                                        max_concurrency=4).model_dump()}
         ctx = stages.Ctx(store, "chunks", 1, 0, llm=llm)
-        with ThreadPoolExecutor(max_workers=2) as pool:  # as the Prefect round maps chunks
+        with monkeypatch.context() as m, ThreadPoolExecutor(max_workers=2) as pool:  # as the Prefect round maps
+            m.setattr(stages, "kill_point", kill_point)
             fb = pool.submit(stages.generate, ctx, space, b)
             time.sleep(0.4)  # b's fast call is done and logged, its slow one in flight
             fa = pool.submit(stages.generate, ctx, space, a)  # a finishes (and flushes) while b still waits
-            fa.result(), fb.result()
+            fa.result()
+            with pytest.raises(Crash):
+                fb.result()
         sent = server.count
+        assert store.is_complete("generate", "chunks", 1, stages.chunk_name("gen", a))
+        assert not store.is_complete("generate", "chunks", 1, stages.chunk_name("gen", b))
 
         part = store.partition_dir("llm_calls", "chunks", 1)
         chunk_a = part / f"{stages.chunk_name('gen', a)}-generator.parquet"
@@ -67,14 +85,25 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_rerun_duplicates_non
         assert set(owners(chunk_b)) == {bp.blueprint_id for bp in b}
         rows = store.read_records("llm_calls", run_id="chunks")
         assert len(rows) == sent and len({r.call_id for r in rows}) == sent  # none lost, none twice
+        paid_b = pq.read_table(chunk_b).to_pylist()
+        assert paid_b and not any(r["cache_hit"] for r in paid_b) and sum(r["cost_usd"] for r in paid_b) > 0
 
-        # a resume after a crash before b's outputs: b is redone from the cache, its chunk rewritten
-        (store.partition_dir("tasks", "chunks", 1) / f"{stages.chunk_name('gen', b)}.parquet").unlink(
-            missing_ok=True)
-        stages.generate(ctx, space, b)
+        # the resume: b is redone (every reply from the cache), and its first attempt's rows are kept
+        assert [t.blueprint_id for t in stages.generate(ctx, space, b)]
         assert server.count == sent  # nothing asked again
+        assert store.is_complete("generate", "chunks", 1, stages.chunk_name("gen", b))
+
+        clean = Store(tmp_path / "clean")  # the same chunk, never interrupted, on a store of its own
+        stages.generate(stages.Ctx(clean, "chunks", 1, 0, llm=llm), space, b)
     again = store.read_records("llm_calls", run_id="chunks")
-    assert len(again) == len(rows) and len({(r.request_hash, r.attempt) for r in again}) == len(rows)
+    assert sorted(r.call_id for r in again) == sorted(r.call_id for r in rows)  # none lost, none added
+    assert pq.read_table(chunk_b).to_pylist() == paid_b  # the paid rows, unchanged: no cache-hit replay over them
     assert set(owners(chunk_a)) == {a[0].blueprint_id}  # untouched by b's rerun
     assert set(owners(chunk_b)) == {bp.blueprint_id for bp in b}
-    assert all(r["cache_hit"] for r in pq.read_table(chunk_b).to_pylist())
+
+    def requests(records):
+        return Counter((r.request_hash, r.attempt, r.transport_attempt, r.status, r.cache_hit) for r in records)
+
+    resumed = store.read_chunk("llm_calls", "chunks", 1, f"{stages.chunk_name('gen', b)}-generator")
+    uninterrupted = clean.read_chunk("llm_calls", "chunks", 1, f"{stages.chunk_name('gen', b)}-generator")
+    assert uninterrupted and requests(resumed) == requests(uninterrupted)
