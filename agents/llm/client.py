@@ -338,5 +338,6 @@ class LLMClient:
         return stamp(self._log.take(), run_id, round)
 
     def flush(self, store, *, run_id: str, round: int, chunk: str | None = None) -> int:
-        """Write the pending calls to the ``llm_calls`` table as one chunk (without a chunk name: a new chunk; stages go through calllog.write_calls, which merges a redo)."""
+        """Write the pending calls to the ``llm_calls`` table as chunk ``chunk`` (merged with what a redone
+        stage's first attempt recorded there: ``calllog.write_calls``), or as a new chunk."""
         return write_calls(store, self.take_calls(run_id, round), chunk, self.role)
