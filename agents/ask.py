@@ -84,6 +84,9 @@ def ask(client: "LLMClient", messages: list[dict], *, schema: type[BaseModel], v
         else:
             raw = res.text
             try:
+                if res.parsed is None:  # e.g. a tool call where the answer should have been
+                    raise Invalid(f"expected a JSON {schema.__name__} object as the reply's text, got "
+                                  f"{'a tool call' if res.tool_calls else 'no answer'}")
                 return Answer(validate(res.parsed), res.parsed, raw, attempt + 1)
             except (Invalid, ValidationError) as exc:  # whatever the output broke
                 problem = one_line(str(exc))

@@ -60,6 +60,8 @@ class RoleConfig(_Strict):
             ok = False
         if not ok:
             raise ValueError("must be an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
+        if parts.username or parts.password:  # it would be in every error line, cache key and record
+            raise ValueError("must not carry credentials (user:key@): name the key's variable in api_key_env")
         return value
 
 
@@ -101,6 +103,8 @@ def _describe(err: dict[str, Any]) -> str:
     loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
     if err["type"] == "extra_forbidden":
         return f"field '{loc}': unknown field (remove it or check its spelling)"
+    if err["loc"] and err["loc"][-1] == "base_url":  # it may hold credentials: never echoed
+        return f"field '{loc}': {err['msg']}"
     return f"field '{loc}': {err['msg']} (got {err.get('input')!r})"
 
 

@@ -112,6 +112,8 @@ class BoundClient:
         self.client, self.log = client, log
 
     def __getattr__(self, name: str) -> Any:  # role, model, limits, endpoint, ...: the shared client's
+        if name.startswith("__") or name in ("client", "log"):  # copy / pickle look these up before __init__
+            raise AttributeError(name)
         return getattr(self.client, name)
 
     def __repr__(self) -> str:

@@ -234,7 +234,11 @@ class LLMClient:
                 record(time.perf_counter() - current.started, None, False, "invalid", str(exc), current.number)
                 raise
             if self.cache:  # file I/O off the loop: it is most of a cache write's time
-                await asyncio.get_running_loop().run_in_executor(None, self.cache.put, key, request, reply)
+                try:
+                    await asyncio.get_running_loop().run_in_executor(None, self.cache.put, key, request, reply)
+                except OSError as exc:  # the cache only saves a rerun: a paid reply is used (and recorded) anyway
+                    log.warning("%s %s: reply not cached (%s: %s)", self.provider, self.model, type(exc).__name__,
+                                _one_line(str(exc), 200))
         latency = time.perf_counter() - (t0 if cache_hit else current.started)
         cost = 0.0 if cache_hit else cost_usd(self.price, reply["input_tokens"], reply["output_tokens"])
         usage = Usage(input_tokens=reply["input_tokens"], output_tokens=reply["output_tokens"], latency_s=latency,

@@ -24,7 +24,6 @@ from agents.llm.types import LLMOutputError, ToolCallOut
 MAX_REPLY_CHARS = 1_000_000  # far above any max_tokens in use; bounds the cache and every parse
 MAX_DEPTH = 64  # the deepest legitimate schema or tool argument is under 10 levels
 MAX_NUMBER_CHARS = 64  # digits of one JSON number: an int of 10**63 is already no id, count or amount
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL)  # possessive: no backtracking on a long string
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
@@ -180,9 +179,23 @@ def read_reply(parse: Callable[[Any, dict], dict], body: Any, kwargs: dict[str, 
 
 
 # ---------------------------------------------------------------- interpretation
+def unfence(text: str) -> str:
+    """The JSON inside a ```json ... ``` fence (some served models add one), else ``text``.
+
+    String operations, not a regex: a lazy ``(.*?)`` between fences backtracks for seconds to minutes on
+    a fence that never closes followed by thousands of blank lines.
+    """
+    body = text.strip()
+    if not (body.startswith("```") and body.endswith("```") and len(body) >= 6):
+        return text
+    body = body[3:-3]
+    if body.startswith("json"):
+        body = body[4:]
+    return body.strip()
+
+
 def parse_structured(text: str, schema: type[BaseModel]) -> BaseModel:
-    fenced = _FENCE.match(text) if len(text) <= MAX_REPLY_CHARS else None
-    body = fenced.group(1) if fenced else text  # some served models wrap JSON in a code fence
+    body = unfence(text)
     if not body.strip():
         raise LLMOutputError("empty reply: expected a JSON object", raw=text)
     data = strict_loads(body)

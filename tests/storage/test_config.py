@@ -33,3 +33,13 @@ def test_bad_configs_give_one_line(tmp_path, text, needle):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         load_config(tmp_path / "nope.yaml")
+
+
+def test_a_base_url_with_credentials_is_refused_without_echoing_them():
+    from storage.config import ConfigError, validate_config
+
+    with pytest.raises(ConfigError) as err:
+        validate_config({"roles": {"planner": {"provider": "openai_compatible", "model": "m",
+                                               "base_url": "https://user:sk-SECRET@vllm.example/v1"}}})
+    msg = str(err.value)
+    assert "roles.planner.base_url" in msg and "api_key_env" in msg and "sk-SECRET" not in msg
