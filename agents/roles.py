@@ -125,6 +125,14 @@ def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_
     return Roles(designer, planner, generator, teacher, repair, reflector, clients)
 
 
+NOT_A_CHAT_REPLY = ("the server's reply is not", "the server's reply could not be read")
+
+
+def _no_reply(call) -> bool:
+    """The call got no chat reply: a transport failure, or a body that is no chat completion."""
+    return call.status in ("error", "retry") or (call.status == "invalid" and call.error.startswith(NOT_A_CHAT_REPLY))
+
+
 def flush_calls(roles: Roles, store, *, run_id: str, round: int, chunk: str) -> None:
     """This stage's LLM calls go to the ``llm_calls`` table (one chunk per role and stage).
 
@@ -132,9 +140,11 @@ def flush_calls(roles: Roles, store, *, run_id: str, round: int, chunk: str) -> 
     a crash finds the chunk already there: ``write_calls`` keeps those rows and
     adds only what the redo really asked (not the cache's replays of them).
 
-    Then, when every call of a role failed on transport (no reply at all: the
-    server is down, the URL or the key is wrong), ``StageUnavailable``: a stage
-    of rejections only is not a result, and the run must fail loudly.
+    Then, when no call of a role got a chat reply at all (transport failures: the
+    server is down, the URL or the key is wrong; or bodies that are no chat
+    completion: the URL points at some other web server), ``StageUnavailable``:
+    a stage of rejections only is not a result, and the run must fail loudly. A
+    model that answers, however badly, is not this: its rejections are data.
     """
     from agents.llm.calllog import write_calls
 
@@ -142,8 +152,8 @@ def flush_calls(roles: Roles, store, *, run_id: str, round: int, chunk: str) -> 
     for role, client in roles.clients.items():
         calls = client.take_calls(run_id, round)
         write_calls(store, calls, f"{chunk}-{role}", role)
-        if down is None and calls and all(c.status in ("error", "retry") for c in calls):
-            last = next((c for c in reversed(calls) if c.status == "error"), calls[-1])
+        if down is None and calls and all(_no_reply(c) for c in calls):
+            last = next((c for c in reversed(calls) if c.status != "retry"), calls[-1])
             down = StageUnavailable(role, client.endpoint, last.error)
     if down is not None:
         raise down

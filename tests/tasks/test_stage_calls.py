@@ -107,3 +107,28 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_resume_loses_and_dup
     resumed = store.read_chunk("llm_calls", "chunks", 1, f"{stages.chunk_name('gen', b)}-generator")
     uninterrupted = clean.read_chunk("llm_calls", "chunks", 1, f"{stages.chunk_name('gen', b)}-generator")
     assert uninterrupted and requests(resumed) == requests(uninterrupted)
+
+
+def test_a_url_that_answers_with_no_chat_completion_fails_the_stage_but_a_bad_model_does_not(tmp_path, monkeypatch):
+    """Finding 5: an endpoint that is some other web server (200 with an HTML page) is as unusable as a dead one;
+    a model whose answers are all invalid is not: its rejections are recorded and the stage goes on."""
+    from agents.roles import StageUnavailable
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    space = load_initial_space("airline", run_id="web")
+    page = Reply(raw=b"<html><body>Please log in</body></html>", headers={"Content-Type": "text/html"})
+    garbage = Reply(body={"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "no JSON here"}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}})
+    for reply, fails in ((page, True), (garbage, False)):
+        with FakeLLMServer(lambda request, reply=reply: reply) as server:
+            llm = {"designer": RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini",
+                                          base_url=server.base_url, max_invalid_retries=1).model_dump()}
+            ctx = stages.Ctx(Store(tmp_path / f"h-{fails}"), "web", 1, 0, llm=llm)
+            if fails:
+                with pytest.raises(StageUnavailable, match=server.base_url):
+                    stages.design(ctx, space, ColdStart(), 6, "evosyn")
+            else:  # the embedded fallback takes over, and the rejections are on record
+                assert stages.design(ctx, space, ColdStart(), 6, "evosyn")
+            rows = ctx.store.read_records("llm_calls", run_id="web")
+            assert rows and all(r.status == "invalid" for r in rows)
