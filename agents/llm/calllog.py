@@ -101,7 +101,27 @@ def write_calls(store, calls: list[LLMCall], chunk: str | None, role: str = "") 
     return added
 
 
-class BoundClient:
+class CallLogView:
+    """``calls`` / ``take_calls`` / ``flush`` over ``self.log``, the rows this object's chats recorded."""
+
+    log: CallLog
+    role: str
+
+    @property
+    def calls(self) -> list[LLMCall]:
+        return self.log.rows
+
+    def take_calls(self, run_id: str | None = None, round: int | None = None) -> list[LLMCall]:
+        """The calls logged since the last take, stamped with ``run_id`` / ``round``; the log is emptied."""
+        return stamp(self.log.take(), run_id, round)
+
+    def flush(self, store, *, run_id: str, round: int, chunk: str | None = None) -> int:
+        """Write the pending calls to the ``llm_calls`` table as chunk ``chunk`` (merged with what a redone
+        stage's first attempt recorded there: ``write_calls``), or as a new chunk."""
+        return write_calls(store, self.take_calls(run_id, round), chunk, self.role)
+
+
+class BoundClient(CallLogView):
     """A client whose calls go to its own ``CallLog``; everything else (pool, limits, cache) is shared.
 
     A stage builds one per role, so concurrent chunks each write their own calls
@@ -124,13 +144,3 @@ class BoundClient:
 
     def chat_sync(self, messages: list[dict], **kw: Any) -> ChatResult:
         return self.client.chat_sync(messages, **{**kw, "log": self.log})
-
-    @property
-    def calls(self) -> list[LLMCall]:
-        return self.log.rows
-
-    def take_calls(self, run_id: str | None = None, round: int | None = None) -> list[LLMCall]:
-        return stamp(self.log.take(), run_id, round)
-
-    def flush(self, store, *, run_id: str, round: int, chunk: str | None = None) -> int:
-        return write_calls(store, self.take_calls(run_id, round), chunk, self.client.role)

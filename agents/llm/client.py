@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from agents.llm.cache import ResponseCache, request_key
-from agents.llm.calllog import BoundClient, CallLog, stamp, write_calls
+from agents.llm.calllog import BoundClient, CallLog, CallLogView
 from agents.llm.limits import limits_for
 from agents.llm.pricing import cost_usd
 from agents.llm.providers import json_schema
@@ -46,7 +46,7 @@ from agents.llm.replies import interpret, normalize_reply, parse_structured, rea
 from agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, Usage
 from storage.records import LLMCall
 
-log = logging.getLogger("evosyn.llm")
+logger = logging.getLogger("evosyn.llm")
 
 
 class LLMRequestError(LLMUnavailable):
@@ -117,7 +117,7 @@ class _Try:
         self.number, self.started = 0, time.perf_counter()
 
 
-class LLMClient:
+class LLMClient(CallLogView):
     """One role's model. Thread-safe; its limits are shared with every client of the same model.
 
     Every call runs on the client's own I/O loop (a daemon thread started on
@@ -140,7 +140,7 @@ class LLMClient:
         self.http_requests = 0  # requests actually sent (retries included)
         self._provider = provider
         self._secrets = tuple(s for s in secrets if s)
-        self._log = CallLog()  # the calls of callers that pass no log of their own
+        self.log = CallLog()  # the calls of callers that pass no log of their own
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -206,7 +206,7 @@ class LLMClient:
         try:
             return normalize_reply(reply)
         except LLMOutputError:  # an entry of another shape (an older version, a damaged file): ask again
-            log.info("%s %s: cache entry %s is unreadable, asking again", self.provider, self.model, key[:12])
+            logger.info("%s %s: cache entry %s is unreadable, asking again", self.provider, self.model, key[:12])
             return None
 
     async def _chat(self, messages: list[dict], *, schema: type[BaseModel] | None = None,
@@ -219,7 +219,7 @@ class LLMClient:
                    "schema_name": schema.__name__ if schema else None, "tools": tools or None,
                    "temperature": temperature, "max_tokens": max_tokens, "attempt": attempt}
         key = request_key(request)
-        record = functools.partial(self._record, log or self._log, role, key, attempt)
+        record = functools.partial(self._record, log or self.log, role, key, attempt)
         t0 = time.perf_counter()
         reply = self._cached(key)
         cache_hit, current = reply is not None, _Try()
@@ -237,7 +237,7 @@ class LLMClient:
                 try:
                     await asyncio.get_running_loop().run_in_executor(None, self.cache.put, key, request, reply)
                 except OSError as exc:  # the cache only saves a rerun: a paid reply is used (and recorded) anyway
-                    log.warning("%s %s: reply not cached (%s: %s)", self.provider, self.model, type(exc).__name__,
+                    logger.warning("%s %s: reply not cached (%s: %s)", self.provider, self.model, type(exc).__name__,
                                 _one_line(str(exc), 200))
         latency = time.perf_counter() - (t0 if cache_hit else current.started)
         cost = 0.0 if cache_hit else cost_usd(self.price, reply["input_tokens"], reply["output_tokens"])
@@ -271,7 +271,7 @@ class LLMClient:
             what = self._scrub(_one_line(f"{type(exc).__name__}: {exc}", 300))
             # the failed attempt is a row of its own: its time counts, and a 429 may be billed
             record(time.perf_counter() - current.started, None, False, "retry", what, state.attempt_number)
-            log.info("%s %s: transient error, retry %d of %d in %.2fs: %s", self.provider, self.model,
+            logger.info("%s %s: transient error, retry %d of %d in %.2fs: %s", self.provider, self.model,
                      state.attempt_number, self.max_retries, state.next_action.sleep, what[:200])
 
         errors = self._provider.errors
@@ -333,15 +333,3 @@ class LLMClient:
                             error=self._scrub(_one_line(error)), attempt=attempt,
                             transport_attempt=0 if cache_hit else transport_attempt))
 
-    @property
-    def calls(self) -> list[LLMCall]:
-        return self._log.rows
-
-    def take_calls(self, run_id: str | None = None, round: int | None = None) -> list[LLMCall]:
-        """The calls logged since the last take, stamped with ``run_id`` / ``round``; the log is emptied."""
-        return stamp(self._log.take(), run_id, round)
-
-    def flush(self, store, *, run_id: str, round: int, chunk: str | None = None) -> int:
-        """Write the pending calls to the ``llm_calls`` table as chunk ``chunk`` (merged with what a redone
-        stage's first attempt recorded there: ``calllog.write_calls``), or as a new chunk."""
-        return write_calls(store, self.take_calls(run_id, round), chunk, self.role)

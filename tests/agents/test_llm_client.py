@@ -195,6 +195,18 @@ def test_rerun_hits_the_cache_without_http(provider, tmp_path):
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 3 and not list((tmp_path / "cache").rglob("*.tmp"))
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_cache_that_cannot_be_written_loses_no_reply(provider, tmp_path, caplog):
+    (tmp_path / "cache").write_text("a file where the cache folder should be\n")  # every put fails
+    with FakeLLMServer(good) as server:
+        c = client(server, provider, tmp_path)
+        result = c.chat_sync(MSGS, schema=Plan)
+    assert result.parsed == Plan(**GOOD) and not result.cache_hit
+    # the sent (paid) reply is recorded
+    assert [(r.status, r.cache_hit, r.output_tokens > 0) for r in c.calls] == [("ok", False, True)]
+    assert any("reply not cached" in r.getMessage() for r in caplog.records)
+
+
 # ---------------------------------------------------------------- limits
 def test_concurrency_bound_is_shared_per_model_across_clients_and_threads():
     with FakeLLMServer(good, latency_s=0.05) as server:
