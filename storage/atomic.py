@@ -69,10 +69,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     dest = Path(path)
     with atomic_path(dest) as tmp:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        tmp.write_bytes(data)  # fsynced by atomic_path before the rename
     return dest
 
 

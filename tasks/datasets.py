@@ -88,7 +88,7 @@ def test_cases(store: Store, domain: str = "airline", n: int = 200, seed: int = 
     return cases_for(store, run_id, {t.task_id for t in tasks})
 
 
-def build_test_set(store: Store, domain: str = "airline", n: int = 200, seed: int = TEST_SEED) -> None:
+def build_test_set(store: Store, domain: str, n: int = 200, seed: int = TEST_SEED) -> None:
     """Build (or rebuild over a partial build: the same chunk files are replaced) and mark the test set."""
     from tasks.synth import design_and_plan, synthesize_all, write_pass
 
