@@ -1,0 +1,211 @@
+"""Domain packs: everything that knows one domain, registered under its name.
+
+A pack is a package under ``domains/`` (one folder per domain, found by scanning
+that folder) or a third-party package named by an ``evosyn.domains`` entry
+point. Its ``__init__`` calls ``register(SomePack())`` and imports nothing
+heavy: the environment, the generator and the other hooks load when first
+used. The core asks ``get_pack(name)`` and never names a domain.
+
+``DomainPack`` holds the hooks with their generic defaults; a pack overrides
+what its domain needs. Hooks the agents layer uses (generator, user phrasing,
+learner candidates, LLM-generator context) return objects typed loosely here
+(``Any``) because this module sits in the envs layer; their contracts are
+documented on each method and live in ``agents/plans.py``.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+from dataclasses import dataclass, field
+from importlib import metadata, resources
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from envs.base import Domain
+    from storage.records import Message, ToolCall
+
+PACKAGE = "domains"  # the folder of built-in packs
+ENTRY_POINT_GROUP = "evosyn.domains"
+
+
+class UnknownDomain(KeyError):
+    def __str__(self) -> str:  # KeyError quotes its message; we want plain text
+        return self.args[0]
+
+
+class NoEnvironment(RuntimeError):
+    """A pack with a synthesis space but no executable environment (e.g. an ontology-only pack)."""
+
+
+@dataclass(frozen=True)
+class PlannerRules:
+    """Compatibility rules of the embedded planner for one domain.
+
+    ``violable``: task family -> the policy foci a refusal of that family can break
+    (a refusal must name one). ``no_read_refusals``: families whose refusal needs
+    no lookup (a categorical rule). ``info_families``: families that can be pure
+    information requests (a fulfilment with no writes).
+    """
+
+    violable: dict[str, list[str]] = field(default_factory=dict)
+    no_read_refusals: list[str] = field(default_factory=list)
+    info_families: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class UserPhrasing:
+    """How the embedded user simulator and teacher word domain facts.
+
+    ``identity`` is formatted with the scenario's ``user_id`` (the customer's
+    identifier, whatever the domain calls it).
+    """
+
+    identity: str = "My customer id is {user_id}."
+    give_identity: str = "Sure, it is {user_id}."
+    ask_identity: str = "I can help with that. Could you please give me your customer id first?"
+    vague_opening: str = "I need help with my account."
+    stress: str = "Please be quick, this is really stressing me out."
+    unknown_info: str = "You do not know the company's internal rules."
+    identity_words: tuple[str, ...] = ("customer id",)  # what an agent's request for the identity mentions
+
+
+class DomainPack:
+    """The hooks of one domain. Subclass, set ``name`` and override what differs."""
+
+    name: str = ""
+    default: bool = False  # the domain the CLI uses when --domain is not given (exactly one pack)
+    description: str = ""
+
+    # ------------------------------------------------------------ environment
+    def environment(self) -> "Domain":
+        """A new process-wide ``Domain`` (DB loaded once); called once per process by ``get_domain``."""
+        raise NoEnvironment(f"domain {self.name!r} has a synthesis space but no environment to run tasks in")
+
+    @property
+    def has_environment(self) -> bool:
+        return type(self).environment is not DomainPack.environment
+
+    def initial_space(self) -> dict[str, Any]:
+        """The initial synthesis space (App. B.1) as raw JSON: ``ontology.json`` in the pack's package."""
+        package = type(self).__module__.rsplit(".", 1)[0] if "." in type(self).__module__ else type(self).__module__
+        return json.loads(resources.files(package).joinpath("ontology.json").read_text())
+
+    # ------------------------------------------------------------ policy
+    def policy_rules(self) -> Callable[[Any, "ToolCall", list["Message"]], list[str]] | None:
+        """``(episode, call, history) -> violations`` checked before each write; None: not checked."""
+        return None
+
+    official_waivers: dict[str, dict[str, str]] = {}  # official task id -> {rule code: reason}
+
+    # ------------------------------------------------------------ observed factors (envs/factors.py)
+    family_by_tool: dict[str, str] = {}  # state-changing tool -> task family
+    family_keywords: list[tuple[str, str]] = []  # (keyword in the user's first message, family), in order
+    default_family: str = "unknown"
+    focus_by_tool: dict[str, str] = {}  # state-changing tool -> policy focus
+    change_kind_by_prefix: list[tuple[str, str]] = [("book", "create"), ("cancel", "cancel")]
+    state_changes: list[str] = ["none", "modify", "mixed"]  # reference values of state_change_type
+    compute_tools: tuple[str, ...] = ("calculate",)
+    transfer_tools: tuple[str, ...] = ("transfer_to_human_agents",)
+
+    # ------------------------------------------------------------ tool-use patterns (envs/tool_patterns.py)
+    shape_values: dict[str, str] = {}  # generic shape -> this domain's ontology value
+    profile_reads: tuple[str, ...] = ()  # tool-name prefixes that read the customer's profile
+    identify_reads: tuple[str, ...] = ()  # tool-name prefixes that identify the customer
+    entity_keys: tuple[str, ...] = ()  # argument names that identify an entity (order_id, ...)
+    gated_prefixes: tuple[str, ...] = ("cancel",)  # writes a policy check must precede
+    money_keys: tuple[str, ...] = ("amount", "payment_method_id")
+
+    def moves_money(self, name: str, arguments: dict[str, Any]) -> bool:
+        return any(k in arguments for k in self.money_keys)
+
+    # ------------------------------------------------------------ verifier audit (envs/perturb.py)
+    def extra_write(self, arguments: list[dict[str, Any]]) -> "ToolCall | None":
+        """A state-changing call to add to a trajectory whose calls had these arguments (None: cannot)."""
+        return None
+
+    # ------------------------------------------------------------ synthesis (agents layer)
+    planner_rules: PlannerRules = PlannerRules()
+    phrasing: UserPhrasing = UserPhrasing()
+    # properties the embedded generator controls exactly, factor -> values it realizes
+    # (what the Reflector may promote, and what a uniform test set can draw)
+    controllable: dict[str, list[str]] = {}
+
+    def task_builder(self, domain: "Domain", prior: Any) -> Any:
+        """The embedded generator's planner: ``.plan(selection, blueprint_id, seed) -> agents.plans.Plan``,
+        raising ``agents.plans.Infeasible``; ``prior`` is an ``agents.plans.DefaultPrior``."""
+        raise NotImplementedError(f"domain {self.name!r} has no embedded generator")
+
+    def candidate_entities(self, domain: "Domain", rng: Any, k: int = 4) -> dict[str, Any]:
+        """A seeded sample of real entities for the LLM generator's prompt."""
+        return {"example_ids": domain.summary().example_ids}
+
+    def clock(self) -> str:
+        """The domain's fixed 'now' as text, if its policy has one."""
+        return ""
+
+    # ------------------------------------------------------------ feedback and learning
+    def extra_probes(self) -> dict[str, tuple[Callable[[Any], str], list[str]]]:
+        """More diagnostic probes: name -> (TaskProfile -> bucket, buckets)."""
+        return {}
+
+    def learner_candidates(self, history: list["Message"]) -> list[tuple[str, Any]]:
+        """Extra argument candidates a real agent would read from the policy text, as (label, value).
+        Default: none. A pack that adds any documents which policy sentence each one comes from."""
+        return []
+
+
+# ------------------------------------------------------------------ registry
+_PACKS: dict[str, DomainPack] = {}
+_INSTANCES: dict[str, "Domain"] = {}
+_loaded = False
+
+
+def register(pack: DomainPack) -> None:
+    if not pack.name:
+        raise ValueError(f"{type(pack).__name__}: a domain pack needs a name")
+    if pack.name in _PACKS:
+        raise ValueError(f"domain {pack.name!r} is already registered")
+    _PACKS[pack.name] = pack
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    root = importlib.import_module(PACKAGE)
+    for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda i: i.name):
+        if info.ispkg:
+            importlib.import_module(f"{PACKAGE}.{info.name}")
+    for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if ep.name not in _PACKS:
+            ep.load()
+
+
+def known(with_environment: bool = False) -> list[str]:
+    _load()
+    return sorted(n for n, p in _PACKS.items() if p.has_environment or not with_environment)
+
+
+def get_pack(name: str) -> DomainPack:
+    _load()
+    if name not in _PACKS:
+        raise UnknownDomain(f"unknown domain {name!r}; known domains: {', '.join(sorted(_PACKS))}")
+    return _PACKS[name]
+
+
+def default_domain() -> str:
+    _load()
+    defaults = sorted(n for n, p in _PACKS.items() if p.default)
+    if len(defaults) != 1:
+        raise RuntimeError(f"exactly one domain pack must be the default, found {defaults or 'none'}")
+    return defaults[0]
+
+
+def get_domain(name: str) -> "Domain":
+    """The process-wide domain object (DB loaded once, cheap fresh episodes)."""
+    pack = get_pack(name)
+    if name not in _INSTANCES:
+        _INSTANCES[name] = pack.environment()
+    return _INSTANCES[name]
