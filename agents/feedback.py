@@ -1,21 +1,21 @@
 """Learner feedback after a round (§4.2): performance and coverage per factor value, and the probe report."""
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+
+from scipy.stats import binomtest
 
 from agents.probes import PROBES, REALIZABLE, TaskProfile, conditional_mi, nmi, tool_count_tertiles
 from storage.records import Evaluation, Feedback, Probe, ProbeBucket, SliceStat, SynthesisSpace
 
 
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+def wilson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a success rate; (0, 1) with no trials."""
     if n == 0:
         return 0.0, 1.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 @dataclass

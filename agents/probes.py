@@ -10,10 +10,12 @@ All in nats, plug-in estimates.
 """
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
+
+from scipy.stats import entropy as scipy_entropy
+from sklearn.metrics import mutual_info_score, normalized_mutual_info_score
 
 from storage.records import Message
 
@@ -67,16 +69,22 @@ def tool_count_tertiles(profiles: Sequence[TaskProfile]) -> dict[str, str]:
             for p in profiles}
 
 
+def _codes(xs: Sequence[Hashable]) -> list[int]:
+    """Labels as integers: sklearn wants a 1-D array, and a label may be a tuple (a stratum)."""
+    index: dict[Hashable, int] = {}
+    return [index.setdefault(x, len(index)) for x in xs]
+
+
 def entropy(xs: Sequence[Hashable]) -> float:
-    n = len(xs)
-    return -sum(c / n * math.log(c / n) for c in Counter(xs).values()) if n else 0.0
+    return float(scipy_entropy(list(Counter(xs).values()))) if len(xs) else 0.0
 
 
 def mutual_information(xs: Sequence[Hashable], ys: Sequence[Hashable]) -> float:
-    return max(0.0, entropy(xs) + entropy(ys) - entropy(list(zip(xs, ys))))
+    return float(mutual_info_score(_codes(xs), _codes(ys))) if len(xs) else 0.0
 
 
 def conditional_mi(xs: Sequence[Hashable], ys: Sequence[Hashable], zs: Sequence[Hashable]) -> float:
+    """I(X; Y | Z) = sum_z p(z) I(X; Y | Z = z): the stratum weighting is ours, each term sklearn's."""
     groups: dict[Hashable, list[int]] = defaultdict(list)
     for i, z in enumerate(zs):
         groups[z].append(i)
@@ -86,6 +94,8 @@ def conditional_mi(xs: Sequence[Hashable], ys: Sequence[Hashable], zs: Sequence[
 
 
 def nmi(xs: Sequence[Hashable], ys: Sequence[Hashable]) -> float:
-    denom = math.sqrt(entropy(xs) * entropy(ys))
-    return mutual_information(xs, ys) / denom if denom > 0 else 0.0
-
+    """I(X; Y) / sqrt(H(X) H(Y)); 0 when either side is constant (sklearn scores two constant
+    labelings 1.0, as identical clusterings; a constant probe tells nothing about tool count)."""
+    if len(set(xs)) < 2 or len(set(ys)) < 2:
+        return 0.0
+    return float(normalized_mutual_info_score(_codes(xs), _codes(ys), average_method="geometric"))

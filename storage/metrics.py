@@ -13,7 +13,7 @@ import random
 from collections import Counter
 from typing import Mapping, Sequence
 
-from scipy.stats import spearmanr
+from scipy.stats import entropy, spearmanr
 
 Sample = Mapping[str, Sequence[str]]
 Reference = Mapping[str, Sequence[str]]
@@ -21,8 +21,8 @@ ORDINAL = ["0", "1", "2", "3-4", "5+"]
 
 
 def _entropy(counts: Counter) -> float:
-    n = sum(counts.values())
-    return -sum(c / n * math.log(c / n) for c in counts.values() if c) if n else 0.0
+    """Shannon entropy in nats of the distribution the counts give (0 for no counts)."""
+    return float(entropy(list(counts.values()))) if sum(counts.values()) else 0.0
 
 
 def factor_coverage(samples: Sequence[Sample], reference: Reference) -> float:

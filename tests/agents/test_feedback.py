@@ -5,7 +5,7 @@ import random
 import pytest
 
 from agents.feedback import FeedbackInputs, build_feedback, probe_report, wilson
-from agents.probes import TaskProfile, conditional_mi, mutual_information, nmi
+from agents.probes import TaskProfile, conditional_mi, entropy, mutual_information, nmi
 from agents.reflector import EmbeddedReflector
 from storage.records import Evaluation, Message, ToolCall
 
@@ -19,6 +19,29 @@ def test_information_measures():
     assert nmi(xs, xs) == pytest.approx(1.0)
     lo, hi = wilson(8, 10)
     assert 0.44 < lo < 0.5 and 0.94 < hi < 0.98
+
+
+def test_library_statistics_match_hand_computed_values():
+    """The scipy / sklearn calls give the plug-in values worked out by hand (nats, sqrt-normalized NMI)."""
+    xs, ys = [0, 0, 1, 1], ["a", "a", "a", "b"]
+    hx = math.log(2)
+    hy = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
+    hxy = -(0.5 * math.log(0.5) + 2 * 0.25 * math.log(0.25))  # (0,a) 2/4, (1,a) 1/4, (1,b) 1/4
+    assert entropy(ys) == pytest.approx(hy) and entropy([]) == 0.0
+    assert mutual_information(xs, ys) == pytest.approx(hx + hy - hxy)
+    assert nmi(xs, ys) == pytest.approx((hx + hy - hxy) / math.sqrt(hx * hy))  # geometric mean, as before
+    assert nmi([1, 1], [2, 2]) == 0.0 and nmi([1, 2], [3, 3]) == 0.0  # a constant side carries nothing
+    # CMI keeps its own weighting: p(z) times each stratum's MI; tuple labels (strata) work too
+    zs = [("s", 1)] * 4 + [("t", 2)] * 6
+    # stratum t: x determines y (MI = ln 2); stratum s: the pair above
+    cmi = conditional_mi(xs + xs + [0, 1], ys + ["a", "a", "b", "b", "a", "b"], zs)
+    assert cmi == pytest.approx(0.4 * (hx + hy - hxy) + 0.6 * math.log(2))
+    # Wilson at z = 1.96 by the closed form: p = 0.8, n = 10
+    z, p, n = 1.959964, 0.8, 10
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert wilson(8, 10) == pytest.approx((centre - half, centre + half), abs=1e-6)
+    assert wilson(0, 5)[0] == 0.0 and wilson(5, 5)[1] == 1.0 and wilson(0, 0) == (0.0, 1.0)
 
 
 def population(n=240, seed=0, fail_on_writes=True):
