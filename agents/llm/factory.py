@@ -5,11 +5,12 @@ import os
 from pathlib import Path
 
 from agents.llm.client import LLMClient
-from agents.llm.pricing import known_models, price_of
+from agents.llm.pricing import known_models, price_of, similar_models
 from storage.config import ConfigError, RoleConfig, load_dotenv_secrets
 
 PROVIDERS = ("openai", "anthropic", "openai_compatible")
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+EXAMPLE_MODEL = {"openai": "gpt-4o", "anthropic": "claude-sonnet-4-5", "openai_compatible": "Qwen/Qwen3-8B"}
 
 
 def _key_env(cfg: RoleConfig) -> str | None:
@@ -31,14 +32,16 @@ def check_role_config(role: str, cfg: RoleConfig) -> None:
         raise ConfigError(f"{where}.provider: {'missing' if cfg.provider is None else repr(cfg.provider)} "
                           f"(set one of {', '.join(PROVIDERS)})")
     if not cfg.model:
-        example = "Qwen/Qwen3-8B" if cfg.provider == "openai_compatible" else known_models(cfg.provider)[0]
-        raise ConfigError(f"{where}.model: missing (set the model name, e.g. {example})")
+        raise ConfigError(f"{where}.model: missing (set the model name, e.g. {EXAMPLE_MODEL[cfg.provider]})")
     if cfg.provider == "openai_compatible" and not cfg.base_url:
         raise ConfigError(f"{where}.base_url: missing (set the server's URL, e.g. http://127.0.0.1:8000/v1)")
     if cfg.provider != "openai_compatible" and _price(cfg) is None:
-        raise ConfigError(f"{where}.model: unknown {cfg.provider} model {cfg.model!r} (use one of "
-                          f"{', '.join(known_models(cfg.provider))}, or set {where}.input_cost_per_mtok and "
-                          "output_cost_per_mtok to use it anyway)")
+        close = similar_models(cfg.provider, cfg.model)
+        raise ConfigError(f"{where}.model: {cfg.provider} model {cfg.model!r} has no price in litellm's cost map "
+                          f"({'closest: ' + ', '.join(close) + '; ' if close else ''}"
+                          f"{len(known_models(cfg.provider))} {cfg.provider} models listed), so its cost is unknown: "
+                          f"use a listed model, or set {where}.input_cost_per_mtok and output_cost_per_mtok "
+                          "to use it anyway")
     env = _key_env(cfg)
     if env:
         load_dotenv_secrets()

@@ -1,57 +1,66 @@
-"""List prices in USD per million tokens (input, output), by provider.
+"""Prices in USD per million tokens (input, output), from litellm's cost map.
 
-Prices are the providers' published list prices when this table was written;
-a role may set ``input_cost_per_mtok`` / ``output_cost_per_mtok`` to override
-them or to use a model that is not listed. Models behind an
-``openai_compatible`` server (vLLM, llamafactory-cli api) are self-hosted and
-cost 0 unless the role sets prices.
+The map is the copy bundled with the installed litellm (``LITELLM_LOCAL_MODEL_COST_MAP``,
+set before litellm is imported, so nothing is fetched). A model is priced when the map
+lists it, or the dated snapshot or ``-latest`` alias of a listed model, under the
+same provider. A role may set ``input_cost_per_mtok`` / ``output_cost_per_mtok`` to
+override the price or to use a model the map does not list. Models behind an
+``openai_compatible`` server (vLLM, llamafactory-cli api) are self-hosted and cost 0
+unless the role sets prices.
 """
 from __future__ import annotations
 
+import difflib
+import os
 import re
-
-PRICES: dict[str, dict[str, tuple[float, float]]] = {
-    "openai": {
-        "gpt-4o": (2.50, 10.00),
-        "gpt-4o-mini": (0.15, 0.60),
-        "gpt-4.1": (2.00, 8.00),
-        "gpt-4.1-mini": (0.40, 1.60),
-        "gpt-4.1-nano": (0.10, 0.40),
-        "gpt-5": (1.25, 10.00),
-        "gpt-5-mini": (0.25, 2.00),
-        "gpt-5-nano": (0.05, 0.40),
-        "o3": (2.00, 8.00),
-        "o3-mini": (1.10, 4.40),
-        "o4-mini": (1.10, 4.40),
-    },
-    "anthropic": {
-        "claude-opus-4-5": (5.00, 25.00),
-        "claude-opus-4-1": (15.00, 75.00),
-        "claude-opus-4-0": (15.00, 75.00),
-        "claude-sonnet-4-5": (3.00, 15.00),
-        "claude-sonnet-4-0": (3.00, 15.00),
-        "claude-haiku-4-5": (1.00, 5.00),
-        "claude-3-5-haiku": (0.80, 4.00),
-    },
-}
+from functools import lru_cache
+from typing import Any
 
 # a dated snapshot or alias of a listed model: gpt-4o-2024-08-06, claude-sonnet-4-5-20250929, …-latest
-_SNAPSHOT = r"(-\d{4}-?\d{2}-?\d{2}|-latest)?"
+_SNAPSHOT = re.compile(r"(-\d{4}-?\d{2}-?\d{2}|-latest)$")
 
 
-def price_of(provider: str, model: str) -> tuple[float, float] | None:
-    """(input, output) USD per million tokens, or None when the model is not listed."""
-    table = PRICES.get(provider, {})
-    if model in table:
-        return table[model]
-    for name in sorted(table, key=len, reverse=True):
-        if re.fullmatch(re.escape(name) + _SNAPSHOT, model):
-            return table[name]
+@lru_cache(maxsize=1)
+def cost_map() -> dict[str, dict[str, Any]]:
+    """litellm's model -> cost entry map (imported on first use: litellm takes seconds to import)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # the bundled map, never the network
+    import litellm
+
+    return litellm.model_cost
+
+
+def _entry(provider: str, model: str) -> dict[str, Any] | None:
+    table = cost_map()
+    for name in (model, f"{provider}/{model}"):
+        entry = table.get(name)
+        if (entry and entry.get("litellm_provider") == provider and entry.get("input_cost_per_token") is not None
+                and entry.get("output_cost_per_token") is not None):
+            return entry
     return None
 
 
+def price_of(provider: str, model: str) -> tuple[float, float] | None:
+    """(input, output) USD per million tokens, or None when litellm's map does not list the model."""
+    if not provider or not model:
+        return None
+    entry = _entry(provider, model)
+    if entry is None and _SNAPSHOT.search(model):
+        entry = _entry(provider, _SNAPSHOT.sub("", model))
+    if entry is None:
+        return None
+    return (round(entry["input_cost_per_token"] * 1e6, 6), round(entry["output_cost_per_token"] * 1e6, 6))
+
+
 def known_models(provider: str) -> list[str]:
-    return sorted(PRICES.get(provider, {}))
+    """The chat models litellm prices for ``provider`` (fine-tune templates left out)."""
+    return sorted(name for name, e in cost_map().items()
+                  if e.get("litellm_provider") == provider and e.get("mode") == "chat" and "/" not in name
+                  and not name.startswith("ft:") and e.get("input_cost_per_token") is not None)
+
+
+def similar_models(provider: str, model: str, n: int = 5) -> list[str]:
+    """Priced models whose names are closest to ``model`` (for an error message)."""
+    return difflib.get_close_matches(model, known_models(provider), n=n, cutoff=0.5)
 
 
 def cost_usd(price: tuple[float, float] | None, input_tokens: int, output_tokens: int) -> float:
