@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import psutil
+
 from storage.tracking import default_tracking_uri
 from storage import atomic
 from storage.atomic import read_or_none
@@ -67,26 +69,29 @@ def save_state(root: Path, services: dict[str, Service]) -> None:
 
 
 # ---------------------------------------------------------------- processes
-def _stat(pid: int) -> list[str] | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # the command name is parenthesised and may contain spaces: split after its closing paren
-    return [raw[:raw.index("(")].strip(), *raw[raw.rindex(")") + 2:].split()]
+_GONE = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
 
 
 def alive(pid: int) -> bool:
-    st = _stat(pid)
-    return st is not None and st[1] not in ("Z", "X")
+    try:
+        return psutil.Process(pid).status() not in _GONE
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):  # ValueError: a negative pid
+        return False
+
+
+def _session(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)  # psutil has no session id; Linux answers for any process
+    except OSError:
+        return None
 
 
 def family(pids: set[int]) -> set[int]:
     """Live processes that descend from ``pids`` or share their session: everything a service started."""
     parent, session = {}, {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (st := _stat(int(entry.name))) and st[1] not in ("Z", "X"):
-            parent[int(entry.name)], session[int(entry.name)] = int(st[2]), int(st[5])
+    for proc in psutil.process_iter(["ppid", "status"]):
+        if proc.info["status"] not in _GONE and proc.info["ppid"] is not None:
+            parent[proc.pid], session[proc.pid] = proc.info["ppid"], _session(proc.pid)
     out = {p for p in parent if p in pids or session[p] in pids}
     grew = True
     while grew:

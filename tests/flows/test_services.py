@@ -44,6 +44,19 @@ def test_stop_ends_the_whole_tree(tmp_path):
     assert not [p for p in procs if alive(p)] and not family({proc.pid})
 
 
+def test_an_exited_unreaped_child_is_not_alive():
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:  # exited, not yet waited for
+        assert time.monotonic() < deadline, "the child did not exit"
+        time.sleep(0.05)
+    assert not alive(proc.pid) and proc.pid not in family({proc.pid})
+    proc.wait(timeout=5)
+    assert not alive(proc.pid) and not alive(-1)
+
+
 def test_down_stops_recorded_services_and_forgets_them(tmp_path):
     procs = [spawn_tree(), spawn_tree()]
     save_state(tmp_path, {"mlflow": Service("mlflow", procs[0].pid, "http://127.0.0.1:1", "m.log"),
