@@ -27,7 +27,7 @@ def run(domain: str = "airline", split: str = "base", limit: int | None = None) 
 
     ours, theirs, agree = [], [], 0
     for task, messages in trajectories:
-        replay._GOLD_CACHE.clear()
+        replay.gold_replay.cache_clear()
         t0 = time.perf_counter()
         outcome = run_checks(dom, task, messages)
         ours.append(time.perf_counter() - t0)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from cachetools import LRUCache, cached
 
 from envs.base import Domain, Episode
 from storage.records import Message, ToolCall
@@ -88,24 +91,27 @@ def task_key(task: Any) -> str:
     return hashlib.sha256(task.model_dump_json(exclude_none=True).encode()).hexdigest()
 
 
-_GOLD_CACHE: dict[tuple[str, str], tuple[str, list[bool]]] = {}
+def _replay_gold(domain: Domain, task: Any) -> tuple[str, list[bool]]:
+    episode = domain.episode(task.initial_state)
+    changed = []
+    for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
+        kind = getattr(domain, "tool_kind")(action.name, action.requestor)
+        before = episode.state_digest() if kind == "write" else ""
+        episode.step(action.name, action.arguments, action.requestor)
+        changed.append(bool(before) and episode.state_digest() != before)
+    return episode.state_digest(), changed
 
 
-def gold_replay(domain: Domain, task: Any) -> tuple[str, list[bool]]:
-    """Final-state digest after the task's gold actions, and which gold writes changed state."""
-    key = (domain.name, task_key(task))
-    if key not in _GOLD_CACHE:
-        episode = domain.episode(task.initial_state)
-        changed = []
-        for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
-            kind = getattr(domain, "tool_kind")(action.name, action.requestor)
-            before = episode.state_digest() if kind == "write" else ""
-            episode.step(action.name, action.arguments, action.requestor)
-            changed.append(bool(before) and episode.state_digest() != before)
-        _GOLD_CACHE[key] = (episode.state_digest(), changed)
-        if len(_GOLD_CACHE) > 20_000:
-            _GOLD_CACHE.pop(next(iter(_GOLD_CACHE)))
-    return _GOLD_CACHE[key]
+def cached_gold_replay(maxsize: int) -> Callable[[Domain, Any], tuple[str, list[bool]]]:
+    """``gold_replay`` with its own cache of ``maxsize`` (domain, task) entries, least recently used
+    evicted first, behind a lock (verifiers run in worker threads). ``.cache_clear()`` empties it."""
+    return cached(LRUCache(maxsize=maxsize), key=lambda domain, task: (domain.name, task_key(task)),
+                  lock=threading.Lock())(_replay_gold)
+
+
+GOLD_CACHE_SIZE = 20_000
+# Final-state digest after the task's gold actions, and which gold writes changed state.
+gold_replay = cached_gold_replay(GOLD_CACHE_SIZE)
 
 
 def arguments_key(arguments: dict[str, Any]) -> str:
