@@ -1,10 +1,38 @@
-"""Sweeps: domains x arms x seeds, each an `evosyn-run` subflow."""
+"""Sweeps: domains x arms x seeds, each an `evosyn-run` subflow.
+
+No domain is named here: a sweep that lists no domains (or an empty list, as the
+weekly deployment does) runs every domain pack that has an environment
+(``envs.packs.known(with_environment=True)``), so adding a pack adds it to the sweep.
+"""
 from __future__ import annotations
 
 from prefect import flow
 
+from envs import packs
 from flows.run import RunSummary, evosyn_run
 from storage.config import ConfigError, RunConfig, read_config_file, validate_config
+
+GRID_FIELDS = ("domains", "arms", "seeds")
+
+
+def sweep_domains(domains: list[str] | None) -> list[str]:
+    """The given domains in order (duplicates dropped), or every known domain with an environment."""
+    if domains:
+        return list(dict.fromkeys(domains))
+    found = packs.known(with_environment=True)
+    if not found:
+        raise ConfigError("no domain to sweep: no installed domain pack has an environment "
+                          "(add one under domains/, or list sweep.domains)")
+    return found
+
+
+def _grid_list(grid: dict, key: str, default: list, path: str) -> list:
+    value = grid.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, list):
+        raise ConfigError(f"invalid config {path}: field 'sweep.{key}': must be a list (got {value!r})")
+    return value
 
 
 def load_sweep(path: str, home: str | None = None) -> tuple[RunConfig, dict]:
@@ -15,24 +43,27 @@ def load_sweep(path: str, home: str | None = None) -> tuple[RunConfig, dict]:
     base = validate_config(data, source=f"config {path}")
     if home and not base.store.root:
         base.store.root = home
-    unknown = set(grid) - {"domains", "arms", "seeds"}
+    unknown = set(grid) - set(GRID_FIELDS)
     if unknown:
         raise ConfigError(f"invalid config {path}: field 'sweep.{sorted(unknown)[0]}': unknown field")
-    out = {"domains": grid.get("domains", [base.domain]), "arms": grid.get("arms", [base.arm]),
-           "seeds": grid.get("seeds", [base.seed])}
-    for d in out["domains"]:
-        for a in out["arms"]:
-            for s in out["seeds"]:
-                validate_config({**base.model_dump(), "domain": d, "arm": a, "seed": s}, source=f"config {path}")
+    domains = _grid_list(grid, "domains", [], path)
+    if not all(isinstance(d, str) for d in domains):
+        raise ConfigError(f"invalid config {path}: field 'sweep.domains': must list domain names (got {domains!r})")
+    out = {"domains": sweep_domains(domains), "arms": _grid_list(grid, "arms", [base.arm], path),
+           "seeds": _grid_list(grid, "seeds", [base.seed], path)}
+    sweep_configs(base, **out, source=f"config {path}")  # every cell validates before anything runs
     return base, out
+
+
+def sweep_configs(base: RunConfig, domains: list[str], arms: list[str], seeds: list[int],
+                  source: str = "sweep") -> list[RunConfig]:
+    """The run config of every cell, domain-major then arm then seed, each validated."""
+    dump = base.model_dump()
+    return [validate_config({**dump, "domain": d, "arm": a, "seed": s}, source=source)
+            for d in sweep_domains(domains) for a in arms for s in seeds]
 
 
 @flow(name="evosyn-sweep")
 def sweep_flow(base: RunConfig, domains: list[str], arms: list[str], seeds: list[int]) -> list[RunSummary]:
-    results = []
-    for domain in domains:
-        for arm in arms:
-            for seed in seeds:
-                cfg = base.model_copy(update={"domain": domain, "arm": arm, "seed": seed})
-                results.append(evosyn_run(cfg))
-    return results
+    """Every (domain, arm, seed) run as a subflow; ``domains`` empty: every known domain with an environment."""
+    return [evosyn_run(cfg) for cfg in sweep_configs(base, domains, arms, seeds)]

@@ -1,4 +1,6 @@
-"""`evosyn compare`: every run (arm, seed) x every round in one table, on shared normalizations.
+"""`evosyn compare`: every run (domain, arm, seed) x every round in one table, on shared normalizations.
+
+Rows are grouped by domain, then arm, then seed; the per-arm means are per (domain, arm).
 
 Trajectory diversity is normalized by the union of patterns of all compared runs
 of the domain (all arms, seeds and rounds); size-matched distinct tool-call
@@ -15,11 +17,11 @@ from storage import atomic
 from storage.store import Store
 from tasks.metrics import intrinsic, pattern_union, round_metrics, verified_samples
 
-COLUMNS = ["arm", "seed", "round", "verified", "success_diagnostic", "success_test", "factor_coverage",
+COLUMNS = ["domain", "arm", "seed", "round", "verified", "success_diagnostic", "success_test", "factor_coverage",
            "factor_balance", "interaction_coverage", "trajectory_diversity", "distinct_tool_sequences",
            "distinct_size_matched", "gap_allocation_spearman", "allocation_gain_spearman",
            "targeted_improvement_rate", "success_gain_per_1k"]
-MEAN_COLUMNS = COLUMNS[4:]
+MEAN_COLUMNS = COLUMNS[COLUMNS.index("success_diagnostic"):]
 
 
 def _rate(xs: list[bool]) -> float:

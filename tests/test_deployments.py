@@ -64,7 +64,10 @@ def test_entrypoints_load_flows_and_parameters_validate(deployments):
     validate_config(deployments["evosyn-run"]["parameters"]["cfg"], source="prefect.yaml evosyn-run")
     sweep = deployments["evosyn-sweep"]["parameters"]
     validate_config(sweep["base"], source="prefect.yaml evosyn-sweep")
-    assert sweep["domains"] and sweep["arms"] and sweep["seeds"]
+    assert sweep["arms"] and sweep["seeds"]
+    # the weekly sweep names no domain: [] means every installed pack with an environment
+    # (flows.sweep.sweep_domains; tests/flows/test_sweep.py), and the base run takes the default pack
+    assert sweep["domains"] == [] and "domain" not in sweep["base"]
 
 
 def test_train_deployment_config_field():

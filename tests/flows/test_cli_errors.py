@@ -27,7 +27,7 @@ AS_ROOT = os.geteuid() == 0
 needs_non_root = pytest.mark.skipif(AS_ROOT, reason="root ignores file modes")
 
 RUN_CFG = "domain: airline\nrounds: 1\nbudget: 4\ntest_size: 4\n"
-SWEEP_CFG = RUN_CFG + "sweep:\n  arms: [evosyn]\n  seeds: [0]\n"
+SWEEP_CFG = RUN_CFG + "sweep:\n  domains: [airline]\n  arms: [evosyn]\n  seeds: [0]\n"
 NOT_UTF8 = b"domain: airline\n# caf\xe9 in Latin-1\nrounds: 1\n"
 
 

@@ -9,7 +9,7 @@ from tests.flows.test_run import run
 pytestmark = pytest.mark.slow
 
 SWEEP = ("domain: airline\nrounds: 2\nbudget: 12\nseed: 0\ntest_size: 8\nchunk_size: 6\n"
-         "sweep:\n  arms: [evosyn, static]\n  seeds: [0]\n")
+         "sweep:\n  domains: [airline]\n  arms: [evosyn, static]\n  seeds: [0]\n")
 
 
 def cli(home, *args):

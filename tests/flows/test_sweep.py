@@ -1,0 +1,73 @@
+"""`evosyn sweep`'s grid: domains x arms x seeds, the domains defaulting to every pack with an environment."""
+import pytest
+
+from envs import packs
+from flows import sweep as S
+from storage.config import ConfigError, RunConfig
+
+
+class Runnable(packs.DomainPack):
+    def environment(self):  # never called: the grid only needs to know that there is one
+        raise AssertionError("the sweep grid must not load an environment")
+
+
+class OntologyOnly(packs.DomainPack):
+    pass
+
+
+def pack(cls, name):
+    p = cls()
+    p.name = name
+    return p
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """A registry of two runnable packs and one without an environment (names the config accepts)."""
+    fake = {"telecom": pack(Runnable, "telecom"), "airline": pack(Runnable, "airline"),
+            "retail": pack(OntologyOnly, "retail")}
+    monkeypatch.setattr(packs, "_PACKS", fake)
+    monkeypatch.setattr(packs, "_loaded", True)
+    return fake
+
+
+def write(tmp_path, grid: str):
+    path = tmp_path / "sweep.yaml"
+    path.write_text("rounds: 1\nbudget: 4\ntest_size: 4\nsweep:\n" + grid)
+    return str(path)
+
+
+def test_no_domains_means_every_domain_with_an_environment(registry, tmp_path):
+    assert S.sweep_domains([]) == S.sweep_domains(None) == ["airline", "telecom"]
+    base, grid = S.load_sweep(write(tmp_path, "  arms: [evosyn, static]\n  seeds: [0, 1]\n"), str(tmp_path / "h"))
+    assert grid == {"domains": ["airline", "telecom"], "arms": ["evosyn", "static"], "seeds": [0, 1]}
+    assert base.store.root == str(tmp_path / "h")
+    _, empty = S.load_sweep(write(tmp_path, "  domains: []\n"), None)
+    assert empty["domains"] == ["airline", "telecom"] and empty["arms"] == ["evosyn"] and empty["seeds"] == [0]
+
+
+def test_named_domains_are_kept_in_order(registry, tmp_path):
+    _, grid = S.load_sweep(write(tmp_path, "  domains: [telecom, airline, telecom]\n"), None)
+    assert grid["domains"] == ["telecom", "airline"]
+
+
+def test_bad_grids_are_one_line_errors(registry, tmp_path, monkeypatch):
+    with pytest.raises(ConfigError, match=r"sweep\.domains': must be a list"):
+        S.load_sweep(write(tmp_path, "  domains: airline\n"), None)
+    with pytest.raises(ConfigError, match=r"sweep\.domain'"):
+        S.load_sweep(write(tmp_path, "  domain: [airline]\n"), None)
+    with pytest.raises(ConfigError, match="arm"):
+        S.load_sweep(write(tmp_path, "  arms: [nonsense]\n"), None)
+    monkeypatch.setattr(packs, "_PACKS", {})
+    with pytest.raises(ConfigError, match="no domain to sweep"):
+        S.load_sweep(write(tmp_path, "  arms: [evosyn]\n"), None)
+
+
+def test_the_flow_runs_arms_x_seeds_x_every_domain(registry, monkeypatch):
+    ran = []
+    monkeypatch.setattr(S, "evosyn_run", lambda cfg: ran.append((cfg.domain, cfg.arm, cfg.seed)) or cfg.domain)
+    base = RunConfig(rounds=1, budget=4)
+    out = S.sweep_flow.fn(base, domains=[], arms=["evosyn", "static"], seeds=[0, 1])
+    assert ran == [(d, a, s) for d in ("airline", "telecom") for a in ("evosyn", "static") for s in (0, 1)]
+    assert out == [d for d, _, _ in ran]
+    assert all(c.rounds == 1 and c.budget == 4 for c in S.sweep_configs(base, ["telecom"], ["evosyn"], [3]))
