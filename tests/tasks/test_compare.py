@@ -57,6 +57,6 @@ def test_one_table_across_domains(store):
     md = markdown(result)
     head = next(line for line in md.splitlines() if line.startswith("| run_id"))
     assert head.split(" | ")[:3] == ["| run_id", "domain", "arm"]
-    body = [line for line in md.splitlines() if line.startswith("| airline-") or line.startswith("| retail-")]
+    body = [line for line in md.splitlines() if line.startswith(("| airline-", "| retail-"))]
     assert [line.split(" | ")[1] for line in body] == ["airline", "airline", "retail", "retail"]
     assert all(not math.isnan(r["factor_coverage"]) for r in rows)
