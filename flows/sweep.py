@@ -27,10 +27,17 @@ def load_sweep(path: str, home: str | None = None) -> tuple[RunConfig, dict]:
     return base, out
 
 
+def generating_domains() -> list[str]:
+    """Every domain pack with an environment and an embedded generator (a sweep's default domains)."""
+    from envs.packs import get_pack, known
+
+    return [d for d in known(with_environment=True) if get_pack(d).has_generator]
+
+
 @flow(name="evosyn-sweep")
-def sweep_flow(base: RunConfig, domains: list[str], arms: list[str], seeds: list[int]) -> list[RunSummary]:
+def sweep_flow(base: RunConfig, domains: list[str] | None, arms: list[str], seeds: list[int]) -> list[RunSummary]:
     results = []
-    for domain in domains:
+    for domain in domains or generating_domains():
         for arm in arms:
             for seed in seeds:
                 cfg = base.model_copy(update={"domain": domain, "arm": arm, "seed": seed})

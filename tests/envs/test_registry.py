@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from envs.registry import UnknownDomain, get_domain, known
+from envs.packs import UnknownDomain, get_domain, known
 
 
 def test_known_domains():
@@ -17,7 +17,7 @@ def test_unknown_domain_lists_known_ones():
 
 
 def test_importing_a_domain_does_not_import_litellm():
-    code = ("import sys; from envs.registry import get_domain; d = get_domain('airline'); "
+    code = ("import sys; from envs.packs import get_domain; d = get_domain('airline'); "
             "d.episode().step('get_user_details', {'user_id': 'mia_li_3668'}); "
             "print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
