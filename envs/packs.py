@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
+import sys
 from dataclasses import dataclass, field
 from importlib import metadata, resources
 from typing import TYPE_CHECKING, Any, Callable
@@ -98,7 +99,8 @@ class DomainPack:
 
     def initial_space(self) -> dict[str, Any]:
         """The initial synthesis space (App. B.1) as raw JSON: ``ontology.json`` in the pack's package."""
-        package = type(self).__module__.rsplit(".", 1)[0] if "." in type(self).__module__ else type(self).__module__
+        module = sys.modules[type(self).__module__]
+        package = module.__name__ if hasattr(module, "__path__") else module.__package__  # a pack in __init__ too
         return json.loads(resources.files(package).joinpath("ontology.json").read_text())
 
     # ------------------------------------------------------------ policy

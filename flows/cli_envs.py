@@ -9,11 +9,11 @@ from flows.cli import PATH, UserError, bench, main
 from flows.render import print_table
 
 
-def _domain(name: str | None):
+def _domain(name: str | None, option: str = "--domain"):
     from envs.packs import get_domain
     from flows.inputs import check_domain
 
-    return get_domain(check_domain(name))
+    return get_domain(check_domain(name, option))
 
 
 @main.group()
@@ -34,7 +34,7 @@ def envs_list() -> None:
 @click.argument("domain")
 def envs_show(domain: str) -> None:
     """Tools with their types, a policy summary and task counts."""
-    dom = _domain(domain)
+    dom = _domain(domain, "envs show")
     print_table(f"{domain}: tools", ["tool", "type", "requestor"],
                 [[t.name, t.kind, t.requestor] for t in dom.tools()])
     summary = dom.summary()

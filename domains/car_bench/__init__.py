@@ -1,10 +1,5 @@
-"""CAR-bench: an initial synthesis space only (no environment to run tasks in here)."""
-from envs.packs import DomainPack, register
-
-
-class CarBenchPack(DomainPack):
-    name = "car_bench"
-    description = "CAR-bench in-car assistant: synthesis space only"
-
+"""CAR-bench: ``pack.py`` (an ontology-only pack)."""
+from domains.car_bench.pack import CarBenchPack
+from envs.packs import register
 
 register(CarBenchPack())
