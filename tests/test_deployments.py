@@ -64,7 +64,12 @@ def test_entrypoints_load_flows_and_parameters_validate(deployments):
     validate_config(deployments["evosyn-run"]["parameters"]["cfg"], source="prefect.yaml evosyn-run")
     sweep = deployments["evosyn-sweep"]["parameters"]
     validate_config(sweep["base"], source="prefect.yaml evosyn-sweep")
-    assert sweep["domains"] and sweep["arms"] and sweep["seeds"]
+    assert sweep["arms"] and sweep["seeds"]
+    # no domain named in a deployment: null sweeps every domain pack with an embedded generator
+    from envs.packs import default_domain
+    from flows.sweep import generating_domains
+
+    assert sweep["domains"] is None and default_domain() in generating_domains()
 
 
 def test_train_deployment_config_field():
