@@ -3,7 +3,7 @@ from agents.planner import EmbeddedPlanner
 from agents.plans import DefaultPrior, Plan
 from domains.airline.generator import AirlineGenerator
 from envs.packs import get_domain, get_pack
-from storage.records import Blueprint, Direction
+from storage.records import Direction
 
 
 def _blueprint(space, n=0):
