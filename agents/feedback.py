@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from scipy.stats import binomtest
 
-from agents.probes import PROBES, REALIZABLE, TaskProfile, conditional_mi, nmi, tool_count_tertiles
+from agents.probes import PROBES, TaskProfile, conditional_mi, nmi, tool_count_tertiles
+from envs.packs import get_pack
 from storage.records import Evaluation, Feedback, Probe, ProbeBucket, SliceStat, SynthesisSpace
 
 
@@ -72,8 +73,10 @@ def probe_report(inp: FeedbackInputs, *, run_id: str, round: int) -> list[Probe]
     fails = [int(not e.success) for e in evals]
     tertile = tool_count_tertiles(diag)
     verified = [inp.profiles[t] for t in inp.verified if t in inp.profiles]
+    pack = get_pack(inp.space.domain)
+    realizable = pack.controllable  # probes the pack's generator realizes as factors (the Reflector may promote)
     out = []
-    for name, (fn, buckets) in PROBES.items():
+    for name, (fn, buckets) in {**PROBES, **pack.extra_probes()}.items():
         d_vals = [fn(p) for p in diag]
         c_vals = Counter(fn(p) for p in verified)
         names = buckets or sorted(set(d_vals) | set(c_vals))
@@ -90,6 +93,6 @@ def probe_report(inp: FeedbackInputs, *, run_id: str, round: int) -> list[Probe]
         out.append(Probe(run_id=run_id, round=round, space_version=inp.space.version, probe=name, buckets=rows,
                          cmi_given_space=cmi, nmi_tool_tertiles=nmi(d_vals, g) if diag else 0.0,
                          residual_cmi=conditional_mi(fails, d_vals, g) if diag else 0.0, coverage_gap=max(0.0, gap),
-                         suggested_factor=name if name in REALIZABLE else "",
-                         suggested_values=names if name in REALIZABLE else [], in_space=name in in_space))
+                         suggested_factor=name if name in realizable else "",
+                         suggested_values=names if name in realizable else [], in_space=name in in_space))
     return out

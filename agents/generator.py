@@ -7,22 +7,27 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.embedded.airline_generator import AirlineGenerator, DefaultPrior, Infeasible, Plan
+from agents.plans import DefaultPrior, Infeasible, Plan
 from envs.base import Domain
 from envs.ontology import check_selection
+from envs.packs import UserPhrasing, get_pack
 from envs.tau2.convert import task_from_dict
 from storage.records import Blueprint, SynthesisSpace, SynthTask
 
-CHALLENGE_TEXT = {
-    "missing_information": "Do not give your user id in your first message; give it when asked.",
-    "ambiguous_preference": "Start vaguely ('one of my bookings'); be precise only when asked.",
-    "ambiguous_request": "Start vaguely; be precise only when asked.",
-    "user_false_claim": "Claim that a previous agent already promised you this.",
-    "preference_change": "When first asked to confirm, hesitate and ask to hear the details again; then agree.",
-    "emotional_pressure": "Sound stressed and in a hurry.",
-    "multi_intent_interleaving": "Bring up each further request only after the previous one is done.",
-    "constraint_hidden_until_late": "Mention your payment preference only when asked to confirm.",
-}
+
+def challenge_text(phrasing: UserPhrasing) -> dict[str, str]:
+    """How the task text tells the simulated user to play each interaction challenge, in the domain's words."""
+    return {
+        "missing_information": f"Do not give your {phrasing.identity_words[0]} in your first message; "
+                               "give it when asked.",
+        "ambiguous_preference": f"Start vaguely ('{phrasing.vague_hint}'); be precise only when asked.",
+        "ambiguous_request": "Start vaguely; be precise only when asked.",
+        "user_false_claim": "Claim that a previous agent already promised you this.",
+        "preference_change": "When first asked to confirm, hesitate and ask to hear the details again; then agree.",
+        "emotional_pressure": "Sound stressed and in a hurry.",
+        "multi_intent_interleaving": "Bring up each further request only after the previous one is done.",
+        "constraint_hidden_until_late": "Mention your payment preference only when asked to confirm.",
+    }
 
 
 class GenerationError(ValueError):
@@ -34,20 +39,22 @@ class Generator(Protocol):
 
 
 class EmbeddedGenerator:
-    """Deterministic, seeded task construction over the real environment DB (airline)."""
+    """Deterministic, seeded task construction over the real environment DB (the domain pack's task builder)."""
 
     def __init__(self, domain: Domain, prior: DefaultPrior | None = None):
-        if domain.name != "airline":
-            raise GenerationError(f"the embedded generator supports airline only, not {domain.name!r}")
         self.domain = domain
-        self.airline = AirlineGenerator(domain, prior or DefaultPrior())
+        try:
+            self.builder = get_pack(domain.name).task_builder(domain, prior or DefaultPrior())
+        except NotImplementedError:
+            raise GenerationError(f"domain {domain.name!r} has no embedded generator "
+                                  "(its pack defines no task_builder)") from None
 
     def generate(self, blueprint: Blueprint, space: SynthesisSpace) -> SynthTask:
         problems = check_selection(space, blueprint.selected_dimensions)
         if problems:
             raise GenerationError("blueprint outside the space: " + "; ".join(problems))
         try:
-            plan = self.airline.plan(blueprint.selected_dimensions, blueprint.blueprint_id, blueprint.seed)
+            plan = self.builder.plan(blueprint.selected_dimensions, blueprint.blueprint_id, blueprint.seed)
         except Infeasible as exc:
             raise GenerationError(f"infeasible: {exc}") from None
         task_id = "syn-" + hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}".encode()).hexdigest()[:12]
@@ -65,18 +72,27 @@ def scenario_of(plan: Plan, blueprint: Blueprint) -> dict:
             "refusal": plan.refusal, "info": plan.info}
 
 
+def _gold_action(task_id: str, n: int, action: tuple) -> dict:
+    """(tool, arguments) is the agent's call; (tool, arguments, "user") a device action the user performs."""
+    name, args = action[0], action[1]
+    requestor = "user" if len(action) > 2 and action[2] == "user" else "assistant"
+    return {"action_id": f"{task_id}-{n}", "requestor": requestor, "name": name, "arguments": args}
+
+
 def build_tau2_task(task_id: str, blueprint: Blueprint, plan: Plan) -> dict:
     sel = blueprint.selected_dimensions
+    phrasing = get_pack(blueprint.domain).phrasing
     asks = [i["say"] for i in plan.intents]
     if plan.fillers:
         asks = [f"first, {'; '.join(plan.fillers)}"] + asks
     challenges = sel.get("interaction_challenge", [])
-    instructions = [CHALLENGE_TEXT[c] for c in challenges if c in CHALLENGE_TEXT]
+    texts = challenge_text(phrasing)
+    instructions = [texts[c] for c in challenges if c in texts]
     if plan.refusal:
         instructions.append("If the agent explains that this is not allowed, accept it and end the call.")
     else:
         instructions.append("Confirm each change with 'yes' when the agent describes it.")
-    return {
+    task = {
         "id": task_id,
         "description": {"purpose": blueprint.generation_intent,
                         "relevant_policies": ", ".join(sel.get("policy_or_constraint_focus", [])),
@@ -84,16 +100,18 @@ def build_tau2_task(task_id: str, blueprint: Blueprint, plan: Plan) -> dict:
         "user_scenario": {"instructions": {
             "domain": blueprint.domain,
             "reason_for_call": "You want to " + "; then ".join(asks) + ".",
-            "known_info": f"Your user id is {plan.user_id}.",
-            "unknown_info": "You do not know the airline's internal rules.",
+            "known_info": plan.known_info or phrasing.known_identity.format(user_id=plan.user_id),
+            "unknown_info": phrasing.unknown_info,
             "task_instructions": " ".join(instructions)}},
         "ticket": "Customer " + plan.user_id + " wants to " + "; then ".join(asks) + ".",
         "evaluation_criteria": {
-            "actions": [{"action_id": f"{task_id}-{n}", "requestor": "assistant", "name": name, "arguments": args}
-                        for n, (name, args) in enumerate(plan.actions)],
+            "actions": [_gold_action(task_id, n, a) for n, a in enumerate(plan.actions)],
             "communicate_info": plan.info,
             "reward_basis": ["DB", "COMMUNICATE"]},
     }
+    if plan.initial_state is not None:
+        task["initial_state"] = plan.initial_state
+    return task
 
 
 # ------------------------------------------------------------------ LLM-backed Generator
@@ -121,37 +139,10 @@ class GeneratorOut(BaseModel):
 
 
 def candidate_entities(domain: Domain, blueprint: Blueprint, k: int = 4) -> dict:
-    """A seeded sample of customers with their reservations (airline), or example ids of any other domain."""
-    db = getattr(getattr(domain, "cow", None), "base", None)
+    """A seeded sample of real entities for the prompt (the domain pack's choice; default: example ids)."""
     rng = random.Random(int(hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}".encode()).hexdigest()[:16],
                             16))
-    if db is None or not hasattr(db, "users") or not hasattr(db, "reservations"):
-        return {"example_ids": domain.summary().example_ids}
-    users = []
-    for uid in rng.sample(sorted(db.users), min(k, len(db.users))):
-        u = db.users[uid]
-        res = []
-        for rid in u.reservations[:6]:
-            r = db.reservations.get(rid)
-            if r is None:
-                continue
-            res.append({"reservation_id": rid, "route": f"{r.origin}-{r.destination}", "type": r.flight_type,
-                        "cabin": r.cabin, "created_at": r.created_at, "status": r.status or "active",
-                        "insurance": r.insurance, "passengers": len(r.passengers), "bags": r.total_baggages,
-                        "flights": [f"{f.flight_number} {f.date}" for f in r.flights]})
-        users.append({"user_id": uid, "membership": u.membership,
-                      "payment_methods": {pid: p.source for pid, p in u.payment_methods.items()},
-                      "reservations": res})
-    return {"now": _now(), "customers": users}
-
-
-def _now() -> str:
-    try:
-        from envs.policies.airline import NOW
-
-        return str(NOW)
-    except ImportError:  # pragma: no cover - only airline has a fixed clock
-        return ""
+    return get_pack(domain.name).candidate_entities(domain, rng, k)
 
 
 def generator_messages(blueprint: Blueprint, env: dict, entities: dict) -> list[dict]:

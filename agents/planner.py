@@ -8,27 +8,20 @@ from typing import Protocol, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.designer import DesignError
+from agents.plans import BUCKET_RANGE
 from envs.base import EnvSummary
 from envs.ontology import check_selection
+from envs.packs import PlannerRules, get_pack
 from storage.records import Blueprint, DifficultyControls, Direction, SynthesisSpace
 
 ORDER = ("task_family", "expected_outcome", "num_write", "num_read", "difficulty_profile")
 CALLS = {"easy": "2-3", "medium": "4-5", "hard": "6+"}
 
-# Airline compatibility rules (documented defaults of the embedded planner):
-# a refusal must name a policy focus the request can violate; a refusal changes no
-# state (num_write 0) and a state change is a fulfilment; a task with no reads is a
-# categorical refusal; a fulfilment without writes is an information request.
-VIOLABLE = {
-    "flight_booking": ["passenger_or_identity_constraint", "payment_or_credit_constraint"],
-    "flight_change": ["fare_rule_constraint"],
-    "flight_cancellation": ["refund_eligibility", "change_or_cancellation_fee", "time_window_constraint"],
-    "refund_or_compensation": ["compensation_eligibility", "loyalty_status_constraint"],
-    "seat_or_baggage_service": ["passenger_or_identity_constraint", "fare_rule_constraint"],
-    "loyalty_or_membership_service": ["loyalty_status_constraint"],
-}
-NO_READ_REFUSALS = ["flight_booking", "seat_or_baggage_service"]
-INFO_FAMILIES = ["loyalty_or_membership_service", "refund_or_compensation"]
+# Compatibility rules (the domain pack's ``planner_rules``): a refusal must name a policy
+# focus the request can violate; a refusal changes no state (num_write 0) and a state
+# change is a fulfilment; a task with no reads is a categorical refusal; a fulfilment
+# without writes is an information request; a refusal that needs more lookups than the
+# read count allows is planned as another family.
 
 
 class PlanError(ValueError):
@@ -108,6 +101,7 @@ class EmbeddedPlanner:
     def _make_compatible(self, sel, direction, space, rng) -> None:
         keys = {f.key for f in space.active}
         hard = direction.allowed_values
+        rules = get_pack(space.domain).planner_rules
 
         def force(key: str, options: list[str]) -> None:
             allowed = [v for v in options if v in _allowed(space, direction, key)]
@@ -120,7 +114,7 @@ class EmbeddedPlanner:
         if "num_read" in keys and sel["num_read"] == ["0"]:
             force("num_write", ["0"]) if "num_write" in keys else None
             force("expected_outcome", ["refuse"])
-            force("task_family", NO_READ_REFUSALS)
+            force("task_family", rules.no_read_refusals)
         if "num_write" in keys:
             if sel["expected_outcome"] == ["refuse"] and sel["num_write"] != ["0"]:
                 if "expected_outcome" in hard and "num_write" in hard:
@@ -130,12 +124,13 @@ class EmbeddedPlanner:
                 else:
                     force("num_write", ["0"])
             if sel["expected_outcome"] == ["fulfill"] and sel["num_write"] == ["0"]:
-                force("task_family", INFO_FAMILIES)
-        if "num_read" in keys and sel["num_read"] == ["1"] and sel["expected_outcome"] == ["refuse"]:
-            # declining compensation needs both the membership and the reservation: two lookups
-            force("task_family", [f for f in VIOLABLE if f != "refund_or_compensation"])
+                force("task_family", rules.info_families)
+        if "num_read" in keys and sel["num_read"] and sel["expected_outcome"] == ["refuse"]:
+            most = BUCKET_RANGE[sel["num_read"][0]][1] if sel["num_read"][0] in BUCKET_RANGE else None
+            if most and any(need > most for need in rules.min_refusal_reads.values()):
+                force("task_family", [f for f in rules.violable if rules.min_refusal_reads.get(f, 0) <= most])
         if sel["expected_outcome"] == ["refuse"]:
-            violable = VIOLABLE.get(sel["task_family"][0])
+            violable = rules.violable.get(sel["task_family"][0])
             if violable and not set(sel["policy_or_constraint_focus"]) & set(violable):
                 sel["policy_or_constraint_focus"] = [rng.choice(violable)]
 
@@ -191,21 +186,22 @@ def planner_messages(direction: Direction, space: SynthesisSpace, env: dict, *, 
     return [{"role": "user", "content": text}]
 
 
-def compatibility_problems(sel: dict[str, list[str]]) -> list[str]:
-    """The airline compatibility rules the embedded planner enforces, as checks on a finished selection."""
+def compatibility_problems(sel: dict[str, list[str]], rules: PlannerRules) -> list[str]:
+    """The domain's compatibility rules the embedded planner enforces, as checks on a finished selection."""
     one = lambda k: sel[k][0] if sel.get(k) else None  # noqa: E731
+    violable, no_read, info = rules.violable, rules.no_read_refusals, rules.info_families
     family, outcome, writes, reads = one("task_family"), one("expected_outcome"), one("num_write"), one("num_read")
     out = []
     if outcome == "refuse" and writes not in (None, "0"):
         out.append(f"a refusal changes no state, so num_write must be 0 (got {writes})")
-    if reads == "0" and (outcome != "refuse" or family not in NO_READ_REFUSALS):
-        out.append(f"a task without lookups (num_read 0) must be a refusal of {NO_READ_REFUSALS}")
-    if outcome == "fulfill" and writes == "0" and family not in INFO_FAMILIES:
+    if reads == "0" and (outcome != "refuse" or family not in no_read):
+        out.append(f"a task without lookups (num_read 0) must be a refusal of {no_read}")
+    if outcome == "fulfill" and writes == "0" and family not in info:
         out.append(f"a fulfilment without writes is an information request: task_family must be one of "
-                   f"{INFO_FAMILIES}")
-    if outcome == "refuse" and family in VIOLABLE and not set(sel.get("policy_or_constraint_focus", [])) & set(
-            VIOLABLE[family]):
-        out.append(f"a refused {family} must focus on a rule it can break: one of {VIOLABLE[family]}")
+                   f"{info}")
+    if outcome == "refuse" and family in violable and not set(sel.get("policy_or_constraint_focus", [])) & set(
+            violable[family]):
+        out.append(f"a refused {family} must focus on a rule it can break: one of {violable[family]}")
     return out
 
 
@@ -226,8 +222,9 @@ def parse_planner(out: PlannerOut, direction: Direction, space: SynthesisSpace, 
         if bad:
             problems.append(f"the direction forbids {bad} for {key}")
     problems += [f"the selection matches the avoid pattern {p!r}" for p in direction.avoid_patterns if _matches(p, sel)]
-    if space.domain == "airline" and not problems:
-        problems += compatibility_problems(sel)
+    rules = get_pack(space.domain).planner_rules
+    if rules.defined and not problems:
+        problems += compatibility_problems(sel, rules)
     if problems:
         raise Invalid("; ".join(problems))
     digest = hashlib.sha256(f"{direction.direction_id}/{index}/{seed}/llm".encode()).hexdigest()

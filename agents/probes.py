@@ -19,9 +19,6 @@ from sklearn.metrics import mutual_info_score, normalized_mutual_info_score
 
 from storage.records import Message
 
-# probes the embedded generator can realize as factors (so the Reflector may promote them)
-REALIZABLE = {"num_write", "num_read"}
-
 
 @dataclass
 class TaskProfile:
@@ -56,7 +53,7 @@ PROBES: dict[str, tuple[Callable[[TaskProfile], str], list[str]]] = {
     "transfers": (lambda p: "yes" if any(c.name == "transfer_to_human_agents" for c in _calls(p)) else "no",
                   ["no", "yes"]),
     "order_pattern": (lambda p: p.observed.get("trajectory_pattern", ["none"])[0], []),
-    "state_change_type": (lambda p: p.observed.get("state_change_type", ["none"])[0], []),  # airline hook
+    "state_change_type": (lambda p: p.observed.get("state_change_type", ["none"])[0], []),  # the pack's kinds
 }
 
 

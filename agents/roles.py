@@ -102,7 +102,7 @@ def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_
     from agents.reflector import EmbeddedReflector, LLMReflector
     from agents.repair import EmbeddedRepair, LLMRepair
     from agents.teacher import EmbeddedTeacher, LLMTeacher
-    from envs.registry import get_domain
+    from envs.packs import get_domain
 
     roles = roles or {}
     dom = get_domain(domain_name)

@@ -13,6 +13,7 @@ from typing import Protocol
 from agents.user import EmbeddedUser, UserSimulator
 from envs.base import Domain
 from envs.gold import confirmation_request
+from envs.packs import get_pack
 from envs.tau2.convert import task_from_dict
 from storage.records import Message, SynthTask, ToolCall, Trajectory
 
@@ -35,7 +36,7 @@ class EmbeddedTeacher:
         scenario = dict(task.scenario)
         if plain:
             scenario["challenges"] = []
-        user: UserSimulator = EmbeddedUser(scenario)
+        user: UserSimulator = EmbeddedUser(scenario, get_pack(self.domain.name).phrasing)
         episode = self.domain.episode(tau2_task.initial_state)
         msgs: list[Message] = [user.opening()]
 
@@ -43,7 +44,7 @@ class EmbeddedTeacher:
             msgs.append(Message(role="assistant", content=text))
 
         if isinstance(user, EmbeddedUser) and user.withholds_id():
-            say("I can help with that. Could you please give me your user id first?")
+            say(get_pack(self.domain.name).phrasing.ask_identity)
             msgs.append(user.give_user_id())
         actions = tau2_task.evaluation_criteria.actions or []
         writes_done, intent = 0, 0
@@ -149,7 +150,7 @@ class LLMTeacher:
         scenario = dict(task.scenario)
         if plain:
             scenario["challenges"] = []
-        return ReactiveUser(scenario)
+        return ReactiveUser(scenario, get_pack(self.domain.name).phrasing)
 
     def _agent_turn(self, msgs: list[Message]):
         """One model call; an unusable reply is re-asked with the problem shown (not kept in the trajectory)."""

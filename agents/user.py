@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from envs.packs import UserPhrasing, get_pack
 from storage.records import Message
 
 
@@ -27,9 +28,12 @@ def _user(text: str) -> Message:
 
 
 class EmbeddedUser:
-    def __init__(self, scenario: dict[str, Any]):
+    """``phrasing``: how the domain's customer words identity and mood (its pack's ``phrasing``)."""
+
+    def __init__(self, scenario: dict[str, Any], phrasing: UserPhrasing | None = None):
         self.s = scenario
         self.challenges = set(scenario.get("challenges", []))
+        self.phrasing = phrasing or UserPhrasing()
 
     @property
     def interleaved(self) -> bool:
@@ -42,9 +46,9 @@ class EmbeddedUser:
         intents = self.s["intents"][:1] if self.interleaved else self.s["intents"]
         parts = []
         if "emotional_pressure" in self.challenges:
-            parts.append("Please be quick, this trip is really stressing me out.")
+            parts.append(self.phrasing.stress)
         if "ambiguous_preference" in self.challenges or "ambiguous_request" in self.challenges:
-            parts.append("I need help with one of my bookings.")
+            parts.append(self.phrasing.vague_opening)
         wants = [i["say"] for i in intents]
         if self.s.get("fillers"):
             wants = [f"first {'; '.join(self.s['fillers'])}"] + wants
@@ -52,11 +56,11 @@ class EmbeddedUser:
         if "user_false_claim" in self.challenges:
             parts.append("Another agent already told me this would be no problem.")
         if not self.withholds_id():
-            parts.append(f"My user id is {self.s['user_id']}.")
+            parts.append(self.phrasing.identity.format(user_id=self.s["user_id"]))
         return _user(" ".join(parts))
 
     def give_user_id(self) -> Message:
-        return _user(f"Sure, it is {self.s['user_id']}.")
+        return _user(self.phrasing.give_identity.format(user_id=self.s["user_id"]))
 
     def next_intent(self, index: int) -> Message:
         return _user(f"Yes, one more thing: I would also like to {self.s['intents'][index]['say']}.")
@@ -88,8 +92,8 @@ class ReactiveUser(EmbeddedUser):
     confirms what it did not ask for.
     """
 
-    def __init__(self, scenario: dict[str, Any]):
-        super().__init__(scenario)
+    def __init__(self, scenario: dict[str, Any], phrasing: UserPhrasing | None = None):
+        super().__init__(scenario, phrasing)
         self.revealed = 1 if self.interleaved else len(scenario.get("intents", []))
         self.done = False
 
@@ -103,7 +107,7 @@ class ReactiveUser(EmbeddedUser):
 
     def respond(self, text: str) -> Message:
         low = (text or "").lower()
-        if "user id" in low and "?" in low:
+        if "?" in low and any(w in low for w in self.phrasing.identity_words):
             return self.give_user_id()
         if "confirm" in low:
             wanted = self._wanted_ids()
@@ -129,10 +133,11 @@ def user_scenario_text(tau2_task: dict, plain: bool = False) -> str:
     """The task's user scenario as the simulator reads it; ``plain`` drops the interaction challenges."""
     instr = dict(tau2_task.get("user_scenario", {}).get("instructions") or {})
     if plain:
-        from agents.generator import CHALLENGE_TEXT
+        from agents.generator import challenge_text
 
+        domain = instr.get("domain")
         text = instr.get("task_instructions", "")
-        for sentence in CHALLENGE_TEXT.values():
+        for sentence in challenge_text(get_pack(domain).phrasing if domain else UserPhrasing()).values():
             text = text.replace(sentence, "")
         instr["task_instructions"] = " ".join(text.split())
     labels = {"reason_for_call": "Why you are calling", "known_info": "What you know",

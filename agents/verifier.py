@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from envs.registry import get_domain
+from envs.packs import get_domain
 from envs.tau2.convert import task_from_dict
 from envs.verify import run_checks
 from storage.records import SynthTask, Trajectory, Verdict

@@ -37,7 +37,7 @@ KILL_ENV = "EVOSYN_FAULT_KILL_AT"
 KILL_POINTS = (("design", "design"), ("plan", "plan"), ("generate", "generate"), ("rollout", "rollout"),
                ("verify", "verify"), ("mid-training save", "train"), ("evaluate", "evaluate"),
                ("test-set build", "testset"), ("round 2 reflect", "reflect@2"))
-RUN_CONFIG = "domain: airline\nrounds: 2\nbudget: {budget}\nseed: {seed}\ntest_size: {test_size}\nchunk_size: 6\n"
+RUN_CONFIG = "rounds: 2\nbudget: {budget}\nseed: {seed}\ntest_size: {test_size}\nchunk_size: 6\n"
 LLM_ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
 
 
@@ -187,7 +187,7 @@ def fuzzed_replies(n: int = 3000, seed: int = 0) -> Check:
 def _llm_config(path: Path, base_url: str, *, max_retries: int = 4) -> Path:
     roles = "".join(f"  {r}: {{provider: openai, model: gpt-4o-mini, base_url: '{base_url}', "
                     f"max_retries: {max_retries}, max_invalid_retries: 3, max_concurrency: 4}}\n" for r in LLM_ROLES)
-    path.write_text("domain: airline\nrounds: 1\nbudget: 8\nseed: 0\ntest_size: 20\nchunk_size: 4\n"
+    path.write_text("rounds: 1\nbudget: 8\nseed: 0\ntest_size: 20\nchunk_size: 4\n"
                     f"backend: llm\nroles:\n{roles}")
     return path
 

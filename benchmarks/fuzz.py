@@ -51,19 +51,20 @@ class Fixture:
 @functools.lru_cache(maxsize=1)
 def fixture() -> Fixture:
     from agents.designer import ColdStart, EmbeddedDesigner
-    from agents.embedded.airline_generator import AirlineGenerator, DefaultPrior
     from agents.generator import EmbeddedGenerator
+    from agents.plans import DefaultPrior
     from agents.planner import EmbeddedPlanner
     from agents.teacher import EmbeddedTeacher
     from envs.ontology import load_initial_space
-    from envs.registry import get_domain
+    from envs.packs import default_domain, get_domain, get_pack
     from storage.records import Probe, ProbeBucket
 
-    dom, space = get_domain("airline"), load_initial_space("airline", run_id="fuzz")
+    name = default_domain()
+    dom, space = get_domain(name), load_initial_space(name, run_id="fuzz")
     directions = EmbeddedDesigner().design(space, ColdStart(), 8, run_id="fuzz", round=1, seed=0)
     direction = directions[0]
     bp = EmbeddedPlanner().plan(direction, space, None, index=0, seed=0)
-    plan = AirlineGenerator(dom, DefaultPrior()).plan(bp.selected_dimensions, bp.blueprint_id, bp.seed)
+    plan = get_pack(name).task_builder(dom, DefaultPrior()).plan(bp.selected_dimensions, bp.blueprint_id, bp.seed)
     task = EmbeddedGenerator(dom).generate(bp, space)
     traj = EmbeddedTeacher(dom).rollout(task)
     probe = Probe(run_id="fuzz", round=1, probe="num_write", buckets=[ProbeBucket(bucket="0", count=3)],
@@ -80,7 +81,7 @@ def fixture() -> Fixture:
                     "expected_difficulty_controls": bp.expected_difficulty_controls.model_dump()},
         "generator": {"user_id": plan.user_id,
                       "intents": [{"say": i["say"], "arguments": i.get("arguments") or {}} for i in plan.intents],
-                      "gold_actions": [{"name": n, "arguments": a} for n, a in plan.actions],
+                      "gold_actions": [{"name": a[0], "arguments": a[1]} for a in plan.actions],
                       "communicate_info": plan.info, "refusal_rule": (plan.refusal or {}).get("rule", ""),
                       "side_requests": plan.fillers},
         "teacher": {"name": action[0], "arguments": action[1]},

@@ -9,7 +9,7 @@ from typing import Any
 def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0) -> dict[str, Any]:
     from agents.learners.harness import evaluate, success_by_slice
     from envs.ontology import load_initial_space
-    from envs.registry import get_domain
+    from envs.packs import get_domain
     from tasks.datasets import test_cases
     from tasks.learn import fit_embedded
     from tasks.synth import design_and_plan, synthesize_all
@@ -47,7 +47,7 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
     from agents.designer import NewFactor
     from agents.learners.harness import evaluate, success_by_slice
     from envs.ontology import load_initial_space
-    from envs.registry import get_domain
+    from envs.packs import get_domain
     from tasks.datasets import test_cases, with_count_factors
     from tasks.learn import fit_embedded
     from tasks.synth import design_and_plan, synthesize_all

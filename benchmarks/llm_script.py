@@ -50,10 +50,11 @@ def wants_json(request: Request) -> bool:
 
 
 class RoleScript:
-    def __init__(self, domain: str = "airline"):
+    def __init__(self, domain: str | None = None):
         from envs.ontology import load_initial_space
-        from envs.registry import get_domain
+        from envs.packs import default_domain, get_domain
 
+        domain = domain or default_domain()
         self.dom = get_domain(domain)
         self.space = load_initial_space(domain)
         self.by_reason: dict[str, object] = {}  # user scenario's reason for call -> embedded trajectory
@@ -96,17 +97,18 @@ class RoleScript:
                 "expected_difficulty_controls": bp.expected_difficulty_controls.model_dump()}
 
     def generator(self, prompt: str) -> dict:
-        from agents.embedded.airline_generator import AirlineGenerator, DefaultPrior
         from agents.generator import GeneratorOut, parse_generator
+        from agents.plans import DefaultPrior
         from agents.teacher import EmbeddedTeacher
+        from envs.packs import get_pack
         from storage.records import Blueprint
 
         bp = after(prompt, "BLUEPRINT")
-        plan = AirlineGenerator(self.dom, DefaultPrior()).plan(bp["selected_dimensions"], bp["blueprint_id"],
-                                                               bp["seed"])
+        builder = get_pack(self.dom.name).task_builder(self.dom, DefaultPrior())
+        plan = builder.plan(bp["selected_dimensions"], bp["blueprint_id"], bp["seed"])
         out = {"user_id": plan.user_id,
                "intents": [{"say": i["say"], "arguments": i.get("arguments") or {}} for i in plan.intents],
-               "gold_actions": [{"name": n, "arguments": a} for n, a in plan.actions],
+               "gold_actions": [{"name": a[0], "arguments": a[1]} for a in plan.actions],
                "communicate_info": plan.info, "refusal_rule": (plan.refusal or {}).get("rule", ""),
                "side_requests": plan.fillers}
         # the conversation a good agent and user would have on the task the role builds from this reply

@@ -11,13 +11,14 @@ import time
 from typing import Any
 
 
-def run(domain: str = "airline", split: str = "base", limit: int | None = None) -> dict[str, Any]:
+def run(domain: str | None = None, split: str = "base", limit: int | None = None) -> dict[str, Any]:
     import envs.replay as replay
     from envs.gold import gold_messages
-    from envs.registry import get_domain
+    from envs.packs import default_domain, get_domain
     from envs.tau2.official_eval import tau2_reward
     from envs.verify import run_checks
 
+    domain = domain or default_domain()
     dom = get_domain(domain)
     tasks = [t for t in dom.tasks(split) if t.evaluation_criteria and t.evaluation_criteria.actions]
     tasks = tasks[:limit] if limit else tasks

@@ -1,13 +1,10 @@
-"""Initial synthesis spaces (App. B.1) as data files, loaded into ``SynthesisSpace`` v1."""
+"""Initial synthesis spaces (App. B.1), each a domain pack's data file, loaded into ``SynthesisSpace`` v1."""
 from __future__ import annotations
 
-import json
-from importlib import resources
 from typing import Iterable
 
+from envs.packs import UnknownDomain, get_pack
 from storage.records import Factor, SynthesisSpace
-
-SPACE_DOMAINS = ("airline", "retail", "telecom", "car_bench")
 
 # Factors the verifier can measure on a realized trajectory (envs/factors.py).
 OBSERVABLE = {"num_write", "num_read", "computation", "state_change_type", "trajectory_pattern"}
@@ -36,9 +33,10 @@ def validate_space(space: SynthesisSpace) -> SynthesisSpace:
 
 
 def load_initial_space(domain: str, run_id: str = "none", round: int = 0) -> SynthesisSpace:
-    if domain not in SPACE_DOMAINS:
-        raise SpaceError(f"no initial synthesis space for {domain!r}; known: {', '.join(SPACE_DOMAINS)}")
-    raw = json.loads(resources.files("envs.ontologies").joinpath(f"{domain}.json").read_text())
+    try:
+        raw = get_pack(domain).initial_space()
+    except UnknownDomain as exc:
+        raise SpaceError(f"no initial synthesis space for {domain!r}: {exc}") from None
     factors = [Factor(**f, observable=f["key"] in OBSERVABLE, added_in=1) for f in raw["factors"]]
     space = SynthesisSpace(run_id=run_id, round=round, space_version=1, domain=domain, version=1,
                            factors=factors, restrictions=raw.get("restrictions", {}))

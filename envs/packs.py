@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
+import sys
 from dataclasses import dataclass, field
 from importlib import metadata, resources
 from typing import TYPE_CHECKING, Any, Callable
@@ -45,12 +46,20 @@ class PlannerRules:
     ``violable``: task family -> the policy foci a refusal of that family can break
     (a refusal must name one). ``no_read_refusals``: families whose refusal needs
     no lookup (a categorical rule). ``info_families``: families that can be pure
-    information requests (a fulfilment with no writes).
+    information requests (a fulfilment with no writes). ``min_refusal_reads``:
+    families whose refusal needs more than one lookup -> how many (a refusal
+    with fewer reads is planned as another violable family).
     """
 
     violable: dict[str, list[str]] = field(default_factory=dict)
     no_read_refusals: list[str] = field(default_factory=list)
     info_families: list[str] = field(default_factory=list)
+    min_refusal_reads: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def defined(self) -> bool:
+        """Whether the pack states any rule (a pack without rules leaves LLM blueprints unchecked)."""
+        return bool(self.violable or self.no_read_refusals or self.info_families or self.min_refusal_reads)
 
 
 @dataclass(frozen=True)
@@ -62,9 +71,11 @@ class UserPhrasing:
     """
 
     identity: str = "My customer id is {user_id}."
+    known_identity: str = "Your customer id is {user_id}."  # the task's known_info when the plan gives none
     give_identity: str = "Sure, it is {user_id}."
     ask_identity: str = "I can help with that. Could you please give me your customer id first?"
     vague_opening: str = "I need help with my account."
+    vague_hint: str = "something on my account"  # how the task text quotes a vague start
     stress: str = "Please be quick, this is really stressing me out."
     unknown_info: str = "You do not know the company's internal rules."
     identity_words: tuple[str, ...] = ("customer id",)  # what an agent's request for the identity mentions
@@ -88,7 +99,8 @@ class DomainPack:
 
     def initial_space(self) -> dict[str, Any]:
         """The initial synthesis space (App. B.1) as raw JSON: ``ontology.json`` in the pack's package."""
-        package = type(self).__module__.rsplit(".", 1)[0] if "." in type(self).__module__ else type(self).__module__
+        module = sys.modules[type(self).__module__]
+        package = module.__name__ if hasattr(module, "__path__") else module.__package__  # a pack in __init__ too
         return json.loads(resources.files(package).joinpath("ontology.json").read_text())
 
     # ------------------------------------------------------------ policy
@@ -130,6 +142,11 @@ class DomainPack:
     # properties the embedded generator controls exactly, factor -> values it realizes
     # (what the Reflector may promote, and what a uniform test set can draw)
     controllable: dict[str, list[str]] = {}
+
+    @property
+    def has_generator(self) -> bool:
+        """Whether the pack has an embedded generator (overrides ``task_builder``)."""
+        return type(self).task_builder is not DomainPack.task_builder
 
     def task_builder(self, domain: "Domain", prior: Any) -> Any:
         """The embedded generator's planner: ``.plan(selection, blueprint_id, seed) -> agents.plans.Plan``,

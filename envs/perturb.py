@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from envs.base import Domain
+from envs.packs import get_pack
 from storage.records import Message, ToolCall
 
 KINDS = ("write_dropped", "read_dropped", "argument_changed", "writes_swapped", "extra_write",
@@ -59,19 +60,8 @@ def _changed(value: Any) -> Any:
 
 
 def _extra_write_call(domain_name: str, messages: list[Message]) -> ToolCall | None:
-    args = [c.arguments for m in messages for c in m.tool_calls]
-    user_id = next((a["user_id"] for a in args if "user_id" in a), None)
-    if domain_name == "airline" and user_id:
-        return ToolCall(id="extra", name="send_certificate", arguments={"user_id": user_id, "amount": 50})
-    if domain_name == "retail" and user_id:
-        return ToolCall(id="extra", name="modify_user_address", arguments={
-            "user_id": user_id, "address1": "1 Extra St", "address2": "", "city": "Austin", "state": "TX",
-            "country": "USA", "zip": "78701"})
-    line = next((a for a in args if "customer_id" in a and "line_id" in a), None)
-    if domain_name == "telecom" and line:
-        return ToolCall(id="extra", name="suspend_line", arguments={
-            "customer_id": line["customer_id"], "line_id": line["line_id"], "reason": "extra"})
-    return None
+    """The domain pack's extra state-changing call for a trajectory with these calls (None: it has none)."""
+    return get_pack(domain_name).extra_write([c.arguments for m in messages for c in m.tool_calls])
 
 
 def perturb(domain: Domain, task: Any, messages: list[Message], kind: str) -> list[Message] | None:

@@ -1,8 +1,8 @@
 """Observed ``tool_use_pattern``: the shapes of tool use a realized trajectory shows.
 
 Re-derived from the replayed tool calls (and the confirmation turns around the
-writes), never from the plan. Each rule detects a generic shape; a per-domain map
-names it with the domain's ontology value (App. B.1). A trajectory can show
+writes), never from the plan. Each rule detects a generic shape; the domain pack's
+``shape_values`` names it with the domain's ontology value (App. B.1). A trajectory can show
 several shapes (the ontology allows one to three); a shape a domain has no value
 for is not reported. Rules:
 
@@ -12,16 +12,17 @@ for is not reported. Rules:
 - ``multi_entity``: the reads touch two or more distinct entities besides the
   user's profile (distinct (tool, arguments) among non-profile reads).
 - ``check_before_action``: the agent read and then declined (no state change,
-  refusal), or read the very entity (same id) that a policy-gated write
-  (cancel / compensate / return / exchange) then changed.
-- ``calculation``: ``calculate`` was called, or a state-changing write moves money
-  (an ``amount`` / payment argument; baggage only when some bags are paid).
+  refusal), or read the very entity (same id, the pack's ``entity_keys``) that a
+  policy-gated write (the pack's ``gated_prefixes``) then changed.
+- ``calculation``: a compute tool was called, or a state-changing write moves money
+  (the pack's ``moves_money``: by default an amount / payment argument).
 - ``confirmed_change``: a state-changing write follows an assistant confirmation
   request and the user's affirmative answer.
 - ``split_action``: two or more state-changing writes on the same entity, or one
   payment split over two or more payment methods.
 - ``batched_items``: one state-changing write over two or more items.
-- ``authenticate_then_act``: a user-identification read precedes a state-changing write.
+- ``authenticate_then_act``: a user-identification read (the pack's ``identify_reads``)
+  precedes a state-changing write.
 """
 from __future__ import annotations
 
@@ -29,38 +30,16 @@ import json
 import re
 from typing import Iterable
 
+from envs.packs import DomainPack, get_pack
 from storage.records import Message
 
-SHAPE_VALUE = {
-    "airline": {"search_then_create": "search_compare_then_book", "lookup_then_modify": "lookup_verify_then_modify",
-                "multi_entity": "multi_entity_retrieval", "check_before_action": "policy_check_before_action",
-                "calculation": "price_or_fee_recalculation", "confirmed_change": "state_change_with_confirmation",
-                "split_action": "partial_update_or_split_action"},
-    "retail": {"authenticate_then_act": "authenticate_then_act", "lookup_then_modify": "lookup_verify_then_modify",
-               "multi_entity": "multi_entity_retrieval", "check_before_action": "policy_check_before_action",
-               "calculation": "price_or_refund_calculation", "confirmed_change": "state_change_with_confirmation",
-               "batched_items": "batched_multi_item_action"},
-    "telecom": {"lookup_then_modify": "lookup_then_update", "multi_entity": "multi_hop_retrieval",
-                "check_before_action": "verify_before_action", "confirmed_change": "state_change_with_confirmation"},
-}
-PROFILE_READS = ("get_user_details", "find_user_id_by_", "get_customer_by_")
-IDENTIFY_READS = ("find_user_id_by_", "get_customer_by_", "get_user_details")
-ENTITY_KEYS = ("reservation_id", "order_id", "line_id", "customer_id")
-GATED_PREFIXES = ("cancel", "send_certificate", "return", "exchange", "suspend")
-MONEY_KEYS = ("amount", "payment_methods", "payment_id", "payment_method_id")
 _CONFIRM_ASK = re.compile(r"\b(confirm|proceed|go ahead)\b", re.I)
 _AFFIRM = re.compile(r"\b(yes|yeah|yep|confirm|confirmed|go ahead|proceed|sure|ok|okay)\b", re.I)
 
 
-def _entity(arguments: dict) -> tuple | None:
-    ids = tuple((k, str(arguments[k])) for k in ENTITY_KEYS if k in arguments)
+def _entity(arguments: dict, keys: tuple[str, ...]) -> tuple | None:
+    ids = tuple((k, str(arguments[k])) for k in keys if k in arguments)
     return ids or None
-
-
-def _moves_money(name: str, arguments: dict) -> bool:
-    if name == "update_reservation_baggages":
-        return int(arguments.get("nonfree_baggages") or 0) > 0
-    return any(k in arguments for k in MONEY_KEYS)
 
 
 def _confirmed(call_index: int, messages: list[Message]) -> bool:
@@ -73,7 +52,8 @@ def _confirmed(call_index: int, messages: list[Message]) -> bool:
     return False
 
 
-def shapes(steps: Iterable, messages: list[Message], refused: bool) -> set[str]:
+def shapes(steps: Iterable, messages: list[Message], refused: bool, pack: DomainPack | None = None) -> set[str]:
+    pack = pack or DomainPack()
     steps = list(steps)
     position = {id(m): n for n, m in enumerate(messages)}
     out: set[str] = set()
@@ -82,7 +62,7 @@ def shapes(steps: Iterable, messages: list[Message], refused: bool) -> set[str]:
     wrote = False
     for step in steps:
         name, args = step.call.name, step.call.arguments or {}
-        if name == "calculate":
+        if name in pack.compute_tools:
             out.add("calculation")
         if step.kind == "read":
             reads_so_far.append(step)
@@ -94,13 +74,13 @@ def shapes(steps: Iterable, messages: list[Message], refused: bool) -> set[str]:
             out.add("search_then_create")
         if not name.startswith("book") and reads_so_far:
             out.add("lookup_then_modify")
-        if any(r.call.name.startswith(IDENTIFY_READS) for r in reads_so_far):
+        if any(r.call.name.startswith(pack.identify_reads) for r in reads_so_far):
             out.add("authenticate_then_act")
-        ent = _entity(args)
-        if name.startswith(GATED_PREFIXES) and ent and any(_entity(r.call.arguments or {}) == ent
-                                                              for r in reads_so_far):
+        ent = _entity(args, pack.entity_keys)
+        if name.startswith(pack.gated_prefixes) and ent and any(
+                _entity(r.call.arguments or {}, pack.entity_keys) == ent for r in reads_so_far):
             out.add("check_before_action")
-        if _moves_money(name, args):
+        if pack.moves_money(name, args):
             out.add("calculation")
         if len(args.get("payment_methods") or []) >= 2:
             out.add("split_action")
@@ -114,7 +94,7 @@ def shapes(steps: Iterable, messages: list[Message], refused: bool) -> set[str]:
     if any(n >= 2 for n in write_entities.values()):
         out.add("split_action")
     entities = {(r.call.name, json.dumps(r.call.arguments, sort_keys=True, default=str)) for r in steps
-                if r.kind == "read" and not r.call.name.startswith(PROFILE_READS)}
+                if r.kind == "read" and not r.call.name.startswith(pack.profile_reads)}
     if len(entities) >= 2:
         out.add("multi_entity")
     if refused and reads_so_far and not wrote:
@@ -123,5 +103,6 @@ def shapes(steps: Iterable, messages: list[Message], refused: bool) -> set[str]:
 
 
 def tool_use_patterns(domain: str, steps: Iterable, messages: list[Message], refused: bool) -> list[str]:
-    names = SHAPE_VALUE.get(domain, {})
-    return sorted({names[s] for s in shapes(steps, messages, refused) if s in names})
+    pack = get_pack(domain)
+    names = pack.shape_values
+    return sorted({names[s] for s in shapes(steps, messages, refused, pack) if s in names})

@@ -9,26 +9,24 @@ from flows.cli import PATH, UserError, bench, main
 from flows.render import print_table
 
 
-def _domain(name: str):
-    from envs.registry import UnknownDomain, get_domain
+def _domain(name: str | None, option: str = "--domain"):
+    from envs.packs import get_domain
+    from flows.inputs import check_domain
 
-    try:
-        return get_domain(name)
-    except UnknownDomain as exc:
-        raise UserError(str(exc)) from None
+    return get_domain(check_domain(name, option))
 
 
 @main.group()
 def envs() -> None:
-    """Environments (tau2-bench airline, retail, telecom)."""
+    """Environments (one per domain pack with an environment)."""
 
 
 @envs.command("list")
 def envs_list() -> None:
-    """Known domains."""
-    from envs.registry import known
+    """Known domains (those with an environment)."""
+    from envs.packs import known
 
-    for name in known():
+    for name in known(with_environment=True):
         click.echo(name)
 
 
@@ -36,7 +34,7 @@ def envs_list() -> None:
 @click.argument("domain")
 def envs_show(domain: str) -> None:
     """Tools with their types, a policy summary and task counts."""
-    dom = _domain(domain)
+    dom = _domain(domain, "envs show")
     print_table(f"{domain}: tools", ["tool", "type", "requestor"],
                 [[t.name, t.kind, t.requestor] for t in dom.tools()])
     summary = dom.summary()
@@ -88,7 +86,7 @@ def verify(domain: str, official: bool, split: str) -> None:
 
 
 @bench.command("verify")
-@click.option("--domain", default="airline", show_default=True)
+@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
 @click.option("--split", default="base", show_default=True)
 @click.option("--limit", type=int, default=None, help="Only the first N tasks with gold actions.")
 @click.option("--output", type=PATH, default=None)
@@ -98,7 +96,7 @@ def bench_verify(domain: str, split: str, limit: int | None, output: str | None)
     from benchmarks.verify import rows, run
     from flows.inputs import bench_output, writing
 
-    _domain(domain)
+    domain = _domain(domain).name
     target = bench_output(f"verify-{domain}", output)
     result = run(domain, split, limit)
     print_table(f"verify benchmark: {domain}/{split}, {result['tasks']} tasks "

@@ -126,7 +126,7 @@ def _export(store, run_id: str, examples, fmt: str, out: Path) -> int:
 
 
 @bench.command("learner")
-@click.option("--domain", default="airline", show_default=True)
+@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
 @click.option("--sizes", default="0,250,500,1000,2000", show_default=True)
 @click.option("--test-size", type=int, default=200, show_default=True)
 @click.option("--ablation-size", type=int, default=1000, show_default=True,
@@ -137,8 +137,9 @@ def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: i
     """Learning curve of the embedded learner, and the multi-write ablation, on the fixed test set."""
     from benchmarks.common import write_json
     from benchmarks.learner import multi_write_ablation, run
-    from flows.inputs import bench_output, writing
+    from flows.inputs import bench_output, check_domain, writing
 
+    domain = check_domain(domain, generator=True)
     target = bench_output(f"learner-{domain}", output)
     store = store_from(ctx)
     result = run(store, domain, [int(s) for s in sizes.split(",")], test_size)

@@ -30,10 +30,10 @@ def load_space_file(path: str, domain: str, run_id: str):
 
 def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None, write: bool = True):
     from envs.ontology import load_initial_space
+    from flows.inputs import check_domain
     from tasks.synth import design_and_plan, synthesize_all, write_pass
 
-    if domain != "airline":
-        raise UserError(f"--domain {domain}: the embedded backend synthesizes airline only so far")
+    domain = check_domain(domain, generator=True)
     run_id = run_id or f"synth-{domain}-s{seed}-n{n}"
     space = load_space_file(space_file, domain, run_id) if space_file else load_initial_space(domain, run_id=run_id)
     store = store_from(ctx) if write else None  # a store root that cannot be created is refused before the work
@@ -47,7 +47,7 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 
 
 @main.command()
-@click.option("--domain", default="airline", show_default=True)
+@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
 @click.option("--n", "n", type=click.IntRange(1, 1_000_000), default=100, show_default=True, help="Blueprints.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--space", "space_file", type=PATH, help="A synthesis space JSON file.")
@@ -68,7 +68,7 @@ def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: s
 
 
 @bench.command("synth")
-@click.option("--domain", default="airline", show_default=True)
+@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
 @click.option("--n", "n", type=click.IntRange(1, 1_000_000), default=500, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--output", type=PATH, default=None)
@@ -78,8 +78,9 @@ def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None
     import time
 
     from benchmarks.common import write_json
-    from flows.inputs import bench_output, writing
+    from flows.inputs import bench_output, check_domain, writing
 
+    domain = check_domain(domain, generator=True)
     target = bench_output(f"synth-{domain}", output)
     t0 = time.perf_counter()
     run_id, result = run_synth(ctx, domain, n, seed, None, f"bench-synth-s{seed}")

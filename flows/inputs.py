@@ -19,6 +19,26 @@ from flows.cli import UserError
 POINT_ELSEWHERE = "pass another store root with --home or EVOSYN_HOME"
 
 
+def check_domain(name: str | None, option: str = "--domain", generator: bool = False) -> str:
+    """A known domain with an environment (the default pack when empty), before any work.
+
+    ``generator``: the command synthesizes with the embedded generator, so the
+    domain's pack must have one. Otherwise one UserError line listing the domains.
+    """
+    from envs.packs import default_domain, get_pack, known
+
+    if not name:
+        name = default_domain()
+    runnable = known(with_environment=True)
+    if name not in runnable:
+        raise UserError(f"{option} {name}: unknown domain (known domains: {', '.join(runnable)})")
+    if generator and not get_pack(name).has_generator:
+        ready = [d for d in runnable if get_pack(d).has_generator]
+        raise UserError(f"{option} {name}: the embedded backend has no generator for this domain yet "
+                        f"(domains with one: {', '.join(ready)})")
+    return name
+
+
 def store_root(home: str | os.PathLike[str] | None) -> Path:
     """The root a command uses: --home, else EVOSYN_HOME, else ./.evosyn."""
     from storage.store import default_root

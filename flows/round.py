@@ -80,9 +80,9 @@ def chunks(items: list, size: int) -> list[list]:
 @flow(name="evosyn-round", task_runner=ThreadPoolTaskRunner(max_workers=2))
 def round_flow(root: str, run_id: str, round: int, seed: int, arm: str, budget: int, space: SynthesisSpace,
                steering, previous: Feedback | None = None, chunk_size: int = 50, test_size: int = 200,
-               domain: str = "airline", llm: dict | None = None,
+               domain: str | None = None, llm: dict | None = None,
                train_deployment: str | None = None) -> RoundResult:
-    ctx = stages.Ctx(Store(root), run_id, round, seed, domain, llm=llm or {})
+    ctx = stages.Ctx(Store(root), run_id, round, seed, domain or space.domain, llm=llm or {})
     directions = design_task(ctx, space, steering, budget, arm)
     blueprints = plan_task(ctx, space, directions)
     parts = chunks(blueprints, chunk_size)

@@ -100,6 +100,10 @@ def _mark_failed(cfg: RunConfig, run_id: str) -> None:
 @flow(name="evosyn-run")
 def evosyn_run(cfg: RunConfig, run_id: str | None = None,
                progress: Callable[[str], None] | None = None) -> RunSummary:
+    if not cfg.domain:  # "" is the default domain pack (storage cannot name it)
+        from envs.packs import default_domain
+
+        cfg = cfg.model_copy(update={"domain": default_domain()})
     run_id = run_id or run_id_for(cfg)
     # one process per run id: a second `run` of the same config (or a second --resume) would redo the same
     # stages beside the first and pay for the same LLM calls twice

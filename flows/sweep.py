@@ -1,8 +1,8 @@
 """Sweeps: domains x arms x seeds, each an `evosyn-run` subflow.
 
 No domain is named here: a sweep that lists no domains (or an empty list, as the
-weekly deployment does) runs every domain pack that has an environment
-(``envs.packs.known(with_environment=True)``), so adding a pack adds it to the sweep.
+weekly deployment does) runs every domain pack that has an environment and an embedded generator
+(``envs.packs``), so adding a pack adds it to the sweep.
 """
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ GRID_FIELDS = ("domains", "arms", "seeds")
 
 
 def sweep_domains(domains: list[str] | None) -> list[str]:
-    """The given domains in order (duplicates dropped), or every known domain with an environment."""
+    """The given domains in order (duplicates dropped), or every known domain with an environment and a generator."""
     if domains:
         return list(dict.fromkeys(domains))
-    found = packs.known(with_environment=True)
+    found = [d for d in packs.known(with_environment=True) if packs.get_pack(d).has_generator]
     if not found:
-        raise ConfigError("no domain to sweep: no installed domain pack has an environment "
+        raise ConfigError("no domain to sweep: no installed domain pack has an environment and a generator "
                           "(add one under domains/, or list sweep.domains)")
     return found
 
@@ -64,6 +64,6 @@ def sweep_configs(base: RunConfig, domains: list[str], arms: list[str], seeds: l
 
 
 @flow(name="evosyn-sweep")
-def sweep_flow(base: RunConfig, domains: list[str], arms: list[str], seeds: list[int]) -> list[RunSummary]:
-    """Every (domain, arm, seed) run as a subflow; ``domains`` empty: every known domain with an environment."""
+def sweep_flow(base: RunConfig, domains: list[str] | None, arms: list[str], seeds: list[int]) -> list[RunSummary]:
+    """Every (domain, arm, seed) run as a subflow; ``domains`` empty: every known domain with an environment and a generator."""
     return [evosyn_run(cfg) for cfg in sweep_configs(base, domains, arms, seeds)]

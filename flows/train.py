@@ -14,6 +14,7 @@ from prefect import flow, task
 
 from storage.store import Store
 from tasks import loop, stages
+from tasks.learn import run_domain
 
 
 @task(name="export-sft")
@@ -45,12 +46,12 @@ def embedded_task(ctx: stages.Ctx):
 
 
 @flow(name="sft-train")
-def sft_train(root: str, run_id: str, round: int, seed: int = 0, domain: str = "airline",
+def sft_train(root: str, run_id: str, round: int, seed: int = 0, domain: str | None = None,
               learner: Literal["embedded", "llamafactory"] = "embedded", model: str = "Qwen/Qwen3-8B") -> str:
     """Returns the path of the trained model (embedded artifact or LLaMA-Factory checkpoint)."""
     store = Store(root)
     if learner == "embedded":
-        return str(embedded_task(stages.Ctx(store, run_id, round, seed, domain)))
+        return str(embedded_task(stages.Ctx(store, run_id, round, seed, run_domain(store, run_id, domain))))
     return str(llamafactory_task(export_task(store, run_id, round, model)))
 
 

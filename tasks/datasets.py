@@ -7,7 +7,7 @@ from typing import Iterable
 from agents.designer import NewFactor
 from agents.learners.harness import TaskCase
 from envs.ontology import load_initial_space
-from envs.registry import get_domain
+from envs.packs import default_domain, get_domain
 from storage.faults import kill_point
 from storage.locks import store_lock
 from storage.records import Factor, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
@@ -25,9 +25,12 @@ def _unit(key: str) -> float:
 def sft_examples(kept: Iterable[tuple[SynthTask, Trajectory]], diagnostic_fraction: float, seed: int
                  ) -> list[SFTExample]:
     """One example per kept (task, trajectory); a seeded, content-keyed share is held out as diagnostic."""
-    tools = [t.openai_schema() for t in get_domain("airline").tools("assistant")]
+    tools_of: dict[str, list[dict]] = {}  # the SFT tool list is the trajectories' own domain's
     out = []
     for task, traj in kept:
+        if task.domain not in tools_of:
+            tools_of[task.domain] = [t.openai_schema() for t in get_domain(task.domain).tools("assistant")]
+        tools = tools_of[task.domain]
         split = "diagnostic" if _unit(f"{seed}/{task.task_id}") < diagnostic_fraction else "train"
         out.append(SFTExample(run_id=traj.run_id, round=traj.round, space_version=traj.space_version,
                               direction_id=traj.direction_id, blueprint_id=traj.blueprint_id,
@@ -71,7 +74,7 @@ def test_set_run_id(domain: str, seed: int = TEST_SEED, n: int = 200) -> str:
     return f"testset-{domain}-s{seed}-n{n}"
 
 
-def test_cases(store: Store, domain: str = "airline", n: int = 200, seed: int = TEST_SEED) -> list[TaskCase]:
+def test_cases(store: Store, domain: str | None = None, n: int = 200, seed: int = TEST_SEED) -> list[TaskCase]:
     """The fixed embedded test set: built once (num_write uniform, num_read drawn uniformly), then reused.
 
     It lives in its own run partition and is never read by synthesis. It is
@@ -79,6 +82,7 @@ def test_cases(store: Store, domain: str = "airline", n: int = 200, seed: int = 
     died before its trajectories and verdicts) are rebuilt, never taken as a
     test set without observed factors.
     """
+    domain = domain or default_domain()
     run_id = test_set_run_id(domain, seed, n)
     if not store.is_complete(TEST_SET_STAGE, run_id, 0):
         with store_lock(store.root, run_id):  # concurrent first runs: one builds it, the others wait ...

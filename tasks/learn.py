@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agents.learners.embedded import EmbeddedLearner
 from agents.learners.harness import TaskCase, evaluate
-from envs.registry import get_domain
+from envs.packs import default_domain, get_domain
 from storage.atomic import read_or_none
 from storage.faults import kill_point
 from storage.records import Evaluation, Trajectory
@@ -22,16 +22,24 @@ def model_version(learner: EmbeddedLearner, run_id: str, round: int) -> str:
     return f"{run_id}/r{round}/{learner.fingerprint}"
 
 
-def fit_embedded(trajectories: list[Trajectory], domain: str = "airline", seed: int = 0) -> EmbeddedLearner:
-    tools = [t.openai_schema() for t in get_domain(domain).tools("assistant")]
+def run_domain(store: Store, run_id: str, domain: str | None = None) -> str:
+    """``domain``, else the stored run's domain, else the default domain pack."""
+    if domain:
+        return domain
+    return next((r.domain for r in store.read_records("runs", run_id=run_id)), None) or default_domain()
+
+
+def fit_embedded(trajectories: list[Trajectory], domain: str | None = None, seed: int = 0) -> EmbeddedLearner:
+    tools = [t.openai_schema() for t in get_domain(domain or default_domain()).tools("assistant")]
     return EmbeddedLearner(seed=seed).fit(trajectories, tools)
 
 
-def train_round(store: Store, run_id: str, round: int, seed: int = 0) -> tuple[EmbeddedLearner, Path, float]:
+def train_round(store: Store, run_id: str, round: int, seed: int = 0, domain: str | None = None
+                ) -> tuple[EmbeddedLearner, Path, float]:
     """SFT (behaviour cloning) on every training example of rounds <= ``round``; saved as an artifact."""
     examples = examples_upto(store, run_id, round, "train")
     t0 = time.perf_counter()
-    learner = fit_embedded(as_trajectories(examples), seed=seed)
+    learner = fit_embedded(as_trajectories(examples), run_domain(store, run_id, domain), seed=seed)
     seconds = time.perf_counter() - t0
     return learner, learner.save(model_path(store, run_id, round)), seconds
 
@@ -46,8 +54,9 @@ def load_round(store: Store, run_id: str, round: int) -> EmbeddedLearner:
 
 
 def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner: EmbeddedLearner | None = None,
-                   cases: list[TaskCase] | None = None, domain: str = "airline") -> list[Evaluation]:
+                   cases: list[TaskCase] | None = None, domain: str | None = None) -> list[Evaluation]:
     learner = learner or load_round(store, run_id, round)
+    domain = run_domain(store, run_id, domain)
     if cases is None:
         cases = diagnostic_cases(store, run_id, round) if task_set == "diagnostic" else test_cases(store, domain)
     evaluations, trajectories = evaluate(learner, cases, get_domain(domain), run_id=run_id, round=round,

@@ -7,6 +7,7 @@ import io
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from envs.packs import default_domain
 from storage import atomic
 from storage.store import Store
 from tasks.metrics import intrinsic, pattern_union, verified_samples
@@ -20,7 +21,7 @@ def _rate(xs) -> float:
 def run_rows(store: Store, run_id: str, union: set[str] | None = None) -> list[dict]:
     evals = store.read_records("evaluations", run_id=run_id)
     runs = store.read_records("runs", run_id=run_id)
-    domain = runs[0].domain if runs else "airline"
+    domain = runs[0].domain if runs else default_domain()
     rounds = sorted({e.round for e in evals})
     rows = []
     for r in rounds:

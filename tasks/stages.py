@@ -19,6 +19,7 @@ from agents.generator import GenerationError
 from agents.planner import PlanError
 from agents.roles import Roles, build_roles, flush_calls
 from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
+from envs.packs import default_domain
 from storage.config import RoleConfig
 from storage.faults import kill_point
 from storage.records import Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
@@ -37,7 +38,7 @@ class Ctx:
     run_id: str
     round: int
     seed: int
-    domain: str = "airline"
+    domain: str = field(default_factory=default_domain)
     llm: dict[str, dict] = field(default_factory=dict)  # role -> RoleConfig fields, for the LLM-backed roles
 
     def roles(self, **kw: Any) -> Roles:

@@ -17,7 +17,7 @@ from agents.planner import EmbeddedPlanner, PlanError, Planner
 from agents.repair import EmbeddedRepair
 from agents.synthesis import Candidate, rejection_verdict, synthesize, unplanned
 from agents.teacher import EmbeddedTeacher
-from envs.registry import get_domain
+from envs.packs import get_domain
 from storage.records import Blueprint, Direction, SynthesisSpace
 from storage.store import Store
 

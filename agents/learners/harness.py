@@ -8,6 +8,7 @@ from agents.learners.base import TaskAgent
 from agents.user import ReactiveUser
 from agents.verifier import verify
 from envs.base import Domain
+from envs.packs import get_pack
 from envs.tau2.convert import task_from_dict
 from storage.records import Evaluation, Message, SynthTask, Trajectory
 
@@ -24,7 +25,7 @@ def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: in
                 model_version: str = "") -> Trajectory:
     tau2_task = task_from_dict(task.tau2_task)
     episode = domain.episode(tau2_task.initial_state)
-    user = ReactiveUser(task.scenario)
+    user = ReactiveUser(task.scenario, get_pack(domain.name).phrasing)
     agent.reset([t.openai_schema() for t in domain.tools("assistant")], domain.policy)
     msgs: list[Message] = [user.opening()]
     termination = "max_steps"

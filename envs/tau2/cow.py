@@ -1,7 +1,7 @@
 """Copy-on-write entity tables, so a fresh episode costs microseconds, not a DB reload.
 
-tau2's airline and retail DBs are pydantic models whose fields are dicts of
-entities (flights, users, reservations; products, users, orders). An episode's
+Most tau2 DBs are pydantic models whose fields are dicts of entities (users,
+orders, bookings, ...). An episode's
 DB holds a ``CowDict`` per field: a shallow copy of the shared base table that
 deep-copies an entity the first time a tool looks it up by key, so tools
 mutate private copies and the shared base never changes. Iteration (used by

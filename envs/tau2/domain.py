@@ -11,7 +11,7 @@ import hashlib
 import importlib
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 from envs.base import Domain, EnvSummary, Episode, Observation, Requestor, ToolKind, ToolSpec
 from envs.tau2.cow import CowDB
@@ -28,8 +28,8 @@ class Tau2Source:
     """Where a tau2 domain lives and how its DB can be copied cheaply."""
 
     name: str
-    module: str  # e.g. tau2.domains.airline.environment
-    copy_on_write: bool  # dict-of-entity DBs (airline, retail); telecom is small, deep-copied
+    module: str  # e.g. tau2.domains.<name>.environment
+    copy_on_write: bool  # DBs whose fields are dicts of entities; a small DB is deep-copied instead
     default_split: str = "base"
 
 
@@ -181,6 +181,4 @@ class Tau2Domain(Domain):
                           tools={s.name: s.kind for s in self.tools("assistant")})
 
 
-def factory(source: Tau2Source) -> Callable[[], Tau2Domain]:
-    return lambda: Tau2Domain(source)
 

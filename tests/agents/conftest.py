@@ -21,7 +21,7 @@ def roles():
     from agents.generator import EmbeddedGenerator
     from agents.repair import EmbeddedRepair
     from agents.teacher import EmbeddedTeacher
-    from envs.registry import get_domain
+    from envs.packs import get_domain
 
     dom = get_domain("airline")
     teacher = EmbeddedTeacher(dom)

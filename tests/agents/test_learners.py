@@ -7,7 +7,7 @@ from agents.learners.exports import ExportError, openai_messages, sharegpt
 from agents.learners.harness import TaskCase, evaluate, run_episode, success_by_slice
 from agents.learners.openai_agent import OpenAICompatibleAgent
 from agents.verifier import verify
-from envs.registry import get_domain
+from envs.packs import get_domain
 from storage.records import SFTExample
 from tasks.learn import fit_embedded
 from tasks.synth import design_and_plan, synthesize_all

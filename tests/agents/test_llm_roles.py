@@ -13,7 +13,7 @@ from agents.teacher import EmbeddedTeacher, LLMTeacher
 from agents.verifier import verify
 from benchmarks.fake_llm_server import FakeLLMServer, Script, answer, error
 from envs.ontology import check_selection
-from envs.registry import get_domain
+from envs.packs import get_domain
 from storage.config import RoleConfig
 from storage.records import Feedback, Probe, ProbeBucket, SliceStat
 from benchmarks.llm_script import RoleScript

@@ -1,6 +1,6 @@
 from agents.verifier import verify
 from envs.gold import gold_messages
-from envs.registry import get_domain
+from envs.packs import get_domain
 from envs.tau2.convert import task_to_dict
 from storage.records import SynthTask, Trajectory
 

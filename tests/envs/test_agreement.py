@@ -14,7 +14,7 @@ import pytest
 
 from envs.gold import gold_messages
 from envs.perturb import KINDS, perturb
-from envs.registry import get_domain
+from envs.packs import get_domain
 from envs.verify import run_checks
 
 pytestmark = pytest.mark.slow

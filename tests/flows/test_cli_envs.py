@@ -14,7 +14,7 @@ def test_envs_list_and_show(tmp_path):
 def test_unknown_domain_is_one_line(tmp_path):
     out = evosyn("envs", "show", "bank", home=tmp_path)
     assert out.returncode == 2
-    assert out.stderr == "error: unknown domain 'bank'; known domains: airline, retail, telecom\n"
+    assert out.stderr == "error: envs show bank: unknown domain (known domains: airline, retail, telecom)\n"
 
 
 def test_verify_official_airline(tmp_path):

@@ -1,4 +1,4 @@
-"""`evosyn sweep`'s grid: domains x arms x seeds, the domains defaulting to every pack with an environment."""
+"""`evosyn sweep`'s grid: domains x arms x seeds, the domains defaulting to every pack with an environment and a generator."""
 import pytest
 
 from envs import packs
@@ -8,6 +8,14 @@ from storage.config import ConfigError, RunConfig
 
 class Runnable(packs.DomainPack):
     def environment(self):  # never called: the grid only needs to know that there is one
+        raise AssertionError("the sweep grid must not load an environment")
+
+    def task_builder(self, domain, prior):
+        raise AssertionError("the sweep grid must not build a generator")
+
+
+class NoGenerator(packs.DomainPack):
+    def environment(self):
         raise AssertionError("the sweep grid must not load an environment")
 
 
@@ -23,9 +31,10 @@ def pack(cls, name):
 
 @pytest.fixture
 def registry(monkeypatch):
-    """A registry of two runnable packs and one without an environment (names the config accepts)."""
+    """Two runnable packs, one without a generator, one without an environment (names the config accepts)."""
     fake = {"telecom": pack(Runnable, "telecom"), "airline": pack(Runnable, "airline"),
-            "retail": pack(OntologyOnly, "retail")}
+            "retail": pack(OntologyOnly, "retail"),
+            "car": pack(NoGenerator, "car")}
     monkeypatch.setattr(packs, "_PACKS", fake)
     monkeypatch.setattr(packs, "_loaded", True)
     return fake

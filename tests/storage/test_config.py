@@ -16,7 +16,7 @@ def test_valid_config_with_env_and_flag_overrides(tmp_path):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("domain: airlines\n", "field 'domain'"),
+    ("domain: air lines\n", "field 'domain'"),  # a pack name (known names are checked in flows/inputs.py)
     ("rounds: 0\n", "field 'rounds'"),
     ("budgett: 3\n", "field 'budgett': unknown field"),
     ("roles:\n  painter: {}\n", "field 'roles.painter"),

@@ -1,6 +1,6 @@
 """Embedded airline Generator: builds executable tau2 tasks from the real airline DB.
 
-For a fulfilment it composes state-changing ops (``airline_ops``) for one user
+For a fulfilment it composes state-changing ops (``ops.py``) for one user
 and executes them on a fresh episode while planning, so every gold action is
 known to succeed and to change state; the number of writes and reads follows
 the blueprint's ``num_write`` / ``num_read`` exactly when those factors are in
@@ -10,12 +10,9 @@ refusal it finds a user and reservation whose request breaks a named rule.
 """
 from __future__ import annotations
 
-import hashlib
-import random
-from dataclasses import dataclass, field
-from typing import Any
-
-from agents.embedded.airline_ops import FREE_BAGS, Op, active_reservations, cancellable, propose
+from agents.plans import (DEFAULT_PRIOR, TOTAL_CALLS, DefaultPrior, Infeasible, Plan, action_key, seeded_rng,
+                          target_counts, weighted_order)
+from domains.airline.ops import FREE_BAGS, Op, active_reservations, cancellable, propose
 from envs.base import Domain
 
 PRIMARY_OPS = {"flight_booking": ["book"], "flight_change": ["change", "cabin"], "flight_cancellation": ["cancel"],
@@ -26,59 +23,6 @@ SECONDARY_OPS = {"cancel": 4.0, "cabin": 3.0, "certificate": 2.0, "bags": 2.0, "
                  "book": 1.0}
 
 
-def _weighted_order(rng: random.Random, weights: dict[str, float]) -> list[str]:
-    """All keys in a random order where heavier keys tend to come first (sampling without replacement)."""
-    return sorted(weights, key=lambda k: -rng.random() ** (1.0 / weights[k]))
-BUCKET_RANGE = {"0": (0, 0), "1": (1, 1), "2": (2, 2), "3-4": (3, 4), "5+": (5, 6)}
-TOTAL_CALLS = {"easy": (2, 3), "medium": (4, 5), "hard": (6, 8)}
-
-
-@dataclass
-class DefaultPrior:
-    """What the generator does for properties the space does not control yet (configurable)."""
-
-    writes: dict[int, float] = field(default_factory=lambda: {1: 0.8, 2: 0.15, 3: 0.05})
-
-
-DEFAULT_PRIOR = DefaultPrior()
-
-
-class Infeasible(ValueError):
-    pass
-
-
-@dataclass
-class Plan:
-    user_id: str
-    actions: list[tuple[str, dict[str, Any]]]  # gold actions in order (name, arguments)
-    intents: list[dict[str, Any]]  # for the user simulator: what to ask, in order
-    info: list[str]
-    refusal: dict[str, str] | None = None
-    fillers: list[str] = field(default_factory=list)
-
-
-def _key(action: tuple[str, dict[str, Any]]) -> str:
-    return f"{action[0]}:{sorted(action[1].items())}"
-
-
-def _rng(blueprint_id: str, seed: int, salt: str = "") -> random.Random:
-    return random.Random(int(hashlib.sha256(f"{blueprint_id}/{seed}/{salt}".encode()).hexdigest()[:16], 16))
-
-
-def _pick(rng: random.Random, dist: dict[int, float]) -> int:
-    return rng.choices(list(dist), weights=list(dist.values()))[0]
-
-
-def target_counts(sel: dict[str, list[str]], rng: random.Random, prior: DefaultPrior) -> tuple[int, int | None]:
-    outcome = sel["expected_outcome"][0]
-    if "num_write" in sel:
-        writes = rng.randint(*BUCKET_RANGE[sel["num_write"][0]])
-    else:
-        writes = 0 if outcome == "refuse" else _pick(rng, prior.writes)
-    reads = rng.randint(*BUCKET_RANGE[sel["num_read"][0]]) if "num_read" in sel else None
-    return writes, reads
-
-
 class AirlineGenerator:
     def __init__(self, domain: Domain, prior: DefaultPrior = DEFAULT_PRIOR, user_tries: int = 40):
         self.domain = domain
@@ -87,7 +31,7 @@ class AirlineGenerator:
         self.user_ids = sorted(domain.cow.base.users)  # type: ignore[attr-defined]
 
     def plan(self, sel: dict[str, list[str]], blueprint_id: str, seed: int) -> Plan:
-        rng = _rng(blueprint_id, seed)
+        rng = seeded_rng(blueprint_id, seed)
         writes, reads = target_counts(sel, rng, self.prior)
         family, outcome = sel["task_family"][0], sel["expected_outcome"][0]
         if outcome == "refuse" and writes:
@@ -112,7 +56,7 @@ class AirlineGenerator:
         rng.shuffle(kinds)
         touched: set[str] = set()
         for n in range(writes):
-            pool = kinds if n == 0 else _weighted_order(rng, SECONDARY_OPS)
+            pool = kinds if n == 0 else weighted_order(rng, SECONDARY_OPS)
             op = None
             for kind in pool:
                 if kind == "book" and sum(o.kind == "book" for o in ops) >= 3:
@@ -137,8 +81,8 @@ class AirlineGenerator:
 
     def _assemble(self, user_id, ops: list[Op], reads: int, rng, exact) -> Plan | None:
         actions: list[tuple[str, dict]] = []
-        required = list({_key(read): read for op in ops for read in op.reads}.values())
-        seen = {_key(read) for read in required}
+        required = list({action_key(read): read for op in ops for read in op.reads}.values())
+        seen = {action_key(read) for read in required}
         if len(required) > reads:
             if exact:
                 return None
@@ -151,8 +95,8 @@ class AirlineGenerator:
         intents = []
         for op in ops:  # each op's lookups right before it, each lookup once
             for read in op.reads:
-                if _key(read) not in done:
-                    done.add(_key(read))
+                if action_key(read) not in done:
+                    done.add(action_key(read))
                     actions.append(read)
             actions.append((op.tool, op.arguments))
             intents.append({"say": op.say, "tool": op.tool, "arguments": op.arguments})
@@ -170,7 +114,7 @@ class AirlineGenerator:
             res = db.reservations.get(r)
             pool += [("get_flight_status", {"flight_number": f.flight_number, "date": f.date})
                      for f in (res.flights if res else [])]
-        unique = list({_key(p): p for p in pool if _key(p) not in seen}.values())
+        unique = list({action_key(p): p for p in pool if action_key(p) not in seen}.values())
         if len(unique) < n:
             return None
         return rng.sample(unique, n)
@@ -201,7 +145,7 @@ class AirlineGenerator:
         allowance = FREE_BAGS[user.membership][res.cabin] * len(res.passengers)
         required = [("get_user_details", {"user_id": user_id}),
                     ("get_reservation_details", {"reservation_id": res.reservation_id})]
-        fillers = self._fillers(user_id, {_key(r) for r in required}, reads - 2, rng)
+        fillers = self._fillers(user_id, {action_key(r) for r in required}, reads - 2, rng)
         if fillers is None:
             return None
         say = (f"ask how many checked bags in total travel free on reservation {res.reservation_id} "
@@ -262,7 +206,7 @@ class AirlineGenerator:
             if exact:
                 return None
             reads = len(required)
-        fillers = self._fillers(user_id, {_key(r) for r in required}, reads - len(required), rng)
+        fillers = self._fillers(user_id, {action_key(r) for r in required}, reads - len(required), rng)
         if fillers is None:
             return None
         # the agent must actually tell the user it cannot do this ("cannot" in its reply)

@@ -1,0 +1,8 @@
+import pytest
+
+
+@pytest.fixture(scope="session")
+def space():
+    from envs.ontology import load_initial_space
+
+    return load_initial_space("airline", run_id="t")

@@ -1,0 +1,137 @@
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envs import packs
+from envs.packs import DomainPack, UnknownDomain, default_domain, get_domain, get_pack, known, register
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = ("storage", "envs", "agents", "tasks", "flows", "benchmarks", "deployments")
+DOMAIN_WORDS = re.compile(r"airline|retail|telecom", re.I)
+
+
+def test_known_domains():
+    assert known(with_environment=True) == ["airline", "retail", "telecom"]
+    assert known() == ["airline", "car_bench", "retail", "telecom"]  # car_bench: a synthesis space only
+
+
+def test_unknown_domain_lists_known_ones():
+    with pytest.raises(UnknownDomain, match="unknown domain 'bank'; known domains: airline, car_bench, retail, "
+                                            "telecom"):
+        get_domain("bank")
+
+
+def test_registry_refuses_duplicates_and_nameless_packs(monkeypatch):
+    known()  # the packs are loaded
+    monkeypatch.setattr(packs, "_PACKS", dict(packs._PACKS))
+
+    class Again(DomainPack):
+        name = "airline"
+
+    with pytest.raises(ValueError, match="domain 'airline' is already registered"):
+        register(Again())
+    with pytest.raises(ValueError, match="needs a name"):
+        register(DomainPack())
+
+
+def test_exactly_one_default(monkeypatch):
+    assert default_domain() == "airline"
+    assert [n for n in known() if get_pack(n).default] == ["airline"]
+    monkeypatch.setattr(packs, "_PACKS", dict(packs._PACKS))
+
+    class Second(DomainPack):
+        name, default = "second", True
+
+    register(Second())
+    with pytest.raises(RuntimeError, match="exactly one domain pack must be the default"):
+        default_domain()
+
+
+def test_a_pack_without_environment_or_generator_says_so():
+    car = get_pack("car_bench")
+    assert not car.has_environment and not car.has_generator
+    with pytest.raises(packs.NoEnvironment, match="car_bench"):
+        car.environment()
+    assert get_pack("airline").has_generator
+
+
+def test_no_core_module_names_a_domain():
+    """Only the packs under domains/ know a domain: no core file, prompt or deployment names one."""
+    hits = []
+    for layer in CORE:
+        for path in sorted((ROOT / layer).rglob("*")):
+            if path.suffix in (".py", ".md", ".json", ".yaml", ".yml", ".jinja", ".txt") and path.is_file():
+                for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                    if DOMAIN_WORDS.search(line):
+                        hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}")
+            elif path.is_file() and DOMAIN_WORDS.search(path.name):
+                hits.append(f"{path.relative_to(ROOT)}: the file name")
+    assert not hits, "\n".join(hits)
+
+
+def test_prompt_templates_get_the_domain_as_a_variable():
+    for path in sorted((ROOT / "agents" / "prompts").glob("*.md")):
+        text = path.read_text()
+        assert not DOMAIN_WORDS.search(text), path.name
+
+
+def test_importing_a_domain_does_not_import_litellm():
+    code = ("import sys; from envs.packs import get_domain; d = get_domain('airline'); "
+            "d.episode().step('get_user_details', {'user_id': 'mia_li_3668'}); "
+            "print('litellm' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_registering_the_packs_loads_no_environment():
+    code = ("import sys; from envs.packs import known; known(); "
+            "print(any(m.startswith('tau2') for m in sys.modules), 'domains.airline.generator' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "False False", out.stderr
+
+
+@pytest.mark.parametrize("name, kinds", [
+    ("airline", {"book_reservation": "write", "get_user_details": "read", "calculate": "generic",
+                 "transfer_to_human_agents": "generic", "send_certificate": "write"}),
+    ("retail", {"cancel_pending_order": "write", "find_user_id_by_email": "read"}),
+])
+def test_tool_types_come_from_tau2_tags(name, kinds):
+    dom = get_domain(name)
+    for tool, kind in kinds.items():
+        assert dom.tool_kind(tool) == kind
+    schema = dom.tool("get_user_details").openai_schema()
+    assert schema["type"] == "function" and schema["function"]["parameters"]["required"] == ["user_id"]
+
+
+def test_telecom_has_user_tools(telecom):
+    assert {t.requestor for t in telecom.tools()} == {"assistant", "user"}
+    assert telecom.tool_kind("toggle_airplane_mode", "user") is not None
+
+
+def test_tool_error_is_an_observation(airline):
+    obs = airline.episode().step("get_user_details", {"user_id": "nobody"})
+    assert obs.error and obs.content.startswith("Error:")
+    obs = airline.episode().step("no_such_tool", {})
+    assert obs.error
+
+
+def test_argument_validation(airline):
+    assert airline.validate_arguments("get_user_details", {"user_id": "x"}) is None
+    assert "unknown arguments" in airline.validate_arguments("get_user_details", {"user_id": "x", "z": 1})
+    assert "do not match" in airline.validate_arguments("get_user_details", {})
+    assert "no assistant tool" in airline.validate_arguments("fly", {})
+
+
+def test_splits_and_summary(airline, retail, telecom):
+    assert airline.splits()["base"] == 50 and len(airline.tasks("test")) == 20
+    assert retail.splits()["base"] == 114 and telecom.splits()["base"] == 114
+    s = airline.summary()
+    assert s.entity_counts == {"flights": 300, "users": 500, "reservations": 2000}
+    assert len(s.example_ids["users"]) == 3 and s.tools["cancel_reservation"] == "write"
+    json.dumps(s.__dict__)
+    with pytest.raises(KeyError, match="known: train, test, base"):
+        airline.tasks("nope")

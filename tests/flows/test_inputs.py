@@ -1,0 +1,44 @@
+import pytest
+
+from envs import packs
+from envs.packs import DomainPack, known, register
+from flows.cli import UserError
+from flows.inputs import check_domain
+from tests.flows.test_cli import evosyn
+
+
+def test_the_empty_domain_is_the_default_pack():
+    assert check_domain("") == check_domain(None) == packs.default_domain()
+
+
+def test_unknown_and_environmentless_domains_are_one_line():
+    with pytest.raises(UserError, match=r"^--domain bank: unknown domain \(known domains: airline, retail, telecom\)$"):
+        check_domain("bank")
+    with pytest.raises(UserError, match="--domain car_bench: unknown domain"):  # a space, no environment
+        check_domain("car_bench")
+
+
+def test_a_domain_without_generator_is_refused_when_synthesizing(monkeypatch):
+    known()
+    monkeypatch.setattr(packs, "_PACKS", dict(packs._PACKS))
+
+    class Bare(DomainPack):
+        name = "bare"
+
+        def environment(self):
+            raise AssertionError("not built by a check")
+
+    register(Bare())
+    assert check_domain("bare") == "bare"
+    with pytest.raises(UserError, match=r"--domain bare: the embedded backend has no generator for this domain yet "
+                                        r"\(domains with one: airline"):
+        check_domain("bare", generator=True)
+
+
+def test_run_with_an_unknown_domain_is_refused_before_any_work(tmp_path):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("domain: airlines\nrounds: 1\n")
+    out = evosyn("run", "--config", str(cfg), home=tmp_path / "h")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert out.stderr.startswith("error: --domain airlines: unknown domain (known domains: airline, ")
+    assert not (tmp_path / "h").exists()
