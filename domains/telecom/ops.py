@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import date
 from typing import Any
 
 from domains.telecom.device import FAULTS, USER, compatible, init
-
-TODAY = date(2025, 2, 25)  # tau2 telecom's fixed clock (telecom/utils.get_today)
-MAX_REFUEL_GB = 2.0  # main_policy.md, "Data Refueling"
+from domains.telecom.policy import MAX_REFUEL_GB, TODAY  # noqa: F401 (MAX_REFUEL_GB: refusals use it)
 REFUEL_GB = (0.5, 1.0, 1.5, 2.0)
 
 
