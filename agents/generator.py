@@ -87,12 +87,14 @@ def build_tau2_task(task_id: str, blueprint: Blueprint, plan: Plan) -> dict:
             "known_info": f"Your user id is {plan.user_id}.",
             "unknown_info": "You do not know the airline's internal rules.",
             "task_instructions": " ".join(instructions)}},
+        **({"initial_state": plan.initial_state} if plan.initial_state else {}),
         "ticket": "Customer " + plan.user_id + " wants to " + "; then ".join(asks) + ".",
         "evaluation_criteria": {
-            "actions": [{"action_id": f"{task_id}-{n}", "requestor": "assistant", "name": name, "arguments": args}
-                        for n, (name, args) in enumerate(plan.actions)],
+            "actions": [{"action_id": f"{task_id}-{n}", "requestor": action[2] if len(action) > 2 else "assistant",
+                         "name": action[0], "arguments": action[1]} for n, action in enumerate(plan.actions)],
             "communicate_info": plan.info,
-            "reward_basis": ["DB", "COMMUNICATE"]},
+            **({"env_assertions": plan.env_assertions} if getattr(plan, "env_assertions", None) else {}),
+            "reward_basis": getattr(plan, "reward_basis", None) or ["DB", "COMMUNICATE"]},
     }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from agents.plans import (DEFAULT_PRIOR, TOTAL_CALLS, DefaultPrior, Infeasible, Plan, action_key, seeded_rng,
                           target_counts, weighted_order)
+from domains.telecom.assertions import final_state_assertions, reward_basis
 from domains.telecom.device import device_works, init
 from domains.telecom.ops import Ctx, Op, bill_info, customer_info, device_info, line_info, plan_info, propose
 from domains.telecom.refusals import refusal
@@ -159,9 +160,17 @@ class TelecomGenerator:
             known += " You are currently abroad."
         intents = [{"say": op.say, "tool": op.intent[0] if op.intent else None,
                     "arguments": op.intent[1] if op.intent else {}} for op in ops]
-        return Plan(user_id=self._phone(held), actions=actions, intents=intents,
-                    info=[i for op in ops for i in op.info], fillers=[_filler_say(f) for f in fillers],
-                    known_info=known, initial_state={"initialization_actions": inits})
+        return self.scored(Plan(user_id=self._phone(held), actions=actions, intents=intents,
+                                info=[i for op in ops for i in op.info], fillers=[_filler_say(f) for f in fillers],
+                                known_info=known, initial_state={"initialization_actions": inits}),
+                           customer_id, episode)
+
+    def scored(self, plan: Plan, customer_id: str, episode) -> Plan:
+        """The plan with its env assertions and reward basis (see ``assertions.py``)."""
+        initial = _initial_state(plan.initial_state["initialization_actions"])
+        plan.env_assertions = final_state_assertions(episode, customer_id)
+        plan.reward_basis = reward_basis(self.domain, initial, plan.actions, episode, plan.info)
+        return plan
 
     def _phone(self, line_id: str) -> str:
         db = self.domain.episode().env.tools.db

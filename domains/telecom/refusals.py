@@ -49,14 +49,15 @@ def refusal(gen, family, customer_id, held, reads, rng, exact):
     if fillers is None:
         return None
     actions = actions[:1] + fillers + actions[1:]
-    if gen.run(inits, actions) is None:
+    final = gen.run(inits, actions)
+    if final is None:
         return None
     c = ctx.customer()
-    return Plan(user_id=ctx.line(held).phone_number, actions=actions, intents=[{"say": say, "tool": None}],
+    return gen.scored(Plan(user_id=ctx.line(held).phone_number, actions=actions, intents=[{"say": say, "tool": None}],
                 info=["cannot"], refusal={"say": say, "rule": RULES[rule], "code": rule},
                 fillers=[_say(f) for f in fillers],
                 known_info=f"You are {c.full_name} with phone number {ctx.line(held).phone_number}.",
-                initial_state={"initialization_actions": inits})
+                initial_state={"initialization_actions": inits}), customer_id, final)
 
 
 def _say(action):
