@@ -1,0 +1,75 @@
+"""Dual control end to end: the user performs the device actions asked for, the verifier checks both states."""
+from __future__ import annotations
+
+import pytest
+
+from agents.teacher import EmbeddedTeacher
+from agents.user import ReactiveUser, asked_device_action
+from envs.perturb import perturb, rematerialize
+from envs.tau2.convert import task_from_dict
+from envs.verify import run_checks
+from storage.records import Message, ToolCall
+from tests.domains.telecom.conftest import selection, synth_task
+
+
+@pytest.fixture(scope="module")
+def solved(telecom, generator):
+    sel = selection("service_troubleshooting", "fulfill", "3-4")
+    plan = generator.plan(sel, "bp-dual", 1)
+    task = synth_task(plan, sel)
+    traj = EmbeddedTeacher(telecom).rollout(task)
+    return task_from_dict(task.tau2_task), traj.messages, plan
+
+
+def test_teacher_asks_and_the_user_performs_each_device_action(solved):
+    task, msgs, plan = solved
+    device = [(i, m) for i, m in enumerate(msgs) if m.role == "user" and m.tool_calls]
+    assert len(device) == sum(1 for a in plan.actions if len(a) > 2 and a[2] == "user")
+    for i, m in device:
+        call = m.tool_calls[0]
+        assert call.requestor == "user" and call.name in (msgs[i - 1].content or "")  # the agent named the tool
+        assert msgs[i + 1].role == "tool" and msgs[i + 1].tool_call_id == call.id and msgs[i + 1].requestor == "user"
+
+
+def test_verifier_and_tau2_accept_the_solution(telecom, solved):
+    from envs.tau2.official_eval import tau2_reward
+
+    task, msgs, _ = solved
+    outcome = run_checks(telecom, task, msgs, termination="user_stop")
+    assert outcome.passed, [c for c in outcome.checks if not c.passed]
+    assert tau2_reward("telecom", task, msgs, "user_stop")[0] == 1.0
+
+
+def test_missing_device_action_fails_both_verifier_and_tau2(telecom, solved):
+    from envs.tau2.official_eval import tau2_reward
+
+    task, msgs, _ = solved
+    dropped = perturb(telecom, task, msgs, "device_write_dropped")
+    assert dropped is not None and len(dropped) == len(msgs) - 2
+    outcome = run_checks(telecom, task, dropped, termination="user_stop")
+    assert not outcome.passed and outcome.reward == 0.0
+    assert {c.name for c in outcome.checks if not c.passed} >= {"state"}
+    assert tau2_reward("telecom", task, dropped, "user_stop")[0] == 0.0
+
+
+def test_extra_device_action_fails_the_state_check(telecom, solved):
+    task, msgs, _ = solved
+    call = ToolCall(id="extra", name="toggle_wifi", arguments={}, requestor="user")
+    extra = msgs[:-1] + [Message(role="user", tool_calls=[call], requestor="user"),
+                         Message(role="tool", content="", tool_call_id="extra", requestor="user"), msgs[-1]]
+    outcome = run_checks(telecom, task, rematerialize(telecom, task, extra), termination="user_stop")
+    assert not outcome.passed
+    assert "state" in {c.name for c in outcome.checks if not c.passed}
+
+
+def test_reactive_user_performs_only_device_actions_named_by_the_agent(telecom):
+    tools = [s.name for s in telecom.tools("user")]
+    user = ReactiveUser({"user_id": "555-123-2002", "intents": [{"say": "fix my phone"}]}, device_tools=tools)
+    reply = user.respond("Please do this on your device: run set_network_mode_preference with "
+                         '{"mode": "4g_5g_preferred"}.')
+    assert reply.tool_calls[0].name == "set_network_mode_preference"
+    assert reply.tool_calls[0].arguments == {"mode": "4g_5g_preferred"} and reply.tool_calls[0].requestor == "user"
+    assert not user.respond("Could you try turning your phone off and on again?").tool_calls
+    assert asked_device_action("please run toggle_data now", ["toggle_data", "toggle_data_saver_mode"]) == (
+        "toggle_data", {})
+    assert not ReactiveUser({"user_id": "x", "intents": []}).respond("run toggle_data").tool_calls  # no device
