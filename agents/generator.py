@@ -87,7 +87,7 @@ def build_tau2_task(task_id: str, blueprint: Blueprint, plan: Plan) -> dict:
             "known_info": f"Your user id is {plan.user_id}.",
             "unknown_info": "You do not know the airline's internal rules.",
             "task_instructions": " ".join(instructions)}},
-        **({"initial_state": plan.initial_state} if plan.initial_state else {}),
+        **({"initial_state": plan.initial_state} if getattr(plan, "initial_state", None) else {}),
         "ticket": "Customer " + plan.user_id + " wants to " + "; then ".join(asks) + ".",
         "evaluation_criteria": {
             "actions": [{"action_id": f"{task_id}-{n}", "requestor": action[2] if len(action) > 2 else "assistant",
