@@ -21,7 +21,9 @@ from agents.plans import (DEFAULT_PRIOR, TOTAL_CALLS, DefaultPrior, Infeasible, 
 from domains.telecom.assertions import final_state_assertions, reward_basis
 from domains.telecom.device import device_works, init
 from domains.telecom.ops import Ctx, Op, bill_info, customer_info, device_info, line_info, plan_info, propose
+from domains.telecom.policy import state_rules
 from domains.telecom.refusals import refusal
+from storage.records import ToolCall
 
 PRIMARY_OPS = {"plan_change": ["refuel"], "billing_issue": ["pay", "pay_later"], "device_upgrade": ["setup"],
                "line_management": ["resume", "suspend", "roaming_on"], "service_troubleshooting": ["fault"],
@@ -81,13 +83,17 @@ class TelecomGenerator:
         return [init("set_user_info", name=c.full_name, phone_number=phone)]
 
     def run(self, inits: list[dict], actions: list[tuple]) -> Any | None:
-        """A fresh episode of ``inits`` after ``actions``, or None when a call fails or a write changes nothing."""
+        """A fresh episode of ``inits`` after ``actions``, or None when a call fails, a write changes nothing
+        or an agent write breaks a policy rule (``policy.state_rules``)."""
         try:
             episode = self.domain.episode(_initial_state(inits))
         except Exception:  # an initialization action the state does not allow
             return None
         for action in actions:
             write = self.kind(action) == "write"
+            if write and _requestor(action) == "assistant" and state_rules(
+                    episode.env.tools.db, ToolCall(id="plan", name=action[0], arguments=action[1])):
+                return None  # the policy forbids this write in this state (e.g. a later op's setup made it so)
             before = episode.state_digest() if write else ""
             obs = episode.step(action[0], action[1], _requestor(action))
             if obs.error or (write and episode.state_digest() == before):

@@ -80,10 +80,14 @@ def _line_rules(db, call: ToolCall) -> list[str]:
     return out
 
 
+def state_rules(db, call: ToolCall) -> list[str]:
+    """The rules on the DB state alone (everything but confirmation); the generator plans against them."""
+    if call.name in ("send_payment_request", "resume_line", "suspend_line", "refuel_data"):
+        return _line_rules(db, call)
+    return []
+
+
 def check_write(episode, call: ToolCall, history: list[Message]) -> list[str]:
     if call.requestor == "user":
         return []
-    out = confirmation_rule(episode, call, history)
-    if call.name in ("send_payment_request", "resume_line", "suspend_line", "refuel_data"):
-        out += _line_rules(episode.env.tools.db, call)
-    return out
+    return confirmation_rule(episode, call, history) + state_rules(episode.env.tools.db, call)

@@ -73,3 +73,21 @@ def test_reactive_user_performs_only_device_actions_named_by_the_agent(telecom):
     assert asked_device_action("please run toggle_data now", ["toggle_data", "toggle_data_saver_mode"]) == (
         "toggle_data", {})
     assert not ReactiveUser({"user_id": "x", "intents": []}).respond("run toggle_data").tool_calls  # no device
+
+
+@pytest.mark.parametrize("outcome,writes", [("fulfill", "2"), ("fulfill", "5+"), ("refuse", "0")])
+def test_teacher_solutions_pass_every_check_with_the_telecom_policy(telecom, generator, monkeypatch, outcome, writes):
+    from domains.telecom.policy import check_write
+    from tests.domains.telecom.conftest import FAMILIES
+
+    monkeypatch.setattr("envs.verify.rules_for", lambda name: check_write)
+    teacher = EmbeddedTeacher(telecom)
+    for n, family in enumerate(FAMILIES):
+        sel = selection(family, outcome, writes, challenges=[["multi_intent_interleaving"], ["preference_change"],
+                                                             ["missing_information"]][n % 3])
+        plan = generator.plan(sel, "bp-policy", n)
+        task = synth_task(plan, sel)
+        traj = teacher.rollout(task)
+        outcome_ = run_checks(telecom, task_from_dict(task.tau2_task), traj.messages, termination=traj.termination,
+                              requested={"num_write": [writes]})
+        assert outcome_.passed, (family, [c for c in outcome_.checks if not c.passed])
