@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Protocol
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from storage.records import Message, ToolCall
 
@@ -201,9 +202,8 @@ class LLMUser:
         self.done = False
 
     def _turn(self) -> Message:
-        from agents.llm import LLMOutputError, LLMUnavailable
-
         from agents.ask import RoleRejected, one_line, reask
+        from agents.llm import LLMOutputError, LLMUnavailable
 
         msgs, problem = user_messages(self.scenario, self.history), ""
         for attempt in range(self.retries + 1):

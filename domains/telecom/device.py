@@ -75,7 +75,7 @@ def device_works(episode: Any, mms: bool) -> bool:
         return False
     if mms and not tools._can_send_mms():
         return False
-    speed, desc = tools._run_speed_test()
+    _, desc = tools._run_speed_test()
     return mms or desc == "Excellent"
 
 

@@ -16,11 +16,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.plans import (DEFAULT_PRIOR, TOTAL_CALLS, DefaultPrior, Infeasible, Plan, action_key, seeded_rng,
-                          target_counts, weighted_order)
+from agents.plans import (
+    DEFAULT_PRIOR,
+    TOTAL_CALLS,
+    DefaultPrior,
+    Infeasible,
+    Plan,
+    action_key,
+    seeded_rng,
+    target_counts,
+    weighted_order,
+)
 from domains.telecom.assertions import final_state_assertions, reward_basis
 from domains.telecom.device import device_works, init
-from domains.telecom.ops import Ctx, Op, bill_info, customer_info, device_info, line_info, plan_info, propose
+from domains.telecom.ops import (
+    Ctx,
+    Op,
+    bill_info,
+    customer_info,
+    device_info,
+    line_info,
+    plan_info,
+    propose,
+)
 from domains.telecom.policy import state_rules
 from domains.telecom.refusals import refusal
 from storage.records import ToolCall
@@ -87,7 +105,7 @@ class TelecomGenerator:
         or an agent write breaks a policy rule (``policy.state_rules``)."""
         try:
             episode = self.domain.episode(_initial_state(inits))
-        except Exception:  # an initialization action the state does not allow
+        except (ValueError, AssertionError):  # an initialization action the state does not allow
             return None
         for action in actions:
             write = self.kind(action) == "write"

@@ -19,6 +19,7 @@ from typing import Any
 
 from domains.telecom.device import FAULTS, USER, compatible, init
 from domains.telecom.policy import MAX_REFUEL_GB, TODAY  # noqa: F401 (MAX_REFUEL_GB: refusals use it)
+
 REFUEL_GB = (0.5, 1.0, 1.5, 2.0)
 
 
@@ -254,7 +255,6 @@ def fault(ctx: Ctx, setup: bool = False) -> Op | None:
 
 
 def _agent_fault_cost(ctx: Ctx, name: str) -> int | None:
-    line = ctx.line(ctx.held_line)
     if name == "roaming_abroad":
         return 2  # the line's roaming (agent) and the phone's data roaming (user)
     if name == "data_exceeded":

@@ -90,8 +90,8 @@ def _find(family: str, ctx: Ctx, rng):
         choice = rng.choice(["resume_overdue", "contract_ended", "suspend_reason"])
         if choice == "resume_overdue" and overdue and active:
             line = active[0]
-            return (f"lift the suspension on the line with phone number {line.phone_number} now; you will pay "
-                    f"the overdue bill later", "resume_overdue",
+            return ((f"lift the suspension on the line with phone number {line.phone_number} now; you will pay "
+                     f"the overdue bill later"), "resume_overdue",
                     [init("suspend_line", "assistant", customer_id=cid, line_id=line.line_id, reason="request")],
                     [("get_details_by_id", {"id": line.line_id}), ("get_bills_for_customer", {"customer_id": cid})],
                     False)
@@ -113,8 +113,8 @@ def _find(family: str, ctx: Ctx, rng):
         if held.status.value != "Active" or overdue or held.contract_end_date < TODAY:
             return None
         bill_id = f"B{rng.randint(2_000_000, 9_999_999)}"
-        return ("get your phone working again: it has had no service since yesterday, and you would pay any bill "
-                "to get your line back", "contract_ended",
+        return (("get your phone working again: it has had no service since yesterday, and you would pay any bill "
+                 "to get your line back"), "contract_ended",
                 [init("suspend_line_for_overdue_bill", "assistant", customer_id=cid, line_id=held.line_id,
                       new_bill_id=bill_id, contract_ended=True), init("simulate_network_search")],
                 [("check_status_bar", {}, "user"), ("get_details_by_id", {"id": held.line_id})], False)

@@ -22,7 +22,7 @@ def solved(telecom, generator):
 
 
 def test_teacher_asks_and_the_user_performs_each_device_action(solved):
-    task, msgs, plan = solved
+    _, msgs, plan = solved
     device = [(i, m) for i, m in enumerate(msgs) if m.role == "user" and m.tool_calls]
     assert len(device) == sum(1 for a in plan.actions if len(a) > 2 and a[2] == "user")
     for i, m in device:
