@@ -91,3 +91,65 @@ def test_teacher_solutions_pass_every_check_with_the_telecom_policy(telecom, gen
         outcome_ = run_checks(telecom, task_from_dict(task.tau2_task), traj.messages, termination=traj.termination,
                               requested={"num_write": [writes]})
         assert outcome_.passed, (family, [c for c in outcome_.checks if not c.passed])
+
+
+class ScriptedAgent:
+    """Follows a task's gold like a policy-abiding agent would: asks for device actions in words, confirms writes."""
+
+    name = "scripted"
+
+    def __init__(self, task, telecom):
+        self.todo = list(task.evaluation_criteria.actions)
+        self.info = task.evaluation_criteria.communicate_info or []
+        self.telecom = telecom
+        self.confirmed = False  # the current action was asked for (device) or confirmed (write)
+
+    def reset(self, tools, policy):
+        self.tools = {t["function"]["name"] for t in tools}
+
+    def act(self, messages):
+        from envs.gold import confirmation_request, device_request
+
+        if not self.todo:
+            return Message(role="assistant", content="All done. For your records: " + "; ".join(self.info) + ".")
+        action = self.todo[0]
+        if action.requestor == "user":
+            if self.confirmed:  # asked already: the user's device answered
+                self.todo.pop(0)
+                self.confirmed = False
+                return self.act(messages)
+            self.confirmed = True
+            return Message(role="assistant", content=device_request(action.name, action.arguments))
+        if self.telecom.tool_kind(action.name) == "write" and not self.confirmed:
+            self.confirmed = True
+            return Message(role="assistant", content=confirmation_request(action.name, action.arguments))
+        self.todo.pop(0)
+        self.confirmed = False
+        return Message(role="assistant", tool_calls=[ToolCall(id=f"a{len(messages)}", name=action.name,
+                                                              arguments=dict(action.arguments))])
+
+
+def test_learner_harness_user_performs_the_device_actions_it_is_asked_for(telecom, generator):
+    from agents.learners.harness import run_episode
+
+    sel = selection("service_troubleshooting", "fulfill", "3-4")
+    task = synth_task(generator.plan(sel, "bp-harness", 2), sel)
+    tau2_task = task_from_dict(task.tau2_task)
+    traj = run_episode(ScriptedAgent(tau2_task, telecom), task, telecom)
+    device = [m for m in traj.messages if m.role == "user" and m.tool_calls]
+    assert device and all(m.tool_calls[0].requestor == "user" for m in device)
+    assert traj.termination == "user_stop"
+    assert run_checks(telecom, tau2_task, traj.messages, termination=traj.termination).passed
+
+
+def test_agent_view_shows_device_actions_as_user_text(solved):
+    from agents.teacher import to_chat
+
+    _, msgs, _ = solved
+    chat = to_chat(msgs)
+    assert all(c["role"] != "tool" or "tool_call_id" in c for c in chat)
+    assert any(c["role"] == "user" and c["content"].startswith("(on my device:") for c in chat)
+    assert any(c["role"] == "user" and c["content"].startswith("My device shows:") for c in chat)
+    # every OpenAI tool message answers an assistant tool call
+    calls = {tc["id"] for c in chat if c.get("tool_calls") for tc in c["tool_calls"]}
+    assert {c["tool_call_id"] for c in chat if c["role"] == "tool"} <= calls
