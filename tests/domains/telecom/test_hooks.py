@@ -6,7 +6,12 @@ import random
 import pytest
 
 from agents.plans import Infeasible
-from domains.telecom.hooks import MIN_READS, PLANNER_RULES, candidate_entities, extra_write
+from domains.telecom.hooks import (
+    MIN_READS,
+    PLANNER_RULES,
+    candidate_entities,
+    extra_write,
+)
 from tests.domains.telecom.conftest import FAMILIES, selection
 
 READS = {0: "0", 1: "1", 2: "2", 3: "3-4"}
