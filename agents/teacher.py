@@ -26,9 +26,11 @@ def trajectory_id(task_id: str, attempt: int) -> str:
 
 
 def _names(intent: dict, action) -> bool:
-    """Whether a gold action is the write a user intent names (its tool, and its arguments when given)."""
-    return intent.get("tool") == action.name and (not intent.get("arguments")
-                                                  or intent["arguments"] == dict(action.arguments))
+    """Whether a gold action is the last write of a user intent: its ``ends_with`` call when it has one (a
+    request served by several writes), else the call it names (its tool, and its arguments when given)."""
+    last = intent.get("ends_with") or intent
+    return last.get("tool") == action.name and (not last.get("arguments")
+                                                or last["arguments"] == dict(action.arguments))
 
 
 class EmbeddedTeacher:

@@ -182,8 +182,7 @@ class TelecomGenerator:
         known = f"You are {c.full_name} with phone number {self._phone(held)}."
         if any(op.abroad for op in ops):
             known += " You are currently abroad."
-        intents = [{"say": op.say, "tool": op.intent[0] if op.intent else None,
-                    "arguments": op.intent[1] if op.intent else {}} for op in ops]
+        intents = [self._intent(op) for op in ops]
         return self.scored(Plan(user_id=self._phone(held), actions=actions, intents=intents,
                                 info=[i for op in ops for i in op.info], fillers=[_filler_say(f) for f in fillers],
                                 known_info=known, initial_state={"initialization_actions": inits}),
@@ -195,6 +194,16 @@ class TelecomGenerator:
         plan.env_assertions = final_state_assertions(episode, customer_id)
         plan.reward_basis = reward_basis(self.domain, initial, plan.actions, episode, plan.info)
         return plan
+
+    def _intent(self, op: Op) -> dict:
+        """The user's request: the call it names (whose ids a confirmation must mention) and, when the request
+        takes further writes after it, the last of them (when the user may bring up the next request)."""
+        out = {"say": op.say, "tool": op.intent[0] if op.intent else None,
+               "arguments": op.intent[1] if op.intent else {}}
+        last = next((a for a in reversed(op.steps) if self.kind(a) == "write"), None)
+        if last is not None and op.intent and (last[0], last[1]) != tuple(op.intent):
+            out["ends_with"] = {"tool": last[0], "arguments": last[1]}
+        return out
 
     def _phone(self, line_id: str) -> str:
         db = self.domain.episode().env.tools.db

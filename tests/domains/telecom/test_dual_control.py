@@ -153,3 +153,18 @@ def test_agent_view_shows_device_actions_as_user_text(solved):
     # every OpenAI tool message answers an assistant tool call
     calls = {tc["id"] for c in chat if c.get("tool_calls") for tc in c["tool_calls"]}
     assert {c["tool_call_id"] for c in chat if c["role"] == "tool"} <= calls
+
+
+def test_interleaved_requests_come_after_the_previous_request_is_fully_served(telecom, generator):
+    sel = selection("billing_issue", "fulfill", "5+", challenges=["multi_intent_interleaving"])
+    plan = next(p for s in range(10) if len((p := generator.plan(sel, "bp-inter", s)).intents) > 1
+                and any("ends_with" in i for i in p.intents))
+    msgs = EmbeddedTeacher(telecom).rollout(synth_task(plan, sel)).messages
+    calls = [c for m in msgs for c in m.tool_calls]
+    for n, intent in enumerate(plan.intents[1:], start=1):
+        said = next(i for i, m in enumerate(msgs) if m.role == "user" and m.content and intent["say"] in m.content)
+        last = plan.intents[n - 1].get("ends_with") or plan.intents[n - 1]
+        done = [i for i, m in enumerate(msgs) for c in m.tool_calls if c.name == last["tool"]
+                and (not last["arguments"] or c.arguments == last["arguments"])]
+        assert done and done[0] < said  # the previous request's last write came first
+    assert len(calls) == len(plan.actions)
