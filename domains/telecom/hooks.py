@@ -7,9 +7,7 @@ every (family, outcome, num_write, num_read) cell is in tests/domains/telecom.
 from __future__ import annotations
 
 import random
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envs.packs import PlannerRules, UserPhrasing
 
@@ -78,7 +76,7 @@ def candidate_entities(domain: Any, rng: random.Random, k: int = 4) -> dict[str,
     return {"now": "2025-02-25", "customers": out, "plans": plans}
 
 
-def extra_write(arguments: list[dict[str, Any]]) -> "ToolCall | None":
+def extra_write(arguments: list[dict[str, Any]]) -> ToolCall | None:
     """A state-changing call the trajectory did not ask for: 1 GB refuelled on one of its lines (a refuel always
     changes the line; suspend_line or a roaming switch may find the line already in that state)."""
     from storage.records import ToolCall
