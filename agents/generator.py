@@ -107,7 +107,8 @@ def build_tau2_task(task_id: str, blueprint: Blueprint, plan: Plan) -> dict:
         "evaluation_criteria": {
             "actions": [_gold_action(task_id, n, a) for n, a in enumerate(plan.actions)],
             "communicate_info": plan.info,
-            "reward_basis": ["DB", "COMMUNICATE"]},
+            **({"env_assertions": plan.env_assertions} if plan.env_assertions else {}),
+            "reward_basis": plan.reward_basis or ["DB", "COMMUNICATE"]},
     }
     if plan.initial_state is not None:
         task["initial_state"] = plan.initial_state

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 from typing import Protocol
 
-from agents.user import EmbeddedUser, UserSimulator
+from agents.user import EmbeddedUser, UserSimulator, device_results
 from envs.base import Domain
-from envs.gold import confirmation_request
+from envs.gold import confirmation_request, device_request
 from envs.packs import get_pack
 from envs.tau2.convert import task_from_dict
 from storage.records import Message, SynthTask, ToolCall, Trajectory
@@ -24,6 +24,14 @@ class Teacher(Protocol):
 
 def trajectory_id(task_id: str, attempt: int) -> str:
     return "tr-" + hashlib.sha256(f"{task_id}/{attempt}".encode()).hexdigest()[:12]
+
+
+def _names(intent: dict, action) -> bool:
+    """Whether a gold action is the last write of a user intent: its ``ends_with`` call when it has one (a
+    request served by several writes), else the call it names (its tool, and its arguments when given)."""
+    last = intent.get("ends_with") or intent
+    return last.get("tool") == action.name and (not last.get("arguments")
+                                                or last["arguments"] == dict(action.arguments))
 
 
 class EmbeddedTeacher:
@@ -47,27 +55,35 @@ class EmbeddedTeacher:
             say(get_pack(self.domain.name).phrasing.ask_identity)
             msgs.append(user.give_user_id())
         actions = tau2_task.evaluation_criteria.actions or []
+        intents = scenario.get("intents") or []
         writes_done, intent = 0, 0
         for n, action in enumerate(actions):
-            kind = self.domain.tool_kind(action.name)
-            if kind == "write":
-                say(confirmation_request(action.name, action.arguments))
-                replies = user.confirm(first=writes_done == 0)
-                msgs.extend(replies)
-                if "again" in (replies[-1].content or ""):
-                    say("Of course. " + confirmation_request(action.name, action.arguments))
-                    msgs.append(Message(role="user", content="Thanks, that is clear. Yes, go ahead.", requestor="user"))
-            call = ToolCall(id=f"call_{n}", name=action.name, arguments=dict(action.arguments))
-            msgs.append(Message(role="assistant", tool_calls=[call]))
-            obs = episode.step(call.name, call.arguments)
-            msgs.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error))
-            if kind == "write":
-                writes_done += 1
-                remaining_writes = any(self.domain.tool_kind(a.name) == "write" for a in actions[n + 1:])
-                if isinstance(user, EmbeddedUser) and user.interleaved and remaining_writes:
-                    intent += 1
-                    say("That is done. Is there anything else I can help you with?")
-                    msgs.append(user.next_intent(intent))
+            kind = self.domain.tool_kind(action.name, action.requestor)
+            call = ToolCall(id=f"call_{n}", name=action.name, arguments=dict(action.arguments),
+                            requestor=action.requestor)
+            if action.requestor == "user":  # a device action: the agent asks, the user performs it
+                say(device_request(action.name, action.arguments))
+                msgs.append(user.device_action(call))
+            else:
+                if kind == "write":
+                    say(confirmation_request(action.name, action.arguments))
+                    replies = user.confirm(first=writes_done == 0)
+                    msgs.extend(replies)
+                    if "again" in (replies[-1].content or ""):
+                        say("Of course. " + confirmation_request(action.name, action.arguments))
+                        msgs.append(Message(role="user", content="Thanks, that is clear. Yes, go ahead.",
+                                            requestor="user"))
+                    writes_done += 1
+                msgs.append(Message(role="assistant", tool_calls=[call]))
+            obs = episode.step(call.name, call.arguments, call.requestor)
+            msgs.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error,
+                                requestor=call.requestor))
+            # under interleaving the user brings up the next request once the write its current one names is done
+            if (kind == "write" and isinstance(user, EmbeddedUser) and user.interleaved
+                    and intent + 1 < len(intents) and _names(intents[intent], action)):
+                intent += 1
+                say("That is done. Is there anything else I can help you with?")
+                msgs.append(user.next_intent(intent))
         refusal = scenario.get("refusal")
         if refusal:
             say(f"I'm sorry, but I cannot do that: {refusal['rule']}.")
@@ -95,7 +111,12 @@ def to_chat(msgs: list[Message]) -> list[dict]:
 
     out = []
     for m in msgs:
-        if m.role == "tool":
+        if m.requestor == "user" and m.tool_calls:  # a device action the user performed
+            done = "; ".join(f"{c.name} {json.dumps(c.arguments)}" if c.arguments else c.name for c in m.tool_calls)
+            out.append({"role": "user", "content": f"(on my device: {done})"})
+        elif m.role == "tool" and m.requestor == "user":
+            out.append({"role": "user", "content": f"My device shows: {m.content or ''}"})
+        elif m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""})
         elif m.tool_calls:
             out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
@@ -150,7 +171,8 @@ class LLMTeacher:
         scenario = dict(task.scenario)
         if plain:
             scenario["challenges"] = []
-        return ReactiveUser(scenario, get_pack(self.domain.name).phrasing)
+        return ReactiveUser(scenario, get_pack(self.domain.name).phrasing,
+                            device_tools=[s.name for s in self.domain.tools("user")])
 
     def _agent_turn(self, msgs: list[Message]):
         """One model call; an unusable reply is re-asked with the problem shown (not kept in the trajectory)."""
@@ -187,7 +209,9 @@ class LLMTeacher:
                 msgs += tool_turn(res, episode, steps)
                 continue
             msgs.append(Message(role="assistant", content=res.text))
-            msgs.append(user.respond(res.text))
+            reply = user.respond(res.text)
+            msgs.append(reply)
+            msgs.extend(device_results(episode, reply))
         if getattr(user, "done", False):
             termination = "user_stop"
         return Trajectory(run_id=task.run_id, round=task.round, space_version=task.space_version,

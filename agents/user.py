@@ -7,10 +7,13 @@ and never volunteers what the scenario does not give it.
 """
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from envs.packs import UserPhrasing, get_pack
-from storage.records import Message
+from storage.records import Message, ToolCall
 
 
 class UserSimulator(Protocol):
@@ -81,6 +84,38 @@ class EmbeddedUser:
     def goodbye(self) -> Message:
         return _user("Thank you, that is all I needed.")
 
+    def device_action(self, call: ToolCall) -> Message:
+        """Perform the device action the agent asked for (dual-control domains): a user tool call."""
+        return Message(role="user", tool_calls=[call.model_copy(update={"requestor": "user"})], requestor="user")
+
+
+def device_results(episode: Any, message: Message) -> list[Message]:
+    """The tool messages of a user message's device actions, each stepped on ``episode`` as the user."""
+    out = []
+    for call in message.tool_calls:
+        obs = episode.step(call.name, call.arguments, "user")
+        out.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error, requestor="user"))
+    return out
+
+
+def asked_device_action(text: str, tools: Iterable[str]) -> tuple[str, dict[str, Any]] | None:
+    """The user tool an agent's text asks for by name, with the JSON arguments written after it (or none)."""
+    for name in sorted(tools, key=len, reverse=True):  # longest first: set_apn_settings before ...apn...
+        found = re.search(rf"\b{re.escape(name)}\b", text)
+        if found is None:
+            continue
+        rest = text[found.end():]
+        start = rest.find("{")
+        arguments: dict[str, Any] = {}
+        if start != -1 and rest[:start].strip().lower() in ("", "with", "with:", "("):
+            try:
+                value, _ = json.JSONDecoder().raw_decode(rest[start:])
+                arguments = value if isinstance(value, dict) else {}
+            except ValueError:
+                arguments = {}
+        return name, arguments
+    return None
+
 
 class ReactiveUser(EmbeddedUser):
     """The embedded user answering an arbitrary agent (used to evaluate learners).
@@ -92,10 +127,13 @@ class ReactiveUser(EmbeddedUser):
     confirms what it did not ask for.
     """
 
-    def __init__(self, scenario: dict[str, Any], phrasing: UserPhrasing | None = None):
+    def __init__(self, scenario: dict[str, Any], phrasing: UserPhrasing | None = None,
+                 device_tools: Iterable[str] = ()):
         super().__init__(scenario, phrasing)
         self.revealed = 1 if self.interleaved else len(scenario.get("intents", []))
         self.done = False
+        self.device_tools = list(device_tools)  # the user tools of its device (dual-control domains)
+        self._device_calls = 0
 
     def _wanted_ids(self) -> set[str]:
         ids = set()
@@ -106,6 +144,11 @@ class ReactiveUser(EmbeddedUser):
         return ids
 
     def respond(self, text: str) -> Message:
+        asked = asked_device_action(text or "", self.device_tools)
+        if asked is not None:  # it performs a device action only when the agent names one of its tools
+            self._device_calls += 1
+            return self.device_action(ToolCall(id=f"device_{self._device_calls}", name=asked[0],
+                                               arguments=asked[1], requestor="user"))
         low = (text or "").lower()
         if "?" in low and any(w in low for w in self.phrasing.identity_words):
             return self.give_user_id()
@@ -165,9 +208,8 @@ class LLMUser:
         self.done = False
 
     def _turn(self) -> Message:
-        from agents.llm import LLMOutputError, LLMUnavailable
-
         from agents.ask import RoleRejected, one_line, reask
+        from agents.llm import LLMOutputError, LLMUnavailable
 
         msgs, problem = user_messages(self.scenario, self.history), ""
         for attempt in range(self.retries + 1):

@@ -22,6 +22,12 @@ def action_phrase(name: str, arguments: dict[str, Any]) -> str:
     return f"{name.replace('_', ' ')} ({', '.join(ids) or 'no ids'}) with {details}"
 
 
+def device_request(name: str, arguments: dict[str, Any]) -> str:
+    """How an agent asks the user to perform a device action (dual-control domains): it names the user tool."""
+    args = f" with {json.dumps(arguments, sort_keys=True)}" if arguments else ""
+    return f"Please do this on your device: run {name}{args}."
+
+
 def confirmation_request(name: str, arguments: dict[str, Any]) -> str:
     return f"Before I proceed: I am going to {action_phrase(name, arguments)}. Do you confirm (yes/no)?"
 
@@ -43,8 +49,7 @@ def gold_messages(domain: Domain, task: Any) -> list[Message]:
                         requestor=action.requestor)
         kind = getattr(domain, "tool_kind")(action.name, action.requestor)
         if action.requestor == "user":
-            messages.append(Message(role="assistant", content=f"Please do this on your device: "
-                                    f"{action_phrase(action.name, action.arguments)}."))
+            messages.append(Message(role="assistant", content=device_request(action.name, action.arguments)))
             messages.append(Message(role="user", tool_calls=[call], requestor="user"))
         else:
             if kind == "write":

@@ -5,7 +5,8 @@ re-executes them, so every observation is what the environment really returns
 (except ``tampered_observation``, which edits one recorded observation and
 must fail replay). Kinds: a write dropped, a read dropped, an argument
 changed, two writes swapped (calls only: the confirmation dialogue stays
-where it was), an extra write, a tampered observation.
+where it was), an extra write, a tampered observation, and (dual-control
+domains) a device action the user performed dropped.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from envs.packs import get_pack
 from storage.records import Message, ToolCall
 
 KINDS = ("write_dropped", "read_dropped", "argument_changed", "writes_swapped", "extra_write",
-         "tampered_observation")
+         "tampered_observation", "device_write_dropped")
 
 
 def rematerialize(domain: Domain, task: Any, messages: list[Message]) -> list[Message]:
@@ -38,6 +39,11 @@ def rematerialize(domain: Domain, task: Any, messages: list[Message]) -> list[Me
 def _call_positions(domain: Domain, messages: list[Message], kind: str) -> list[int]:
     return [i for i, m in enumerate(messages) if m.tool_calls and m.role == "assistant"
             and domain.tool_kind(m.tool_calls[0].name, m.tool_calls[0].requestor) == kind]
+
+
+def _device_writes(domain: Domain, messages: list[Message]) -> list[int]:
+    return [i for i, m in enumerate(messages) if m.tool_calls and m.role == "user"
+            and domain.tool_kind(m.tool_calls[0].name, "user") == "write"]
 
 
 def _drop_call(messages: list[Message], i: int) -> list[Message]:
@@ -99,6 +105,9 @@ def perturb(domain: Domain, task: Any, messages: list[Message], kind: str) -> li
         msgs[at:at] = [Message(role="assistant", tool_calls=[call]),
                        Message(role="tool", content="", tool_call_id=call.id)]
         return rematerialize(domain, task, msgs)
+    if kind == "device_write_dropped":
+        device = _device_writes(domain, msgs)
+        return rematerialize(domain, task, _drop_call(msgs, device[0])) if device else None
     if kind == "tampered_observation":
         tool_msgs = [m for m in msgs if m.role == "tool" and m.content]
         if not tool_msgs:

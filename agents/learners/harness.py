@@ -5,7 +5,7 @@ import hashlib
 from dataclasses import dataclass
 
 from agents.learners.base import TaskAgent
-from agents.user import ReactiveUser
+from agents.user import ReactiveUser, device_results
 from agents.verifier import verify
 from envs.base import Domain
 from envs.packs import get_pack
@@ -25,7 +25,8 @@ def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: in
                 model_version: str = "") -> Trajectory:
     tau2_task = task_from_dict(task.tau2_task)
     episode = domain.episode(tau2_task.initial_state)
-    user = ReactiveUser(task.scenario, get_pack(domain.name).phrasing)
+    user = ReactiveUser(task.scenario, get_pack(domain.name).phrasing,
+                        device_tools=[t.name for t in domain.tools("user")])
     agent.reset([t.openai_schema() for t in domain.tools("assistant")], domain.policy)
     msgs: list[Message] = [user.opening()]
     termination = "max_steps"
@@ -37,7 +38,9 @@ def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: in
                 obs = episode.step(call.name, call.arguments, call.requestor)
                 msgs.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error))
             continue
-        msgs.append(user.respond(reply.content or ""))
+        answer = user.respond(reply.content or "")
+        msgs.append(answer)
+        msgs.extend(device_results(episode, answer))
         if user.done:
             termination = "user_stop"
             break

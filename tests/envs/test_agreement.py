@@ -54,6 +54,9 @@ def test_reward_equals_tau2_and_false_passes_are_flagged(name):
     # telecom's policy has no explicit-confirmation rule, so an extra or reordered write that
     # keeps its env assertions true cannot be flagged there; only airline and retail are held to it.
     if name == "telecom":
+        # a dropped device fix breaks the phone: both tau2 and our verifier reject it
+        dropped = [(o, r) for (_, kind, _), o, r in zip(trajectories, ours, theirs) if kind == "device_write_dropped"]
+        assert dropped and any(r == 0.0 and o.reward == 0.0 for o, r in dropped)
         return
     unflagged = []
     for (task, kind, _), outcome, reward in zip(trajectories, ours, theirs):
@@ -63,4 +66,4 @@ def test_reward_equals_tau2_and_false_passes_are_flagged(name):
         if not failed & {"actions", "policy"}:
             unflagged.append((task.id, kind))
     assert not unflagged
-    assert {kind for _, kind, _ in trajectories} >= {"gold", *KINDS} - ({"writes_swapped"} if name == "telecom" else set())
+    assert {kind for _, kind, _ in trajectories} >= {"gold", *KINDS} - {"device_write_dropped"}

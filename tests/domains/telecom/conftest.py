@@ -1,0 +1,49 @@
+"""Fixtures for the telecom pack: the real tau2 telecom environment, built directly (no registry)."""
+from __future__ import annotations
+
+import pytest
+
+from envs.tau2.domain import Tau2Domain, Tau2Source
+
+FAMILIES = ["plan_change", "billing_issue", "device_upgrade", "line_management", "service_troubleshooting",
+            "account_profile_update"]
+
+
+@pytest.fixture(scope="session")
+def telecom():
+    return Tau2Domain(Tau2Source(name="telecom", module="tau2.domains.telecom.environment", copy_on_write=False))
+
+
+@pytest.fixture(scope="session")
+def generator(telecom):
+    from domains.telecom.generator import TelecomGenerator
+
+    return TelecomGenerator(telecom)
+
+
+def selection(family: str, outcome: str, writes: str | None = None, reads: str | None = None,
+              challenges: list[str] | None = None) -> dict[str, list[str]]:
+    sel = {"task_family": [family], "expected_outcome": [outcome], "difficulty_profile": ["medium"],
+           "interaction_challenge": challenges or []}
+    if writes is not None:
+        sel["num_write"] = [writes]
+    if reads is not None:
+        sel["num_read"] = [reads]
+    return sel
+
+
+def synth_task(plan, sel, task_id: str = "syn-telecom"):
+    """A ``SynthTask`` from a plan, through the core's own tau2-task builder."""
+    from agents.generator import build_tau2_task, scenario_of
+    from envs.tau2.convert import task_from_dict
+    from storage.records import Blueprint, DifficultyControls, SynthTask
+
+    bp = Blueprint(run_id="t", round=0, blueprint_id="bp", plan_id="p", domain="telecom", selected_dimensions=sel,
+                   generation_intent="test", seed=0,
+                   expected_difficulty_controls=DifficultyControls(
+                       expected_tool_calls="4-5", num_policy_constraints="1", num_entities="1",
+                       requires_clarification=False, allows_user_false_claim=False, requires_state_change=True))
+    tau2_task = build_tau2_task(task_id, bp, plan)
+    task_from_dict(tau2_task)
+    return SynthTask(run_id="t", round=0, task_id=task_id, domain="telecom", tau2_task=tau2_task, requested=sel,
+                     scenario=scenario_of(plan, bp))
