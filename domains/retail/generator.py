@@ -20,7 +20,7 @@ from agents.plans import (DEFAULT_PRIOR, TOTAL_CALLS, Action, DefaultPrior, Infe
                           seeded_rng, target_counts, weighted_order)
 from domains.retail.ops import (Op, options_text, order_read, other_variants, product_read, propose,
                                 user_orders, user_read)
-from domains.retail.policy import price_difference
+from domains.retail.policy import RULE_FOCUS, price_difference
 from domains.retail.refusals import REFUSALS
 from envs.base import Domain
 
@@ -54,7 +54,7 @@ class RetailGenerator:
             want = reads if reads is not None else max(0, rng.randint(*TOTAL_CALLS[difficulty]) - writes)
             exact = reads is not None
             if outcome == "refuse":
-                plan = self._refusal(family, user_id, want, rng, exact)
+                plan = self._refusal(family, user_id, want, rng, exact, sel.get("policy_or_constraint_focus", []))
             elif writes == 0:
                 plan = self._information(family, user_id, want, rng, exact)
             else:
@@ -234,14 +234,19 @@ class RetailGenerator:
         return None
 
     # ------------------------------------------------------------ refusal
-    def _refusal(self, family, user_id, reads, rng, exact) -> Plan | None:
+    def _refusal(self, family, user_id, reads, rng, exact, focus=()) -> Plan | None:
         user = self.base.users[user_id]
         auth, known = self._identity(user_id, rng)
         builders = list(REFUSALS[family])
         rng.shuffle(builders)
-        for build in builders:
+        # a selected policy focus the family can break is honoured exactly: only its rules
+        wanted = {code for code, _ in builders if RULE_FOCUS[code] in focus}
+        builders = [(code, build) for code, build in builders if code in wanted or not wanted]
+        for _, build in builders:
             ref = build(self.domain.episode(), user, rng)
             if ref is None or (reads == 0 and ref.lookups):
+                continue
+            if reads == 0 and ref.lookups:
                 continue
             required = [] if reads == 0 else [auth, *ref.lookups]
             if len(required) > reads and exact:

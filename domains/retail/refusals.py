@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from domains.retail.ops import (ADDRESS_FIELDS, Action, address_text, db_of, new_address, options_text, order_read,
                                 other_variants, product_read, user_orders, user_read)
-from domains.retail.policy import price_difference
+from domains.retail.policy import RULE_FOCUS, price_difference
 from envs.tau2.cow import peek
 
 
@@ -246,14 +246,23 @@ def other_user(episode, user, rng) -> Refusal | None:
                    "get_order_details", {"order_id": oid})
 
 
-REFUSALS: dict[str, list[Callable]] = {
-    "order_cancellation": [cancel_status, cancel_reason],
-    "order_item_modification": [_status_swap("items", ("processed", "delivered")), _other_product("items", "pending"),
-                                _unavailable("items", "pending"), _low_balance("items", "pending"), items_once],
-    "order_logistics_modification": [address_status, payment_balance],
-    "return_delivered_order": [return_status, return_method],
-    "exchange_delivered_order": [_status_swap("exchange", ("pending", "processed")),
-                                 _other_product("exchange", "delivered"), _unavailable("exchange", "delivered"),
-                                 _low_balance("exchange", "delivered")],
-    "profile_or_inquiry": [other_user],
+REFUSALS: dict[str, list[tuple[str, Callable]]] = {  # family -> (rule code, builder)
+    "order_cancellation": [("order_status", cancel_status), ("cancel_reason", cancel_reason)],
+    "order_item_modification": [("order_status", _status_swap("items", ("processed", "delivered"))),
+                                ("variant_match", _other_product("items", "pending")),
+                                ("variant_match", _unavailable("items", "pending")),
+                                ("payment_balance", _low_balance("items", "pending")), ("once_per_order", items_once)],
+    "order_logistics_modification": [("order_status", address_status), ("payment_balance", payment_balance)],
+    "return_delivered_order": [("order_status", return_status), ("payment_method", return_method)],
+    "exchange_delivered_order": [("order_status", _status_swap("exchange", ("pending", "processed"))),
+                                 ("variant_match", _other_product("exchange", "delivered")),
+                                 ("variant_match", _unavailable("exchange", "delivered")),
+                                 ("payment_balance", _low_balance("exchange", "delivered"))],
+    "profile_or_inquiry": [("authentication", other_user)],
 }
+
+# the policy foci a refusal of each family can break (for the planner's compatibility rules)
+VIOLABLE: dict[str, list[str]] = {family: sorted({RULE_FOCUS[code] for code, _ in builders})
+                                  for family, builders in REFUSALS.items()}
+# families with a categorical refusal, visible from the request alone (num_read 0)
+NO_READ_REFUSALS = ["order_cancellation", "order_item_modification", "exchange_delivered_order", "profile_or_inquiry"]
