@@ -16,10 +16,28 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from agents.plans import (DEFAULT_PRIOR, TOTAL_CALLS, Action, DefaultPrior, Infeasible, Plan, action_key,
-                          seeded_rng, target_counts, weighted_order)
-from domains.retail.ops import (Op, options_text, order_read, other_variants, product_read, propose,
-                                user_orders, user_read)
+from agents.plans import (
+    DEFAULT_PRIOR,
+    TOTAL_CALLS,
+    Action,
+    DefaultPrior,
+    Infeasible,
+    Plan,
+    action_key,
+    seeded_rng,
+    target_counts,
+    weighted_order,
+)
+from domains.retail.ops import (
+    Op,
+    options_text,
+    order_read,
+    other_variants,
+    product_read,
+    propose,
+    user_orders,
+    user_read,
+)
 from domains.retail.policy import RULE_FOCUS, price_difference
 from domains.retail.refusals import REFUSALS
 from envs.base import Domain
@@ -189,8 +207,8 @@ class RetailGenerator:
         elif family == "order_cancellation" and pending:
             o = rng.choice(pending)
             total = round(sum(p.amount for p in o.payment_history if p.transaction_type == "payment"), 2)
-            out.append(([order_read(o.order_id)], f"ask how much would be refunded if you cancelled order "
-                         f"{o.order_id} (do not cancel it yet)", [str(total)], {"order_id": o.order_id}))
+            out.append(([order_read(o.order_id)], (f"ask how much would be refunded if you cancelled order "
+                         f"{o.order_id} (do not cancel it yet)"), [str(total)], {"order_id": o.order_id}))
         elif family == "order_logistics_modification" and pending:
             o = rng.choice(pending)
             out.append(([order_read(o.order_id)], f"ask which address order {o.order_id} will be shipped to",
@@ -198,8 +216,8 @@ class RetailGenerator:
         elif family == "return_delivered_order" and delivered:
             o = rng.choice(delivered)
             item = rng.choice(o.items)
-            out.append(([order_read(o.order_id)], f"ask how much you would get back if you returned the "
-                         f"{item.name} from order {o.order_id} (do not return it yet)", [str(item.price)],
+            out.append(([order_read(o.order_id)], (f"ask how much you would get back if you returned the "
+                         f"{item.name} from order {o.order_id} (do not return it yet)"), [str(item.price)],
                          {"order_id": o.order_id}))
         elif family in ("order_item_modification", "exchange_delivered_order"):
             orders, verb = (pending, "modify") if family == "order_item_modification" else (delivered, "exchange")
@@ -209,8 +227,8 @@ class RetailGenerator:
                     item, v = rng.choice(pairs)
                     diff = price_difference(db, o, [item.item_id], [v.item_id])
                     out.append(([order_read(o.order_id), product_read(item.product_id)],
-                                f"ask what the price difference would be if you were to {verb} the {item.name} in "
-                                f"order {o.order_id} for the one with {options_text(v.options)} (just asking)",
+                                (f"ask what the price difference would be if you were to {verb} the {item.name} in "
+                                f"order {o.order_id} for the one with {options_text(v.options)} (just asking)"),
                                 [str(abs(diff))], {"order_id": o.order_id}))
                     break
         return out

@@ -137,8 +137,8 @@ def _payment_rules(db, call: ToolCall, order, user) -> list[str]:
         return _gift_balance(user, pay, amount, name)
     if name == "return_delivered_order_items":
         if pay != original and user.payment_methods[pay].source != "gift_card":
-            return [f"[payment_method] {name}: refunds go to the original payment method ({original}) "
-                    f"or a gift card, not {pay}"]
+            return [(f"[payment_method] {name}: refunds go to the original payment method ({original}) "
+                    f"or a gift card, not {pay}")]
         return []
     diff = price_difference(db, order, list(args.get("item_ids") or []), list(args.get("new_item_ids") or []))
     return _gift_balance(user, pay, diff, name)

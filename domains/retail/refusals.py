@@ -10,11 +10,23 @@ is visible from the request alone.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from domains.retail.ops import (ADDRESS_FIELDS, Action, address_text, db_of, new_address, options_text, order_read,
-                                other_variants, product_read, user_orders, user_read)
+from domains.retail.ops import (
+    ADDRESS_FIELDS,
+    Action,
+    address_text,
+    db_of,
+    new_address,
+    options_text,
+    order_read,
+    other_variants,
+    product_read,
+    user_orders,
+    user_read,
+)
 from domains.retail.policy import RULE_FOCUS, price_difference
 from envs.tau2.cow import peek
 

@@ -60,7 +60,7 @@ def test_identity_is_email_or_name_and_zip(generator):
     for seed in range(12):
         plan = generator.plan({"task_family": ["order_cancellation"], "expected_outcome": ["fulfill"],
                                "num_write": ["1"]}, "identity", seed)
-        name, args = plan.actions[0]
+        name, _args = plan.actions[0]
         user = generator.base.users[plan.user_id]
         if name == "find_user_id_by_email":
             assert user.email in plan.known_info
