@@ -49,6 +49,8 @@ PRIMARY_OPS = {"order_cancellation": ["cancel"], "order_item_modification": ["it
 SECONDARY_OPS = {"address": 3.0, "cancel": 3.0, "return": 3.0, "payment": 2.0, "exchange": 2.0, "items": 2.0,
                  "profile": 1.0}
 
+READ_COST = {"profile": 0, "address": 1, "cancel": 1, "return": 1, "payment": 2, "items": 2, "exchange": 2}
+
 
 class RetailGenerator:
     def __init__(self, domain: Domain, prior: DefaultPrior = DEFAULT_PRIOR, user_tries: int = 40):
@@ -111,9 +113,11 @@ class RetailGenerator:
         kinds = list(PRIMARY_OPS[family])
         rng.shuffle(kinds)
         for n in range(writes):
-            pool = kinds if n == 0 else weighted_order(rng, SECONDARY_OPS)
             budget = reads - len(required)
             tight = exact and budget < 2 * (writes - n)
+            pool = kinds if n == 0 else weighted_order(rng, SECONDARY_OPS)
+            if tight:  # a tight read budget: the requests that need fewer new lookups first
+                pool.sort(key=lambda k: READ_COST[k])
             chosen = None
             for kind in pool:
                 op = propose(kind, episode, user_id, rng, touched, tight, done)
@@ -282,3 +286,33 @@ class RetailGenerator:
                         fillers=[self._filler_say(f) for f in fillers], initial_state=ref.initial_state)
         return None
 
+
+
+def identity_line(known_info: str) -> str:
+    """The plan's ``known_info`` (second person, for tau2's user scenario) as the user says it."""
+    swaps = [("Your email is", "My email is"), ("You are", "I am"), ("your zip code", "my zip code"),
+             ("You do not remember your email address.", "I do not remember my email address.")]
+    for theirs, mine in swaps:
+        known_info = known_info.replace(theirs, mine)
+    return known_info
+
+
+def sample_customers(db, rng: random.Random, k: int = 4) -> list[dict[str, Any]]:
+    """A seeded sample of customers with their orders (for the LLM generator's prompt)."""
+    out = []
+    for uid in rng.sample(sorted(db.users), min(k, len(db.users))):
+        user = db.users[uid]
+        orders = []
+        for oid in user.orders[:6]:
+            o = db.orders.get(oid)
+            if o is not None:
+                orders.append({"order_id": oid, "status": o.status,
+                               "items": [{"name": i.name, "item_id": i.item_id, "product_id": i.product_id,
+                                          "price": i.price} for i in o.items],
+                               "paid_with": o.payment_history[0].payment_method_id if o.payment_history else None})
+        out.append({"user_id": uid, "email": user.email,
+                    "name": f"{user.name.first_name} {user.name.last_name}", "zip": user.address.zip,
+                    "payment_methods": {pid: (p.source if p.source != "gift_card" else f"gift_card (balance {p.balance})")
+                                        for pid, p in user.payment_methods.items()},
+                    "orders": orders})
+    return out

@@ -99,3 +99,25 @@ def test_impossible_selections_are_infeasible(generator):
     with pytest.raises(Infeasible):  # every fulfilment starts with the authentication lookup
         generator.plan({"task_family": ["profile_or_inquiry"], "expected_outcome": ["fulfill"],
                         "num_read": ["0"]}, "x", 0)
+
+
+def test_identity_line_is_first_person(generator):
+    from domains.retail.generator import identity_line
+
+    for seed in range(6):
+        plan = generator.plan({"task_family": ["profile_or_inquiry"], "expected_outcome": ["fulfill"],
+                               "num_write": ["1"]}, "line", seed)
+        line = identity_line(plan.known_info)
+        assert line.startswith(("My email is", "I am")) and "your" not in line.lower()
+
+
+def test_sample_customers_are_real(generator):
+    import random
+
+    from domains.retail.generator import sample_customers
+
+    customers = sample_customers(generator.base, random.Random(0), k=3)
+    assert len(customers) == 3
+    for c in customers:
+        user = generator.base.users[c["user_id"]]
+        assert c["email"] == user.email and [o["order_id"] for o in c["orders"]] == user.orders[:6]
