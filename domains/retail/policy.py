@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from envs.base import Episode
 from envs.policies.common import confirmation_rule
+from envs.replay import pair_tool_calls
 from envs.tau2.cow import peek
 from storage.records import Message, ToolCall
 
@@ -67,16 +68,9 @@ def _db(episode: Episode):
 
 def lookups(history: list[Message]) -> list[tuple[ToolCall, str]]:
     """(call, observation) of every successful assistant tool call in the history, in order."""
-    results = {m.tool_call_id: m for m in history if m.role == "tool"}
-    out = []
-    for m in history:
-        if m.role != "assistant":
-            continue
-        for call in m.tool_calls:
-            res = results.get(call.id)
-            if res is not None and not res.error:
-                out.append((call, (res.content or "").strip().strip('"')))
-    return out
+    pairs, _ = pair_tool_calls(history)
+    return [(call, (answer.content or "").strip().strip('"')) for call, answer in pairs
+            if answer is not None and not answer.error and call.requestor == "assistant"]
 
 
 def authenticated_user(history: list[Message]) -> str | None:
