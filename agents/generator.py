@@ -69,7 +69,7 @@ class EmbeddedGenerator:
 def scenario_of(plan: Plan, blueprint: Blueprint) -> dict:
     return {"user_id": plan.user_id, "intents": plan.intents, "fillers": plan.fillers,
             "challenges": blueprint.selected_dimensions.get("interaction_challenge", []),
-            "refusal": plan.refusal, "info": plan.info}
+            "refusal": plan.refusal, "info": plan.info, **({"identity": plan.identity} if plan.identity else {})}
 
 
 def _gold_action(task_id: str, n: int, action: tuple) -> dict:

@@ -45,6 +45,7 @@ class Plan:
     refusal: dict[str, str] | None = None  # {"say", "rule"} when the request must be declined
     fillers: list[str] = field(default_factory=list)  # side lookups the user asks for first
     known_info: str = ""  # what the user knows, as the pack words it ("" -> the phrasing's identity line)
+    identity: str = ""  # how the user identifies itself, first person ("" -> the phrasing's identity line)
     initial_state: dict[str, Any] | None = None  # a tau2 initial_state (dual-control domains: the device)
     env_assertions: list[dict[str, Any]] = field(default_factory=list)  # tau2 EnvAssertions of the final state
     reward_basis: list[str] | None = None  # tau2 reward basis; None: the core's default (DB, COMMUNICATE)

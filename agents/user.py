@@ -59,10 +59,16 @@ class EmbeddedUser:
         if "user_false_claim" in self.challenges:
             parts.append("Another agent already told me this would be no problem.")
         if not self.withholds_id():
-            parts.append(self.phrasing.identity.format(user_id=self.s["user_id"]))
+            parts.append(self.identity())
         return _user(" ".join(parts))
 
+    def identity(self) -> str:
+        """The scenario's own identity line (e.g. an email), else the domain's, with the customer id."""
+        return self.s.get("identity") or self.phrasing.identity.format(user_id=self.s["user_id"])
+
     def give_user_id(self) -> Message:
+        if self.s.get("identity"):
+            return _user(f"Sure. {self.s['identity']}")
         return _user(self.phrasing.give_identity.format(user_id=self.s["user_id"]))
 
     def next_intent(self, index: int) -> Message:

@@ -162,7 +162,7 @@ class RetailGenerator:
             actions.append((op.tool, op.arguments))
             intents.append({"say": op.say, "tool": op.tool, "arguments": op.arguments})
         return Plan(user_id=user_id, actions=actions, intents=intents, info=[i for op in ops for i in op.info],
-                    fillers=[self._filler_say(f) for f in fillers], known_info=known)
+                    fillers=[self._filler_say(f) for f in fillers], known_info=known, identity=identity_line(known))
 
     def _fillers(self, user_id, seen: set[str], n: int, rng) -> list[Action] | None:
         if n <= 0:
@@ -250,7 +250,7 @@ class RetailGenerator:
             fillers = self._fillers(user_id, seen, max(reads, need) - need, rng)
             if fillers is None:
                 continue
-            return Plan(user_id=user_id, actions=[auth, *fillers, *lookups], info=info, known_info=known,
+            return Plan(user_id=user_id, actions=[auth, *fillers, *lookups], info=info, known_info=known, identity=identity_line(known),
                         intents=[{"say": say, "tool": None, "arguments": ids}],
                         fillers=[self._filler_say(f) for f in fillers])
         return None
@@ -279,7 +279,7 @@ class RetailGenerator:
                 continue
             actions = required[:1] + fillers + required[1:]
             # the agent must actually tell the user it cannot do this ("cannot" in its reply)
-            return Plan(user_id=user_id, actions=actions, info=["cannot"], known_info=known,
+            return Plan(user_id=user_id, actions=actions, info=["cannot"], known_info=known, identity=identity_line(known),
                         intents=[{"say": ref.say, "tool": None, "arguments": ref.arguments,
                                   "refused_tool": ref.tool}],
                         refusal={"say": ref.say, "rule": ref.rule, "code": ref.code},

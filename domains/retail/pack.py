@@ -6,7 +6,45 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.packs import DomainPack
+from envs.packs import DomainPack, PlannerRules, UserPhrasing
+
+BUCKETS = ["0", "1", "2", "3-4", "5+"]
+
+# Compatibility rules of the embedded planner (measured on the generator, tests/domains/retail/feasibility.py):
+# a refusal names a focus its family can break; a categorical refusal (an unaccepted cancellation
+# reason, a change to another product type, another customer's order) needs no lookup; logistics
+# and return refusals need the authentication and the order lookup; every family can be a pure
+# information request.
+PLANNER_RULES = PlannerRules(
+    violable={
+        "order_cancellation": ["cancellation_reason_validity", "order_status_precondition"],
+        "order_item_modification": ["once_per_order_action_lock", "order_status_precondition",
+                                    "payment_or_giftcard_balance", "product_variant_match"],
+        "order_logistics_modification": ["order_status_precondition", "payment_or_giftcard_balance"],
+        "return_delivered_order": ["order_status_precondition", "payment_or_giftcard_balance"],
+        "exchange_delivered_order": ["order_status_precondition", "payment_or_giftcard_balance",
+                                     "product_variant_match"],
+        "profile_or_inquiry": ["identity_authentication"],
+    },
+    no_read_refusals=["order_cancellation", "order_item_modification", "exchange_delivered_order",
+                      "profile_or_inquiry"],
+    info_families=["order_cancellation", "order_item_modification", "order_logistics_modification",
+                   "return_delivered_order", "exchange_delivered_order", "profile_or_inquiry"],
+    min_refusal_reads={"order_logistics_modification": 2, "return_delivered_order": 2},
+)
+
+PHRASING = UserPhrasing(
+    identity="My user id is {user_id}.",
+    known_identity="Your user id is {user_id}.",
+    give_identity="Sure, it is {user_id}.",
+    ask_identity="I can help with that. First I need to verify your identity: could you give me your email "
+                 "address, or your first and last name and zip code?",
+    vague_opening="I need help with one of my orders.",
+    vague_hint="one of my orders",
+    stress="Please be quick, this is really stressing me out.",
+    unknown_info="You do not know the store's internal rules.",
+    identity_words=("email", "zip code"),
+)
 
 
 class RetailPack(DomainPack):
@@ -20,9 +58,15 @@ class RetailPack(DomainPack):
                                      copy_on_write=True))
 
     def policy_rules(self):
-        from envs.policies.common import confirmation_rule
+        from domains.retail.policy import check_write
 
-        return confirmation_rule
+        return check_write
+
+    @property
+    def official_waivers(self) -> dict[str, dict[str, str]]:  # type: ignore[override]
+        from domains.retail.policy import OFFICIAL_WAIVERS
+
+        return OFFICIAL_WAIVERS
 
     # ------------------------------------------------------------ observed factors
     family_by_tool = {"cancel_pending_order": "order_cancellation",
@@ -66,3 +110,22 @@ class RetailPack(DomainPack):
         return ToolCall(id="extra", name="modify_user_address", arguments={
             "user_id": user_id, "address1": "1 Extra St", "address2": "", "city": "Austin", "state": "TX",
             "country": "USA", "zip": "78701"})
+
+    # ------------------------------------------------------------ synthesis
+    planner_rules = PLANNER_RULES
+    phrasing = PHRASING
+    controllable = {"num_write": BUCKETS, "num_read": BUCKETS}
+
+    def task_builder(self, domain, prior):
+        from domains.retail.generator import RetailGenerator
+
+        return RetailGenerator(domain, prior)
+
+    def candidate_entities(self, domain, rng, k: int = 4) -> dict[str, Any]:
+        """A seeded sample of customers with their orders and payment methods."""
+        db = getattr(getattr(domain, "cow", None), "base", None)
+        if db is None or not hasattr(db, "orders"):
+            return super().candidate_entities(domain, rng, k)
+        from domains.retail.generator import sample_customers
+
+        return {"customers": sample_customers(db, rng, k)}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from domains.telecom.hooks import CONTROLLABLE, PHRASING, PLANNER_RULES
 from envs.packs import DomainPack
 
 
@@ -21,10 +22,43 @@ class TelecomPack(DomainPack):
         return Tau2Domain(Tau2Source(name=self.name, module="tau2.domains.telecom.environment",
                                      copy_on_write=False))
 
+    def policy_rules(self):
+        from domains.telecom.policy import check_write
+
+        return check_write
+
+    official_waivers: dict[str, dict[str, str]] = {}  # measured: no official gold breaks a rule (test_policy.py)
+
+    # ------------------------------------------------------------ synthesis
+    planner_rules = PLANNER_RULES
+    phrasing = PHRASING
+    controllable = CONTROLLABLE
+
+    def task_builder(self, domain, prior):
+        from domains.telecom.generator import TelecomGenerator
+
+        return TelecomGenerator(domain, prior)
+
+    def candidate_entities(self, domain, rng, k: int = 4) -> dict[str, Any]:
+        from domains.telecom.hooks import candidate_entities
+
+        return candidate_entities(domain, rng, k)
+
+    def clock(self) -> str:
+        return "2025-02-25 12:08 EST"  # the policy's "current time"
+
+    def moves_money(self, name: str, arguments: dict[str, Any]) -> bool:
+        return name in ("refuel_data", "send_payment_request", "make_payment")
+
     # ------------------------------------------------------------ observed factors
+    _DEVICE_FIXES = ("toggle_airplane_mode", "reseat_sim_card", "toggle_data", "toggle_data_saver_mode",
+                     "disconnect_vpn", "set_network_mode_preference", "reset_apn_settings", "reboot_device",
+                     "grant_app_permission", "toggle_wifi_calling", "toggle_roaming")
     family_by_tool = {"refuel_data": "plan_change", "send_payment_request": "billing_issue",
-                      "suspend_line": "line_management", "resume_line": "line_management",
-                      "enable_roaming": "service_troubleshooting", "disable_roaming": "service_troubleshooting"}
+                      "make_payment": "billing_issue", "resume_line": "line_management",
+                      "suspend_line": "line_management", "enable_roaming": "line_management",
+                      "disable_roaming": "account_profile_update",
+                      **{tool: "service_troubleshooting" for tool in _DEVICE_FIXES}}
     family_keywords = [("bill", "billing_issue"), ("pay", "billing_issue"), ("plan", "plan_change"),
                        ("data", "plan_change"), ("suspend", "line_management"), ("line", "line_management"),
                        ("device", "device_upgrade")]
@@ -40,10 +74,6 @@ class TelecomPack(DomainPack):
     gated_prefixes = ("suspend",)
 
     def extra_write(self, arguments: list[dict[str, Any]]):
-        from storage.records import ToolCall
+        from domains.telecom.hooks import extra_write
 
-        line = next((a for a in arguments if "customer_id" in a and "line_id" in a), None)
-        if line is None:
-            return None
-        return ToolCall(id="extra", name="suspend_line", arguments={
-            "customer_id": line["customer_id"], "line_id": line["line_id"], "reason": "extra"})
+        return extra_write(arguments)

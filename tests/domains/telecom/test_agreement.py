@@ -31,8 +31,9 @@ def _tau2(args):
 def test_synthesized_rewards_equal_tau2_and_false_passes_are_flagged(telecom, generator, monkeypatch):
     from domains.telecom.policy import check_write
 
-    # the verifier reaches the pack's rules through the registry once the pack is registered; here directly
-    monkeypatch.setattr("envs.verify.rules_for", lambda name: check_write)
+    from envs.packs import get_pack
+
+    assert get_pack("telecom").policy_rules() is check_write  # the verifier's rules, through the registry
     teacher = EmbeddedTeacher(telecom)
     cases = []
     for family in FAMILIES:
