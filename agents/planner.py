@@ -48,6 +48,13 @@ def _matches(pattern: str, sel: dict[str, list[str]]) -> bool:
     return bool(parts) and all(v.strip() in sel.get(k.strip(), []) for k, v in parts)
 
 
+def _fulfil_reads(rules, sel: dict[str, list[str]]) -> int:
+    """The fewest reads a fulfilment of this selection needs under the pack's rules (0: no rule)."""
+    base = rules.min_fulfil_reads.get(sel["task_family"][0], 0)
+    writes = BUCKET_RANGE.get((sel.get("num_write") or ["1"])[0], (1, 1))[0]
+    return base + rules.reads_per_extra_write * max(0, writes - 1) if base else 0
+
+
 class EmbeddedPlanner:
     def __init__(self, soft_preference: float = 0.8, tries: int = 30):
         self.soft_preference = soft_preference
@@ -125,6 +132,10 @@ class EmbeddedPlanner:
                     force("num_write", ["0"])
             if sel["expected_outcome"] == ["fulfill"] and sel["num_write"] == ["0"]:
                 force("task_family", rules.info_families)
+        if "num_read" in keys and sel["num_read"] and sel["expected_outcome"] == ["fulfill"]:
+            need = _fulfil_reads(rules, sel)
+            if need and BUCKET_RANGE.get(sel["num_read"][0], (0, need))[1] < need:
+                force("num_read", [b for b, (_, most) in BUCKET_RANGE.items() if most >= need])
         if "num_read" in keys and sel["num_read"] and sel["expected_outcome"] == ["refuse"]:
             most = BUCKET_RANGE[sel["num_read"][0]][1] if sel["num_read"][0] in BUCKET_RANGE else None
             if most and any(need > most for need in rules.min_refusal_reads.values()):

@@ -48,13 +48,19 @@ class PlannerRules:
     no lookup (a categorical rule). ``info_families``: families that can be pure
     information requests (a fulfilment with no writes). ``min_refusal_reads``:
     families whose refusal needs more than one lookup -> how many (a refusal
-    with fewer reads is planned as another violable family).
+    with fewer reads is planned as another violable family). ``min_fulfil_reads``:
+    family -> the fewest reads a fulfilment with one write needs (identification
+    plus the lookups the policy demands), and ``reads_per_extra_write`` the reads
+    each further write adds; a fulfilment whose ``num_read`` bucket is below that
+    gets a bucket that can hold it.
     """
 
     violable: dict[str, list[str]] = field(default_factory=dict)
     no_read_refusals: list[str] = field(default_factory=list)
     info_families: list[str] = field(default_factory=list)
     min_refusal_reads: dict[str, int] = field(default_factory=dict)
+    min_fulfil_reads: dict[str, int] = field(default_factory=dict)
+    reads_per_extra_write: int = 0
 
     @property
     def defined(self) -> bool:

@@ -31,6 +31,10 @@ PLANNER_RULES = PlannerRules(
     info_families=["order_cancellation", "order_item_modification", "order_logistics_modification",
                    "return_delivered_order", "exchange_delivered_order", "profile_or_inquiry"],
     min_refusal_reads={"order_logistics_modification": 2, "return_delivered_order": 2},
+    # authentication, the order lookup, and the product lookup for item changes (feasibility.py)
+    min_fulfil_reads={"profile_or_inquiry": 1, "order_cancellation": 2, "order_logistics_modification": 2,
+                      "return_delivered_order": 2, "order_item_modification": 3, "exchange_delivered_order": 3},
+    reads_per_extra_write=1,
 )
 
 PHRASING = UserPhrasing(

@@ -29,11 +29,16 @@ PLANNER_RULES = PlannerRules(
     no_read_refusals=["plan_change", "device_upgrade"],
     # every family but troubleshooting has a pure information request (a broken phone always needs a fix)
     info_families=["plan_change", "billing_issue", "device_upgrade", "line_management", "account_profile_update"],
+    min_refusal_reads={"billing_issue": 2, "line_management": 2, "service_troubleshooting": 3,
+                       "account_profile_update": 1},
+    min_fulfil_reads={"plan_change": 3, "billing_issue": 2, "device_upgrade": 3, "line_management": 2,
+                      "service_troubleshooting": 3, "account_profile_update": 2},
+    reads_per_extra_write=1,
 )
 
 # the fewest reads a (family, outcome) task needs with one write (none for a refusal): identification plus the
 # lookups the policy demands; below these the generator is infeasible (tests/domains/telecom/test_hooks.py).
-# More writes need more reads (each request has its own lookups). Not wired into the planner yet.
+# More writes need more reads (each request has its own lookups): PLANNER_RULES carries both.
 MIN_READS = {
     ("plan_change", "fulfill"): 3, ("billing_issue", "fulfill"): 2, ("device_upgrade", "fulfill"): 3,
     ("line_management", "fulfill"): 2, ("service_troubleshooting", "fulfill"): 3,
