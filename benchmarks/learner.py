@@ -10,9 +10,9 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0) -> 
     from agents.learners.harness import evaluate, success_by_slice
     from envs.ontology import load_initial_space
     from envs.registry import get_domain
-    from tasks.datasets import test_cases
-    from tasks.learn import fit_embedded
-    from tasks.synth import design_and_plan, synthesize_all
+    from pipeline.datasets import test_cases
+    from pipeline.learn import fit_embedded
+    from pipeline.synth import design_and_plan, synthesize_all
 
     cases = test_cases(store, domain, n=test_size)
     space = load_initial_space(domain, run_id="bench-learner")
@@ -48,9 +48,9 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
     from agents.learners.harness import evaluate, success_by_slice
     from envs.ontology import load_initial_space
     from envs.registry import get_domain
-    from tasks.datasets import test_cases, with_count_factors
-    from tasks.learn import fit_embedded
-    from tasks.synth import design_and_plan, synthesize_all
+    from pipeline.datasets import test_cases, with_count_factors
+    from pipeline.learn import fit_embedded
+    from pipeline.synth import design_and_plan, synthesize_all
 
     cases = test_cases(store, domain, n=test_size)
     space = with_count_factors(load_initial_space(domain, run_id="bench-ablation"), ("num_write",))

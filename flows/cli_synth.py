@@ -30,7 +30,7 @@ def load_space_file(path: str, domain: str, run_id: str):
 
 def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None, write: bool = True):
     from envs.ontology import load_initial_space
-    from tasks.synth import design_and_plan, synthesize_all, write_pass
+    from pipeline.synth import design_and_plan, synthesize_all, write_pass
 
     if domain != "airline":
         raise UserError(f"--domain {domain}: the embedded backend synthesizes airline only so far")
@@ -55,7 +55,7 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 @click.pass_context
 def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None) -> None:
     """One synthesis pass (design, plan, generate, rollout, verify, repair) into the store."""
-    from tasks.synth import summary
+    from pipeline.synth import summary
 
     run_id, result = run_synth(ctx, domain, n, seed, space_file, run_id)
     by_slice, reasons = summary(result)

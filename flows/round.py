@@ -1,6 +1,6 @@
 """One EvoSyn round as a Prefect flow: design -> plan -> generate -> rollout -> verify -> train -> evaluate -> reflect.
 
-Tasks are thin wrappers over ``tasks.stages`` / ``tasks.loop``; per-item work
+Tasks are thin wrappers over ``pipeline.stages`` / ``pipeline.loop``; per-item work
 (generate, rollout, verify) is mapped over chunks of blueprints with bounded
 concurrency. Every stage is idempotent over the store, so a rerun after a
 crash redoes only the chunks that are missing.
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from prefect import flow, task, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
-import tasks.loop as loop
-import tasks.stages as stages
+import pipeline.loop as loop
+import pipeline.stages as stages
 from flows.train import train_via_deployment
 from storage.records import Blueprint, Evaluation, Feedback, Reflection, SynthesisSpace
 from storage.store import Store

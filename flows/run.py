@@ -26,9 +26,9 @@ from storage.locks import StoreLockTimeout, store_lock
 from storage.records import Run
 from storage.store import Store
 from storage.tracking import Tracker
-from tasks.loop import REFLECTING_ARMS
-from tasks.metrics import intrinsic, round_metrics, verified_samples
-from tasks.stages import steering_for
+from pipeline.loop import REFLECTING_ARMS
+from pipeline.metrics import intrinsic, round_metrics, verified_samples
+from pipeline.stages import steering_for
 
 log = logging.getLogger("evosyn.run")
 
@@ -67,7 +67,7 @@ def _round_metrics(store: Store, cfg: RunConfig, run_id: str, res: RoundResult) 
 
 def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
     """The fixed test set, built (once) before any round, so a set the generator cannot fill is known now."""
-    from tasks.datasets import test_cases
+    from pipeline.datasets import test_cases
 
     cases = test_cases(store, cfg.domain, n=cfg.test_size)
     if not cases:

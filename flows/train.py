@@ -13,13 +13,13 @@ from typing import Literal
 from prefect import flow, task
 
 from storage.store import Store
-from tasks import loop, stages
+from pipeline import loop, stages
 
 
 @task(name="export-sft")
 def export_task(store: Store, run_id: str, round: int, model: str):
     from agents.learners.llamafactory import sft_config, write_config, write_dataset
-    from tasks.datasets import examples_upto
+    from pipeline.datasets import examples_upto
 
     base = store.root / "sft" / run_id / f"round={round}"
     n = write_dataset(examples_upto(store, run_id, round, "train"), base / "data")
@@ -38,7 +38,7 @@ def llamafactory_task(config_path):
 
 @task(name="train")
 def embedded_task(ctx: stages.Ctx):
-    from tasks.learn import model_path
+    from pipeline.learn import model_path
 
     loop.train(ctx)
     return model_path(ctx.store, ctx.run_id, ctx.round)
@@ -58,7 +58,7 @@ def train_via_deployment(ctx: stages.Ctx, deployment: str, timeout: float | None
     """Run `sft-train` on its work pool, wait for it, and load the learner it saved in the store."""
     from prefect.deployments import run_deployment
 
-    from tasks.learn import load_round
+    from pipeline.learn import load_round
 
     flow_run = run_deployment(deployment, timeout=timeout, poll_interval=2, parameters={
         "root": str(ctx.store.root.resolve()), "run_id": ctx.run_id, "round": ctx.round, "seed": ctx.seed,

@@ -9,8 +9,8 @@ from agents.learners.openai_agent import OpenAICompatibleAgent
 from agents.verifier import verify
 from envs.registry import get_domain
 from storage.records import SFTExample
-from tasks.learn import fit_embedded
-from tasks.synth import design_and_plan, synthesize_all
+from pipeline.learn import fit_embedded
+from pipeline.synth import design_and_plan, synthesize_all
 from tests.fakes.openai_server import ScriptedServer, completion
 
 
@@ -106,7 +106,7 @@ def test_skill_on_multi_write_tasks_comes_from_multi_write_training_data(space):
     import random
 
     from agents.designer import NewFactor
-    from tasks.datasets import with_count_factors
+    from pipeline.datasets import with_count_factors
 
     space = with_count_factors(space, ("num_write",))
     pool = design_and_plan(space, 1000, run_id="t", round=0, seed=5, steering=NewFactor(factor="num_write"))

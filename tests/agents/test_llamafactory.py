@@ -15,8 +15,8 @@ import yaml
 
 from agents.learners.llamafactory import PAPER_RECIPE, deepspeed_config_path, run_training, sft_config, \
     write_config, write_dataset
-from tasks.datasets import sft_examples
-from tasks.synth import design_and_plan, synthesize_all
+from pipeline.datasets import sft_examples
+from pipeline.synth import design_and_plan, synthesize_all
 
 pytestmark = pytest.mark.train
 

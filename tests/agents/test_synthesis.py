@@ -8,7 +8,7 @@ from agents.designer import ColdStart, EmbeddedDesigner, NewFactor
 from agents.planner import EmbeddedPlanner
 from agents.synthesis import synthesize
 from agents.verifier import verify
-from tasks.synth import design_and_plan, synthesize_all
+from pipeline.synth import design_and_plan, synthesize_all
 from tests.agents.conftest import BUCKETS, with_factor
 
 
@@ -76,7 +76,7 @@ def _digest(store):
 
 def test_same_seed_same_output_different_seed_differs(tmp_path, space):
     from storage.store import Store
-    from tasks.synth import write_pass
+    from pipeline.synth import write_pass
 
     digests = []
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):

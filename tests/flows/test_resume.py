@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-import tasks.datasets as datasets
+import pipeline.datasets as datasets
 from storage.digest import table_digests
 from storage.faults import ENV
 from storage.records import TABLES

@@ -21,7 +21,7 @@ from benchmarks.llm_script import RoleScript, after, texts
 from envs.ontology import load_initial_space
 from storage.config import RoleConfig
 from storage.store import Store
-from tasks import stages
+from pipeline import stages
 
 KEY = "sk-test-CHUNKS"
 

@@ -200,7 +200,7 @@ def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory
         repaired += trajs[1:]
         if vs[-1].passed:
             kept.append((task, trajs[-1]))
-    from tasks.datasets import sft_examples
+    from pipeline.datasets import sft_examples
 
     examples = sft_examples(kept, DIAGNOSTIC_FRACTION, ctx.seed)
     ctx.flush(roles, f"{chunk}-verify")

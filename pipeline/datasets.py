@@ -90,7 +90,7 @@ def test_cases(store: Store, domain: str = "airline", n: int = 200, seed: int = 
 
 def build_test_set(store: Store, domain: str, n: int = 200, seed: int = TEST_SEED) -> None:
     """Build (or rebuild over a partial build: the same chunk files are replaced) and mark the test set."""
-    from tasks.synth import design_and_plan, synthesize_all, write_pass
+    from pipeline.synth import design_and_plan, synthesize_all, write_pass
 
     run_id = test_set_run_id(domain, seed, n)
     space = with_count_factors(load_initial_space(domain, run_id=run_id))

@@ -83,7 +83,7 @@ def write_pass(store: Store, result: PassResult, chunk: str, diagnostic_fraction
     """
     t0 = time.perf_counter()
     if diagnostic_fraction is not None:
-        from tasks.datasets import sft_examples
+        from pipeline.datasets import sft_examples
 
         examples = sft_examples([(c.task, c.final) for c in result.kept], diagnostic_fraction, seed)
         if examples:

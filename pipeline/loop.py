@@ -6,9 +6,9 @@ from agents.probes import TaskProfile
 from storage.atomic import read_or_none
 from storage.faults import kill_point
 from storage.records import Evaluation, Feedback, Probe, Reflection, SynthesisSpace
-from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto, test_cases
-from tasks.learn import evaluate_round, fit_embedded, model_path, model_version
-from tasks.stages import Ctx
+from pipeline.datasets import as_trajectories, diagnostic_cases, examples_upto, test_cases
+from pipeline.learn import evaluate_round, fit_embedded, model_path, model_version
+from pipeline.stages import Ctx
 
 REFLECTING_ARMS = {"evosyn", "no_feedback", "no_designer"}
 

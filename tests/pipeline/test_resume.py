@@ -16,8 +16,8 @@ from storage.digest import normalized_rows, table_digests
 from storage.faults import ENV, POINTS
 from storage.records import TABLES
 from storage.store import Store
-import tasks.datasets as datasets
-from tests.tasks.driver import RUN_ID, TINY
+import pipeline.datasets as datasets
+from tests.pipeline.driver import RUN_ID, TINY
 
 pytestmark = pytest.mark.slow
 RUNS = [RUN_ID, datasets.test_set_run_id("airline", n=TINY["test_size"])]
@@ -28,7 +28,7 @@ def drive(root, kill: str | None = None) -> int:
     env = {k: v for k, v in os.environ.items() if k != ENV}
     if kill:
         env[ENV] = kill
-    return subprocess.run([sys.executable, "-m", "tests.tasks.driver", str(root)], env=env, timeout=600,
+    return subprocess.run([sys.executable, "-m", "tests.pipeline.driver", str(root)], env=env, timeout=600,
                           capture_output=True, text=True).returncode
 
 

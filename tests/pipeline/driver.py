@@ -1,6 +1,6 @@
 """The stages of `evosyn run`, in round_flow's order, without Prefect or MLflow: a fast run for resume tests.
 
-``python -m tests.tasks.driver ROOT`` runs (or resumes) the tiny run below in
+``python -m tests.pipeline.driver ROOT`` runs (or resumes) the tiny run below in
 store ROOT; with ``EVOSYN_FAULT_KILL_AT`` set it dies there, as `evosyn run`
 would.
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 
-import tasks.loop as loop
-import tasks.stages as stages
+import pipeline.loop as loop
+import pipeline.stages as stages
 from agents.designer import ColdStart
 from envs.ontology import load_initial_space
 from storage.store import Store

@@ -6,7 +6,7 @@ import multiprocessing as mp
 
 import pytest
 
-import tasks.datasets as datasets
+import pipeline.datasets as datasets
 from storage.store import Store
 
 N = 8
@@ -44,27 +44,27 @@ def test_a_build_that_died_after_its_tasks_is_rebuilt(tmp_path, monkeypatch):
 def test_a_built_test_set_is_reused(tmp_path, monkeypatch):
     store = Store(tmp_path / "s")
     first = datasets.test_cases(store, n=N)
-    import tasks.synth
+    import pipeline.synth
 
-    monkeypatch.setattr(tasks.synth, "synthesize_all", lambda *a, **k: pytest.fail("the test set was rebuilt"))
+    monkeypatch.setattr(pipeline.synth, "synthesize_all", lambda *a, **k: pytest.fail("the test set was rebuilt"))
     assert _summary(datasets.test_cases(store, n=N)) == _summary(first)
 
 
 
 def _build(root: str, barrier, results) -> None:
     import storage.offline  # noqa: F401
-    import tasks.synth
+    import pipeline.synth
     from storage.store import Store
-    from tasks.datasets import test_cases
+    from pipeline.datasets import test_cases
 
     builds = []
-    real = tasks.synth.write_pass
+    real = pipeline.synth.write_pass
 
     def counted(*args, **kwargs):  # the real write, counted: how many processes built the set
         builds.append(1)
         return real(*args, **kwargs)
 
-    tasks.synth.write_pass = counted
+    pipeline.synth.write_pass = counted
     try:
         store = Store(root)
         barrier.wait(timeout=120)
