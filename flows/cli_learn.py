@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from flows.cli import PATH, UserError, bench, main, store_from
+from flows.cli_app import PATH, UserError, bench, main
+from flows.inputs import store_from
 from flows.render import print_table
 from storage import atomic
 

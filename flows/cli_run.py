@@ -6,7 +6,8 @@ from contextlib import contextmanager
 
 import click
 
-from flows.cli import PATH, UserError, main, store_from
+from flows.cli_app import PATH, UserError, main
+from flows.inputs import store_from
 from flows.render import print_table
 
 

@@ -5,7 +5,8 @@ import json
 
 import click
 
-from flows.cli import PATH, UserError, bench, main, store_from
+from flows.cli_app import PATH, UserError, bench, main
+from flows.inputs import store_from
 from flows.render import print_table
 
 
