@@ -13,7 +13,8 @@ from typing import Literal
 from prefect import flow, task
 
 from storage.store import Store
-from pipeline import loop, stages
+from pipeline import loop
+from pipeline.stages import Ctx
 
 
 @task(name="export-sft")
@@ -37,7 +38,7 @@ def llamafactory_task(config_path):
 
 
 @task(name="train")
-def embedded_task(ctx: stages.Ctx):
+def embedded_task(ctx: Ctx):
     from pipeline.learn import model_path
 
     loop.train(ctx)
@@ -50,11 +51,11 @@ def sft_train(root: str, run_id: str, round: int, seed: int = 0, domain: str = "
     """Returns the path of the trained model (embedded artifact or LLaMA-Factory checkpoint)."""
     store = Store(root)
     if learner == "embedded":
-        return str(embedded_task(stages.Ctx(store, run_id, round, seed, domain)))
+        return str(embedded_task(Ctx(store, run_id, round, seed, domain)))
     return str(llamafactory_task(export_task(store, run_id, round, model)))
 
 
-def train_via_deployment(ctx: stages.Ctx, deployment: str, timeout: float | None = None):
+def train_via_deployment(ctx: Ctx, deployment: str, timeout: float | None = None):
     """Run `sft-train` on its work pool, wait for it, and load the learner it saved in the store."""
     from prefect.deployments import run_deployment
 
