@@ -18,10 +18,6 @@ RUN_ID = "tiny-run"
 TINY = dict(rounds=2, budget=16, chunk_size=6, test_size=10, seed=0, arm="evosyn")
 
 
-def chunks(items: list, size: int) -> list[list]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
-
-
 def run(store: Store, run_id: str = RUN_ID, rounds: int = 2, budget: int = 16, chunk_size: int = 6,
         test_size: int = 10, seed: int = 0, arm: str = "evosyn") -> None:
     space = load_initial_space("airline", run_id=run_id)
@@ -32,7 +28,7 @@ def run(store: Store, run_id: str = RUN_ID, rounds: int = 2, budget: int = 16, c
         ctx = stages.Ctx(store, run_id, r, seed)
         directions = stages.design(ctx, space, steering, budget, arm)
         blueprints = stages.plan(ctx, space, directions)
-        for part in chunks(blueprints, chunk_size):
+        for part in stages.chunks(blueprints, chunk_size):
             tasks_ = stages.generate(ctx, space, part)
             name = stages.chunk_name("chunk", part)
             stages.verify_chunk(ctx, tasks_, stages.rollout(ctx, tasks_, name), name)

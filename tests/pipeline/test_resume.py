@@ -16,11 +16,11 @@ from storage.digest import normalized_rows, table_digests
 from storage.faults import ENV, POINTS
 from storage.records import TABLES
 from storage.store import Store
-import pipeline.datasets as datasets
+import pipeline.testset as testset
 from tests.pipeline.driver import RUN_ID, TINY
 
 pytestmark = pytest.mark.slow
-RUNS = [RUN_ID, datasets.test_set_run_id("airline", n=TINY["test_size"])]
+RUNS = [RUN_ID, testset.test_set_run_id("airline", n=TINY["test_size"])]
 KILLS = [p for p in POINTS if p != "reflect"] + ["reflect@1", "reflect@2", "generate@2"]
 
 
