@@ -26,6 +26,7 @@ class PassConflict(ValueError):
 
 
 class Kept(NamedTuple):
+    blueprint: Blueprint
     task: SynthTask
     trajectory: Trajectory  # the verified one: the rollout, or its repair
     verdict: Verdict
@@ -49,7 +50,7 @@ class Pass:
         tasks = {t.task_id: t for t in self.tasks}
         trajs = {t.trajectory_id: t for t in self.trajectories}
         passed = {v.blueprint_id: v for v in self.verdicts if v.passed and v.task_id in tasks}
-        return [Kept(tasks[v.task_id], trajs[v.trajectory_id], v)
+        return [Kept(bp, tasks[v.task_id], trajs[v.trajectory_id], v)
                 for bp in self.blueprints if (v := passed.get(bp.blueprint_id)) is not None]
 
 

@@ -1,5 +1,4 @@
 """The embedded airline backend end to end: yield, coverage, controllability, repair, bad input."""
-import hashlib
 
 import pytest
 from scipy.stats import spearmanr
@@ -8,35 +7,32 @@ from agents.designer import ColdStart, EmbeddedDesigner, NewFactor
 from agents.planner import EmbeddedPlanner
 from agents.synthesis import synthesize
 from agents.verifier import verify
-from pipeline.synth import design_and_plan, synthesize_all
 from tests.agents.conftest import BUCKETS, with_factor
 
 
-def cold_start(space, n, seed=0):
-    result = design_and_plan(space, n, run_id="t", round=0, seed=seed)
-    return synthesize_all(space, result.blueprints, "airline", result)
-
-
 @pytest.mark.slow
-def test_thousand_blueprints_cold_start(space):
-    result = cold_start(space, 1000)
+def test_thousand_blueprints_cold_start(space, synth_pass):
+    result = synth_pass(space, 1000)
     assert len(result.blueprints) == 1000
     assert len(result.kept) >= 900
     sels = [c.blueprint.selected_dimensions for c in result.kept]
     assert {s["task_family"][0] for s in sels} == set(space.factor("task_family").values)
     assert {s["expected_outcome"][0] for s in sels} == {"fulfill", "refuse"}
     for c in result.kept[::25]:  # kept means verified; re-verify a sample from scratch
-        assert verify(c.task, c.final).passed
+        assert verify(c.task, c.trajectory).passed
 
 
-def test_kept_trajectories_get_reward_one_from_tau2(space):
+def test_kept_trajectories_get_reward_one_from_tau2(space, synth_pass):
     from envs.tau2.convert import task_from_dict
     from envs.tau2.official_eval import tau2_reward
 
-    result = cold_start(space, 36)
+    result = synth_pass(space, 36)
     assert len(result.kept) == 36
-    for c in result.kept[::3]:  # every family x outcome once (tau2's evaluator takes ~1 s a task)
-        reward, note = tau2_reward("airline", task_from_dict(c.task.tau2_task), c.final.messages, c.final.termination)
+    kept = sorted(result.kept, key=lambda c: (c.blueprint.selected_dimensions["task_family"],
+                                              c.blueprint.selected_dimensions["expected_outcome"]))
+    for c in kept[::3]:  # every family x outcome once (tau2's evaluator takes ~1 s a task)
+        reward, note = tau2_reward("airline", task_from_dict(c.task.tau2_task), c.trajectory.messages,
+                                   c.trajectory.termination)
         assert reward == 1.0, (c.task.task_id, note)
 
 
@@ -60,38 +56,35 @@ def test_controllability(space, roles, key):
     assert exact >= 0.996 and rho >= 0.997
 
 
-def test_default_prior_favours_single_writes(space):
-    result = cold_start(space, 240)
-    writes = [c.verdicts[-1].observed["num_write"][0] for c in result.kept
+def test_default_prior_favours_single_writes(space, synth_pass):
+    result = synth_pass(space, 240)
+    writes = [c.verdict.observed["num_write"][0] for c in result.kept
               if c.blueprint.selected_dimensions["expected_outcome"] == ["fulfill"]]
     assert writes.count("1") / len(writes) > 0.6 and {"1", "2"} <= set(writes)
 
 
-def _digest(store):
-    h = hashlib.sha256()
-    for table in ("directions", "blueprints", "tasks", "trajectories", "verdicts"):
-        h.update(store.read(table).sort(by=store.read(table).columns[:8]).write_ipc(None).getvalue())
-    return h.hexdigest()
-
-
 def test_same_seed_same_output_different_seed_differs(tmp_path, space):
+    from agents.designer import ColdStart
+    from pipeline.stages import Ctx
+    from pipeline.synthesis import run_pass
+    from storage.digest import table_digests
     from storage.store import Store
-    from pipeline.synth import write_pass
 
     digests = []
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
         store = Store(tmp_path / name)
-        write_pass(store, cold_start(space, 48, seed=seed), chunk="c0")
-        digests.append(_digest(store))
+        run_pass(Ctx(store, space.run_id, 0, seed), space, ColdStart(), 48)
+        digests.append(table_digests(store, space.run_id))
     assert digests[0] == digests[1] != digests[2]
-    files_a = sorted((tmp_path / "a").rglob("*.parquet"))
-    files_b = sorted((tmp_path / "b").rglob("*.parquet"))
-    assert [f.read_bytes() for f in files_a] == [f.read_bytes() for f in files_b]
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a" / "tables").rglob("*.parquet"))
+    files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b" / "tables").rglob("*.parquet"))
+    assert files_a == files_b  # the same chunks: names hashed from content
 
 
 def test_bad_blueprints_are_recorded_rejections(space, roles):
     gen, teacher, rep = roles
-    bp = design_and_plan(space, 12, run_id="t", round=0, seed=0).blueprints[0]
+    d = EmbeddedDesigner().design(space, ColdStart(), 12, run_id="t", round=0, seed=0)[0]
+    bp = EmbeddedPlanner().plan(d, space, None, index=0, seed=0)
     bad_value = bp.model_copy(update={"selected_dimensions": {**bp.selected_dimensions, "task_family": ["teleport"]}})
     bad_key = bp.model_copy(update={"selected_dimensions": {**bp.selected_dimensions, "num_write": ["1"]}})
     for broken, needle in ((bad_value, "teleport"), (bad_key, "'num_write' is not in space")):
@@ -105,7 +98,7 @@ def test_bad_blueprints_are_recorded_rejections(space, roles):
     assert not c.kept and "refusal cannot change state" in c.rejection
 
 
-def test_repair_fixes_what_it_can_and_rejects_the_rest(space, roles):
+def test_repair_fixes_what_it_can_and_rejects_the_rest(space, roles, synth_pass):
     gen, teacher, rep = roles
     sp = with_factor(space, "num_write")
     d = EmbeddedDesigner().design(sp, ColdStart(), 12, run_id="t", round=0, seed=0)[0].model_copy(update={
@@ -120,8 +113,8 @@ def test_repair_fixes_what_it_can_and_rejects_the_rest(space, roles):
     fixed, reason = rep.repair(cand.task, broken, verdict)
     assert verify(cand.task, fixed).passed and fixed.attempt == 1 and reason.startswith("communicate")
     # a write without its confirmation: the policy strategy inserts one
-    writer = next(c for c in cold_start(space, 12).kept if c.task.scenario["intents"][0]["tool"])
-    unconfirmed = writer.final.model_copy(update={"messages": [m for m in writer.final.messages
+    writer = next(c for c in synth_pass(space, 12).kept if c.task.scenario["intents"][0]["tool"])
+    unconfirmed = writer.trajectory.model_copy(update={"messages": [m for m in writer.trajectory.messages
                                                                if "go ahead" not in (m.content or "")]})
     v = verify(writer.task, unconfirmed)
     assert [c.name for c in v.failed()] == ["policy"]
@@ -129,5 +122,5 @@ def test_repair_fixes_what_it_can_and_rejects_the_rest(space, roles):
     assert verify(writer.task, fixed).passed and reason.startswith("policy")
     # a requested factor that the trajectory does not realize is never repaired into the data
     wrong = writer.task.model_copy(update={"requested": {**writer.task.requested, "num_write": ["5+"]}})
-    v = verify(wrong, writer.final)
-    assert not v.passed and rep.repair(wrong, writer.final, v) is None
+    v = verify(wrong, writer.trajectory)
+    assert not v.passed and rep.repair(wrong, writer.trajectory, v) is None
