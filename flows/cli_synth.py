@@ -38,7 +38,7 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
     from pipeline.stages import Ctx
-    from pipeline.synthesis import PassConflict, run_pass
+    from pipeline.synthesis import PassConflict, claim, run_pass
 
     if domain != "airline":
         raise UserError(f"--domain {domain}: the embedded backend synthesizes airline only so far")
@@ -51,12 +51,13 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
     store = store_from(ctx)  # a store root that cannot be created is refused before the work
     if fresh:
         store.delete_run(run_id)
+    pass_ctx, steering = Ctx(store, run_id, 0, seed, domain), ColdStart()
+    try:
+        claim(pass_ctx, space, steering, n, "evosyn")  # before any output: a refusal is one line
+    except PassConflict as exc:
+        raise UserError(f"--run-id {run_id}: {exc}") from None
     with click.progressbar(length=n, label="synthesizing", file=click.get_text_stream("stderr")) as bar:
-        try:
-            result = run_pass(Ctx(store, run_id, 0, seed, domain), space, ColdStart(), n, chunk_size=chunk_size,
-                              progress=bar.update)
-        except PassConflict as exc:
-            raise UserError(f"--run-id {run_id}: {exc}") from None
+        result = run_pass(pass_ctx, space, steering, n, chunk_size=chunk_size, progress=bar.update)
     return run_id, result
 
 

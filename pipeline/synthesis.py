@@ -68,7 +68,7 @@ def claim(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: in
         if prior.get("inputs") != key:
             raise PassConflict(f"run {ctx.run_id} round {ctx.round} already holds a synthesis pass of other inputs "
                                f"(budget {prior.get('budget')}, space version {prior.get('space_version')}); "
-                               "use another run id, or delete that run")
+                               "pick another run id")
         return
     ctx.store.mark_complete(INPUTS_STAGE, ctx.run_id, ctx.round, inputs=key, budget=budget,
                             space_version=space.version, steering=steering.kind, arm=arm)

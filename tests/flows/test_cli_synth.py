@@ -1,5 +1,14 @@
 import json
+import os
+import signal
+import subprocess
+import sys
 
+import pytest
+
+from storage.digest import table_digests
+from storage.faults import ENV
+from storage.store import Store
 from tests.flows.test_cli import evosyn
 
 
@@ -27,3 +36,31 @@ def test_bad_space_file_is_one_line(tmp_path):
 def test_other_domains_are_refused_clearly(tmp_path):
     out = evosyn("synth", "--domain", "retail", "--n", "3", home=tmp_path / "h")
     assert out.returncode == 2 and "airline only" in out.stderr
+
+
+def _synth_killed_at(point, home, *args):
+    env = {**os.environ, "EVOSYN_HOME": str(home), ENV: point}
+    return subprocess.run([sys.executable, "-m", "flows.cli", "synth", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+@pytest.mark.parametrize("point", ["plan", "rollout", "verify"])
+def test_a_killed_synth_resumes_to_the_rows_of_an_uninterrupted_one(tmp_path, point):
+    args = ("--n", "20", "--seed", "1", "--chunk-size", "6")
+    run_id = "synth-airline-s1-n20"
+    assert evosyn("synth", *args, home=tmp_path / "clean").returncode == 0
+    killed = _synth_killed_at(point, tmp_path / "killed", *args)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-1000:]
+    resumed = evosyn("synth", *args, home=tmp_path / "killed")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "20 of 20 blueprints verified" in resumed.stdout  # the whole pass, also what ran before the kill
+    want = table_digests(Store(tmp_path / "clean", create=False), run_id)
+    assert table_digests(Store(tmp_path / "killed", create=False), run_id) == want
+
+
+def test_a_run_id_holding_another_pass_is_refused_in_one_line(tmp_path):
+    home = tmp_path / "h"
+    assert evosyn("synth", "--n", "4", "--run-id", "mine", home=home).returncode == 0
+    assert evosyn("synth", "--n", "4", "--run-id", "mine", home=home).returncode == 0  # the same pass: a no-op
+    out = evosyn("synth", "--n", "5", "--run-id", "mine", home=home)
+    assert out.returncode == 2 and out.stderr.startswith("error: --run-id mine:") and out.stderr.count("\n") == 1
