@@ -30,11 +30,15 @@ def load_space_file(path: str, domain: str, run_id: str):
 
 
 def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None,
-              chunk_size: int = 50, fresh: bool = False):
+              chunk_size: int = 50, fresh: bool = False, llm_roles: dict | None = None):
     """One pass of the round's stages into the store (pipeline/synthesis.py): a rerun resumes it.
 
-    ``fresh``: the run's earlier pass is deleted first, so all of it is computed (a benchmark times the work).
+    ``llm_roles``: role -> RoleConfig of the roles that run on an LLM (checked by ``check_roles``), as in a
+    round; the others are embedded. ``fresh``: the run's earlier pass is deleted first, so all of it is
+    computed (a benchmark times the work).
     """
+    import hashlib
+
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
     from pipeline.stages import Ctx
@@ -45,13 +49,14 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
     space = load_space_file(space_file, domain, "synth") if space_file else None
     if run_id is None:  # named by its inputs, so a rerun finds (and resumes) its own pass
         spaced = f"-space{space_digest(space)}" if space is not None else ""
-        run_id = f"synth-{domain}-s{seed}-n{n}{spaced}"
+        llm = "-llm" + hashlib.sha256(repr(sorted(llm_roles.items())).encode()).hexdigest()[:8] if llm_roles else ""
+        run_id = f"synth-{domain}-s{seed}-n{n}{spaced}{llm}"
     space = space.model_copy(update={"run_id": run_id}) if space is not None else \
         load_initial_space(domain, run_id=run_id)
     store = store_from(ctx)  # a store root that cannot be created is refused before the work
     if fresh:
         store.delete_run(run_id)
-    pass_ctx, steering = Ctx(store, run_id, 0, seed, domain), ColdStart()
+    pass_ctx, steering = Ctx(store, run_id, 0, seed, domain, llm_roles=llm_roles or {}), ColdStart()
     try:
         claim(pass_ctx, space, steering, n, "evosyn")  # before any output: a refusal is one line
     except PassConflict as exc:
@@ -76,12 +81,22 @@ def space_digest(space) -> str:
               help="Store partition (default synth-<domain>-s<seed>-n<n>, plus the --space file's digest).")
 @click.option("--chunk-size", type=click.IntRange(1, 100_000), default=50, show_default=True,
               help="Blueprints per generate / rollout / verify chunk, as in a round.")
+@click.option("--backend", type=click.Choice(["embedded", "llm"]), default=None)
+@click.option("--config", "config_file", type=PATH, default=None,
+              help="A run config whose roles.<role> settings choose each role's backend, as in `evosyn run`.")
 @click.pass_context
-def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None, chunk_size: int) -> None:
+def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None, chunk_size: int,
+          backend: str | None, config_file: str | None) -> None:
     """One synthesis pass (design, plan, generate, rollout, verify, repair) into the store; a rerun resumes it."""
     from pipeline.synthesis import summary
 
-    run_id, result = run_synth(ctx, domain, n, seed, space_file, run_id, chunk_size)
+    llm = None
+    if backend or config_file:  # the run's config rules: roles, checked before any work, as `evosyn run` does
+        from agents.roles import llm_roles
+        from flows.cli_run import _config
+
+        llm = llm_roles(_config(ctx, config_file, domain=domain, seed=seed, backend=backend))
+    run_id, result = run_synth(ctx, domain, n, seed, space_file, run_id, chunk_size, llm_roles=llm)
     by_slice, reasons = summary(result)
     slices = sorted({k for k, _ in by_slice})
     print_table(f"run {run_id}: {len(result.kept)} of {len(result.blueprints)} blueprints verified",

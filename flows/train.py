@@ -30,7 +30,7 @@ def export_task(store: Store, run_id: str, round: int, model: str):
 
 
 @task(name="llamafactory-train")
-def llamafactory_task(config_path):
+def llamafactory_task(config_path: Path) -> Path:
     from agents.learners.llamafactory import find_cli, run_training
 
     run_training(config_path, find_cli())

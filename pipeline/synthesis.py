@@ -54,24 +54,31 @@ class Pass:
                 for bp in self.blueprints if (v := passed.get(bp.blueprint_id)) is not None]
 
 
-def _inputs_key(space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> str:
-    return stages._h(space.model_dump_json(exclude={"created_at"}), steering.model_dump_json(), budget, arm)
+def backends(ctx: stages.Ctx) -> dict[str, str]:
+    """The LLM-backed roles of a pass and what decides their replies (the rest are embedded)."""
+    return {r: f"{rc.provider}:{rc.model}@{rc.base_url or ''} t={rc.temperature} max={rc.max_tokens}"
+            for r, rc in sorted(ctx.llm_roles.items())}
+
+
+def _inputs_key(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> str:
+    return stages._h(space.model_dump_json(exclude={"created_at"}), steering.model_dump_json(), budget, arm,
+                     sorted(backends(ctx).items()))
 
 
 def claim(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> None:
-    """The partition is this pass's: a rerun (or resume) of the same inputs goes on, other inputs are refused
-    (their stages would be read back, or written beside this pass's rows)."""
-    key = _inputs_key(space, steering, budget, arm)
+    """The partition is this pass's: a rerun (or resume) of the same inputs goes on, other inputs (space,
+    steering, budget, arm, LLM roles) are refused: their stages would be read back, or written beside its rows."""
+    key = _inputs_key(ctx, space, steering, budget, arm)
     path = ctx.store.marker_path(INPUTS_STAGE, ctx.run_id, ctx.round)
     if path.is_file():
         prior = json.loads(path.read_text())
         if prior.get("inputs") != key:
             raise PassConflict(f"run {ctx.run_id} round {ctx.round} already holds a synthesis pass of other inputs "
-                               f"(budget {prior.get('budget')}, space version {prior.get('space_version')}); "
-                               "pick another run id")
+                               f"(budget {prior.get('budget')}, space version {prior.get('space_version')}, "
+                               f"LLM roles {prior.get('backends') or 'none'}); pick another run id")
         return
     ctx.store.mark_complete(INPUTS_STAGE, ctx.run_id, ctx.round, inputs=key, budget=budget,
-                            space_version=space.version, steering=steering.kind, arm=arm)
+                            space_version=space.version, steering=steering.kind, arm=arm, backends=backends(ctx))
 
 
 def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, *, arm: Arm = "evosyn",

@@ -64,3 +64,26 @@ def test_a_run_id_holding_another_pass_is_refused_in_one_line(tmp_path):
     assert evosyn("synth", "--n", "4", "--run-id", "mine", home=home).returncode == 0  # the same pass: a no-op
     out = evosyn("synth", "--n", "5", "--run-id", "mine", home=home)
     assert out.returncode == 2 and out.stderr.startswith("error: --run-id mine:") and out.stderr.count("\n") == 1
+
+
+def test_synth_runs_the_llm_roles_of_a_run_config(tmp_path):
+    """The same backends as a round: roles.<role> of a run config, checked first, their calls in llm_calls."""
+    from benchmarks.fake_llm_server import FakeLLMServer
+    from benchmarks.llm_script import RoleScript
+    from tests.flows.test_llm_run import KEY, cli, config
+
+    home = tmp_path / "home"
+    missing = cli(home, "synth", "--n", "4", "--backend", "llm", "--config",
+                  str(config(tmp_path, "http://127.0.0.1:9/v1")), key=None, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.startswith("error: ") and missing.stderr.count("\n") == 1
+    assert not home.exists()  # refused before any work
+    with FakeLLMServer(RoleScript()) as server:
+        out = cli(home, "synth", "--n", "4", "--backend", "llm", "--config", str(config(tmp_path, server.base_url)),
+                  timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "blueprints verified" in out.stdout and server.count > 0
+    store = Store(home, create=False)
+    (run_id,) = {c.run_id for c in store.read_records("llm_calls")}
+    assert run_id.startswith("synth-airline-s0-n4-llm")  # its own run id: never an embedded pass's partition
+    assert {c.role for c in store.read_records("llm_calls")} >= {"designer", "planner", "generator", "teacher"}
+    assert KEY not in "".join(p.read_bytes().decode("latin-1") for p in home.rglob("*") if p.is_file())
