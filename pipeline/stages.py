@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, Steering
 from agents.generator import GenerationError
@@ -56,7 +56,7 @@ class Ctx:
     domain: str = "airline"
     llm_roles: dict[str, RoleConfig] = field(default_factory=dict)
     diagnostic_fraction: float | None = DIAGNOSTIC_FRACTION
-    source: str | None = None
+    source: Literal["synthesized", "official", "test_set"] | None = None
     fault_points: dict[str, str] | None = None
 
     @classmethod
