@@ -1,6 +1,6 @@
 """SIGKILL at every stage boundary, then resume: every table equals an uninterrupted run's, row for row (slow).
 
-The run is tests/tasks/driver.py (round_flow's stages, without Prefect or MLflow),
+The run is tests/pipeline/driver.py (round_flow's stages, without Prefect or MLflow),
 in a subprocess killed by ``EVOSYN_FAULT_KILL_AT`` (storage/faults.py).
 """
 from __future__ import annotations
