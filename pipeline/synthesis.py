@@ -112,6 +112,7 @@ def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget:
         if progress:
             progress(len(part))
     result = read_pass(ctx, blueprints)
+    lap("read back")
     result.seconds = seconds
     return result
 
