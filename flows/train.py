@@ -8,6 +8,7 @@ root (a shared volume or object storage).
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from prefect import flow, task

@@ -5,7 +5,7 @@ from scipy.stats import spearmanr
 
 from agents.designer import ColdStart, EmbeddedDesigner, NewFactor
 from agents.planner import EmbeddedPlanner
-from agents.synthesis import synthesize
+from agents.synthesis import verify_with_repair
 from agents.verifier import verify
 from tests.agents.conftest import BUCKETS, with_factor
 
@@ -38,17 +38,10 @@ def test_kept_trajectories_get_reward_one_from_tau2(space, synth_pass):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["num_write", "num_read"])
-def test_controllability(space, roles, key):
+def test_controllability(space, synth_pass, key):
     sp = with_factor(space, key)
-    dirs = EmbeddedDesigner().design(sp, NewFactor(factor=key), 520, run_id="t", round=1, seed=0)
-    planner, (gen, teacher, rep) = EmbeddedPlanner(), roles
-    pairs = []
-    for d in dirs:
-        for i in range(d.n_blueprints):
-            c = synthesize(planner.plan(d, sp, None, index=i, seed=0), sp, gen, teacher, rep)
-            if c.kept:
-                pairs.append((BUCKETS.index(c.blueprint.selected_dimensions[key][0]),
-                              BUCKETS.index(c.verdicts[-1].observed[key][0])))
+    pairs = [(BUCKETS.index(c.blueprint.selected_dimensions[key][0]), BUCKETS.index(c.verdict.observed[key][0]))
+             for c in synth_pass(sp, 520, steering=NewFactor(factor=key)).kept]
     assert len(pairs) >= 500
     assert {r for r, _ in pairs} == set(range(5))
     exact = sum(a == b for a, b in pairs) / len(pairs)
@@ -81,21 +74,27 @@ def test_same_seed_same_output_different_seed_differs(tmp_path, space):
     assert files_a == files_b  # the same chunks: names hashed from content
 
 
-def test_bad_blueprints_are_recorded_rejections(space, roles):
-    gen, teacher, rep = roles
+def test_bad_blueprints_are_recorded_rejections(tmp_path, space):
+    from pipeline import stages
+    from storage.store import Store
+
+    ctx = stages.Ctx(Store(tmp_path / "s"), "t", 0, 0)
     d = EmbeddedDesigner().design(space, ColdStart(), 12, run_id="t", round=0, seed=0)[0]
     bp = EmbeddedPlanner().plan(d, space, None, index=0, seed=0)
-    bad_value = bp.model_copy(update={"selected_dimensions": {**bp.selected_dimensions, "task_family": ["teleport"]}})
-    bad_key = bp.model_copy(update={"selected_dimensions": {**bp.selected_dimensions, "num_write": ["1"]}})
-    for broken, needle in ((bad_value, "teleport"), (bad_key, "'num_write' is not in space")):
-        c = synthesize(broken, space, gen, teacher, rep)
-        assert not c.kept and c.task is None and needle in c.rejection
-        assert c.verdicts[0].checks[0].name == "generate" and not c.verdicts[0].passed
+
+    def broken(name, **dims):
+        return bp.model_copy(update={"blueprint_id": f"{bp.blueprint_id}-{name}",
+                                     "selected_dimensions": {**bp.selected_dimensions, **dims}})
+
     sp = with_factor(space, "num_write")
-    infeasible = bp.model_copy(update={"selected_dimensions": {**bp.selected_dimensions, "num_write": ["3-4"],
-                                                               "expected_outcome": ["refuse"]}})
-    c = synthesize(infeasible, sp, gen, teacher, rep)
-    assert not c.kept and "refusal cannot change state" in c.rejection
+    for bad, in_space, needle in (
+            (broken("value", task_family=["teleport"]), space, "teleport"),
+            (broken("key", num_write=["1"]), space, "'num_write' is not in space"),
+            (broken("infeasible", num_write=["3-4"], expected_outcome=["refuse"]), sp, "refusal cannot change state")):
+        assert stages.generate(ctx, in_space, [bad]) == []  # no task: a recorded rejection, not a crashed stage
+        (verdict,) = ctx.read("verdicts", stages.chunk_name("gen", [bad]))
+        assert not verdict.passed and verdict.blueprint_id == bad.blueprint_id
+        assert verdict.checks[0].name == "generate" and needle in verdict.checks[0].reason
 
 
 def test_repair_fixes_what_it_can_and_rejects_the_rest(space, roles, synth_pass):
@@ -104,14 +103,15 @@ def test_repair_fixes_what_it_can_and_rejects_the_rest(space, roles, synth_pass)
     d = EmbeddedDesigner().design(sp, ColdStart(), 12, run_id="t", round=0, seed=0)[0].model_copy(update={
         "allowed_values": {"task_family": ["loyalty_or_membership_service"], "expected_outcome": ["fulfill"],
                            "num_write": ["0"]}})
-    cand = synthesize(EmbeddedPlanner().plan(d, sp, None, index=0, seed=0), sp, gen, teacher, rep)
-    assert cand.kept and cand.task.scenario["info"]  # an information request: the closing carries the answer
-    broken = cand.final.model_copy(deep=True)
+    task = gen.generate(EmbeddedPlanner().plan(d, sp, None, index=0, seed=0), sp)
+    trajectories, verdicts = verify_with_repair(task, teacher.rollout(task), rep)
+    assert verdicts[-1].passed and task.scenario["info"]  # an information request: the closing carries the answer
+    broken = trajectories[-1].model_copy(deep=True)
     next(m for m in reversed(broken.messages) if m.role == "assistant" and m.content).content = "Done."
-    verdict = verify(cand.task, broken)
+    verdict = verify(task, broken)
     assert [c.name for c in verdict.failed()] == ["communicate"]
-    fixed, reason = rep.repair(cand.task, broken, verdict)
-    assert verify(cand.task, fixed).passed and fixed.attempt == 1 and reason.startswith("communicate")
+    fixed, reason = rep.repair(task, broken, verdict)
+    assert verify(task, fixed).passed and fixed.attempt == 1 and reason.startswith("communicate")
     # a write without its confirmation: the policy strategy inserts one
     writer = next(c for c in synth_pass(space, 12).kept if c.task.scenario["intents"][0]["tool"])
     unconfirmed = writer.trajectory.model_copy(update={"messages": [m for m in writer.trajectory.messages
