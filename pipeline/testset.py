@@ -8,12 +8,14 @@ from pipeline.datasets import cases_for, with_count_factors
 from pipeline.stages import Ctx
 from pipeline.synthesis import run_pass
 from storage.locks import store_lock
+from storage.records import TABLES
 from storage.store import Store
 
 TEST_SEED = 20_260_101
 TEST_SET_STAGE = "testset"
 # the chunks of its pass: fixed, so a test set is the same files whatever chunk_size the run that built it had
 TEST_SET_CHUNK_SIZE = 50
+LEGACY_CHUNK = "testset"  # the single chunk a test set was written as before it ran the pipeline's stages
 
 
 def test_set_run_id(domain: str, seed: int = TEST_SEED, n: int = 200) -> str:
@@ -45,6 +47,8 @@ def build_test_set(store: Store, domain: str, n: int = 200, seed: int = TEST_SEE
     their trajectories and verdicts (the observed factors) not yet.
     """
     run_id = test_set_run_id(domain, seed, n)
+    for table in TABLES:  # a partial build of the one-chunk layout before the stages: its rows would stay beside
+        store.remove_chunk(table, run_id, 0, LEGACY_CHUNK)
     ctx = Ctx(store, run_id, 0, seed, domain, diagnostic_fraction=None, source="test_set",
               fault_points={"generate": "testset"})
     space = with_count_factors(load_initial_space(domain, run_id=run_id))

@@ -94,3 +94,13 @@ def test_the_test_set_is_marked_and_is_no_training_data(tmp_path):
     assert store.is_complete(testset.TEST_SET_STAGE, run_id, 0)
     assert cases and all(c.task.source == "test_set" for c in cases)
     assert store.count("sft_examples", run_id=run_id) == 0  # verified, but never an SFT example
+
+
+def test_a_partial_build_of_the_old_one_chunk_layout_leaves_no_rows_behind(tmp_path):
+    clean = Store(tmp_path / "clean")
+    cases = testset.test_cases(clean, n=N)
+    run_id = testset.test_set_run_id("airline", n=N)
+    store = Store(tmp_path / "old")
+    store.write(clean.read_records("tasks", run_id=run_id), testset.LEGACY_CHUNK)  # died before its verdicts
+    assert _summary(testset.test_cases(store, n=N)) == _summary(cases)
+    assert store.count("tasks", run_id=run_id) == clean.count("tasks", run_id=run_id)
