@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from flows.cli_app import PATH, UserError, bench, main
 from flows.inputs import store_from
 from flows.render import print_table
+
+if TYPE_CHECKING:
+    from storage.config import RoleConfig
 
 
 def load_space_file(path: str, domain: str, run_id: str):
@@ -30,7 +34,7 @@ def load_space_file(path: str, domain: str, run_id: str):
 
 
 def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None,
-              chunk_size: int = 50, fresh: bool = False, llm_roles: dict | None = None):
+              chunk_size: int = 50, fresh: bool = False, llm_roles: dict[str, RoleConfig] | None = None):
     """One pass of the round's stages into the store (pipeline/synthesis.py): a rerun resumes it.
 
     ``llm_roles``: role -> RoleConfig of the roles that run on an LLM (checked by ``check_roles``), as in a
@@ -42,14 +46,14 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
     from pipeline.stages import Ctx
-    from pipeline.synthesis import PassConflict, claim, run_pass
+    from pipeline.synthesis import PassConflict, backends, claim, run_pass
 
     if domain != "airline":
         raise UserError(f"--domain {domain}: the embedded backend synthesizes airline only so far")
     space = load_space_file(space_file, domain, "synth") if space_file else None
     if run_id is None:  # named by its inputs, so a rerun finds (and resumes) its own pass
         spaced = f"-space{space_digest(space)}" if space is not None else ""
-        llm = "-llm" + hashlib.sha256(repr(sorted(llm_roles.items())).encode()).hexdigest()[:8] if llm_roles else ""
+        llm = "-llm" + hashlib.sha256(repr(backends(llm_roles)).encode()).hexdigest()[:8] if llm_roles else ""
         run_id = f"synth-{domain}-s{seed}-n{n}{spaced}{llm}"
     space = space.model_copy(update={"run_id": run_id}) if space is not None else \
         load_initial_space(domain, run_id=run_id)

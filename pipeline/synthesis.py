@@ -16,6 +16,7 @@ from typing import Callable, NamedTuple
 
 import pipeline.stages as stages
 from agents.designer import Steering
+from storage.config import RoleConfig
 from storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 
 INPUTS_STAGE = "pass-inputs"  # marker: what the pass in a (run, round) partition was asked for
@@ -54,15 +55,15 @@ class Pass:
                 for bp in self.blueprints if (v := passed.get(bp.blueprint_id)) is not None]
 
 
-def backends(ctx: stages.Ctx) -> dict[str, str]:
+def backends(llm_roles: dict[str, RoleConfig]) -> dict[str, str]:
     """The LLM-backed roles of a pass and what decides their replies (the rest are embedded)."""
     return {r: f"{rc.provider}:{rc.model}@{rc.base_url or ''} t={rc.temperature} max={rc.max_tokens}"
-            for r, rc in sorted(ctx.llm_roles.items())}
+            for r, rc in sorted(llm_roles.items())}
 
 
 def _inputs_key(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> str:
     return stages._h(space.model_dump_json(exclude={"created_at"}), steering.model_dump_json(), budget, arm,
-                     sorted(backends(ctx).items()))
+                     sorted(backends(ctx.llm_roles).items()))
 
 
 def claim(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> None:
@@ -78,7 +79,7 @@ def claim(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: in
                                f"LLM roles {prior.get('backends') or 'none'}); pick another run id")
         return
     ctx.store.mark_complete(INPUTS_STAGE, ctx.run_id, ctx.round, inputs=key, budget=budget,
-                            space_version=space.version, steering=steering.kind, arm=arm, backends=backends(ctx))
+                            space_version=space.version, steering=steering.kind, arm=arm, backends=backends(ctx.llm_roles))
 
 
 def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, *, arm: Arm = "evosyn",
