@@ -1,34 +1,18 @@
-"""One blueprint through generate -> rollout -> verify (-> repair), as a pure function."""
+"""The per-item pieces the synthesis stages share (pipeline/stages.py): verify with repair, rejection verdicts."""
 from __future__ import annotations
 
 import hashlib
-import time
-from collections import Counter
-from dataclasses import dataclass, field
 
-from agents.generator import GenerationError, Generator
 from agents.repair import Repair
-from agents.teacher import Teacher
 from agents.verifier import verify
-from storage.records import Blueprint, CheckResult, Direction, SynthesisSpace, SynthTask, Trajectory, Verdict
-
-
-@dataclass
-class Candidate:
-    blueprint: Blueprint
-    task: SynthTask | None = None
-    trajectories: list[Trajectory] = field(default_factory=list)
-    verdicts: list[Verdict] = field(default_factory=list)
-    rejection: str = ""
-    seconds: Counter = field(default_factory=Counter)  # per stage
-
-    @property
-    def kept(self) -> bool:
-        return bool(self.verdicts) and self.verdicts[-1].passed
-
-    @property
-    def final(self) -> Trajectory | None:
-        return self.trajectories[-1] if self.trajectories else None
+from storage.records import (
+    Blueprint,
+    CheckResult,
+    Direction,
+    SynthTask,
+    Trajectory,
+    Verdict,
+)
 
 
 def unplanned(d: Direction, index: int = 0) -> Blueprint:
@@ -63,34 +47,3 @@ def verify_with_repair(task: SynthTask, trajectory: Trajectory, repair: Repair |
         if fixed is None:
             return trajectories, verdicts
         trajectory, verdict.repair_reason = fixed
-
-
-def synthesize(blueprint: Blueprint, space: SynthesisSpace, generator: Generator, teacher: Teacher,
-               repair: Repair | None) -> Candidate:
-    cand = Candidate(blueprint)
-    clock = time.perf_counter()
-
-    def lap(stage: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        cand.seconds[stage] += now - clock
-        clock = now
-
-    try:
-        cand.task = generator.generate(blueprint, space)
-        lap("generate")
-    except GenerationError as exc:
-        cand.rejection = str(exc)
-        cand.verdicts.append(rejection_verdict(blueprint, "generate", str(exc)))
-        return cand
-    except Exception as exc:  # a generator bug must cost one blueprint, never the round
-        cand.rejection = f"generator error: {type(exc).__name__}: {exc}"
-        cand.verdicts.append(rejection_verdict(blueprint, "generate", cand.rejection))
-        return cand
-    trajectory = teacher.rollout(cand.task)
-    lap("rollout")
-    cand.trajectories, cand.verdicts = verify_with_repair(cand.task, trajectory, repair)
-    lap("verify+repair")
-    if not cand.kept:
-        cand.rejection = "; ".join(f"{c.name}: {c.reason}" for c in cand.verdicts[-1].failed())
-    return cand

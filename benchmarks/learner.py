@@ -6,19 +6,28 @@ import time
 from typing import Any
 
 
+def pool(store, domain: str, name: str, budget: int, seed: int, space=None, steering=None):
+    """A synthesis pass (the pipeline's stages) of ``budget`` blueprints in run ``<name>-<domain>-s<seed>-n<budget>``:
+    built once per store, read back by a rerun of the benchmark."""
+    from agents.designer import ColdStart
+    from envs.ontology import load_initial_space
+    from pipeline.stages import Ctx
+    from pipeline.synthesis import run_pass
+
+    run_id = f"{name}-{domain}-s{seed}-n{budget}"
+    space = (space or load_initial_space(domain, run_id=run_id)).model_copy(update={"run_id": run_id})
+    return run_pass(Ctx(store, run_id, 0, seed, domain), space, steering or ColdStart(), budget)
+
+
 def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0) -> dict[str, Any]:
     from agents.learners.harness import evaluate, success_by_slice
-    from envs.ontology import load_initial_space
     from envs.packs import get_domain
-    from tasks.datasets import test_cases
-    from tasks.learn import fit_embedded
-    from tasks.synth import design_and_plan, synthesize_all
+    from pipeline.learn import fit_embedded
+    from pipeline.testset import test_cases
 
     cases = test_cases(store, domain, n=test_size)
-    space = load_initial_space(domain, run_id="bench-learner")
-    pool = design_and_plan(space, int(max(sizes) * 1.05) + 12, run_id="bench-learner", round=0, seed=seed)
-    synthesize_all(space, pool.blueprints, domain, pool)
-    trajectories = [c.final for c in pool.kept]
+    kept = pool(store, domain, "bench-learner", int(max(sizes) * 1.05) + 12, seed).kept
+    trajectories = [c.trajectory for c in kept]
     curve = []
     for size in sizes:
         t0 = time.perf_counter()
@@ -48,17 +57,15 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
     from agents.learners.harness import evaluate, success_by_slice
     from envs.ontology import load_initial_space
     from envs.packs import get_domain
-    from tasks.datasets import test_cases, with_count_factors
-    from tasks.learn import fit_embedded
-    from tasks.synth import design_and_plan, synthesize_all
+    from pipeline.datasets import with_count_factors
+    from pipeline.learn import fit_embedded
+    from pipeline.testset import test_cases
 
     cases = test_cases(store, domain, n=test_size)
     space = with_count_factors(load_initial_space(domain, run_id="bench-ablation"), ("num_write",))
-    pool = design_and_plan(space, int(size * 3.2), run_id="bench-ablation", round=0, seed=seed,
-                           steering=NewFactor(factor="num_write"))
-    synthesize_all(space, pool.blueprints, domain, pool)
-    kept = [(c.final, c.verdicts[-1].observed.get("num_write", ["0"])[0]) for c in pool.candidates if c.kept]
-    random.Random(seed).shuffle(kept)  # the pool comes ordered by direction, i.e. by write count
+    drawn = pool(store, domain, "bench-ablation", int(size * 3.2), seed, space, NewFactor(factor="num_write"))
+    kept = [(c.trajectory, c.verdict.observed.get("num_write", ["0"])[0]) for c in drawn.kept]
+    random.Random(seed).shuffle(kept)  # one shuffle: the arms below are drawn from it in the same order
     multi = {t.trajectory_id for t, nw in kept if nw not in ("0", "1")}
     single = [t for t, nw in kept if nw in ("0", "1")]
     size = min(size, len(single))  # both arms the same size, so only their make-up differs

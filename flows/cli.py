@@ -1,46 +1,17 @@
-"""The `evosyn` command line."""
+"""The `evosyn` command line: the entry point, with the store commands (config, query).
+
+Importing this module attaches every command module's commands to ``main``
+(flows/cli_app.py), so ``--help`` lists them all.
+"""
 from __future__ import annotations
 
 import sys
 
 import click
 
-import storage.offline  # noqa: F401
-
-# paths are plain strings to click: its own existence checks print three lines; flows/inputs.py
-# checks each path before any work and says what is wrong in one
-PATH = click.Path(readable=False)
-
-
-class UserError(click.ClickException):
-    """A one-line error for the user: printed as ``error: …``, exit code 2."""
-
-    exit_code = 2
-
-    def show(self, file=None) -> None:  # one line, no usage dump
-        click.echo(f"error: {self.format_message()}", err=True)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", type=PATH, envvar="EVOSYN_HOME", help="Store root (default ./.evosyn, env EVOSYN_HOME).")
-@click.pass_context
-def main(ctx: click.Context, home: str | None) -> None:
-    """EvoSyn: closed-loop synthesis of training data for tool-using agents."""
-    from storage.config import ConfigError, load_dotenv_secrets
-
-    try:
-        load_dotenv_secrets()
-    except ConfigError as exc:
-        raise UserError(str(exc)) from None
-    ctx.obj = {"home": home}
-
-
-def store_from(ctx: click.Context, create: bool = True, runs: tuple[str, ...] = (), option: str = "run",
-               any_table: bool = False):
-    """The store of --home / EVOSYN_HOME: read (``create=False``) or created; ``runs`` must be in it."""
-    from flows.inputs import open_store
-
-    return open_store(ctx.obj.get("home"), create=create, runs=runs, option=option, any_table=any_table)
+from flows import cli_envs, cli_faults, cli_learn, cli_llm, cli_run, cli_services, cli_synth  # noqa: F401
+from flows.cli_app import PATH, UserError, main
+from flows.inputs import store_from
 
 
 # ---------------------------------------------------------------- config
@@ -97,18 +68,7 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
         write_result(result, fmt, target, limit)
 
 
-@main.group()
-def bench() -> None:
-    """Benchmarks: print a table and write JSON (bench-results/ by default)."""
-
-
-def _register_commands() -> None:
-    # command modules attach themselves to `main`; imported here so `--help` lists them
-    from flows import cli_envs, cli_faults, cli_learn, cli_llm, cli_run, cli_services, cli_synth  # noqa: F401
-
-
 def run() -> None:  # console-script entry point
-    _register_commands()
     try:
         main(standalone_mode=True)
     except KeyboardInterrupt:
@@ -117,7 +77,4 @@ def run() -> None:  # console-script entry point
 
 
 if __name__ == "__main__":
-    # run through the importable module, where the command modules attach their commands
-    from flows.cli import run as _run
-
-    _run()
+    run()

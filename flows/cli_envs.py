@@ -5,7 +5,7 @@ from collections import Counter
 
 import click
 
-from flows.cli import PATH, UserError, bench, main
+from flows.cli_app import PATH, UserError, bench, main
 from flows.render import print_table
 
 

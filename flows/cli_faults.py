@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from flows.cli import bench
+from flows.cli_app import bench
 from flows.render import print_table
 
 AREAS = ("kill", "fuzz", "llm", "concurrent")
@@ -22,7 +22,7 @@ def bench_faults(only: tuple[str, ...], fuzz_replies: int, workdir: str | None, 
 
     from benchmarks.common import write_json
     from benchmarks.faults import run
-    from flows.cli import UserError
+    from flows.cli_app import UserError
 
     from flows.inputs import bench_output, check_output, writing
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from flows.cli import PATH, UserError, bench, main, store_from
+from flows.cli_app import PATH, UserError, bench, main
+from flows.inputs import store_from
 from flows.render import print_table
 from storage import atomic
 
@@ -26,7 +27,7 @@ def _slice_table(title: str, evaluations, factor: str) -> None:
 @click.pass_context
 def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
     """Train the task agent on all verified training examples of rounds <= R."""
-    from tasks.datasets import examples_upto
+    from pipeline.datasets import examples_upto
 
     # an unknown run is refused before the store is created
     store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
@@ -34,7 +35,7 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
     if not examples:
         raise UserError(f"--run {run_id} --round {round_}: no training examples in the store")
     if learner == "embedded":
-        from tasks.learn import train_round
+        from pipeline.learn import train_round
 
         fitted, path, seconds = train_round(store, run_id, round_)
         click.echo(f"trained the embedded learner on {fitted.n_trajectories} trajectories in {seconds:.1f}s "
@@ -70,7 +71,7 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
 @click.pass_context
 def evaluate(ctx, run_id: str, round_: int, task_set: str) -> None:
     """Evaluate the round's task agent on the diagnostic or test set; rows go to `evaluations`."""
-    from tasks.learn import evaluate_round
+    from pipeline.learn import evaluate_round
 
     store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
     try:

@@ -5,7 +5,7 @@ import os
 
 import click
 
-from flows.cli import PATH, bench
+from flows.cli_app import PATH, bench
 from flows.render import print_table
 
 

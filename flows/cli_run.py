@@ -6,7 +6,8 @@ from contextlib import contextmanager
 
 import click
 
-from flows.cli import PATH, UserError, main, store_from
+from flows.cli_app import PATH, UserError, main
+from flows.inputs import store_from
 from flows.render import print_table
 
 
@@ -175,7 +176,7 @@ def sweep(ctx, config_file) -> None:
 def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> None:
     """HTML report (plots, evolution trace) and a Markdown summary of a run."""
     from flows.inputs import check_output, writing
-    from tasks.report import write_report
+    from pipeline.report import write_report
 
     store = store_from(ctx, create=False, runs=(run_id, *compare))
     out = check_output(output or store.root / "reports" / run_id, "--output", kind="dir")
@@ -185,7 +186,7 @@ def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> No
 
 
 def print_compare(result: dict) -> None:
-    from tasks.compare import COLUMNS, MEAN_COLUMNS, _cell
+    from pipeline.compare import COLUMNS, MEAN_COLUMNS, _cell
 
     short = {"success_diagnostic": "diag", "success_test": "test", "factor_coverage": "fcov",
              "factor_balance": "fbal", "interaction_coverage": "icov", "trajectory_diversity": "tdiv",
@@ -209,8 +210,8 @@ def print_compare(result: dict) -> None:
 def compare(ctx, run_ids: tuple[str, ...], output: str | None) -> None:
     """One table of every run (arm, seed) x round on shared normalizations, plus per-arm final means."""
     from flows.inputs import check_output, writing
-    from tasks.compare import compare as compare_runs
-    from tasks.compare import write_compare
+    from pipeline.compare import compare as compare_runs
+    from pipeline.compare import write_compare
 
     store = store_from(ctx, create=False, runs=run_ids)
     out = check_output(output or store.root / "reports" / f"compare-{run_ids[0]}", "--output", kind="dir")

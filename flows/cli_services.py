@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from flows.cli import UserError, main
+from flows.cli_app import UserError, main
 
 POOLS = {"cpu": "process", "gpu": "process"}  # a cluster swaps these for kubernetes / docker pools (README)
 

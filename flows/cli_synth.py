@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
-from flows.cli import PATH, UserError, bench, main, store_from
+from flows.cli_app import PATH, UserError, bench, main
+from flows.inputs import store_from
 from flows.render import print_table
+
+if TYPE_CHECKING:
+    from storage.config import RoleConfig
 
 
 def load_space_file(path: str, domain: str, run_id: str):
@@ -28,22 +33,48 @@ def load_space_file(path: str, domain: str, run_id: str):
         raise UserError(f"--space {path}: not a valid synthesis space ({first})") from None
 
 
-def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None, write: bool = True):
+def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None,
+              chunk_size: int = 50, fresh: bool = False, llm_roles: dict[str, RoleConfig] | None = None):
+    """One pass of the round's stages into the store (pipeline/synthesis.py): a rerun resumes it.
+
+    ``llm_roles``: role -> RoleConfig of the roles that run on an LLM (checked by ``check_roles``), as in a
+    round; the others are embedded. ``fresh``: the run's earlier pass is deleted first, so all of it is
+    computed (a benchmark times the work).
+    """
+    import hashlib
+
+    from agents.designer import ColdStart
     from envs.ontology import load_initial_space
+    from pipeline.stages import Ctx
+    from pipeline.synthesis import PassConflict, backends, claim, run_pass
+
     from flows.inputs import check_domain
-    from tasks.synth import design_and_plan, synthesize_all, write_pass
 
     domain = check_domain(domain, generator=True)
-    run_id = run_id or f"synth-{domain}-s{seed}-n{n}"
-    space = load_space_file(space_file, domain, run_id) if space_file else load_initial_space(domain, run_id=run_id)
-    store = store_from(ctx) if write else None  # a store root that cannot be created is refused before the work
-    result = design_and_plan(space, n, run_id=run_id, round=0, seed=seed)
-    with click.progressbar(length=len(result.blueprints), label="synthesizing",
-                           file=click.get_text_stream("stderr")) as bar:
-        synthesize_all(space, result.blueprints, domain, result, progress=bar.update)
-    if store is not None:
-        write_pass(store, result, chunk=f"synth-s{seed}", diagnostic_fraction=0.15, seed=seed)
+    space = load_space_file(space_file, domain, "synth") if space_file else None
+    if run_id is None:  # named by its inputs, so a rerun finds (and resumes) its own pass
+        spaced = f"-space{space_digest(space)}" if space is not None else ""
+        llm = "-llm" + hashlib.sha256(repr(backends(llm_roles)).encode()).hexdigest()[:8] if llm_roles else ""
+        run_id = f"synth-{domain}-s{seed}-n{n}{spaced}{llm}"
+    space = space.model_copy(update={"run_id": run_id}) if space is not None else \
+        load_initial_space(domain, run_id=run_id)
+    store = store_from(ctx)  # a store root that cannot be created is refused before the work
+    if fresh:
+        store.delete_run(run_id)
+    pass_ctx, steering = Ctx(store, run_id, 0, seed, domain, llm_roles=llm_roles or {}), ColdStart()
+    try:
+        claim(pass_ctx, space, steering, n, "evosyn")  # before any output: a refusal is one line
+    except PassConflict as exc:
+        raise UserError(f"--run-id {run_id}: {exc}") from None
+    with click.progressbar(length=n, label="synthesizing", file=click.get_text_stream("stderr")) as bar:
+        result = run_pass(pass_ctx, space, steering, n, chunk_size=chunk_size, progress=bar.update)
     return run_id, result
+
+
+def space_digest(space) -> str:
+    import hashlib
+
+    return hashlib.sha256(space.model_dump_json(exclude={"run_id", "created_at"}).encode()).hexdigest()[:8]
 
 
 @main.command()
@@ -51,13 +82,26 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 @click.option("--n", "n", type=click.IntRange(1, 1_000_000), default=100, show_default=True, help="Blueprints.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--space", "space_file", type=PATH, help="A synthesis space JSON file.")
-@click.option("--run-id", default=None, help="Store partition (default synth-<domain>-s<seed>-n<n>).")
+@click.option("--run-id", default=None,
+              help="Store partition (default synth-<domain>-s<seed>-n<n>, plus the --space file's digest).")
+@click.option("--chunk-size", type=click.IntRange(1, 100_000), default=50, show_default=True,
+              help="Blueprints per generate / rollout / verify chunk, as in a round.")
+@click.option("--backend", type=click.Choice(["embedded", "llm"]), default=None)
+@click.option("--config", "config_file", type=PATH, default=None,
+              help="A run config whose roles.<role> settings choose each role's backend, as in `evosyn run`.")
 @click.pass_context
-def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None) -> None:
-    """One synthesis pass (design, plan, generate, rollout, verify, repair) into the store."""
-    from tasks.synth import summary
+def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None, chunk_size: int,
+          backend: str | None, config_file: str | None) -> None:
+    """One synthesis pass (design, plan, generate, rollout, verify, repair) into the store; a rerun resumes it."""
+    from pipeline.synthesis import summary
 
-    run_id, result = run_synth(ctx, domain, n, seed, space_file, run_id)
+    llm = None
+    if backend or config_file:  # the run's config rules: roles, checked before any work, as `evosyn run` does
+        from agents.roles import llm_roles
+        from flows.cli_run import _config
+
+        llm = llm_roles(_config(ctx, config_file, domain=domain, seed=seed, backend=backend))
+    run_id, result = run_synth(ctx, domain, n, seed, space_file, run_id, chunk_size, llm_roles=llm)
     by_slice, reasons = summary(result)
     slices = sorted({k for k, _ in by_slice})
     print_table(f"run {run_id}: {len(result.kept)} of {len(result.blueprints)} blueprints verified",
@@ -83,7 +127,7 @@ def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None
     domain = check_domain(domain, generator=True)
     target = bench_output(f"synth-{domain}", output)
     t0 = time.perf_counter()
-    run_id, result = run_synth(ctx, domain, n, seed, None, f"bench-synth-s{seed}")
+    run_id, result = run_synth(ctx, domain, n, seed, None, f"bench-synth-s{seed}", fresh=True)
     total = time.perf_counter() - t0
     stages = dict(result.seconds)
     payload = {"domain": domain, "blueprints": len(result.blueprints), "verified": len(result.kept),

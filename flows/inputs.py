@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from flows.cli import UserError
+from flows.cli_app import UserError
 
 POINT_ELSEWHERE = "pass another store root with --home or EVOSYN_HOME"
 
@@ -143,3 +143,8 @@ def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs
 def bench_output(name: str, output: str | None) -> Path:
     """Where a benchmark's JSON goes (``--output``, else bench-results/<name>.json), checked up front."""
     return check_output(output or Path("bench-results") / f"{name}.json", "--output")
+
+
+def store_from(ctx, create: bool = True, runs: tuple[str, ...] = (), option: str = "run", any_table: bool = False):
+    """The store of a command's --home / EVOSYN_HOME (``ctx.obj["home"]``): read (``create=False``) or created."""
+    return open_store(ctx.obj.get("home"), create=create, runs=runs, option=option, any_table=any_table)

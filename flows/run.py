@@ -26,9 +26,9 @@ from storage.locks import StoreLockTimeout, store_lock
 from storage.records import Run
 from storage.store import Store
 from storage.tracking import Tracker
-from tasks.loop import REFLECTING_ARMS
-from tasks.metrics import intrinsic, round_metrics, verified_samples
-from tasks.stages import steering_for
+from pipeline.loop import REFLECTING_ARMS
+from pipeline.metrics import intrinsic, round_metrics, verified_samples
+from pipeline.stages import steering_for
 
 log = logging.getLogger("evosyn.run")
 
@@ -67,7 +67,7 @@ def _round_metrics(store: Store, cfg: RunConfig, run_id: str, res: RoundResult) 
 
 def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
     """The fixed test set, built (once) before any round, so a set the generator cannot fill is known now."""
-    from tasks.datasets import test_cases
+    from pipeline.testset import test_cases
 
     cases = test_cases(store, cfg.domain, n=cfg.test_size)
     if not cases:
@@ -128,8 +128,8 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
 def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str], None] | None = None) -> RunSummary:
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
-    llm = {r: rc.model_dump() for r, rc in check_roles(cfg).items()} if cfg.backend == "llm" or any(
-        rc.backend == "llm" for rc in cfg.roles.values()) else {}
+    if cfg.backend == "llm" or any(rc.backend == "llm" for rc in cfg.roles.values()):
+        check_roles(cfg)  # every LLM role's provider, model and key, before any work (the rounds use llm_roles(cfg))
     store = Store(cfg.store_root())
     run_id = run_id or run_id_for(cfg)
     run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,
@@ -150,9 +150,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str], No
     summary = RunSummary(run_id)
     for r in range(1, cfg.rounds + 1):
         say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, train, evaluate, reflect")
-        res = round_flow(str(store.root), run_id, r, cfg.seed, cfg.arm, cfg.budget, space, steering, previous,
-                         cfg.chunk_size, cfg.test_size, domain=cfg.domain, llm=llm,
-                         train_deployment=cfg.train_deployment)
+        res = round_flow(cfg, run_id, r, space, steering, previous)
         child = tracker.start_round(parent, run_id, r)
         metrics = _round_metrics(store, cfg, run_id, res)
         if not tracker.is_logged(child):  # a resume logs only the rounds (or their parts) not logged yet

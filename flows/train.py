@@ -8,19 +8,21 @@ root (a shared volume or object storage).
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from prefect import flow, task
 
 from storage.store import Store
-from tasks import loop, stages
-from tasks.learn import run_domain
+from pipeline import loop
+from pipeline.learn import run_domain
+from pipeline.stages import Ctx
 
 
 @task(name="export-sft")
 def export_task(store: Store, run_id: str, round: int, model: str):
     from agents.learners.llamafactory import sft_config, write_config, write_dataset
-    from tasks.datasets import examples_upto
+    from pipeline.datasets import examples_upto
 
     base = store.root / "sft" / run_id / f"round={round}"
     n = write_dataset(examples_upto(store, run_id, round, "train"), base / "data")
@@ -30,7 +32,7 @@ def export_task(store: Store, run_id: str, round: int, model: str):
 
 
 @task(name="llamafactory-train")
-def llamafactory_task(config_path):
+def llamafactory_task(config_path: Path) -> Path:
     from agents.learners.llamafactory import find_cli, run_training
 
     run_training(config_path, find_cli())
@@ -38,8 +40,8 @@ def llamafactory_task(config_path):
 
 
 @task(name="train")
-def embedded_task(ctx: stages.Ctx):
-    from tasks.learn import model_path
+def embedded_task(ctx: Ctx):
+    from pipeline.learn import model_path
 
     loop.train(ctx)
     return model_path(ctx.store, ctx.run_id, ctx.round)
@@ -51,15 +53,15 @@ def sft_train(root: str, run_id: str, round: int, seed: int = 0, domain: str | N
     """Returns the path of the trained model (embedded artifact or LLaMA-Factory checkpoint)."""
     store = Store(root)
     if learner == "embedded":
-        return str(embedded_task(stages.Ctx(store, run_id, round, seed, run_domain(store, run_id, domain))))
+        return str(embedded_task(Ctx(store, run_id, round, seed, run_domain(store, run_id, domain))))
     return str(llamafactory_task(export_task(store, run_id, round, model)))
 
 
-def train_via_deployment(ctx: stages.Ctx, deployment: str, timeout: float | None = None):
+def train_via_deployment(ctx: Ctx, deployment: str, timeout: float | None = None):
     """Run `sft-train` on its work pool, wait for it, and load the learner it saved in the store."""
     from prefect.deployments import run_deployment
 
-    from tasks.learn import load_round
+    from pipeline.learn import load_round
 
     flow_run = run_deployment(deployment, timeout=timeout, poll_interval=2, parameters={
         "root": str(ctx.store.root.resolve()), "run_id": ctx.run_id, "round": ctx.round, "seed": ctx.seed,

@@ -17,6 +17,8 @@ from typing import Any, Literal
 import pyarrow as pa
 from storage.records import Record
 
+SCHEMA_FILE = "_schema.parquet"  # in each table's folder: its Arrow schema, so an empty table still has one
+
 _SCALARS: dict[type, pa.DataType] = {
     str: pa.string(),
     int: pa.int64(),

@@ -12,13 +12,16 @@ import hashlib
 import os
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
-from storage.arrow import schema_of
+from storage.arrow import SCHEMA_FILE, schema_of
 from storage.locks import store_lock
 from storage.records import TABLES
-from storage.store import SCHEMA_FILE, Store
+
+if TYPE_CHECKING:  # a Store opens (and keeps current) its catalog: this module only receives one
+    from storage.store import Store
 
 CATALOG_FILE = "catalog.duckdb"
 DUCKDB_CONFIG = {"autoinstall_known_extensions": False}
@@ -46,9 +49,8 @@ def attach_views(con: duckdb.DuckDBPyConnection, store: Store) -> None:
         con.execute(sql)
 
 
-def connect(store: Store | None = None) -> duckdb.DuckDBPyConnection:
+def connect(store: Store) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with a view per table (extension auto-install off)."""
-    store = store or Store(create=False)
     con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
     attach_views(con, store)
     return con
@@ -123,7 +125,7 @@ def ensure_catalog_file(store: Store) -> Path:
     return path
 
 
-def query(sql: str, store: Store | None = None):
+def query(sql: str, store: Store):
     """Run SQL against the catalog; returns a pyarrow Table. Raises duckdb.Error on bad SQL."""
     con = connect(store)
     try:

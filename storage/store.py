@@ -17,12 +17,11 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from storage.atomic import atomic_path, write_text
-from storage.arrow import from_rows, schema_of, to_table
+from storage.arrow import SCHEMA_FILE, from_rows, schema_of, to_table
 from storage.locks import store_lock
 from storage.records import TABLES, Record
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
-SCHEMA_FILE = "_schema.parquet"
 
 
 def default_root() -> Path:

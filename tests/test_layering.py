@@ -1,8 +1,8 @@
-"""Imports point one way: storage <- envs <- agents <- domains <- tasks <- flows."""
+"""Imports point one way: storage <- envs <- agents <- domains <- pipeline <- flows."""
 import ast
 from pathlib import Path
 
-LAYERS = ["storage", "envs", "agents", "domains", "tasks", "flows"]
+LAYERS = ["storage", "envs", "agents", "domains", "pipeline", "flows"]
 ROOT = Path(__file__).resolve().parents[1]
 
 

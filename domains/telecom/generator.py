@@ -35,6 +35,7 @@ from domains.telecom.ops import (
     bill_info,
     customer_info,
     device_info,
+    filler_say,
     line_info,
     plan_info,
     propose,
@@ -184,7 +185,7 @@ class TelecomGenerator:
             known += " You are currently abroad."
         intents = [self._intent(op) for op in ops]
         return self.scored(Plan(user_id=self._phone(held), actions=actions, intents=intents,
-                                info=[i for op in ops for i in op.info], fillers=[_filler_say(f) for f in fillers],
+                                info=[i for op in ops for i in op.info], fillers=[filler_say(f) for f in fillers],
                                 known_info=known, initial_state={"initialization_actions": inits}),
                            customer_id, episode)
 
@@ -242,12 +243,3 @@ def _dedupe_reads(actions: list[tuple], kind) -> list[tuple]:
             seen.add(key)
         out.append(a)
     return out
-
-
-def _filler_say(action: tuple) -> str:
-    name, args = action[0], action[1]
-    if name == "get_data_usage":
-        return f"tell me the data usage of line {args['line_id']}"
-    if name == "get_bills_for_customer":
-        return "list my bills"
-    return f"check the details of {args['id']}"

@@ -321,3 +321,13 @@ def propose(kind: str, ctx: Ctx) -> Op | None:
     if kind in ("fault", "setup"):
         return fault(ctx, setup=kind == "setup")
     raise ValueError(f"unknown telecom op {kind!r}")
+
+
+def filler_say(action: tuple) -> str:
+    """How the user asks for a side lookup (a filler read)."""
+    name, args = action[0], action[1]
+    if name == "get_data_usage":
+        return f"tell me the data usage of line {args['line_id']}"
+    if name == "get_bills_for_customer":
+        return "list my bills"
+    return f"check the details of {args['id']}"

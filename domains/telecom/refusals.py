@@ -10,7 +10,7 @@ categorical rule when the read budget is zero); nothing changes state.
 from __future__ import annotations
 
 from domains.telecom.device import init
-from domains.telecom.ops import MAX_REFUEL_GB, TODAY, Ctx
+from domains.telecom.ops import MAX_REFUEL_GB, TODAY, Ctx, filler_say
 
 RULES = {
     "refuel_limit": f"at most {MAX_REFUEL_GB:g} GB of data can be refuelled at a time",
@@ -55,15 +55,9 @@ def refusal(gen, family, customer_id, held, reads, rng, exact):
     c = ctx.customer()
     return gen.scored(Plan(user_id=ctx.line(held).phone_number, actions=actions, intents=[{"say": say, "tool": None}],
                 info=["cannot"], refusal={"say": say, "rule": RULES[rule], "code": rule},
-                fillers=[_say(f) for f in fillers],
+                fillers=[filler_say(f) for f in fillers],
                 known_info=f"You are {c.full_name} with phone number {ctx.line(held).phone_number}.",
                 initial_state={"initialization_actions": inits}), customer_id, final)
-
-
-def _say(action):
-    from domains.telecom.generator import _filler_say
-
-    return _filler_say(action)
 
 
 def _find(family: str, ctx: Ctx, rng):

@@ -26,3 +26,18 @@ def roles():
     dom = get_domain("airline")
     teacher = EmbeddedTeacher(dom)
     return EmbeddedGenerator(dom), teacher, EmbeddedRepair(dom, teacher)
+
+
+@pytest.fixture(scope="session")
+def synth_pass(tmp_path_factory):
+    """``synth_pass(space, n, seed=0, steering=None)``: one pass of the pipeline's stages, each in a fresh store."""
+    from agents.designer import ColdStart
+    from pipeline.stages import Ctx
+    from pipeline.synthesis import run_pass
+    from storage.store import Store
+
+    def run(space, n, seed=0, steering=None):
+        ctx = Ctx(Store(tmp_path_factory.mktemp("synth")), space.run_id, 0, seed, space.domain)
+        return run_pass(ctx, space, steering or ColdStart(), n)
+
+    return run

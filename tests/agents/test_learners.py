@@ -9,15 +9,13 @@ from agents.learners.openai_agent import OpenAICompatibleAgent
 from agents.verifier import verify
 from envs.packs import get_domain
 from storage.records import SFTExample
-from tasks.learn import fit_embedded
-from tasks.synth import design_and_plan, synthesize_all
+from pipeline.learn import fit_embedded
 from tests.fakes.openai_server import ScriptedServer, completion
 
 
 @pytest.fixture(scope="module")
-def kept(space):
-    result = design_and_plan(space, 96, run_id="t", round=0, seed=11)
-    return synthesize_all(space, result.blueprints, "airline", result).kept
+def kept(space, synth_pass):
+    return synth_pass(space, 96, seed=11).kept
 
 
 def replaying(teacher_messages):
@@ -37,7 +35,7 @@ def replaying(teacher_messages):
 def test_openai_compatible_agent_over_http(kept):
     cand = next(c for c in kept if c.task.scenario["intents"][0]["tool"] and not c.task.scenario["challenges"])
     dom = get_domain("airline")
-    with ScriptedServer(replaying(cand.final.messages)) as server:
+    with ScriptedServer(replaying(cand.trajectory.messages)) as server:
         agent = OpenAICompatibleAgent(base_url=server.base_url, model="scripted")
         traj = run_episode(agent, cand.task, dom, model_version="scripted")
         first = server.requests[0]["body"]
@@ -61,11 +59,11 @@ def test_malformed_tool_arguments_from_the_model_are_scored_not_raised(kept):
 
 def test_untrained_learner_scores_zero_and_training_helps(kept):
     dom = get_domain("airline")
-    cases = [TaskCase(c.task, c.verdicts[-1].observed) for c in kept[:24]]
+    cases = [TaskCase(c.task, c.verdict.observed) for c in kept[:24]]
     untrained = fit_embedded([])
     ev0, _ = evaluate(untrained, cases, dom, run_id="t", round=1, task_set="test", model_version="none")
     assert sum(e.success for e in ev0) == 0
-    learner = fit_embedded([c.final for c in kept[24:]])
+    learner = fit_embedded([c.trajectory for c in kept[24:]])
     ev1, trajs = evaluate(learner, cases, dom, run_id="t", round=1, task_set="test", model_version="v1")
     assert sum(e.success for e in ev1) > 0
     assert all(e.trajectory_id == t.trajectory_id and e.observed for e, t in zip(ev1, trajs))
@@ -74,7 +72,7 @@ def test_untrained_learner_scores_zero_and_training_helps(kept):
 
 
 def test_learner_sees_no_gold(kept, tmp_path):
-    learner = fit_embedded([c.final for c in kept])
+    learner = fit_embedded([c.trajectory for c in kept])
     path = learner.save(tmp_path / "m.joblib")
     meta = json.loads(path.with_suffix(".json").read_text())
     assert meta["fingerprint"] == learner.fingerprint and meta["n_trajectories"] == len(kept)
@@ -87,7 +85,7 @@ def test_sharegpt_export_alternates_and_openai_keeps_tool_calls(kept):
     tools = [t.openai_schema() for t in get_domain("airline").tools("assistant")]
     for c in kept:
         ex = SFTExample(run_id="t", round=0, example_id="e", task_id=c.task.task_id,
-                        trajectory_id=c.final.trajectory_id, messages=c.final.messages, tools=tools)
+                        trajectory_id=c.trajectory.trajectory_id, messages=c.trajectory.messages, tools=tools)
         conv = sharegpt(ex)["conversations"]
         sides = ["u" if t["from"] in ("human", "observation") else "a" for t in conv]
         assert sides[0] == "u" and sides[-1] == "a" and all(x != y for x, y in zip(sides, sides[1:]))
@@ -101,17 +99,16 @@ def test_sharegpt_export_alternates_and_openai_keeps_tool_calls(kept):
 
 
 @pytest.mark.slow
-def test_skill_on_multi_write_tasks_comes_from_multi_write_training_data(space):
+def test_skill_on_multi_write_tasks_comes_from_multi_write_training_data(space, synth_pass):
     """Same-size training sets, with and without tasks of two or more writes; scored on 3+ write tasks."""
     import random
 
     from agents.designer import NewFactor
-    from tasks.datasets import with_count_factors
+    from pipeline.datasets import with_count_factors
 
     space = with_count_factors(space, ("num_write",))
-    pool = design_and_plan(space, 1000, run_id="t", round=0, seed=5, steering=NewFactor(factor="num_write"))
-    kept = [(c.final, c.task, c.verdicts[-1].observed["num_write"][0])
-            for c in synthesize_all(space, pool.blueprints, "airline", pool).kept]
+    pool = synth_pass(space, 1000, seed=5, steering=NewFactor(factor="num_write"))
+    kept = [(c.trajectory, c.task, c.verdict.observed["num_write"][0]) for c in pool.kept]
     random.Random(0).shuffle(kept)
     heavy = [(task, obs) for _, task, obs in kept[:100] if obs in ("3-4", "5+")]
     train = kept[100:]

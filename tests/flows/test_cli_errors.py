@@ -17,9 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from flows.cli import _register_commands, main
-
-_register_commands()
+from flows.cli import main  # the entry point: importing it attaches every command
 
 AS_ROOT = os.geteuid() == 0
 # root reads and writes whatever the mode bits say: the folder, broken-symlink and /proc cases cover

@@ -1,5 +1,14 @@
 import json
+import os
+import signal
+import subprocess
+import sys
 
+import pytest
+
+from storage.digest import table_digests
+from storage.faults import ENV
+from storage.store import Store
 from tests.flows.test_cli import evosyn
 
 
@@ -31,3 +40,54 @@ def test_unknown_domains_are_refused_clearly(tmp_path):
     # an ontology-only pack has a space but nothing to run tasks in
     out = evosyn("synth", "--domain", "car_bench", "--n", "3", home=tmp_path / "h")
     assert out.returncode == 2 and "unknown domain" in out.stderr and not (tmp_path / "h").exists()
+
+
+def _synth_killed_at(point, home, *args):
+    env = {**os.environ, "EVOSYN_HOME": str(home), ENV: point}
+    return subprocess.run([sys.executable, "-m", "flows.cli", "synth", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+@pytest.mark.parametrize("point", ["plan", "rollout", "verify"])
+def test_a_killed_synth_resumes_to_the_rows_of_an_uninterrupted_one(tmp_path, point):
+    args = ("--n", "20", "--seed", "1", "--chunk-size", "6")
+    run_id = "synth-airline-s1-n20"
+    assert evosyn("synth", *args, home=tmp_path / "clean").returncode == 0
+    killed = _synth_killed_at(point, tmp_path / "killed", *args)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-1000:]
+    resumed = evosyn("synth", *args, home=tmp_path / "killed")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "20 of 20 blueprints verified" in resumed.stdout  # the whole pass, also what ran before the kill
+    want = table_digests(Store(tmp_path / "clean", create=False), run_id)
+    assert table_digests(Store(tmp_path / "killed", create=False), run_id) == want
+
+
+def test_a_run_id_holding_another_pass_is_refused_in_one_line(tmp_path):
+    home = tmp_path / "h"
+    assert evosyn("synth", "--n", "4", "--run-id", "mine", home=home).returncode == 0
+    assert evosyn("synth", "--n", "4", "--run-id", "mine", home=home).returncode == 0  # the same pass: a no-op
+    out = evosyn("synth", "--n", "5", "--run-id", "mine", home=home)
+    assert out.returncode == 2 and out.stderr.startswith("error: --run-id mine:") and out.stderr.count("\n") == 1
+
+
+def test_synth_runs_the_llm_roles_of_a_run_config(tmp_path):
+    """The same backends as a round: roles.<role> of a run config, checked first, their calls in llm_calls."""
+    from benchmarks.fake_llm_server import FakeLLMServer
+    from benchmarks.llm_script import RoleScript
+    from tests.flows.test_llm_run import KEY, cli, config
+
+    home = tmp_path / "home"
+    missing = cli(home, "synth", "--n", "4", "--backend", "llm", "--config",
+                  str(config(tmp_path, "http://127.0.0.1:9/v1")), key=None, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.startswith("error: ") and missing.stderr.count("\n") == 1
+    assert not home.exists()  # refused before any work
+    with FakeLLMServer(RoleScript()) as server:
+        out = cli(home, "synth", "--n", "4", "--backend", "llm", "--config", str(config(tmp_path, server.base_url)),
+                  timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "blueprints verified" in out.stdout and server.count > 0
+    store = Store(home, create=False)
+    (run_id,) = {c.run_id for c in store.read_records("llm_calls")}
+    assert run_id.startswith("synth-airline-s0-n4-llm")  # its own run id: never an embedded pass's partition
+    assert {c.role for c in store.read_records("llm_calls")} >= {"designer", "planner", "generator", "teacher"}
+    assert KEY not in "".join(p.read_bytes().decode("latin-1") for p in home.rglob("*") if p.is_file())

@@ -118,15 +118,15 @@ def test_missing_key_or_unknown_model_is_one_line_before_any_work(tmp_path, mode
     assert not (home / "runs").exists() and not any(home.rglob("*.parquet")) if home.exists() else True
 
 
-def _round(home, llm: dict) -> tuple[int, int, object]:
+def _round(home, llm: dict[str, RoleConfig]) -> tuple[int, int, object]:
     """One full round (the stage functions the Prefect round wraps), test-set evaluation left out."""
-    import tasks.loop as loop
-    import tasks.stages as stages
+    import pipeline.loop as loop
+    import pipeline.stages as stages
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
     from storage.store import Store
 
-    ctx = stages.Ctx(Store(home), "llm-run", 1, 0, "airline", llm=llm)
+    ctx = stages.Ctx(Store(home), "llm-run", 1, 0, "airline", llm_roles=llm)
     space = load_initial_space("airline", run_id="llm-run")
     bps = stages.plan(ctx, space, stages.design(ctx, space, ColdStart(), 8, "evosyn"))
     tasks = stages.generate(ctx, space, bps)
@@ -144,7 +144,7 @@ def test_faulty_replies_keep_the_same_samples(tmp_path, server, monkeypatch):
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     llm = {r: RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini", base_url=server.base_url,
-                         max_retries=4, max_invalid_retries=3, max_concurrency=4).model_dump() for r in ROLES}
+                         max_retries=4, max_invalid_retries=3, max_concurrency=4) for r in ROLES}
     server.faulty.arm(False)
     t0 = time.perf_counter()
     n_bp, n_clean, _ = _round(tmp_path / "clean", llm)

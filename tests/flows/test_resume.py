@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-import tasks.datasets as datasets
+import pipeline.testset as testset
 from storage.digest import table_digests
 from storage.faults import ENV
 from storage.records import TABLES
@@ -22,7 +22,7 @@ TEST_SIZE = 30  # tests/flows/test_run.py's CONFIG
 def digests(home):
     store = Store(home, create=False)
     (run_id,) = store.runs()
-    return run_id, table_digests(store, [run_id, datasets.test_set_run_id("airline", n=TEST_SIZE)])
+    return run_id, table_digests(store, [run_id, testset.test_set_run_id("airline", n=TEST_SIZE)])
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,10 @@ from agents.probes import TaskProfile
 from storage.atomic import read_or_none
 from storage.faults import kill_point
 from storage.records import Evaluation, Feedback, Probe, Reflection, SynthesisSpace
-from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto, test_cases
-from tasks.learn import evaluate_round, fit_embedded, model_path, model_version
-from tasks.stages import Ctx
+from pipeline.datasets import as_trajectories, diagnostic_cases, examples_upto
+from pipeline.learn import evaluate_round, fit_embedded, model_path, model_version
+from pipeline.stages import Ctx
+from pipeline.testset import test_cases
 
 REFLECTING_ARMS = {"evosyn", "no_feedback", "no_designer"}
 
@@ -73,7 +74,7 @@ def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluati
     reflection, nxt = None, space
     if arm in REFLECTING_ARMS:
         earlier = [x for x in ctx.store.read_records("reflections", run_id=ctx.run_id) if x.round < ctx.round] \
-            if ctx.llm else []
+            if ctx.llm_roles else []
         roles = ctx.roles(learner_evidence=arm != "no_feedback", previous_reflections=earlier)
         reflection, nxt = roles.reflector.reflect(space, fb, probes, round=ctx.round)
         ctx.flush(roles, chunk)

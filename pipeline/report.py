@@ -10,7 +10,7 @@ from pathlib import Path
 from envs.packs import default_domain
 from storage import atomic
 from storage.store import Store
-from tasks.metrics import intrinsic, pattern_union, verified_samples
+from pipeline.metrics import intrinsic, pattern_union, verified_samples
 
 
 def _rate(xs) -> float:
@@ -164,8 +164,8 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
     union = pattern_union(store, ids)  # one P_union for every run shown (App. B.1)
     sections, md = [], [f"# EvoSyn report: {run_id}"]
     if compare:
-        from tasks.compare import COLUMNS, markdown
-        from tasks.compare import compare as compare_runs
+        from pipeline.compare import COLUMNS, markdown
+        from pipeline.compare import compare as compare_runs
 
         result = compare_runs(store, ids)
         sections.append("<h2>Comparison (shared pattern union)</h2>" + _table(result["rows"], ["run_id", *COLUMNS])

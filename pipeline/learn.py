@@ -11,7 +11,8 @@ from storage.atomic import read_or_none
 from storage.faults import kill_point
 from storage.records import Evaluation, Trajectory
 from storage.store import Store
-from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto, test_cases
+from pipeline.datasets import as_trajectories, diagnostic_cases, examples_upto
+from pipeline.testset import test_cases
 
 
 def model_path(store: Store, run_id: str, round: int) -> Path:

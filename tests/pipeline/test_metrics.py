@@ -4,7 +4,7 @@ import math
 import pytest
 
 from storage.store import Store
-from tasks import metrics as TM
+from pipeline import metrics as TM
 from tests.storage.samples import samples
 
 S = samples()

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from storage.store import Store
-from tasks.compare import COLUMNS, MEAN_COLUMNS, compare, markdown
+from pipeline.compare import COLUMNS, MEAN_COLUMNS, compare, markdown
 from tests.storage.samples import samples
 
 S = samples()

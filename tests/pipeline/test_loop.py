@@ -5,13 +5,13 @@ import logging
 
 import pytest
 
-import tasks.loop as loop
-import tasks.stages as stages
+import pipeline.loop as loop
+import pipeline.stages as stages
 from agents.designer import ColdStart
 from agents.learners.embedded import EmbeddedLearner
 from envs.ontology import load_initial_space
 from storage.store import Store
-from tasks.learn import load_round, model_path
+from pipeline.learn import load_round, model_path
 
 
 @pytest.fixture

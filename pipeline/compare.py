@@ -15,7 +15,7 @@ from pathlib import Path
 from storage import metrics as M
 from storage import atomic
 from storage.store import Store
-from tasks.metrics import intrinsic, pattern_union, round_metrics, verified_samples
+from pipeline.metrics import intrinsic, pattern_union, round_metrics, verified_samples
 
 COLUMNS = ["domain", "arm", "seed", "round", "verified", "success_diagnostic", "success_test", "factor_coverage",
            "factor_balance", "interaction_coverage", "trajectory_diversity", "distinct_tool_sequences",

@@ -1,6 +1,6 @@
 """The stages of `evosyn run`, in round_flow's order, without Prefect or MLflow: a fast run for resume tests.
 
-``python -m tests.tasks.driver ROOT`` runs (or resumes) the tiny run below in
+``python -m tests.pipeline.driver ROOT`` runs (or resumes) the tiny run below in
 store ROOT; with ``EVOSYN_FAULT_KILL_AT`` set it dies there, as `evosyn run`
 would.
 """
@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import sys
 
-import tasks.loop as loop
-import tasks.stages as stages
+import pipeline.loop as loop
+import pipeline.stages as stages
 from agents.designer import ColdStart
 from envs.ontology import load_initial_space
 from storage.store import Store
 
 RUN_ID = "tiny-run"
 TINY = dict(rounds=2, budget=16, chunk_size=6, test_size=10, seed=0, arm="evosyn")
-
-
-def chunks(items: list, size: int) -> list[list]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def run(store: Store, run_id: str = RUN_ID, rounds: int = 2, budget: int = 16, chunk_size: int = 6,
@@ -32,7 +28,7 @@ def run(store: Store, run_id: str = RUN_ID, rounds: int = 2, budget: int = 16, c
         ctx = stages.Ctx(store, run_id, r, seed)
         directions = stages.design(ctx, space, steering, budget, arm)
         blueprints = stages.plan(ctx, space, directions)
-        for part in chunks(blueprints, chunk_size):
+        for part in stages.chunks(blueprints, chunk_size):
             tasks_ = stages.generate(ctx, space, part)
             name = stages.chunk_name("chunk", part)
             stages.verify_chunk(ctx, tasks_, stages.rollout(ctx, tasks_, name), name)

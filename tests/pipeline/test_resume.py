@@ -1,6 +1,6 @@
 """SIGKILL at every stage boundary, then resume: every table equals an uninterrupted run's, row for row (slow).
 
-The run is tests/tasks/driver.py (round_flow's stages, without Prefect or MLflow),
+The run is tests/pipeline/driver.py (round_flow's stages, without Prefect or MLflow),
 in a subprocess killed by ``EVOSYN_FAULT_KILL_AT`` (storage/faults.py).
 """
 from __future__ import annotations
@@ -16,11 +16,11 @@ from storage.digest import normalized_rows, table_digests
 from storage.faults import ENV, POINTS
 from storage.records import TABLES
 from storage.store import Store
-import tasks.datasets as datasets
-from tests.tasks.driver import RUN_ID, TINY
+import pipeline.testset as testset
+from tests.pipeline.driver import RUN_ID, TINY
 
 pytestmark = pytest.mark.slow
-RUNS = [RUN_ID, datasets.test_set_run_id("airline", n=TINY["test_size"])]
+RUNS = [RUN_ID, testset.test_set_run_id("airline", n=TINY["test_size"])]
 KILLS = [p for p in POINTS if p != "reflect"] + ["reflect@1", "reflect@2", "generate@2"]
 
 
@@ -28,7 +28,7 @@ def drive(root, kill: str | None = None) -> int:
     env = {k: v for k, v in os.environ.items() if k != ENV}
     if kill:
         env[ENV] = kill
-    return subprocess.run([sys.executable, "-m", "tests.tasks.driver", str(root)], env=env, timeout=600,
+    return subprocess.run([sys.executable, "-m", "tests.pipeline.driver", str(root)], env=env, timeout=600,
                           capture_output=True, text=True).returncode
 
 

@@ -1,21 +1,15 @@
-"""Task sets and training examples: SFT splits, the per-round diagnostic set, the fixed test set."""
+"""Task sets and training examples: SFT splits, the per-round diagnostic set (the fixed test set: pipeline/testset.py)."""
 from __future__ import annotations
 
 import hashlib
 from typing import Iterable
 
-from agents.designer import NewFactor
 from agents.learners.harness import TaskCase
-from envs.ontology import load_initial_space
-from envs.packs import default_domain, get_domain
-from storage.faults import kill_point
-from storage.locks import store_lock
+from envs.packs import get_domain
 from storage.records import Factor, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.store import Store
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
-TEST_SEED = 20_260_101
-TEST_SET_STAGE, TEST_SET_CHUNK = "testset", "testset"
 
 
 def _unit(key: str) -> float:
@@ -68,48 +62,6 @@ def with_count_factors(space: SynthesisSpace, keys: tuple[str, ...] = ("num_writ
     return space.model_copy(update={"version": space.version + 1, "factors": space.factors + [
         Factor(key=k, values=BUCKETS, status="experimental", observable=True, added_in=space.version + 1)
         for k in keys]})
-
-
-def test_set_run_id(domain: str, seed: int = TEST_SEED, n: int = 200) -> str:
-    return f"testset-{domain}-s{seed}-n{n}"
-
-
-def test_cases(store: Store, domain: str | None = None, n: int = 200, seed: int = TEST_SEED) -> list[TaskCase]:
-    """The fixed embedded test set: built once (num_write uniform, num_read drawn uniformly), then reused.
-
-    It lives in its own run partition and is never read by synthesis. It is
-    built only when its completion marker is missing: tasks alone (a build that
-    died before its trajectories and verdicts) are rebuilt, never taken as a
-    test set without observed factors.
-    """
-    domain = domain or default_domain()
-    run_id = test_set_run_id(domain, seed, n)
-    if not store.is_complete(TEST_SET_STAGE, run_id, 0):
-        with store_lock(store.root, run_id):  # concurrent first runs: one builds it, the others wait ...
-            if not store.is_complete(TEST_SET_STAGE, run_id, 0):  # ... and find it built
-                build_test_set(store, domain, n, seed)
-    tasks = store.read_records("tasks", run_id=run_id)
-    return cases_for(store, run_id, {t.task_id for t in tasks})
-
-
-def build_test_set(store: Store, domain: str, n: int = 200, seed: int = TEST_SEED) -> None:
-    """Build (or rebuild over a partial build: the same chunk files are replaced) and mark the test set."""
-    from tasks.synth import design_and_plan, synthesize_all, write_pass
-
-    run_id = test_set_run_id(domain, seed, n)
-    space = with_count_factors(load_initial_space(domain, run_id=run_id))
-    result = design_and_plan(space, n, run_id=run_id, round=0, seed=seed, steering=NewFactor(factor="num_write"))
-    synthesize_all(space, result.blueprints, domain, result)
-    for c in result.candidates:
-        if c.task is not None:
-            c.task.source = "test_set"
-    write_pass(store, result, chunk=TEST_SET_CHUNK, after_write=_testset_fault)
-    store.mark_complete(TEST_SET_STAGE, run_id, 0, n_tasks=sum(c.task is not None for c in result.candidates))
-
-
-def _testset_fault(table: str) -> None:
-    if table == "tasks":  # the worst moment: tasks on disk, their verdicts (observed factors) not yet
-        kill_point("testset")
 
 
 def kept_pairs(store: Store, run_id: str) -> list[tuple[SynthTask, Verdict]]:

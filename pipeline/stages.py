@@ -1,26 +1,30 @@
-"""The eight stages of a round as idempotent functions over the store.
+"""The stages of synthesis as idempotent functions over the store: one pipeline for every caller.
 
-Every stage writes its output as named chunks of its tables, then marks the
-chunk complete (``Store.mark_complete``). When the marker exists (a rerun, or a
-resume after a crash) the stage reads its chunks back instead of recomputing:
-a finished stage is a no-op, an interrupted one (some of its tables written,
-or none, or all but the marker) redoes its chunk, rewriting the same files.
-Chunk names carry a hash of the stage's inputs.
+The Prefect round (``flows/round.py``) maps them over chunks as tasks; ``evosyn
+synth`` and the fixed test set run the same functions in-process through
+``pipeline.synthesis.run_pass``, with the same chunking (``chunks``,
+``chunk_name``), rejections and resume. Every stage writes its output as named
+chunks of its tables, then marks the chunk complete (``Store.mark_complete``).
+When the marker exists (a rerun, or a resume after a crash) the stage reads its
+chunks back instead of recomputing: a finished stage is a no-op, an interrupted
+one (some of its tables written, or none, or all but the marker) redoes its
+chunk, rewriting the same files. Chunk names carry a hash of the stage's inputs.
 """
 from __future__ import annotations
 
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, Steering
 from agents.generator import GenerationError
 from agents.planner import PlanError
-from agents.roles import Roles, build_roles, flush_calls
+from agents.roles import Roles, build_roles, flush_calls, llm_roles
 from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
 from envs.packs import default_domain
-from storage.config import RoleConfig
+from pipeline.datasets import sft_examples
+from storage.config import RoleConfig, RunConfig
 from storage.faults import kill_point
 from storage.records import Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.store import Store
@@ -32,21 +36,46 @@ def _h(*parts: object) -> str:
     return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:10]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Ctx:
+    """Where a pass's stages read and write (store, run, round) and how its roles are built.
+
+    ``llm_roles``: role -> the config of each LLM-backed role (validated once, by
+    ``agents.roles.check_roles``); every other role is embedded.
+    ``diagnostic_fraction``: the held-out share of each verified chunk's SFT
+    examples; None writes no examples (the test set is no training data).
+    ``source``: the ``source`` of every generated task (None keeps the generator's).
+    ``fault_points``: the ``storage.faults`` point each stage's crash point is,
+    for a pass that has its own points (the test set has one, ``testset``, after
+    its tasks); a stage it leaves out has none. None: each stage's own name.
+    """
+
     store: Store
     run_id: str
     round: int
     seed: int
     domain: str = field(default_factory=default_domain)
-    llm: dict[str, dict] = field(default_factory=dict)  # role -> RoleConfig fields, for the LLM-backed roles
+    llm_roles: dict[str, RoleConfig] = field(default_factory=dict)
+    diagnostic_fraction: float | None = DIAGNOSTIC_FRACTION
+    source: Literal["synthesized", "official", "test_set"] | None = None
+    fault_points: dict[str, str] | None = None
+
+    @classmethod
+    def for_run(cls, cfg: RunConfig, run_id: str, round: int) -> "Ctx":
+        """A round of the run ``cfg`` (its LLM roles are those ``check_roles`` accepted before the run began)."""
+        return cls(Store(cfg.store_root()), run_id, round, cfg.seed, cfg.domain or default_domain(), llm_roles=llm_roles(cfg))
 
     def roles(self, **kw: Any) -> Roles:
-        cfgs = {r: RoleConfig.model_validate(c) for r, c in self.llm.items()}
-        return build_roles(cfgs, self.domain, cache_dir=self.store.root / "llm_cache", **kw)
+        return build_roles(self.llm_roles, self.domain, cache_dir=self.store.root / "llm_cache", **kw)
 
     def flush(self, roles: Roles, chunk: str) -> None:
         flush_calls(roles, self.store, run_id=self.run_id, round=self.round, chunk=chunk)
+
+    def crash_point(self, stage: str) -> None:
+        """Where ``stage`` dies under ``EVOSYN_FAULT_KILL_AT`` (storage/faults.py): after some output, before its mark."""
+        point = stage if self.fault_points is None else self.fault_points.get(stage)
+        if point:
+            kill_point(point, self.round)
 
     def done(self, stage: str, chunk: str) -> bool:
         """Whether ``stage`` wrote all of chunk ``chunk`` (its marker, written after its last table)."""
@@ -65,6 +94,11 @@ class Ctx:
             self.store.write(records, chunk)
         else:
             self.store.remove_chunk(table, self.run_id, self.round, chunk)
+
+
+def chunks(items: list, size: int) -> list[list]:
+    """The blueprints of a pass in chunks of ``size``, in order: the unit of generate, rollout and verify."""
+    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def _map(fn: Callable, items: list, roles: Roles, role: str) -> list:
@@ -109,7 +143,7 @@ def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm
             dirs = [d.model_copy(update={"rationale": f"embedded fallback ({exc}); {d.rationale}"}) for d in dirs]
         ctx.flush(roles, chunk)
     ctx.put("directions", dirs, chunk)
-    kill_point("design", ctx.round)
+    ctx.crash_point("design")
     ctx.mark("design", chunk)
     return dirs
 
@@ -131,7 +165,7 @@ def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[B
     ctx.flush(roles, chunk)
     ctx.put("verdicts", rejected, chunk)
     ctx.put("blueprints", out, chunk)
-    kill_point("plan", ctx.round)
+    ctx.crash_point("plan")
     ctx.mark("plan", chunk)  # also when every plan was rejected: an empty plan is a finished one
     return sorted(out, key=lambda b: b.blueprint_id)
 
@@ -150,13 +184,13 @@ def generate(ctx: Ctx, space: SynthesisSpace, blueprints: list[Blueprint]) -> li
     tasks, rejected = [], []
     for bp, (task, reason) in zip(blueprints, results):
         if task is not None:
-            tasks.append(task)
+            tasks.append(task if ctx.source is None else task.model_copy(update={"source": ctx.source}))
         else:
             rejected.append(rejection_verdict(bp, "generate", reason))
     ctx.flush(roles, chunk)
     ctx.put("verdicts", rejected, chunk)
     ctx.put("tasks", tasks, chunk)
-    kill_point("generate", ctx.round)
+    ctx.crash_point("generate")
     ctx.mark("generate", chunk)
     return tasks
 
@@ -172,7 +206,7 @@ def rollout(ctx: Ctx, tasks: list[SynthTask], chunk: str) -> list[Trajectory]:
     # rollout rejections go beside the verifier's verdicts of this chunk, never over them
     ctx.put("verdicts", [rejection_verdict(_lineage(t), "rollout", reason) for t, reason in failed], f"{chunk}-rollout")
     ctx.put("trajectories", out, chunk)
-    kill_point("rollout", ctx.round)
+    ctx.crash_point("rollout")
     ctx.mark("rollout", chunk)
     return out
 
@@ -201,13 +235,11 @@ def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory
         repaired += trajs[1:]
         if vs[-1].passed:
             kept.append((task, trajs[-1]))
-    from tasks.datasets import sft_examples
-
-    examples = sft_examples(kept, DIAGNOSTIC_FRACTION, ctx.seed)
+    examples = [] if ctx.diagnostic_fraction is None else sft_examples(kept, ctx.diagnostic_fraction, ctx.seed)
     ctx.flush(roles, f"{chunk}-verify")
     ctx.put("trajectories", repaired, f"{chunk}-repair")  # beside the rollout's chunk, never over it
     ctx.put("verdicts", verdicts, chunk)
-    kill_point("verify", ctx.round)
+    ctx.crash_point("verify")
     ctx.put("sft_examples", examples, chunk)
     ctx.mark("verify", chunk)
     return verdicts, examples

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-import tasks.stages as stages
+import pipeline.stages as stages
 from agents.designer import ColdStart
 from envs.ontology import load_initial_space
 from storage.store import Store

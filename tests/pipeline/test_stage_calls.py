@@ -21,7 +21,7 @@ from benchmarks.llm_script import RoleScript, after, texts
 from envs.ontology import load_initial_space
 from storage.config import RoleConfig
 from storage.store import Store
-from tasks import stages
+from pipeline import stages
 
 KEY = "sk-test-CHUNKS"
 
@@ -56,8 +56,8 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_resume_loses_and_dup
 
     with FakeLLMServer(respond) as server:
         llm = {"generator": RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini", base_url=server.base_url,
-                                       max_concurrency=4).model_dump()}
-        ctx = stages.Ctx(store, "chunks", 1, 0, llm=llm)
+                                       max_concurrency=4)}
+        ctx = stages.Ctx(store, "chunks", 1, 0, llm_roles=llm)
         with monkeypatch.context() as m, ThreadPoolExecutor(max_workers=2) as pool:  # as the Prefect round maps
             m.setattr(stages, "kill_point", kill_point)
             fb = pool.submit(stages.generate, ctx, space, b)
@@ -94,7 +94,7 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_resume_loses_and_dup
         assert store.is_complete("generate", "chunks", 1, stages.chunk_name("gen", b))
 
         clean = Store(tmp_path / "clean")  # the same chunk, never interrupted, on a store of its own
-        stages.generate(stages.Ctx(clean, "chunks", 1, 0, llm=llm), space, b)
+        stages.generate(stages.Ctx(clean, "chunks", 1, 0, llm_roles=llm), space, b)
     again = store.read_records("llm_calls", run_id="chunks")
     assert sorted(r.call_id for r in again) == sorted(r.call_id for r in rows)  # none lost, none added
     assert pq.read_table(chunk_b).to_pylist() == paid_b  # the paid rows, unchanged: no cache-hit replay over them
@@ -123,8 +123,8 @@ def test_a_url_that_answers_with_no_chat_completion_fails_the_stage_but_a_bad_mo
     for reply, fails in ((page, True), (garbage, False)):
         with FakeLLMServer(lambda request, reply=reply: reply) as server:
             llm = {"designer": RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini",
-                                          base_url=server.base_url, max_invalid_retries=1).model_dump()}
-            ctx = stages.Ctx(Store(tmp_path / f"h-{fails}"), "web", 1, 0, llm=llm)
+                                          base_url=server.base_url, max_invalid_retries=1)}
+            ctx = stages.Ctx(Store(tmp_path / f"h-{fails}"), "web", 1, 0, llm_roles=llm)
             if fails:
                 with pytest.raises(StageUnavailable, match=server.base_url):
                     stages.design(ctx, space, ColdStart(), 6, "evosyn")

@@ -1,0 +1,144 @@
+"""One synthesis pass in-process: the round's stages, chunks and markers, without Prefect.
+
+``evosyn synth`` and the fixed test set run ``run_pass``; the Prefect round
+(``flows/round.py``) maps the same stage functions over the same chunks as
+tasks. A pass is resumable like a round: rerun after a crash, its finished
+stages are read back and only the missing chunks are computed. Its result is
+read back from the store, so a resumed pass reports what the whole pass wrote.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
+
+import pipeline.stages as stages
+from agents.designer import Steering
+from storage.config import RoleConfig
+from storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
+
+INPUTS_STAGE = "pass-inputs"  # marker: what the pass in a (run, round) partition was asked for
+
+
+class PassConflict(ValueError):
+    """The partition holds a pass of other inputs (another space, budget or steering): one line, naming them."""
+
+
+class Kept(NamedTuple):
+    blueprint: Blueprint
+    task: SynthTask
+    trajectory: Trajectory  # the verified one: the rollout, or its repair
+    verdict: Verdict
+
+
+@dataclass
+class Pass:
+    """Every record one pass wrote, read back from its (run, round) partition."""
+
+    directions: list[Direction] = field(default_factory=list)
+    blueprints: list[Blueprint] = field(default_factory=list)  # planned, in chunk order
+    tasks: list[SynthTask] = field(default_factory=list)
+    trajectories: list[Trajectory] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    examples: list[SFTExample] = field(default_factory=list)
+    seconds: Counter = field(default_factory=Counter)  # per stage, this process's share of the pass
+
+    @property
+    def kept(self) -> list[Kept]:
+        """The verified (task, trajectory, verdict) of each kept blueprint, in blueprint order."""
+        tasks = {t.task_id: t for t in self.tasks}
+        trajs = {t.trajectory_id: t for t in self.trajectories}
+        passed = {v.blueprint_id: v for v in self.verdicts if v.passed and v.task_id in tasks}
+        return [Kept(bp, tasks[v.task_id], trajs[v.trajectory_id], v)
+                for bp in self.blueprints if (v := passed.get(bp.blueprint_id)) is not None]
+
+
+def backends(llm_roles: dict[str, RoleConfig]) -> dict[str, str]:
+    """The LLM-backed roles of a pass and what decides their replies (the rest are embedded)."""
+    return {r: f"{rc.provider}:{rc.model}@{rc.base_url or ''} t={rc.temperature} max={rc.max_tokens}"
+            for r, rc in sorted(llm_roles.items())}
+
+
+def _inputs_key(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> str:
+    return stages._h(space.model_dump_json(exclude={"created_at"}), steering.model_dump_json(), budget, arm,
+                     sorted(backends(ctx.llm_roles).items()))
+
+
+def claim(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> None:
+    """The partition is this pass's: a rerun (or resume) of the same inputs goes on, other inputs (space,
+    steering, budget, arm, LLM roles) are refused: their stages would be read back, or written beside its rows."""
+    key = _inputs_key(ctx, space, steering, budget, arm)
+    path = ctx.store.marker_path(INPUTS_STAGE, ctx.run_id, ctx.round)
+    if path.is_file():
+        prior = json.loads(path.read_text())
+        if prior.get("inputs") != key:
+            raise PassConflict(f"run {ctx.run_id} round {ctx.round} already holds a synthesis pass of other inputs "
+                               f"(budget {prior.get('budget')}, space version {prior.get('space_version')}, "
+                               f"LLM roles {prior.get('backends') or 'none'}); pick another run id")
+        return
+    ctx.store.mark_complete(INPUTS_STAGE, ctx.run_id, ctx.round, inputs=key, budget=budget,
+                            space_version=space.version, steering=steering.kind, arm=arm, backends=backends(ctx.llm_roles))
+
+
+def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, *, arm: Arm = "evosyn",
+             chunk_size: int = 50, progress: Callable[[int], None] | None = None) -> Pass:
+    """design -> plan -> (generate -> rollout -> verify) per chunk of ``chunk_size`` blueprints, as a round does.
+
+    ``progress(n)`` after each chunk, with its number of blueprints.
+    """
+    claim(ctx, space, steering, budget, arm)
+    seconds: Counter = Counter()
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        seconds[stage] += now - clock
+        clock = now
+
+    directions = stages.design(ctx, space, steering, budget, arm)
+    lap("design")
+    blueprints = stages.plan(ctx, space, directions)
+    lap("plan")
+    for part in stages.chunks(blueprints, chunk_size):
+        tasks = stages.generate(ctx, space, part)
+        lap("generate")
+        name = stages.chunk_name("chunk", part)
+        trajectories = stages.rollout(ctx, tasks, name)
+        lap("rollout")
+        stages.verify_chunk(ctx, tasks, trajectories, name)
+        lap("verify")
+        if progress:
+            progress(len(part))
+    result = read_pass(ctx, blueprints)
+    lap("read back")
+    result.seconds = seconds
+    return result
+
+
+def read_pass(ctx: stages.Ctx, blueprints: list[Blueprint]) -> Pass:
+    read = lambda table: ctx.store.read_records(table, run_id=ctx.run_id, round=ctx.round)  # noqa: E731
+    return Pass(directions=read("directions"), blueprints=blueprints, tasks=read("tasks"),
+                trajectories=read("trajectories"), verdicts=read("verdicts"), examples=read("sft_examples"))
+
+
+def summary(result: Pass) -> tuple[Counter, Counter]:
+    """(kept / total by family and outcome, rejection reasons: the failed checks of each rejected item)."""
+    by_slice: Counter = Counter()
+    reasons: Counter = Counter()
+    kept = {k.verdict.blueprint_id for k in result.kept}
+    last: dict[str, Verdict] = {}
+    for v in result.verdicts:  # in write order: a blueprint's last verdict is its final attempt
+        last[v.blueprint_id] = v
+    for bp in result.blueprints:
+        sel = bp.selected_dimensions
+        key = (sel["task_family"][0], sel["expected_outcome"][0])
+        by_slice[(key, "total")] += 1
+        if bp.blueprint_id in kept:
+            by_slice[(key, "kept")] += 1
+    for bid, v in last.items():
+        if bid not in kept and not v.passed:
+            reasons["; ".join(f"{c.name}: {c.reason}" for c in v.checks if not c.passed)[:90]] += 1
+    return by_slice, reasons

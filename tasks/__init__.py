@@ -1,1 +1,0 @@
-import storage.offline  # noqa: F401  (offline, quiet defaults before any heavy import)

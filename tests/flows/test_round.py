@@ -1,0 +1,35 @@
+"""The Prefect boundary is typed: the round flow and its tasks take the run config and records, not dicts."""
+from __future__ import annotations
+
+import inspect
+import typing
+
+import flows.round as round_module
+from pipeline.stages import Ctx
+from storage.config import RoleConfig, RunConfig
+
+
+def _prefect_callables():
+    return [obj for obj in vars(round_module).values() if hasattr(obj, "fn") and hasattr(obj, "name")]
+
+
+def test_the_round_flow_and_its_tasks_take_models_not_dicts():
+    found = _prefect_callables()
+    assert {c.name for c in found} >= {"evosyn-round", "design", "plan", "generate", "rollout", "verify", "train",
+                                       "evaluate", "reflect"}
+    for c in found:
+        hints = typing.get_type_hints(c.fn)
+        untyped = [p for p in inspect.signature(c.fn).parameters if p not in hints]
+        assert not untyped, f"{c.name}: parameters without a type: {untyped}"
+        loose = {p: t for p, t in hints.items() if p != "return" and ("dict" in str(t) or t is typing.Any)}
+        assert not loose, f"{c.name} takes {loose}"
+    assert typing.get_type_hints(round_module.round_flow.fn)["cfg"] is RunConfig
+
+
+def test_a_rounds_context_comes_from_the_run_config(tmp_path):
+    cfg = RunConfig(seed=4, store={"root": str(tmp_path)}, roles={
+        "planner": {"backend": "llm", "provider": "openai", "model": "gpt-4o-mini"}, "generator": {}})
+    ctx = Ctx.for_run(cfg, "r", 2)
+    assert (ctx.store.root, ctx.run_id, ctx.round, ctx.seed, ctx.domain) == (tmp_path, "r", 2, 4, cfg.domain)
+    assert ctx.llm_roles == {"planner": cfg.roles["planner"]}  # the embedded generator is no LLM role
+    assert all(isinstance(rc, RoleConfig) for rc in ctx.llm_roles.values())
