@@ -34,30 +34,36 @@ def load_space_file(path: str, domain: str, run_id: str):
 
 
 def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None,
-              chunk_size: int = 50, fresh: bool = False, llm_roles: dict[str, RoleConfig] | None = None):
+              chunk_size: int = 50, fresh: bool = False, llm_roles: dict[str, RoleConfig] | None = None,
+              factors: tuple[str, ...] = ()):
     """One pass of the round's stages into the store (pipeline/synthesis.py): a rerun resumes it.
 
     ``llm_roles``: role -> RoleConfig of the roles that run on an LLM (checked by ``check_roles``), as in a
     round; the others are embedded. ``fresh``: the run's earlier pass is deleted first, so all of it is
-    computed (a benchmark times the work).
+    computed (a benchmark times the work). ``factors``: controllable factors of the domain's generator
+    added to the space as experimental factors, as a Reflector adds them. Returns (run id, pass, space).
     """
     import hashlib
 
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
+    from envs.packs import get_pack
     from pipeline.stages import Ctx
     from pipeline.synthesis import PassConflict, backends, claim, run_pass
 
     from flows.inputs import check_domain
 
     domain = check_domain(domain, generator=True)
+    check_factors(domain, factors)
     space = load_space_file(space_file, domain, "synth") if space_file else None
     if run_id is None:  # named by its inputs, so a rerun finds (and resumes) its own pass
         spaced = f"-space{space_digest(space)}" if space is not None else ""
         llm = "-llm" + hashlib.sha256(repr(backends(llm_roles)).encode()).hexdigest()[:8] if llm_roles else ""
-        run_id = f"synth-{domain}-s{seed}-n{n}{spaced}{llm}"
+        run_id = f"synth-{domain}-s{seed}-n{n}{spaced}{llm}" + "".join(f"-{f}" for f in factors)
     space = space.model_copy(update={"run_id": run_id}) if space is not None else \
         load_initial_space(domain, run_id=run_id)
+    if factors:
+        space = with_factors(space, get_pack(domain).controllable, factors)
     store = store_from(ctx)  # a store root that cannot be created is refused before the work
     if fresh:
         store.delete_run(run_id)
@@ -68,7 +74,28 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
         raise UserError(f"--run-id {run_id}: {exc}") from None
     with click.progressbar(length=n, label="synthesizing", file=click.get_text_stream("stderr")) as bar:
         result = run_pass(pass_ctx, space, steering, n, chunk_size=chunk_size, progress=bar.update)
-    return run_id, result
+    return run_id, result, space
+
+
+def with_factors(space, controllable: dict[str, list[str]], factors: tuple[str, ...]):
+    """The space plus each named factor (with the values the generator realizes), experimental and observable."""
+    from envs.ontology import OBSERVABLE
+    from storage.records import Factor
+
+    new = [Factor(key=k, values=list(controllable[k]), status="experimental", observable=k in OBSERVABLE,
+                  added_in=space.version + 1) for k in dict.fromkeys(factors) if k not in {f.key for f in space.factors}]
+    return space.model_copy(update={"version": space.version + 1, "factors": space.factors + new}) if new else space
+
+
+def check_factors(domain: str, factors: tuple[str, ...]) -> None:
+    """Each --factor is a property the domain's generator controls (one line naming them otherwise)."""
+    from envs.packs import get_pack
+
+    controllable = get_pack(domain).controllable
+    for name in factors:
+        if name not in controllable:
+            raise UserError(f"--factor {name}: the {domain} generator does not control it "
+                            f"(it controls: {', '.join(sorted(controllable)) or 'nothing'})")
 
 
 def space_digest(space) -> str:
@@ -89,11 +116,14 @@ def space_digest(space) -> str:
 @click.option("--backend", type=click.Choice(["embedded", "llm"]), default=None)
 @click.option("--config", "config_file", type=PATH, default=None,
               help="A run config whose roles.<role> settings choose each role's backend, as in `evosyn run`.")
+@click.option("--factor", "factors", multiple=True,
+              help="Add a factor the domain's generator controls (e.g. num_write) to the space; repeatable. "
+                   "Each requested factor gets a requested-vs-realized table.")
 @click.pass_context
 def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None, chunk_size: int,
-          backend: str | None, config_file: str | None) -> None:
+          backend: str | None, config_file: str | None, factors: tuple[str, ...]) -> None:
     """One synthesis pass (design, plan, generate, rollout, verify, repair) into the store; a rerun resumes it."""
-    from pipeline.synthesis import summary
+    from pipeline.synthesis import control, summary
 
     llm = None
     if backend or config_file:  # the run's config rules: roles, checked before any work, as `evosyn run` does
@@ -101,7 +131,8 @@ def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: s
         from flows.cli_run import _config
 
         llm = llm_roles(_config(ctx, config_file, domain=domain, seed=seed, backend=backend))
-    run_id, result = run_synth(ctx, domain, n, seed, space_file, run_id, chunk_size, llm_roles=llm)
+    run_id, result, space = run_synth(ctx, domain, n, seed, space_file, run_id, chunk_size, llm_roles=llm,
+                                      factors=factors)
     by_slice, reasons = summary(result)
     slices = sorted({k for k, _ in by_slice})
     print_table(f"run {run_id}: {len(result.kept)} of {len(result.blueprints)} blueprints verified",
@@ -109,6 +140,12 @@ def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: s
                 [[f, o, by_slice[((f, o), "kept")], by_slice[((f, o), "total")]] for f, o in slices])
     if reasons:
         print_table("rejections", ["reason", "count"], [[r, k] for r, k in reasons.most_common(15)])
+    for key, rows in control(result, space).items():
+        generated = sum(r[2] for r in rows)
+        exact = sum(r[3] for r in rows)
+        print_table(f"{key}: requested vs realized (first rollout, before the factor gate): "
+                    f"{exact}/{generated} exact ({exact / max(generated, 1):.1%})",
+                    [key, "requested", "generated", "realized", "kept"], [list(r) for r in rows])
 
 
 @bench.command("synth")
@@ -127,7 +164,7 @@ def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None
     domain = check_domain(domain, generator=True)
     target = bench_output(f"synth-{domain}", output)
     t0 = time.perf_counter()
-    run_id, result = run_synth(ctx, domain, n, seed, None, f"bench-synth-s{seed}", fresh=True)
+    run_id, result, _ = run_synth(ctx, domain, n, seed, None, f"bench-synth-s{seed}", fresh=True)
     total = time.perf_counter() - t0
     stages = dict(result.seconds)
     payload = {"domain": domain, "blueprints": len(result.blueprints), "verified": len(result.kept),

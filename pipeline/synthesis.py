@@ -142,3 +142,36 @@ def summary(result: Pass) -> tuple[Counter, Counter]:
         if bid not in kept and not v.passed:
             reasons["; ".join(f"{c.name}: {c.reason}" for c in v.checks if not c.passed)[:90]] += 1
     return by_slice, reasons
+
+
+def control(result: Pass, space: SynthesisSpace) -> dict[str, list[tuple[str, int, int, int, int]]]:
+    """Requested vs realized values of each observable factor the blueprints select.
+
+    factor -> rows (value, requested, generated, realized, kept): ``generated`` counts
+    blueprints that became a task, ``realized`` those whose first rollout's observed
+    value (re-derived from its replay by the verifier, before the factor gate
+    decides anything) equals the request, ``kept`` those verified in the end.
+    """
+    observable = [f.key for f in space.active if f.observable]
+    first: dict[str, Verdict] = {}
+    for v in result.verdicts:
+        if v.attempt == 0:
+            first.setdefault(v.blueprint_id, v)
+    kept = {k.blueprint.blueprint_id for k in result.kept}
+    tasks = {t.blueprint_id for t in result.tasks}
+    out: dict[str, list[tuple[str, int, int, int, int]]] = {}
+    for key in observable:
+        rows: dict[str, list[int]] = {}
+        for bp in result.blueprints:
+            want = bp.selected_dimensions.get(key)
+            if not want:
+                continue
+            row = rows.setdefault(want[0], [0, 0, 0, 0])
+            row[0] += 1
+            row[1] += bp.blueprint_id in tasks
+            v = first.get(bp.blueprint_id)
+            row[2] += v is not None and v.observed.get(key) == want
+            row[3] += bp.blueprint_id in kept
+        values = space.factor(key).values
+        out[key] = [(val, *rows[val]) for val in sorted(rows, key=lambda x: values.index(x) if x in values else 99)]
+    return out
