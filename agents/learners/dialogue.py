@@ -55,7 +55,7 @@ class Mention:
     msg: int
     pos: int
     before: list[str]
-    kind: str  # coarse shape plus the word before it, e.g. "U9:6|reservation"
+    kind: str  # coarse shape plus the word before it, e.g. "U9:6|number"
     is_name: bool = False
 
 

@@ -37,7 +37,7 @@ from storage.records import Message, ToolCall, Trajectory
 
 CONFIRM_STEM = confirmation_request("\0", {}).split("\0")[0]  # how the project's agents open a confirmation
 MAX_CONSTANTS = 6
-MAX_ITEMS = 3  # list items whose fields train the assembler
+MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
 
 
 def fingerprint(trajectories: list[Trajectory]) -> str:
@@ -249,7 +249,7 @@ class EmbeddedLearner:
             keys = item_keys(schema, self._resolve)
             if keys and isinstance(gold, list):
                 fields_ok = True
-                for j, item in enumerate(gold[:MAX_ITEMS]):
+                for j, item in enumerate(gold[:MAX_TRAIN_ITEMS]):
                     for k in keys:
                         target = json.dumps(item.get(k) if isinstance(item, dict) else None, sort_keys=True)
                         hit = False

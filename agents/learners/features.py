@@ -13,6 +13,7 @@ arithmetic an argument needs is what it learns.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from storage.records import Message
 WORD = re.compile(r"[a-z0-9_\-]+")
 ENUMISH = re.compile(r"^[a-z][a-z_ ]{0,24}$")
 MAX_FOCUS_NUMBERS = 24  # operands of the composites: the newest numbers of the records in focus
+MAX_ITEMS, MAX_ALTS, MAX_EDITS = 4, 3, 16  # bounds on the edited lists: items, values tried per field, edits per item
 
 
 def norm(text: str) -> str:
@@ -46,12 +48,13 @@ class Candidate:
     msg: int = -1
     kind: str = ""  # shape|word-before for the user's values
     clause: int | None = None  # for the user's values: the request clause that mentions it
-    rank: int | None = None  # order among the user's values of its kind
+    rank: int | None = None  # rank among the user's values of its kind
     first_unused: bool = False
     first_unwritten: bool = False
     in_last_user: bool = False
     focus: bool = False  # from a record the current request names
     extra: list[str] = field(default_factory=list)  # features of how a composite or list was built
+    within: tuple[int, ...] = ()  # for observed values: the records (indices) that hold it
 
 
 @dataclass
@@ -71,12 +74,19 @@ def _key(k: str) -> str:
 
 
 def _records(obs: list[tuple[int, str, Any]]) -> tuple[list[Record], list[Candidate], list[Candidate]]:
-    """Every object (as a record), scalar leaf and list of objects the observations hold."""
-    records, leaves, lists = [], [], []
+    """Every object (as a record), scalar leaf and list of objects the observations hold.
 
-    def walk(obj: Any, path: str, key: str, tool: str, i: int) -> None:
+    A leaf and a list remember the records they sit in (``Candidate.within``: indices into the records),
+    so that a value is in focus when any record around it is.
+    """
+    records: list[Record] = []
+    leaves, lists = [], []
+
+    def walk(obj: Any, path: str, key: str, tool: str, i: int, within: tuple[int, ...]) -> None:
         if isinstance(obj, dict):
             fields, sub = {}, {}
+            here = len(records)
+            records.append(Record(path, tool, i, fields, sub))
             for k, v in obj.items():
                 if isinstance(v, dict):
                     fields.update({kk: vv for kk, vv in v.items() if not isinstance(vv, (dict, list))})
@@ -84,21 +94,20 @@ def _records(obs: list[tuple[int, str, Any]]) -> tuple[list[Record], list[Candid
                     sub[k] = v
                 else:
                     fields[k] = v
-                walk(v, f"{path}.{_key(k)}" if path else _key(k), k, tool, i)
-            records.append(Record(path, tool, i, fields, sub))
+                walk(v, f"{path}.{_key(k)}" if path else _key(k), k, tool, i, within + (here,))
         elif isinstance(obj, list):
             for v in obj:
-                walk(v, path, key, tool, i)
+                walk(v, path, key, tool, i, within)
             if obj and all(isinstance(v, dict) for v in obj):
-                lists.append(Candidate(obj, "list", key, path=path, tool=tool, msg=i))
+                lists.append(Candidate(obj, "list", key, path=path, tool=tool, msg=i, within=within))
         elif obj is not None:
-            leaves.append(Candidate(obj, "obs", key, path=path, tool=tool, msg=i))
+            leaves.append(Candidate(obj, "obs", key, path=path, tool=tool, msg=i, within=within))
 
     for i, tool, data in obs:
         if isinstance(data, str):
             leaves.append(Candidate(data, "obs", "text", tool=tool, msg=i))
             continue
-        walk(data, "", "", tool, i)
+        walk(data, "", "", tool, i, ())
     return records, leaves, lists
 
 
@@ -157,10 +166,9 @@ class Scene:
         for rec in records:  # the record of whoever the user said they are
             if {str(v) for v in rec.fields.values()} & ident and not rec.focus:
                 facts += [f"who.{k}={v}" for k, v in rec.fields.items() if isinstance(v, str) and ENUMISH.match(v)]
-        focus_msgs = {r.msg for r in records if r.focus}
-        for c in leaves:
+        for c in leaves + lists:
             c.age = n - c.msg
-            c.focus = c.msg in focus_msgs
+            c.focus = any(records[j].focus for j in c.within)
         last_tool = next((m.tool_calls[0].name for m in reversed(history) if m.tool_calls), "")
         return Scene(dlg, norm(cur.text) if cur else "", cur.words if cur else [], n, user, leaves, lists, records,
                      sorted(set(counts)), sorted(set(facts))[:24], used, last_tool)
@@ -168,12 +176,12 @@ class Scene:
 
 def _user_candidates(m: Mention, dlg: Dialogue, n: int, last_user: int, by_kind: dict[str, list[str]],
                      used: set[str], written: set[str]) -> list[Candidate]:
-    order = by_kind.get(m.kind, [])
-    rank = order.index(str(m.value)) if str(m.value) in order else None
+    seq = by_kind.get(m.kind, [])
+    rank = seq.index(str(m.value)) if str(m.value) in seq else None
     base = dict(age=n - m.msg, msg=m.msg, kind=m.kind, clause=dlg.clause_of(m.value), rank=rank,
                 in_last_user=m.msg == last_user,
-                first_unused=next((v for v in order if v not in used), None) == str(m.value),
-                first_unwritten=next((v for v in order if v not in written), None) == str(m.value))
+                first_unused=next((v for v in seq if v not in used), None) == str(m.value),
+                first_unwritten=next((v for v in seq if v not in written), None) == str(m.value))
     before = m.before[-1] if m.before else ""
     out = [Candidate(m.value, "user", before, **base)]
     if m.is_name:
@@ -332,29 +340,23 @@ def list_candidates(scene: Scene, item_keys: list[str]) -> list[Candidate]:
         seen.add(sig)
         c = Candidate(value, source, key, extra=extra + [f"len={min(len(value), 4)}"])
         if base is not None:
-            c.age, c.tool, c.path, c.msg, c.focus = base.age, base.tool, base.path, base.msg, base.msg in {
-                r.msg for r in scene.records if r.focus}
+            c.age, c.tool, c.path, c.msg, c.focus = base.age, base.tool, base.path, base.msg, base.focus
         out.append(c)
 
     cur = scene.dlg.current
     said = [m for m in cur.mentions if not m.is_name] if cur else []
     for lst in scene.lists:
-        lst.age = scene.n - lst.msg
         if not all(all(it.get(k) is not None for k in item_keys) for it in lst.value):
             continue
         proj = [{k: it[k] for k in item_keys} for it in lst.value]
         add(proj, "list", lst.key, [], lst)
-        for e, item in enumerate(proj):  # one value of one item replaced by a value the user wrote
-            for k in item_keys:
-                old_said = next((m for m in said if str(m.value) == str(item[k])), None)
-                for m in said:
-                    if str(m.value) != str(item[k]) and shape(m.value) == shape(item[k]):
-                        new = [dict(it) for it in proj]
-                        new[e][k] = m.value
-                        after = old_said is not None and m.pos > old_said.pos
-                        add(new, "list", f"{lst.key}:replace", [f"rk={k}", f"old_said={old_said is not None}",
-                                                                 f"new_after_old={after}"], lst)
-    if cur:  # the records the user named, in the order named
+        if lst.focus:
+            for e, item in enumerate(proj[:MAX_ITEMS]):
+                for new, extra in _edits(item, said):
+                    edited = [dict(it) for it in proj]
+                    edited[e] = new
+                    add(edited, "list", f"{lst.key}:edit", extra, lst)
+    if cur:  # the records the user named, as named
         named = []
         for m in sorted(cur.mentions, key=lambda x: x.pos):
             for rec in reversed(scene.records):
@@ -365,6 +367,31 @@ def list_candidates(scene: Scene, item_keys: list[str]) -> list[Candidate]:
                         named.append(item)
                     break
         add(named, "named", "named", [f"named_eq_names={len(named) == len(cur.names())}"])
+    return out
+
+
+def _edits(item: dict[str, Any], said: list[Mention]) -> list[tuple[dict[str, Any], list[str]]]:
+    """The item with some of its values replaced by same-looking values the user wrote, and how."""
+    olds = [m for m in said if any(str(m.value) == str(v) for v in item.values())]
+    last_old = max((m.pos for m in olds), default=-1)
+    options = []
+    for k, v in item.items():
+        alts = [m for m in said if str(m.value) != str(v) and shape(m.value) == shape(v)][:MAX_ALTS]
+        options.append([(k, None)] + [(k, m) for m in alts])
+    out = []
+    for combo in itertools.islice(itertools.product(*options), MAX_EDITS):
+        changed = [(k, m) for k, m in combo if m is not None]
+        if not changed:
+            continue
+        new = dict(item)
+        extra = [f"item_said={bool(olds)}", f"changed={len(changed)}"]
+        for k, m in changed:
+            new[k] = m.value
+            w = m.before[-1] if m.before else ""
+            extra += [f"rk={k}", f"rk={k}|w={w}", f"rk={k}|after_old={m.pos > last_old >= 0}"]
+        if len(changed) < len(item):
+            extra.append("kept=" + ",".join(k for k, m in combo if m is None))
+        out.append((new, extra))
     return out
 
 
