@@ -41,6 +41,13 @@ def shape(value: Any) -> str:
     return f"{classes}:{min(len(value), 16)}"
 
 
+def coarse(value: Any) -> str:
+    """num, code (letters and digits only) or sep (with separators): what a value is, before its length."""
+    if isinstance(value, (int, float)):
+        return "num"
+    return "code" if str(value).isalnum() else "sep"
+
+
 def is_value(tok: str) -> bool:
     return (any(c.isdigit() for c in tok) or "_" in tok or "@" in tok
             or (len(tok) >= 2 and tok.isupper() and tok.isalnum()))
@@ -55,7 +62,7 @@ class Mention:
     msg: int
     pos: int
     before: list[str]
-    kind: str  # coarse shape plus the word before it, e.g. "U9:6|number"
+    kind: str  # coarse shape plus the word before it, e.g. "code|number"
     is_name: bool = False
 
 
@@ -67,7 +74,7 @@ def mentions_in(text: str, msg: int = 0) -> list[Mention]:
             continue
         value: Any = int(tok) if tok.isdigit() and len(tok) <= 6 else tok
         before = ALPHA.findall(text[max(0, m.start() - 40):m.start()].lower())[-2:]
-        out.append(Mention(value, tok, msg, m.start(), before, f"{shape(value)}|{before[-1] if before else ''}"))
+        out.append(Mention(value, tok, msg, m.start(), before, f"{coarse(value)}|{before[-1] if before else ''}"))
     for m in NAME.finditer(text):
         before = ALPHA.findall(text[max(0, m.start() - 40):m.start()].lower())[-2:]
         out.append(Mention(m.group(), m.group(), msg, m.start(), before, "name", is_name=True))
@@ -120,11 +127,16 @@ class Dialogue:
     def next(self) -> Clause | None:
         return self.clauses[self.pointer + 1] if self.pointer + 1 < len(self.clauses) else None
 
-    def relation(self, clause: int | None) -> str:
+    def relation(self, clause: int | None, to: int | None = None) -> str:
         if clause is None:
             return "none"
-        d = clause - self.pointer
+        d = clause - (self.pointer if to is None else to)
         return {0: "cur", 1: "next", -1: "prev"}.get(d, "after" if d > 0 else "before")
+
+    def open_clause(self, used: set[str]) -> int:
+        """The first clause from the pointer on with a value no call has used yet."""
+        return next((j for j in range(self.pointer, len(self.clauses)) if self.clauses[j].keys - used),
+                    len(self.clauses))
 
     def clause_of(self, value: Any) -> int | None:
         """The first clause, from the current one on, that mentions the value (else the last that does)."""

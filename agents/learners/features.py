@@ -26,7 +26,7 @@ from storage.records import Message
 WORD = re.compile(r"[a-z0-9_\-]+")
 ENUMISH = re.compile(r"^[a-z][a-z_ ]{0,24}$")
 MAX_FOCUS_NUMBERS = 24  # operands of the composites: the newest numbers of the records in focus
-MAX_ITEMS, MAX_ALTS, MAX_EDITS = 4, 3, 16  # bounds on the edited lists: items, values tried per field, edits per item
+MAX_ITEMS, MAX_ALTS, MAX_EDITS = 4, 4, 64  # bounds on the edited lists: items, values tried per field, edits per item
 
 
 def norm(text: str) -> str:
@@ -132,6 +132,7 @@ class Scene:
     facts: list[str]  # short word values of the records in focus (key=value)
     used: set[str]
     last_tool: str
+    open: int = 0  # the first clause with a value not used yet (the pointer stays until a call moves it)
 
     @staticmethod
     def of(history: list[Message], writes: set[str]) -> "Scene":
@@ -171,14 +172,16 @@ class Scene:
             c.focus = any(records[j].focus for j in c.within)
         last_tool = next((m.tool_calls[0].name for m in reversed(history) if m.tool_calls), "")
         return Scene(dlg, norm(cur.text) if cur else "", cur.words if cur else [], n, user, leaves, lists, records,
-                     sorted(set(counts)), sorted(set(facts))[:24], used, last_tool)
+                     sorted(set(counts)), sorted(set(facts))[:24], used, last_tool, dlg.open_clause(used))
 
 
 def _user_candidates(m: Mention, dlg: Dialogue, n: int, last_user: int, by_kind: dict[str, list[str]],
                      used: set[str], written: set[str]) -> list[Candidate]:
     seq = by_kind.get(m.kind, [])
     rank = seq.index(str(m.value)) if str(m.value) in seq else None
-    base = dict(age=n - m.msg, msg=m.msg, kind=m.kind, clause=dlg.clause_of(m.value), rank=rank,
+    unused = [str(x.value) for c in dlg.clauses for x in c.mentions if not x.is_name and str(x.value) not in used]
+    extra = ["first_unused_any"] if unused and unused[0] == str(m.value) else []
+    base = dict(age=n - m.msg, msg=m.msg, kind=m.kind, clause=dlg.clause_of(m.value), rank=rank, extra=extra,
                 in_last_user=m.msg == last_user,
                 first_unused=next((v for v in seq if v not in used), None) == str(m.value),
                 first_unwritten=next((v for v in seq if v not in written), None) == str(m.value))
@@ -186,7 +189,8 @@ def _user_candidates(m: Mention, dlg: Dialogue, n: int, last_user: int, by_kind:
     out = [Candidate(m.value, "user", before, **base)]
     if m.is_name:
         first, last = m.value.split()
-        out += [Candidate(first, "user", "name.first", **base), Candidate(last, "user", "name.last", **base)]
+        out += [Candidate(first, "user", "name.first", **{**base, "extra": list(extra)}),
+                Candidate(last, "user", "name.last", **{**base, "extra": list(extra)})]
     return out
 
 
@@ -243,6 +247,10 @@ def state_tokens(history: list[Message], scene: Scene, labels: list[str]) -> str
             toks += [f"cw_{w}", f"cw_{w}|{status}", f"cw_{w}|prev_{prev}", f"cw_{w}|{id_used}",
                      f"cw_{w}|{status}|{id_used}"]
         toks += [f"nw_{w}" for w in nxt.words] if nxt is not None else ["nw_none"]
+        if scene.open != dlg.pointer:
+            opened = dlg.clauses[scene.open] if scene.open < len(dlg.clauses) else None
+            toks += [f"ow_{w}" for w in opened.words] if opened else ["ow_none"]
+            toks += [f"ow_{w}|{status}" for w in opened.words] if opened else ["ow_none|" + status]
         pending = [m for m in cur.mentions if str(m.value) not in scene.used and not m.is_name]
         toks += [f"pend_{m.kind}" for m in pending[:3]] or ["pend_none"]
         toks += [f"pend_{m.kind}|{status}" for m in pending[:1]]
@@ -286,9 +294,10 @@ def candidate_features(tool: str, arg: str, c: Candidate, used: set[str], scene:
     if json.dumps(c.value, sort_keys=True) in used:
         feats += ["used_before", f"arg={arg}|used_before"]
     if c.source in ("user", "identity", "name"):
-        rel = scene.dlg.relation(c.clause)
+        rel, ro = scene.dlg.relation(c.clause), scene.dlg.relation(c.clause, scene.open)
         feats += [f"rel={rel}", f"arg={arg}|rel={rel}", f"tool={tool}|arg={arg}|ukind={c.kind}|rel={rel}",
-                  f"arg={arg}|key={c.key}|rel={rel}"]
+                  f"arg={arg}|key={c.key}|rel={rel}", f"arg={arg}|ropen={ro}", f"arg={arg}|rel={rel}|ropen={ro}",
+                  f"tool={tool}|arg={arg}|ukind={c.kind}|ropen={ro}"]
     if c.msg >= 0 and c.tool:
         here = c.msg < len(scene.dlg.clause_of_msg) and scene.dlg.clause_of_msg[c.msg] == scene.dlg.pointer
         feats += [f"arg={arg}|obs_cur={here}", f"tool={tool}|arg={arg}|obs_tool={c.tool}|obs_cur={here}"]
@@ -344,7 +353,7 @@ def list_candidates(scene: Scene, item_keys: list[str]) -> list[Candidate]:
         out.append(c)
 
     cur = scene.dlg.current
-    said = [m for m in cur.mentions if not m.is_name] if cur else []
+    said = list(cur.mentions) if cur else []
     for lst in scene.lists:
         if not all(all(it.get(k) is not None for k in item_keys) for it in lst.value):
             continue
@@ -370,13 +379,27 @@ def list_candidates(scene: Scene, item_keys: list[str]) -> list[Candidate]:
     return out
 
 
+def _classes(value: Any) -> str:
+    return shape(value).split(":")[0]
+
+
+def _parts(m: Mention) -> list[Mention]:
+    """A name as its two words (each at its own position); any other value as itself."""
+    if not m.is_name:
+        return [m]
+    first, last = m.value.split()
+    return [Mention(first, first, m.msg, m.pos, m.before, "name.first"),
+            Mention(last, last, m.msg, m.pos + len(first) + 1, m.before, "name.last")]
+
+
 def _edits(item: dict[str, Any], said: list[Mention]) -> list[tuple[dict[str, Any], list[str]]]:
     """The item with some of its values replaced by same-looking values the user wrote, and how."""
+    said = [p for m in said for p in _parts(m)]
     olds = [m for m in said if any(str(m.value) == str(v) for v in item.values())]
     last_old = max((m.pos for m in olds), default=-1)
     options = []
     for k, v in item.items():
-        alts = [m for m in said if str(m.value) != str(v) and shape(m.value) == shape(v)][:MAX_ALTS]
+        alts = [m for m in said if str(m.value) != str(v) and _classes(m.value) == _classes(v)][:MAX_ALTS]
         options.append([(k, None)] + [(k, m) for m in alts])
     out = []
     for combo in itertools.islice(itertools.product(*options), MAX_EDITS):
