@@ -149,7 +149,7 @@ class EmbeddedLearner:
                 for v in nums:
                     n_args += 1
                     for _, k in numbers_in_context(scene):
-                        if k and v % k == 0 and v // k > 3:
+                        if k and v % k == 0 and v // k >= 10:  # a multiplier, not a small count
                             seen.add(v // k)
             ratios.update(seen)
         floor = max(3, 0.01 * len(trajectories))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from storage.records import Message
 WORD = re.compile(r"[a-z0-9_\-]+")
 ENUMISH = re.compile(r"^[a-z][a-z_ ]{0,24}$")
 MAX_FOCUS_NUMBERS = 24  # operands of the composites: the newest numbers of the records in focus
+MAX_NAMED = 2  # a value the user wrote puts in focus the records holding it, if one observation has at most this many
 MAX_ITEMS, MAX_ALTS, MAX_EDITS = 4, 4, 64  # bounds on the edited lists: items, values tried per field, edits per item
 
 
@@ -158,6 +160,14 @@ class Scene:
         values = {str(m.value) for m in cur.mentions} if cur else set()
         names = cur.names() if cur else []
         facts, counts = [], [("names", len(names))] if names else []
+        # a value names a record when few records of one observation hold it (an origin shared by every
+        # search result does not)
+        def hits(v: set[str], nm: list[str]) -> int:
+            return max(Counter(r.msg for r in records if _mentions_record(r, v, nm)).values(), default=0)
+
+        hits = {**{v: hits({v}, []) for v in values}, **{nm: hits(set(), [nm]) for nm in names}}
+        values = {v for v in values if hits[v] <= MAX_NAMED}
+        names = [nm for nm in names if hits[nm] <= MAX_NAMED]
         for rec in records:
             rec.focus = bool(cur) and _mentions_record(rec, values, names)
             if rec.focus:
