@@ -214,6 +214,9 @@ def composites(scene: Scene, constants: list[int]) -> list[Candidate]:
     for c in nums:
         for u in said:
             out.append(Candidate(c.value + u, "composite", f"{c.key}+said", age=c.age, tool=c.tool, path=c.path))
+            if 2 <= u <= 10:
+                out.append(Candidate(c.value * u, "composite", f"{c.key}*said", age=c.age, tool=c.tool,
+                                     path=c.path))
             if c.value - u >= 0:
                 out.append(Candidate(c.value - u, "composite", f"{c.key}-said", age=c.age, tool=c.tool,
                                      path=c.path))
