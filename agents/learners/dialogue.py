@@ -12,7 +12,6 @@ tools write is learned from the data (the tools an agent asked to confirm).
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ from storage.records import Message
 SPLIT = re.compile(r";|\bthen\b|\.\s|\?\s")
 TOKEN = re.compile(r"[A-Za-z0-9][\w.@+-]*[A-Za-z0-9]|[A-Za-z0-9]")
 NAME = re.compile(r"\b([A-Z][a-z]+) ([A-Z][a-z]+)\b")
-SELF = re.compile(r"\b(?:my\b[\w ]{0,30}?|it) is\s*$", re.I)  # "my customer id is", "sure, it is"
+SELF = re.compile(r"\b(?:my\b[\w ]{0,30}?|it) is\s*$", re.IGNORECASE)  # "my customer id is", "sure, it is"
 ALPHA = re.compile(r"[a-z]+")
 STOP = {"i", "would", "like", "to", "first", "the", "of", "a", "an", "on", "with", "for", "my", "is", "and", "me",
         "please", "this", "that", "it", "be", "in", "at", "also", "one", "more", "thing", "yes"}
@@ -184,18 +183,3 @@ def track(history: list[Message], writes: set[str]) -> Dialogue:
                 dlg.pointer, dlg.calls = dlg.pointer + 1, 0
         dlg.clause_of_msg.append(dlg.pointer)
     return dlg
-
-
-def observations(history: list[Message]) -> list[tuple[int, str, Any]]:
-    """(message index, producing tool, parsed JSON or text) of every successful tool observation."""
-    out, last_call = [], ""
-    for i, m in enumerate(history):
-        if m.tool_calls:
-            last_call = m.tool_calls[0].name
-        elif m.role == "tool" and m.content and not m.error:
-            try:
-                data = json.loads(m.content)
-            except ValueError:
-                data = m.content.strip()
-            out.append((i, last_call, data))
-    return out

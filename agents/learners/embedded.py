@@ -28,8 +28,18 @@ import numpy as np
 from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
-from agents.learners.features import (Candidate, Scene, candidate_features, is_int, item_keys, list_candidates,
-                                      numbers_in_context, scalar_pool, schema_candidates, state_tokens)
+from agents.learners.features import (
+    Candidate,
+    Scene,
+    candidate_features,
+    is_int,
+    item_keys,
+    list_candidates,
+    numbers_in_context,
+    scalar_pool,
+    schema_candidates,
+    state_tokens,
+)
 from envs.gold import confirmation_request
 from storage.atomic import atomic_path, write_json
 from storage.faults import kill_point
@@ -156,7 +166,7 @@ class EmbeddedLearner:
         self.constants = sorted(r for r, c in ratios.most_common(MAX_CONSTANTS) if c >= floor)
 
     # ------------------------------------------------------------ training
-    def fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None = None) -> "EmbeddedLearner":
+    def fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None = None) -> EmbeddedLearner:
         """Behaviour cloning on verified trajectories; ``tools`` are the OpenAI tool schemas an agent sees."""
         self.tools = {t["function"]["name"]: t["function"] for t in (tools or [])}
         self.fingerprint, self.n_trajectories = fingerprint(trajectories), len(trajectories)
@@ -260,10 +270,11 @@ class EmbeddedLearner:
                             labels.append(int(ok))
                         fields_ok &= hit or j > 0
                 cands = list_candidates(scene, keys)
-                cands.append(Candidate(None, "assembled", "assembled", extra=["len=1"]))
                 target = json.dumps(gold, sort_keys=True)
-                for c in cands:
-                    ok = (len(gold) == 1 and fields_ok) if c.source == "assembled" else \
+                found = any(json.dumps(c.value, sort_keys=True) == target for c in cands)
+                cands.append(Candidate(None, "assembled", "assembled", extra=["len=1"]))
+                for c in cands:  # assembling is right only where no list in the context is
+                    ok = (len(gold) == 1 and fields_ok and not found) if c.source == "assembled" else \
                         json.dumps(c.value, sort_keys=True) == target
                     feats.append(candidate_features(call.name, arg, c, used.get(arg, set()), scene))
                     labels.append(int(ok))
@@ -381,7 +392,7 @@ class EmbeddedLearner:
         return path
 
     @staticmethod
-    def load(path: Path) -> "EmbeddedLearner":
+    def load(path: Path) -> EmbeddedLearner:
         import joblib
 
         learner = joblib.load(path)

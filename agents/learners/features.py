@@ -18,10 +18,17 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from agents.learners.dialogue import (Dialogue, Mention, call_values, flat, is_value, observations, shape,
-                                      track)
+from agents.learners.dialogue import (
+    Dialogue,
+    Mention,
+    call_values,
+    is_value,
+    shape,
+    track,
+)
 from storage.records import Message
 
 WORD = re.compile(r"[a-z0-9_\-]+")
@@ -68,27 +75,33 @@ class Record:
     msg: int
     fields: dict[str, Any]
     lists: dict[str, list]
+    strs: frozenset[str] = frozenset()  # its string values
     focus: bool = False
 
 
+@lru_cache(maxsize=65536)
 def _key(k: str) -> str:
     return "*" if is_value(k) else k
 
 
-def _records(obs: list[tuple[int, str, Any]]) -> tuple[list[Record], list[Candidate], list[Candidate]]:
-    """Every object (as a record), scalar leaf and list of objects the observations hold.
+@lru_cache(maxsize=8192)
+def _walk(content: str) -> tuple[tuple, tuple, tuple]:
+    """One observation's objects, scalar leaves and lists of objects (cached: every later decision re-reads it).
 
-    A leaf and a list remember the records they sit in (``Candidate.within``: indices into the records),
-    so that a value is in focus when any record around it is.
+    Leaves and lists carry the indices of the objects around them, so that a value is in focus
+    when any object around it is.
     """
-    records: list[Record] = []
-    leaves, lists = [], []
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return (), ((content.strip(), "text", "", ()),), ()
+    records, leaves, lists = [], [], []
 
-    def walk(obj: Any, path: str, key: str, tool: str, i: int, within: tuple[int, ...]) -> None:
+    def walk(obj: Any, path: str, key: str, within: tuple[int, ...]) -> None:
         if isinstance(obj, dict):
             fields, sub = {}, {}
             here = len(records)
-            records.append(Record(path, tool, i, fields, sub))
+            records.append((path, fields, sub))
             for k, v in obj.items():
                 if isinstance(v, dict):
                     fields.update({kk: vv for kk, vv in v.items() if not isinstance(vv, (dict, list))})
@@ -96,26 +109,42 @@ def _records(obs: list[tuple[int, str, Any]]) -> tuple[list[Record], list[Candid
                     sub[k] = v
                 else:
                     fields[k] = v
-                walk(v, f"{path}.{_key(k)}" if path else _key(k), k, tool, i, within + (here,))
+                walk(v, f"{path}.{_key(k)}" if path else _key(k), k, within + (here,))
         elif isinstance(obj, list):
             for v in obj:
-                walk(v, path, key, tool, i, within)
+                walk(v, path, key, within)
             if obj and all(isinstance(v, dict) for v in obj):
-                lists.append(Candidate(obj, "list", key, path=path, tool=tool, msg=i, within=within))
+                lists.append((obj, key, path, within))
         elif obj is not None:
-            leaves.append(Candidate(obj, "obs", key, path=path, tool=tool, msg=i, within=within))
+            leaves.append((obj, key, path, within))
 
-    for i, tool, data in obs:
-        if isinstance(data, str):
-            leaves.append(Candidate(data, "obs", "text", tool=tool, msg=i))
+    walk(data, "", "", ())
+    records = [(p, f, sub, frozenset(str(v) for v in f.values() if isinstance(v, str))) for p, f, sub in records]
+    return tuple(records), tuple(leaves), tuple(lists)
+
+
+def _records(history: list[Message]) -> tuple[list[Record], list[Candidate], list[Candidate]]:
+    """Every object (as a record), scalar leaf and list of objects of the successful observations."""
+    records: list[Record] = []
+    leaves, lists = [], []
+    last_call = ""
+    for i, m in enumerate(history):
+        if m.tool_calls:
+            last_call = m.tool_calls[0].name
+        if m.role != "tool" or not m.content or m.error:
             continue
-        walk(data, "", "", tool, i, ())
+        recs, lvs, lsts = _walk(m.content)
+        base = len(records)
+        records += [Record(p, last_call, i, f, sub, strs) for p, f, sub, strs in recs]
+        leaves += [Candidate(v, "obs", k, path=p, tool=last_call, msg=i, within=tuple(base + j for j in w))
+                   for v, k, p, w in lvs]
+        lists += [Candidate(v, "list", k, path=p, tool=last_call, msg=i, within=tuple(base + j for j in w))
+                  for v, k, p, w in lsts]
     return records, leaves, lists
 
 
 def _mentions_record(rec: Record, values: set[str], names: list[str]) -> bool:
-    strs = {str(v) for v in rec.fields.values() if isinstance(v, str)}
-    return bool(strs & values) or any(set(n.split()) <= strs for n in names)
+    return bool(rec.strs & values) or any(set(n.split()) <= rec.strs for n in names)
 
 
 @dataclass
@@ -137,7 +166,7 @@ class Scene:
     open: int = 0  # the first clause with a value not used yet (the pointer stays until a call moves it)
 
     @staticmethod
-    def of(history: list[Message], writes: set[str]) -> "Scene":
+    def of(history: list[Message], writes: set[str]) -> Scene:
         dlg = track(history, writes)
         cur = dlg.current
         n = len(history)
@@ -156,7 +185,7 @@ class Scene:
         for m in dlg.identity:
             user.append(Candidate(m.value, "identity", "identity", n - m.msg, msg=m.msg, kind=m.kind,
                                   in_last_user=m.msg == last_user))
-        records, leaves, lists = _records(observations(history))
+        records, leaves, lists = _records(history)
         values = {str(m.value) for m in cur.mentions} if cur else set()
         names = cur.names() if cur else []
         facts, counts = [], [("names", len(names))] if names else []
@@ -191,10 +220,11 @@ def _user_candidates(m: Mention, dlg: Dialogue, n: int, last_user: int, by_kind:
     rank = seq.index(str(m.value)) if str(m.value) in seq else None
     unused = [str(x.value) for c in dlg.clauses for x in c.mentions if not x.is_name and str(x.value) not in used]
     extra = ["first_unused_any"] if unused and unused[0] == str(m.value) else []
-    base = dict(age=n - m.msg, msg=m.msg, kind=m.kind, clause=dlg.clause_of(m.value), rank=rank, extra=extra,
-                in_last_user=m.msg == last_user,
-                first_unused=next((v for v in seq if v not in used), None) == str(m.value),
-                first_unwritten=next((v for v in seq if v not in written), None) == str(m.value))
+    base = {"age": n - m.msg, "msg": m.msg, "kind": m.kind, "clause": dlg.clause_of(m.value), "rank": rank,
+            "extra": extra,
+            "in_last_user": m.msg == last_user,
+            "first_unused": next((v for v in seq if v not in used), None) == str(m.value),
+            "first_unwritten": next((v for v in seq if v not in written), None) == str(m.value)}
     before = m.before[-1] if m.before else ""
     out = [Candidate(m.value, "user", before, **base)]
     if m.is_name:
@@ -211,19 +241,21 @@ def composites(scene: Scene, constants: list[int]) -> list[Candidate]:
     cur = scene.dlg.current
     said = sorted({m.value for m in cur.mentions if is_int(m.value) and m.value < 100})[:4] if cur else []
     out = []
-    for c in nums:
-        for u in said:
-            out.append(Candidate(c.value + u, "composite", f"{c.key}+said", age=c.age, tool=c.tool, path=c.path))
+
+    def add(value: int, how: str, c: Candidate) -> None:
+        out.append(Candidate(value, "composite", how, age=c.age, tool=c.tool, path=c.path, focus=True))
+
+    # an operand of 0 (or a factor of 1) gives back a number already in the context: not a new composite
+    for c in (c for c in nums if c.value != 0):
+        for u in (u for u in said if u != 0):
+            add(c.value + u, f"{c.key}+said", c)
             if 2 <= u <= 10:
-                out.append(Candidate(c.value * u, "composite", f"{c.key}*said", age=c.age, tool=c.tool,
-                                     path=c.path))
+                add(c.value * u, f"{c.key}*said", c)
             if c.value - u >= 0:
-                out.append(Candidate(c.value - u, "composite", f"{c.key}-said", age=c.age, tool=c.tool,
-                                     path=c.path))
+                add(c.value - u, f"{c.key}-said", c)
         for name, k in scene.counts:
             if k >= 2:
-                out.append(Candidate(c.value * k, "composite", f"{c.key}*{name}", age=c.age, tool=c.tool,
-                                     path=c.path))
+                add(c.value * k, f"{c.key}*{name}", c)
     for name, k in scene.counts:
         out.append(Candidate(k, "composite", name))
         out += [Candidate(const * k, "composite", f"const{const}*{name}") for const in constants]
@@ -320,6 +352,12 @@ def candidate_features(tool: str, arg: str, c: Candidate, used: set[str], scene:
     if c.key and c.source in ("obs", "composite") and scene.text:
         stem = c.key.split("*")[0].split("+")[0].split("-")[0]
         feats.append(f"arg={arg}|key_in_text={norm(stem) in scene.text}")
+    if isinstance(c.value, str) and scene.facts:  # the value a record in focus holds, and under which key
+        same = [f.split("=", 1)[0] for f in scene.facts if f.split("=", 1)[1] == c.value]
+        feats += [f"arg={arg}|fact={k}" for k in same[:3]] + [f"arg={arg}|src={c.source}|fact={k}|cw_{w}"
+                                                              for k in same[:1] for w in scene.words]
+    if c.source == "obs":
+        feats += [f"arg={arg}|obs|focus={c.focus}|cw_{w}" for w in scene.words]
     if c.source in ("composite", "schema", "assembled", "list"):
         feats += [f"arg={arg}|key={c.key}|cw_{w}" for w in scene.words]
         feats += [f"arg={arg}|key={c.key}|{f}" for f in scene.facts]

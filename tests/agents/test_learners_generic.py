@@ -21,7 +21,7 @@ LEARNERS = Path(__file__).resolve().parents[2] / "agents" / "learners"
 # words of the project's domains (and their tools and fields) that the learner's code must not contain
 DOMAIN_WORDS = re.compile(r"\b(airlines?|flights?|reservations?|baggages?|bags?|passengers?|cabins?|certificates?|"
                           r"retail|telecom|orders?|order_id|product_id|item_id|roaming|sim|hat\d+|user_id|"
-                          r"membership|insurance)\b", re.I)
+                          r"membership|insurance)\b", re.IGNORECASE)
 
 
 def _fn(name: str, props: dict) -> dict:
