@@ -281,7 +281,8 @@ def state_tokens(history: list[Message], scene: Scene, labels: list[str]) -> str
     prev = labels[-1] if labels else "none"
     ident = f"id={bool(dlg.identity)}"
     id_used = f"idu={any(str(m.value) in scene.used for m in dlg.identity)}"
-    toks = [ident, id_used, f"{ident}|{id_used}|prev_{prev}"]
+    left = sum(1 for c in dlg.clauses[dlg.pointer:] if c.keys - scene.used)  # requests with values not used yet
+    toks = [ident, id_used, f"{ident}|{id_used}|prev_{prev}", f"left_{min(left, 3)}", f"left_{min(left, 3)}|prev_{prev}"]
     if cur is None:
         toks += ["cur_none", f"cur_none|prev_{prev}", f"cur_none|{len(dlg.clauses) > 0}"]
     else:
@@ -458,7 +459,8 @@ def _edits(item: dict[str, Any], said: list[Mention]) -> list[tuple[dict[str, An
         if not changed:
             continue
         new = dict(item)
-        extra = [f"item_said={bool(olds)}", f"changed={len(changed)}"]
+        n_said = len({str(m.value) for m in olds})
+        extra = [f"item_said={min(n_said, 3)}", f"item_all_said={n_said == len(item)}", f"changed={len(changed)}"]
         for k, m in changed:
             new[k] = m.value
             w = m.before[-1] if m.before else ""
