@@ -34,6 +34,7 @@ from storage.records import Message
 WORD = re.compile(r"[a-z0-9_\-]+")
 ENUMISH = re.compile(r"^[a-z][a-z_ ]{0,24}$")
 MAX_FOCUS_NUMBERS = 24  # operands of the composites: the newest numbers of the records in focus
+MAX_FACTS = 24
 MAX_NAMED = 2  # a value the user wrote puts in focus the records holding it, if one observation has at most this many
 MAX_ITEMS, MAX_ALTS, MAX_EDITS = 4, 4, 64  # bounds on the edited lists: items, values tried per field, edits per item
 
@@ -170,48 +171,60 @@ class Scene:
         dlg = track(history, writes)
         cur = dlg.current
         n = len(history)
-        last_user = max((i for i, m in enumerate(history) if m.role == "user"), default=-1)
-        used, written = call_values(history), call_values(history, writes)
-        user: list[Candidate] = []
-        by_kind: dict[str, list[str]] = {}
-        for ci, clause in enumerate(dlg.clauses):
-            for m in clause.mentions:
-                by_kind.setdefault(m.kind, [])
-                if str(m.value) not in by_kind[m.kind]:
-                    by_kind[m.kind].append(str(m.value))
-        for ci, clause in enumerate(dlg.clauses):
-            for m in clause.mentions:
-                user += _user_candidates(m, dlg, n, last_user, by_kind, used, written)
-        for m in dlg.identity:
-            user.append(Candidate(m.value, "identity", "identity", n - m.msg, msg=m.msg, kind=m.kind,
-                                  in_last_user=m.msg == last_user))
+        used = call_values(history)
         records, leaves, lists = _records(history)
-        values = {str(m.value) for m in cur.mentions} if cur else set()
-        names = cur.names() if cur else []
-        facts, counts = [], [("names", len(names))] if names else []
-        # a value names a record when few records of one observation hold it (an origin shared by every
-        # search result does not)
-        def hits(v: set[str], nm: list[str]) -> int:
-            return max(Counter(r.msg for r in records if _mentions_record(r, v, nm)).values(), default=0)
-
-        hits = {**{v: hits({v}, []) for v in values}, **{nm: hits(set(), [nm]) for nm in names}}
-        values = {v for v in values if hits[v] <= MAX_NAMED}
-        names = [nm for nm in names if hits[nm] <= MAX_NAMED]
-        for rec in records:
-            rec.focus = bool(cur) and _mentions_record(rec, values, names)
-            if rec.focus:
-                facts += [f"{k}={v}" for k, v in rec.fields.items() if isinstance(v, str) and ENUMISH.match(v)]
-                counts += [(f"n:{k}", len(v)) for k, v in rec.lists.items() if 0 < len(v) < 10]
-        ident = {str(m.value) for m in dlg.identity}
-        for rec in records:  # the record of whoever the user said they are
-            if {str(v) for v in rec.fields.values()} & ident and not rec.focus:
-                facts += [f"who.{k}={v}" for k, v in rec.fields.items() if isinstance(v, str) and ENUMISH.match(v)]
+        facts, counts = _focus(records, dlg)
         for c in leaves + lists:
             c.age = n - c.msg
             c.focus = any(records[j].focus for j in c.within)
         last_tool = next((m.tool_calls[0].name for m in reversed(history) if m.tool_calls), "")
-        return Scene(dlg, norm(cur.text) if cur else "", cur.words if cur else [], n, user, leaves, lists, records,
-                     sorted(set(counts)), sorted(set(facts))[:24], used, last_tool, dlg.open_clause(used))
+        return Scene(dlg, norm(cur.text) if cur else "", cur.words if cur else [], n,
+                     _user_pool(history, dlg, used, call_values(history, writes)), leaves, lists, records,
+                     counts, facts, used, last_tool, dlg.open_clause(used))
+
+
+def _user_pool(history: list[Message], dlg: Dialogue, used: set[str], written: set[str]) -> list[Candidate]:
+    n = len(history)
+    last_user = max((i for i, m in enumerate(history) if m.role == "user"), default=-1)
+    by_kind: dict[str, list[str]] = {}
+    for clause in dlg.clauses:
+        for m in clause.mentions:
+            seen = by_kind.setdefault(m.kind, [])
+            if str(m.value) not in seen:
+                seen.append(str(m.value))
+    out = [c for clause in dlg.clauses for m in clause.mentions
+           for c in _user_candidates(m, dlg, n, last_user, by_kind, used, written)]
+    return out + [Candidate(m.value, "identity", "identity", n - m.msg, msg=m.msg, kind=m.kind,
+                            in_last_user=m.msg == last_user) for m in dlg.identity]
+
+
+def _focus(records: list[Record], dlg: Dialogue) -> tuple[list[str], list[tuple[str, int]]]:
+    """Mark the records the current request names; their short word values (facts) and list lengths (counts).
+
+    A value names a record when few records of one observation hold it (an origin that every
+    search result shares does not). The record whose first field is the id the user gave about
+    themselves adds its facts too, as ``who.key=value``.
+    """
+    cur = dlg.current
+    if cur is None:
+        return [], []
+
+    def most_in_one(values: set[str], names: list[str]) -> int:
+        return max(Counter(r.msg for r in records if _mentions_record(r, values, names)).values(), default=0)
+
+    values = {v for v in (str(m.value) for m in cur.mentions) if most_in_one({v}, []) <= MAX_NAMED}
+    names = [nm for nm in cur.names() if most_in_one(set(), [nm]) <= MAX_NAMED]
+    facts, counts = [], [("names", len(cur.names()))] if cur.names() else []
+    ident = {str(m.value) for m in dlg.identity}
+    for rec in records:
+        rec.focus = _mentions_record(rec, values, names)
+        words = [(k, v) for k, v in rec.fields.items() if isinstance(v, str) and ENUMISH.match(v)]
+        if rec.focus:
+            facts += [f"{k}={v}" for k, v in words]
+            counts += [(f"n:{k}", len(v)) for k, v in rec.lists.items() if 0 < len(v) < 10]
+        elif rec.fields and str(next(iter(rec.fields.values()))) in ident:
+            facts += [f"who.{k}={v}" for k, v in words]
+    return sorted(set(facts))[:MAX_FACTS], sorted(set(counts))
 
 
 def _user_candidates(m: Mention, dlg: Dialogue, n: int, last_user: int, by_kind: dict[str, list[str]],
