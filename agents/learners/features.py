@@ -258,17 +258,18 @@ def composites(scene: Scene, constants: list[int]) -> list[Candidate]:
     def add(value: int, how: str, c: Candidate) -> None:
         out.append(Candidate(value, "composite", how, age=c.age, tool=c.tool, path=c.path, focus=True))
 
-    # an operand of 0 (or a factor of 1) gives back a number already in the context: not a new composite
-    for c in (c for c in nums if c.value != 0):
+    # adding 0 or multiplying by 0 or 1 gives back a number already there: not a new composite
+    for c in nums:
         for u in (u for u in said if u != 0):
             add(c.value + u, f"{c.key}+said", c)
-            if 2 <= u <= 10:
-                add(c.value * u, f"{c.key}*said", c)
             if c.value - u >= 0:
                 add(c.value - u, f"{c.key}-said", c)
-        for name, k in scene.counts:
-            if k >= 2:
-                add(c.value * k, f"{c.key}*{name}", c)
+            if 2 <= u <= 10 and c.value not in (0, 1):
+                add(c.value * u, f"{c.key}*said", c)
+        if c.value not in (0, 1):
+            for name, k in scene.counts:
+                if k >= 2:
+                    add(c.value * k, f"{c.key}*{name}", c)
     for name, k in scene.counts:
         out.append(Candidate(k, "composite", name))
         out += [Candidate(const * k, "composite", f"const{const}*{name}") for const in constants]
@@ -477,7 +478,10 @@ def _edits(item: dict[str, Any], said: list[Mention]) -> list[tuple[dict[str, An
         for k, m in changed:
             new[k] = m.value
             w = m.before[-1] if m.before else ""
-            extra += [f"rk={k}", f"rk={k}|w={w}", f"rk={k}|after_old={m.pos > last_old >= 0}"]
+            extra += [f"rk={k}", f"rk={k}|w={w}", f"rk={k}|after_old={m.pos > last_old >= 0}",
+                      f"rk={k}|kind={m.kind.split('|')[0]}"]
+        if len({id(m) for _, m in changed}) < len(changed):
+            extra.append("one_value_twice")
         if len(changed) < len(item):
             extra.append("kept=" + ",".join(k for k, m in combo if m is None))
         out.append((new, extra))
