@@ -203,7 +203,7 @@ class EmbeddedLearner:
         return self
 
     def _sgd(self) -> SGDClassifier:
-        return SGDClassifier(loss="log_loss", alpha=1e-6, max_iter=15, tol=None, random_state=self.seed, average=True)
+        return SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=15, tol=None, random_state=self.seed, average=True)
 
     def _binary(self, feats, labels):
         if not labels or len(set(labels)) < 2:
