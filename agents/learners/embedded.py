@@ -115,12 +115,15 @@ class EmbeddedLearner:
         self.constants: list[int] = []  # multipliers the data's numeric arguments show
         self.texts: dict[str, str] = {}  # reply label -> its most common text
         self.slots: dict[str, str] = {}  # reply label -> the text before a list of values ("...: ")
+        self.closing = "say:goodbye"  # the reply the data most often ends a conversation with
         self._pending: ToolCall | None = None
 
     # ------------------------------------------------------------ what the data says before fitting
     def _read_conventions(self, trajectories: list[Trajectory]) -> None:
         texts: dict[str, Counter] = {}
+        last: Counter = Counter()
         for traj in trajectories:
+            last.update(label_of(m) for m in traj.messages[-2:] if m.role == "assistant" and not m.tool_calls)
             prev = ""
             for m in traj.messages:
                 if m.role != "assistant":
@@ -131,6 +134,8 @@ class EmbeddedLearner:
                 elif not label.startswith("tool:") and label != "say:confirm":
                     texts.setdefault(label, Counter())[m.content or ""] += 1
                 prev = label
+        if last:
+            self.closing = last.most_common(1)[0][0]
         for label, counter in texts.items():
             self.texts[label] = counter.most_common(1)[0][0]
             heads = Counter(t.rsplit(": ", 1)[0] + ": " for t in counter.elements() if ": " in t)
@@ -341,7 +346,7 @@ class EmbeddedLearner:
             return Message(role="assistant", content="Goodbye.")
         scene = Scene.of(messages, self.writes)
         state = state_tokens(messages, scene, _labels(messages))
-        label = self._predict(self.action, self.constant_action, state) or "say:close"
+        label = self._predict(self.action, self.constant_action, state) or self.closing
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)
         if self._pending is not None and last_user is not None and messages and messages[-1] is last_user:
             said = (last_user.content or "").lower()
@@ -356,7 +361,7 @@ class EmbeddedLearner:
             if tool:
                 self._pending = ToolCall(id="pending", name=tool, arguments=self._choose_args(tool, messages, scene))
                 return Message(role="assistant", content=confirmation_request(tool, self._pending.arguments))
-            label = max(self.texts, key=lambda k: k in self.slots, default="say:close")
+            label = self.closing
         if label.startswith("tool:"):
             name = label[5:]
             if self._pending is not None and self._pending.name == name:
