@@ -94,6 +94,33 @@ def label_of(msg: Message) -> str:
     return "say:" + "_".join(re.findall(r"[a-z']+", content.lower())[:3])
 
 
+NAME_SLOT, ARGS_SLOT = "\x00name\x00", "\x00args\x00"
+
+
+def _asked_call(msgs: list[Message], i: int) -> ToolCall | None:
+    """The call the user made in answer to reply ``i`` (dual control: the agent asked for a device action)."""
+    nxt = msgs[i + 1] if i + 1 < len(msgs) else None
+    return nxt.tool_calls[0] if nxt is not None and nxt.role == "user" and nxt.tool_calls else None
+
+
+def _request_template(text: str, call: ToolCall) -> tuple[str, str, str] | None:
+    """The reply with the call's name and arguments cut out: (template, name style, argument style)."""
+    for name_style, name in (("raw", call.name), ("spaced", call.name.replace("_", " "))):
+        if name not in text:
+            continue
+        template = text.replace(name, NAME_SLOT, 1)
+        for args_style in ("sorted", "plain"):
+            rendered = _args_text(call.arguments, args_style)
+            if call.arguments and rendered in template:
+                return template.replace(rendered, ARGS_SLOT, 1), name_style, args_style
+        return template, name_style, ""
+    return None
+
+
+def _args_text(arguments: dict[str, Any], style: str) -> str:
+    return json.dumps(arguments, sort_keys=style == "sorted") if style else ""
+
+
 def _labels(history: list[Message]) -> list[str]:
     return [label_of(m) for m in history if m.role == "assistant"]
 
@@ -116,6 +143,11 @@ class EmbeddedLearner:
         self.texts: dict[str, str] = {}  # reply label -> its most common text
         self.slots: dict[str, str] = {}  # reply label -> the text before a list of values ("...: ")
         self.closing = "say:goodbye"  # the reply the data most often ends a conversation with
+        # replies that ask the user to make a call themselves (dual control): label -> template and styles,
+        # the model that picks the call, and each call's most common arguments
+        self.requests: dict[str, tuple[str, str, str]] = {}
+        self.asked = self.constant_asked = None
+        self.asked_args: dict[str, dict[str, Any]] = {}
         self._pending: ToolCall | None = None
 
     # ------------------------------------------------------------ what the data says before fitting
@@ -134,6 +166,17 @@ class EmbeddedLearner:
                 elif not label.startswith("tool:") and label != "say:confirm":
                     texts.setdefault(label, Counter())[m.content or ""] += 1
                 prev = label
+        templates: dict[str, Counter] = {}
+        args: dict[str, Counter] = {}
+        for traj in trajectories:
+            for i, m in enumerate(traj.messages):
+                call = _asked_call(traj.messages, i) if m.role == "assistant" and m.content else None
+                found = _request_template(m.content, call) if call is not None else None
+                if found is not None:
+                    templates.setdefault(label_of(m), Counter())[found] += 1
+                    args.setdefault(call.name, Counter())[json.dumps(call.arguments, sort_keys=True)] += 1
+        self.requests = {label: c.most_common(1)[0][0] for label, c in templates.items()}
+        self.asked_args = {name: json.loads(c.most_common(1)[0][0]) for name, c in args.items()}
         if last:
             self.closing = last.most_common(1)[0][0]
         for label, counter in texts.items():
@@ -178,7 +221,7 @@ class EmbeddedLearner:
         self._read_conventions(trajectories)
         self._learn_constants(trajectories)
         states, actions, write_states, writes, arg_feats, arg_labels = [], [], [], [], [], []
-        report_feats, report_labels = [], []
+        report_feats, report_labels, asked_states, asked_tools = [], [], [], []
         for traj in trajectories:
             msgs = traj.messages
             for i, m in enumerate(msgs):
@@ -189,6 +232,9 @@ class EmbeddedLearner:
                 label = label_of(m)
                 states.append(state_tokens(history, scene, _labels(history)))
                 actions.append(label)
+                if label in self.requests and (asked := _asked_call(msgs, i)) is not None:
+                    asked_states.append(states[-1])
+                    asked_tools.append(asked.name)
                 if label == "say:confirm":
                     nxt = next((x for x in msgs[i + 1:] if x.tool_calls), None)
                     if nxt is not None:
@@ -203,6 +249,7 @@ class EmbeddedLearner:
                         report_labels.append(int(_norm(_render(c.value)) in said))
         self.action, self.constant_action = self._classifier(states, actions)
         self.write, self.constant_write = self._classifier(write_states, writes)
+        self.asked, self.constant_asked = self._classifier(asked_states, asked_tools)
         self.argument = self._binary(arg_feats, arg_labels)
         self.report = self._binary(report_feats, report_labels)
         return self
@@ -370,7 +417,18 @@ class EmbeddedLearner:
                 args = self._choose_args(name, messages, scene)
             n = sum(1 for m in messages if m.tool_calls)
             return Message(role="assistant", tool_calls=[ToolCall(id=f"lc_{n}", name=name, arguments=args)])
+        if label in self.requests:
+            tool = self._predict(self.asked, self.constant_asked, state)
+            if tool:
+                return Message(role="assistant", content=self._request(label, tool))
         return Message(role="assistant", content=self._say(label, scene))
+
+    def _request(self, label: str, tool: str) -> str:
+        """The reply asking the user to make ``tool``'s call, worded as the data words such requests."""
+        template, name_style, args_style = self.requests[label]
+        name = tool if name_style == "raw" else tool.replace("_", " ")
+        text = template.replace(NAME_SLOT, name)
+        return text.replace(ARGS_SLOT, _args_text(self.asked_args.get(tool, {}), args_style) or "{}")
 
     def _say(self, label: str, scene: Scene) -> str:
         """The reply the data uses for this move; with the values to tell, when its replies carry some."""

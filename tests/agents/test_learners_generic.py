@@ -162,3 +162,28 @@ def test_the_learner_code_names_no_domain():
     hits = [f"{p.name}:{n}: {line.strip()}" for p in sorted(LEARNERS.glob("*.py"))
             for n, line in enumerate(p.read_text().splitlines(), 1) if DOMAIN_WORDS.search(line)]
     assert not hits, hits
+
+
+def _device_trajectory(n: int, rng: random.Random) -> tuple[Trajectory, str]:
+    """Dual control: the agent asks the user to run one of two device tools, by the problem the user names."""
+    problem, tool = rng.choice([("no signal", "restart_modem"), ("slow data", "reset_network")])
+    ask = f'Please do this on your device: {tool} with {json.dumps({"wait": 3})}.'
+    call = ToolCall(id=f"d{n}", name=tool, arguments={"wait": 3}, requestor="user")
+    msgs = [Message(role="user", content=f"My phone has {problem} since LN{rng.randrange(1000, 9999)} broke."),
+            Message(role="assistant", content=ask),
+            Message(role="user", tool_calls=[call], requestor="user"),
+            Message(role="tool", content="done", tool_call_id=call.id, requestor="user"),
+            Message(role="assistant", content="Is there anything else I can help you with?"),
+            Message(role="user", content="No, that is everything."),
+            Message(role="assistant", content="Glad it works now.")]
+    return Trajectory(run_id="t", round=0, space_version=1, direction_id="d", blueprint_id="b",
+                      trajectory_id=f"dev-{n}", task_id=f"dev-{n}", messages=msgs, producer="teacher"), tool
+
+
+def test_a_request_for_a_device_action_names_the_tool_the_data_calls_for():
+    rng = random.Random(3)
+    learner = EmbeddedLearner().fit([_device_trajectory(n, rng)[0] for n in range(40)], TOOLS)
+    for n in range(10):
+        traj, tool = _device_trajectory(100 + n, rng)
+        reply = learner.act(traj.messages[:1])
+        assert reply.content == traj.messages[1].content, (reply.content, tool)
