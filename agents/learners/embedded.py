@@ -5,14 +5,15 @@ Logistic models (scikit-learn, log loss) over agent-visible features:
            by their opening words; a reply that describes a call for the user to
            confirm is ``say:confirm``);
   write    at a confirmation, which tool it is about to propose;
+  asked    at a reply asking the user to make a call (dual control), which call;
   argument for each argument of a call, which candidate from the context
-           (``features.py``: the user's values, observed values by path,
-           composites, schema enums, lists of objects); list items can also be
-           assembled field by field with the same model;
+           (``features.py``: the user's values, observed values by path;
+           ``candidates.py``: composites, schema enums, lists of objects); list
+           items can also be assembled field by field with the same model;
   report   at a reply that ends in a list of values, which values to tell.
 What the learner says, which tools write (the ones confirmed before they were
 called) and the constants its composites multiply by are all read from the
-training data. Nothing here or in ``features.py`` / ``dialogue.py`` names a
+training data (``replies.py``). Nothing here or in the modules it uses names a
 domain. The fitted model is saved with the fingerprint of the trajectories it saw.
 """
 from __future__ import annotations
@@ -28,24 +29,36 @@ import numpy as np
 from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
-from agents.learners.features import (
-    Candidate,
-    Scene,
-    candidate_features,
-    is_int,
+from agents.learners.candidates import (
     item_keys,
     list_candidates,
     numbers_in_context,
     scalar_pool,
     schema_candidates,
+)
+from agents.learners.features import (
+    Candidate,
+    Scene,
+    candidate_features,
+    is_int,
     state_tokens,
+)
+from agents.learners.replies import (
+    ARGS_SLOT,
+    NAME_SLOT,
+    args_text,
+    asked_call,
+    label_of,
+    labels_of,
+    norm_text,
+    read_conventions,
+    render,
 )
 from envs.gold import confirmation_request
 from storage.atomic import atomic_path, write_json
 from storage.faults import kill_point
 from storage.records import Message, ToolCall, Trajectory
 
-CONFIRM_STEM = confirmation_request("\0", {}).split("\0")[0]  # how the project's agents open a confirmation
 MAX_CONSTANTS = 6
 MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
 
@@ -72,57 +85,6 @@ def _json_types(schema: dict[str, Any]) -> set[str]:
         if "enum" in s:
             found.add("string")
     return found or {"boolean", "number", "string", "array", "object", "null"}
-
-
-def _render(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value)
-
-
-def _norm(text: str) -> str:
-    return " " + " ".join(text.lower().replace(",", "").replace(";", " ").rstrip(".").split()) + " "
-
-
-def label_of(msg: Message) -> str:
-    """The move a message makes: ``tool:NAME``, ``say:confirm``, or ``say:`` and its first three words."""
-    if msg.tool_calls:
-        return f"tool:{msg.tool_calls[0].name}"
-    content = msg.content or ""
-    if CONFIRM_STEM and CONFIRM_STEM in content:
-        return "say:confirm"
-    return "say:" + "_".join(re.findall(r"[a-z']+", content.lower())[:3])
-
-
-NAME_SLOT, ARGS_SLOT = "\x00name\x00", "\x00args\x00"
-
-
-def _asked_call(msgs: list[Message], i: int) -> ToolCall | None:
-    """The call the user made in answer to reply ``i`` (dual control: the agent asked for a device action)."""
-    nxt = msgs[i + 1] if i + 1 < len(msgs) else None
-    return nxt.tool_calls[0] if nxt is not None and nxt.role == "user" and nxt.tool_calls else None
-
-
-def _request_template(text: str, call: ToolCall) -> tuple[str, str, str] | None:
-    """The reply with the call's name and arguments cut out: (template, name style, argument style)."""
-    for name_style, name in (("raw", call.name), ("spaced", call.name.replace("_", " "))):
-        if name not in text:
-            continue
-        template = text.replace(name, NAME_SLOT, 1)
-        for args_style in ("sorted", "plain"):
-            rendered = _args_text(call.arguments, args_style)
-            if call.arguments and rendered in template:
-                return template.replace(rendered, ARGS_SLOT, 1), name_style, args_style
-        return template, name_style, ""
-    return None
-
-
-def _args_text(arguments: dict[str, Any], style: str) -> str:
-    return json.dumps(arguments, sort_keys=style == "sorted") if style else ""
-
-
-def _labels(history: list[Message]) -> list[str]:
-    return [label_of(m) for m in history if m.role == "assistant"]
 
 
 class EmbeddedLearner:
@@ -152,44 +114,9 @@ class EmbeddedLearner:
 
     # ------------------------------------------------------------ what the data says before fitting
     def _read_conventions(self, trajectories: list[Trajectory]) -> None:
-        texts: dict[str, Counter] = {}
-        last: Counter = Counter()
-        for traj in trajectories:
-            last.update(label_of(m) for m in traj.messages[-2:] if m.role == "assistant" and not m.tool_calls)
-            prev = ""
-            for m in traj.messages:
-                if m.role != "assistant":
-                    continue
-                label = label_of(m)
-                if label.startswith("tool:") and prev == "say:confirm":
-                    self.writes.add(label[5:])
-                elif not label.startswith("tool:") and label != "say:confirm":
-                    texts.setdefault(label, Counter())[m.content or ""] += 1
-                prev = label
-        templates: dict[str, Counter] = {}
-        args: dict[str, Counter] = {}
-        for traj in trajectories:
-            for i, m in enumerate(traj.messages):
-                call = _asked_call(traj.messages, i) if m.role == "assistant" and m.content else None
-                found = _request_template(m.content, call) if call is not None else None
-                if found is not None:
-                    templates.setdefault(label_of(m), Counter())[found] += 1
-                    args.setdefault(call.name, Counter())[json.dumps(call.arguments, sort_keys=True)] += 1
-        self.requests = {label: c.most_common(1)[0][0] for label, c in templates.items()}
-        self.asked_args = {name: json.loads(c.most_common(1)[0][0]) for name, c in args.items()}
-        if last:
-            self.closing = last.most_common(1)[0][0]
-        for label, counter in texts.items():
-            self.texts[label] = counter.most_common(1)[0][0]
-            heads = Counter(t.rsplit(": ", 1)[0] + ": " for t in counter.elements() if ": " in t)
-            if heads:
-                head, n = heads.most_common(1)[0]
-                tails = {t[len(head):] for t in counter if t.startswith(head)}
-                if len(tails) > 1 and n >= 0.2 * sum(counter.values()):
-                    self.slots[label] = head
-                    plain = [(c, t) for t, c in counter.items() if not t.startswith(head)]
-                    if plain:
-                        self.texts[label] = max(plain)[1]
+        found = read_conventions(trajectories)
+        self.writes, self.texts, self.slots, self.closing = found.writes, found.texts, found.slots, found.closing
+        self.requests, self.asked_args = found.requests, found.asked_args
 
     def _learn_constants(self, trajectories: list[Trajectory]) -> None:
         """Integer ratios of numeric arguments to counts in the context that recur across trajectories."""
@@ -230,9 +157,9 @@ class EmbeddedLearner:
                 history = msgs[:i]
                 scene = Scene.of(history, self.writes)  # one per decision: state, arguments and report share it
                 label = label_of(m)
-                states.append(state_tokens(history, scene, _labels(history)))
+                states.append(state_tokens(history, scene, labels_of(history)))
                 actions.append(label)
-                if label in self.requests and (asked := _asked_call(msgs, i)) is not None:
+                if label in self.requests and (asked := asked_call(msgs, i)) is not None:
                     asked_states.append(states[-1])
                     asked_tools.append(asked.name)
                 if label == "say:confirm":
@@ -243,10 +170,10 @@ class EmbeddedLearner:
                 if m.tool_calls:
                     self._arg_samples(m.tool_calls[0], history, scene, arg_feats, arg_labels)
                 elif label in self.slots:
-                    said = _norm(m.content or "")
+                    said = norm_text(m.content or "")
                     for c, feats in self._report_candidates(label, scene):
                         report_feats.append(feats)
-                        report_labels.append(int(_norm(_render(c.value)) in said))
+                        report_labels.append(int(norm_text(render(c.value)) in said))
         self.action, self.constant_action = self._classifier(states, actions)
         self.write, self.constant_write = self._classifier(write_states, writes)
         self.asked, self.constant_asked = self._classifier(asked_states, asked_tools)
@@ -274,7 +201,7 @@ class EmbeddedLearner:
         out = []
         for c in scalar_pool(scene, self.constants):
             if c.source in ("obs", "composite") and isinstance(c.value, (str, int, float)) and not isinstance(
-                    c.value, bool) and len(_render(c.value)) <= 24:
+                    c.value, bool) and len(render(c.value)) <= 24:
                 out.append((c, candidate_features("report", label, c, set(), scene)))
         return out
 
@@ -392,7 +319,7 @@ class EmbeddedLearner:
         if self.action is None and self.constant_action is None:  # untrained: it can only hang up
             return Message(role="assistant", content="Goodbye.")
         scene = Scene.of(messages, self.writes)
-        state = state_tokens(messages, scene, _labels(messages))
+        state = state_tokens(messages, scene, labels_of(messages))
         label = self._predict(self.action, self.constant_action, state) or self.closing
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)
         if self._pending is not None and last_user is not None and messages and messages[-1] is last_user:
@@ -428,7 +355,7 @@ class EmbeddedLearner:
         template, name_style, args_style = self.requests[label]
         name = tool if name_style == "raw" else tool.replace("_", " ")
         text = template.replace(NAME_SLOT, name)
-        return text.replace(ARGS_SLOT, _args_text(self.asked_args.get(tool, {}), args_style) or "{}")
+        return text.replace(ARGS_SLOT, args_text(self.asked_args.get(tool, {}), args_style) or "{}")
 
     def _say(self, label: str, scene: Scene) -> str:
         """The reply the data uses for this move; with the values to tell, when its replies carry some."""
@@ -439,7 +366,7 @@ class EmbeddedLearner:
         if not cands:
             return plain
         scores = self.report.predict_proba(self.arg_vec.transform([f for _, f in cands]))[:, 1]
-        values = list(dict.fromkeys(_render(c.value) for (c, _), p in zip(cands, scores) if p > 0.5))
+        values = list(dict.fromkeys(render(c.value) for (c, _), p in zip(cands, scores) if p > 0.5))
         return f"{self.slots[label]}{'; '.join(values)}." if values else plain
 
     # ------------------------------------------------------------ persistence
