@@ -156,9 +156,8 @@ def split_message(text: str, msg: int) -> tuple[list[Clause], list[Mention]]:
                  for x in mentions_in(part)]
         if not found:
             continue
-        first = found[0]
-        if SELF.search(part[:first.pos - offset]) and len(found) == 1:
-            identity.append(first)
+        if SELF.search(part[:found[0].pos - offset]):  # "my name is A B and my zip code is 12345"
+            identity.extend(found)
             continue
         words = [w for w in ALPHA.findall(part.lower()) if w not in STOP]
         clauses.append(Clause(part.strip(), found, words))

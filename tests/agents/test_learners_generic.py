@@ -151,6 +151,8 @@ def test_identity_sentences_are_not_requests_and_the_pointer_follows_the_calls()
                                       "My member number is m-55555.", 0)
     assert [c.keys for c in clauses] == [{"L1234"}, {"L9876"}]
     assert [m.value for m in identity] == ["m-55555"]
+    clauses, identity = split_message("Sure, my name is Ada Lovelace and my zip code is 12345.", 3)
+    assert not clauses and [m.value for m in identity] == ["Ada Lovelace", 12345]
     history = [Message(role="user", content="first check locker L1234; then rent locker L9876. It is fine."),
                Message(role="assistant", tool_calls=[ToolCall(id="a", name="look", arguments={"code": "L9876"})])]
     assert track(history, writes=set()).pointer == 1
