@@ -1,4 +1,10 @@
-"""Learning curve of the embedded learner on the fixed test set (default-prior cold-start data)."""
+"""Learning curve of the embedded learner on the fixed test set (default-prior cold-start data).
+
+Each point of the curve trains on a prefix of one seeded shuffle of the pool: the
+pool comes ordered by direction (by task family), so an unshuffled prefix would
+hold only the first families and the curve would measure the pool's order, not
+how much data the learner needs.
+"""
 from __future__ import annotations
 
 import random
@@ -28,6 +34,7 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0) -> 
     cases = test_cases(store, domain, n=test_size)
     kept = pool(store, domain, "bench-learner", int(max(sizes) * 1.05) + 12, seed).kept
     trajectories = [c.trajectory for c in kept]
+    random.Random(seed).shuffle(trajectories)  # the pool is in family order: a prefix would miss families
     curve = []
     for size in sizes:
         t0 = time.perf_counter()
@@ -40,7 +47,7 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0) -> 
         curve.append({"size": min(size, len(trajectories)), "success": sum(e.success for e in evals) / len(evals),
                       "by_num_write": {k: f"{s}/{n}" for k, (s, n) in by.items()},
                       "train_seconds": t1 - t0, "eval_seconds": t2 - t1})
-    return {"domain": domain, "test_tasks": len(cases), "curve": curve}
+    return {"domain": domain, "test_tasks": len(cases), "seed": seed, "pool": len(trajectories), "curve": curve}
 
 
 MULTI = ("3-4", "5+")

@@ -1,17 +1,27 @@
 """The embedded learner: a small policy trained by behaviour cloning (-log pi(a|s)) on CPU.
 
-Three logistic models (scikit-learn, log loss), all over agent-visible features:
-  action   which next move: a tool call by name, or a reply (ask for the id,
-           describe-and-confirm a write, refuse, acknowledge, close);
-  write    at a confirmation, which write it is about to propose;
-  argument for each argument of a call, which candidate value from the context;
-  report   at the closing message, which values from the context to tell the user.
-The fitted model is saved with the fingerprint of the trajectories it saw.
+Logistic models (scikit-learn, log loss) over agent-visible features:
+  action   the next move: a tool call by name, or a reply (replies are told apart
+           by their opening words; a reply that describes a call for the user to
+           confirm is ``say:confirm``);
+  write    at a confirmation, which tool it is about to propose;
+  asked    at a reply asking the user to make a call (dual control), which call;
+  argument for each argument of a call, which candidate from the context
+           (``features.py``: the user's values, observed values by path;
+           ``candidates.py``: composites, schema enums, lists of objects); list
+           items can also be assembled field by field with the same model;
+  report   at a reply that ends in a list of values, which values to tell.
+What the learner says, which tools write (the ones confirmed before they were
+called) and the constants its composites multiply by are all read from the
+training data (``replies.py``). Nothing here or in the modules it uses names a
+domain. The fitted model is saved with the fingerprint of the trajectories it saw.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +29,38 @@ import numpy as np
 from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
-from agents.learners.features import (Candidate, Scene, candidate_features, candidates, label_of, schema_candidates,
-                                      state_tokens)
+from agents.learners.candidates import (
+    item_keys,
+    list_candidates,
+    numbers_in_context,
+    scalar_pool,
+    schema_candidates,
+)
+from agents.learners.features import (
+    Candidate,
+    Scene,
+    candidate_features,
+    is_int,
+    state_tokens,
+)
+from agents.learners.replies import (
+    ARGS_SLOT,
+    NAME_SLOT,
+    args_text,
+    asked_call,
+    label_of,
+    labels_of,
+    norm_text,
+    read_conventions,
+    render,
+)
 from envs.gold import confirmation_request
 from storage.atomic import atomic_path, write_json
 from storage.faults import kill_point
 from storage.records import Message, ToolCall, Trajectory
+
+MAX_CONSTANTS = 6
+MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
 
 
 def fingerprint(trajectories: list[Trajectory]) -> str:
@@ -51,18 +87,6 @@ def _json_types(schema: dict[str, Any]) -> set[str]:
     return found or {"boolean", "number", "string", "array", "object", "null"}
 
 
-def _render(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value)
-
-
-def _norm(text: str) -> str:
-    return " " + " ".join(text.lower().replace(",", "").replace(";", " ").rstrip(".").split()) + " "
-
-
-
-
 class EmbeddedLearner:
     name = "embedded"
 
@@ -70,31 +94,74 @@ class EmbeddedLearner:
         self.seed = seed
         self.state_vec = text.HashingVectorizer(n_features=2 ** 18, alternate_sign=False, token_pattern=r"[^ ]+",
                                                 lowercase=False, norm="l2")
-        self.arg_vec = FeatureHasher(n_features=2 ** 16, input_type="string", alternate_sign=False)
+        self.arg_vec = FeatureHasher(n_features=2 ** 18, input_type="string", alternate_sign=False)
         self.action = self.write = self.argument = self.report = None
         self.constant_action = self.constant_write = None
         self.fingerprint = "untrained"
         self.n_trajectories = 0
         self.tools: dict[str, dict[str, Any]] = {}
+        self.writes: set[str] = set()  # tools the data confirmed before calling
+        self.constants: list[int] = []  # multipliers the data's numeric arguments show
+        self.texts: dict[str, str] = {}  # reply label -> its most common text
+        self.slots: dict[str, str] = {}  # reply label -> the text before a list of values ("...: ")
+        self.closing = "say:goodbye"  # the reply the data most often ends a conversation with
+        # replies that ask the user to make a call themselves (dual control): label -> template and styles,
+        # the model that picks the call, and each call's most common arguments
+        self.requests: dict[str, tuple[str, str, str]] = {}
+        self.asked = self.constant_asked = None
+        self.asked_args: dict[str, dict[str, Any]] = {}
         self._pending: ToolCall | None = None
 
+    # ------------------------------------------------------------ what the data says before fitting
+    def _read_conventions(self, trajectories: list[Trajectory]) -> None:
+        found = read_conventions(trajectories)
+        self.writes, self.texts, self.slots, self.closing = found.writes, found.texts, found.slots, found.closing
+        self.requests, self.asked_args = found.requests, found.asked_args
+
+    def _learn_constants(self, trajectories: list[Trajectory]) -> None:
+        """Integer ratios of numeric arguments to counts in the context that recur across trajectories."""
+        ratios: Counter = Counter()
+        n_args = 0
+        for traj in trajectories:
+            seen = set()
+            for i, m in enumerate(traj.messages):
+                if not m.tool_calls:
+                    continue
+                nums = [v for v in m.tool_calls[0].arguments.values() if is_int(v) and v > 0]
+                if not nums:
+                    continue
+                scene = Scene.of(traj.messages[:i], self.writes)
+                for v in nums:
+                    n_args += 1
+                    for _, k in numbers_in_context(scene):
+                        if k and v % k == 0 and v // k >= 10:  # a multiplier, not a small count
+                            seen.add(v // k)
+            ratios.update(seen)
+        floor = max(3, 0.01 * len(trajectories))
+        self.constants = sorted(r for r, c in ratios.most_common(MAX_CONSTANTS) if c >= floor)
+
     # ------------------------------------------------------------ training
-    def fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None = None) -> "EmbeddedLearner":
+    def fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None = None) -> EmbeddedLearner:
         """Behaviour cloning on verified trajectories; ``tools`` are the OpenAI tool schemas an agent sees."""
         self.tools = {t["function"]["name"]: t["function"] for t in (tools or [])}
         self.fingerprint, self.n_trajectories = fingerprint(trajectories), len(trajectories)
+        self._read_conventions(trajectories)
+        self._learn_constants(trajectories)
         states, actions, write_states, writes, arg_feats, arg_labels = [], [], [], [], [], []
-        report_feats, report_labels = [], []
+        report_feats, report_labels, asked_states, asked_tools = [], [], [], []
         for traj in trajectories:
             msgs = traj.messages
             for i, m in enumerate(msgs):
                 if m.role != "assistant":
                     continue
                 history = msgs[:i]
-                scene = Scene.of(history)  # one per decision: the state, the arguments and the report share it
+                scene = Scene.of(history, self.writes)  # one per decision: state, arguments and report share it
                 label = label_of(m)
-                states.append(state_tokens(history, scene))
+                states.append(state_tokens(history, scene, labels_of(history)))
                 actions.append(label)
+                if label in self.requests and (asked := asked_call(msgs, i)) is not None:
+                    asked_states.append(states[-1])
+                    asked_tools.append(asked.name)
                 if label == "say:confirm":
                     nxt = next((x for x in msgs[i + 1:] if x.tool_calls), None)
                     if nxt is not None:
@@ -102,45 +169,45 @@ class EmbeddedLearner:
                         writes.append(nxt.tool_calls[0].name)
                 if m.tool_calls:
                     self._arg_samples(m.tool_calls[0], history, scene, arg_feats, arg_labels)
-                elif label == "say:close":
-                    said = _norm(m.content or "")
-                    for c, feats in self._report_candidates(history, scene):
+                elif label in self.slots:
+                    said = norm_text(m.content or "")
+                    for c, feats in self._report_candidates(label, scene):
                         report_feats.append(feats)
-                        report_labels.append(int(_norm(_render(c.value)) in said))
-        self.action, self.constant_action = self._classifier(states, actions, self.state_vec)
-        self.write, self.constant_write = self._classifier(write_states, writes, self.state_vec)
+                        report_labels.append(int(norm_text(render(c.value)) in said))
+        self.action, self.constant_action = self._classifier(states, actions)
+        self.write, self.constant_write = self._classifier(write_states, writes)
+        self.asked, self.constant_asked = self._classifier(asked_states, asked_tools)
         self.argument = self._binary(arg_feats, arg_labels)
         self.report = self._binary(report_feats, report_labels)
         return self
 
+    def _sgd(self) -> SGDClassifier:
+        return SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=15, tol=None, random_state=self.seed, average=True)
+
     def _binary(self, feats, labels):
         if not labels or len(set(labels)) < 2:
             return None
-        clf = SGDClassifier(loss="log_loss", alpha=1e-6, max_iter=15, tol=None, random_state=self.seed)
-        return clf.fit(self.arg_vec.transform(feats), labels)
+        return self._sgd().fit(self.arg_vec.transform(feats), labels)
 
-    def _report_candidates(self, history: list[Message], scene: Scene) -> list[tuple[Candidate, list[str]]]:
-        """Scalar values from observations (and what was derived from them) that a closing could report."""
-        out = []
-        for c in candidates(history, scene.dlg):
-            if c.source in ("obs", "derived") and isinstance(c.value, (str, int, float)) and not isinstance(
-                    c.value, bool) and len(_render(c.value)) <= 24:
-                out.append((c, candidate_features("report", "info", c, set(), scene)))
-        return out
-
-    def _classifier(self, states, labels, vec):
+    def _classifier(self, states, labels):
         if not labels:
             return None, None
         if len(set(labels)) == 1:
             return None, labels[0]
-        clf = SGDClassifier(loss="log_loss", alpha=1e-6, max_iter=15, tol=None, random_state=self.seed)
-        return clf.fit(vec.transform(states), labels), None
+        return self._sgd().fit(self.state_vec.transform(states), labels), None
 
-    def _arg_candidates(self, tool: str, arg: str, history: list[Message], context: list) -> list:
+    def _report_candidates(self, label: str, scene: Scene) -> list[tuple[Candidate, list[str]]]:
+        """Short scalar values from observations (and composites) that a reply could tell the user."""
+        out = []
+        for c in scalar_pool(scene, self.constants):
+            if c.source in ("obs", "composite") and isinstance(c.value, (str, int, float)) and not isinstance(
+                    c.value, bool) and len(render(c.value)) <= 24:
+                out.append((c, candidate_features("report", label, c, set(), scene)))
+        return out
+
+    def _schema(self, tool: str, arg: str) -> dict[str, Any]:
         props = self.tools.get(tool, {}).get("parameters", {}).get("properties", {})
-        schema = self._resolve(props.get(arg, {}))
-        kinds = _json_types(schema)
-        return [c for c in context if _json_type(c.value) in kinds] + schema_candidates(schema)
+        return self._resolve(props.get(arg, {}))
 
     def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
         ref = schema.get("$ref") or next((x.get("$ref") for x in schema.get("allOf", []) if "$ref" in x), None)
@@ -151,12 +218,48 @@ class EmbeddedLearner:
                     return defs[ref.split("/")[-1]]
         return schema
 
+    def _scalars(self, schema: dict[str, Any], pool: list[Candidate]) -> list[Candidate]:
+        kinds = _json_types(schema)
+        return [c for c in pool if _json_type(c.value) in kinds] + schema_candidates(schema)
+
+    def _item_schema(self, schema: dict[str, Any], key: str) -> dict[str, Any]:
+        items = schema.get("items") or {}
+        for s in [items] + items.get("anyOf", []) + items.get("oneOf", []):
+            s = self._resolve(s)
+            if key in s.get("properties", {}):
+                return self._resolve(s["properties"][key])
+        return {}
+
     def _arg_samples(self, call: ToolCall, history, scene: Scene, feats, labels) -> None:
-        context = candidates(history, scene.dlg)
+        pool = scalar_pool(scene, self.constants)
         used = self._used(history)
         for arg, gold in call.arguments.items():
+            schema = self._schema(call.name, arg)
+            keys = item_keys(schema, self._resolve)
+            if keys and isinstance(gold, list):
+                fields_ok = True
+                for j, item in enumerate(gold[:MAX_TRAIN_ITEMS]):
+                    for k in keys:
+                        target = json.dumps(item.get(k) if isinstance(item, dict) else None, sort_keys=True)
+                        hit = False
+                        for c in self._scalars(self._item_schema(schema, k), pool):
+                            ok = json.dumps(c.value, sort_keys=True) == target
+                            hit |= ok
+                            feats.append(candidate_features(call.name, f"{arg}.{k}", c, set(), scene) + [f"item={j}"])
+                            labels.append(int(ok))
+                        fields_ok &= hit or j > 0
+                cands = list_candidates(scene, keys)
+                target = json.dumps(gold, sort_keys=True)
+                found = any(json.dumps(c.value, sort_keys=True) == target for c in cands)
+                cands.append(Candidate(None, "assembled", "assembled", extra=["len=1"]))
+                for c in cands:  # assembling is right only where no list in the context is
+                    ok = (len(gold) == 1 and fields_ok and not found) if c.source == "assembled" else \
+                        json.dumps(c.value, sort_keys=True) == target
+                    feats.append(candidate_features(call.name, arg, c, used.get(arg, set()), scene))
+                    labels.append(int(ok))
+                continue
             target = json.dumps(gold, sort_keys=True)
-            for c in self._arg_candidates(call.name, arg, history, context):
+            for c in self._scalars(schema, pool):
                 feats.append(candidate_features(call.name, arg, c, used.get(arg, set()), scene))
                 labels.append(int(json.dumps(c.value, sort_keys=True) == target))
 
@@ -179,45 +282,60 @@ class EmbeddedLearner:
             return constant
         return str(clf.predict(self.state_vec.transform([state]))[0])
 
+    def _best(self, tool: str, arg: str, cands: list[Candidate], scene: Scene, used: set[str],
+              extra: list[str] = ()) -> Candidate | None:
+        if not cands:
+            return None
+        feats = [candidate_features(tool, arg, c, used, scene) + list(extra) for c in cands]
+        scores = self.argument.predict_proba(self.arg_vec.transform(feats))[:, 1]
+        return cands[int(np.argmax(scores))]
+
     def _choose_args(self, tool: str, history: list[Message], scene: Scene) -> dict[str, Any]:
         schema = self.tools.get(tool, {}).get("parameters", {})
         required = schema.get("required", list(schema.get("properties", {})))
         if self.argument is None:
             return {}
-        context = candidates(history, scene.dlg)
+        pool = scalar_pool(scene, self.constants)
         used = self._used(history)
         args = {}
         for arg in required:
-            cands = self._arg_candidates(tool, arg, history, context)
-            if not cands:
-                continue
-            feats = [candidate_features(tool, arg, c, used.get(arg, set()), scene) for c in cands]
-            scores = self.argument.predict_proba(self.arg_vec.transform(feats))[:, 1]
-            args[arg] = cands[int(np.argmax(scores))].value
+            s = self._schema(tool, arg)
+            keys = item_keys(s, self._resolve)
+            if keys:
+                item = {}
+                for k in keys:
+                    best = self._best(tool, f"{arg}.{k}", self._scalars(self._item_schema(s, k), pool), scene,
+                                      set(), ["item=0"])
+                    item[k] = best.value if best else None
+                cands = list_candidates(scene, keys) + [Candidate([item], "assembled", "assembled", extra=["len=1"])]
+                best = self._best(tool, arg, cands, scene, used.get(arg, set()))
+            else:
+                best = self._best(tool, arg, self._scalars(s, pool), scene, used.get(arg, set()))
+            if best is not None:
+                args[arg] = best.value
         return args
 
     def act(self, messages: list[Message]) -> Message:
         if self.action is None and self.constant_action is None:  # untrained: it can only hang up
             return Message(role="assistant", content="Goodbye.")
-        scene = Scene.of(messages)
-        state = state_tokens(messages, scene)
-        label = self._predict(self.action, self.constant_action, state) or "say:close"
+        scene = Scene.of(messages, self.writes)
+        state = state_tokens(messages, scene, labels_of(messages))
+        label = self._predict(self.action, self.constant_action, state) or self.closing
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)
         if self._pending is not None and last_user is not None and messages and messages[-1] is last_user:
-            said_yes = "yes" in (last_user.content or "").lower() and "no," not in (last_user.content or "").lower()
-            if said_yes:  # the user approved exactly the action we described: carry it out
+            said = (last_user.content or "").lower()
+            if re.search(r"\byes\b", said) and not re.search(r"\bno\b", said):
+                # the user approved exactly the action we described: carry it out
                 call, self._pending = self._pending, None
                 n = sum(1 for m in messages if m.tool_calls)
                 return Message(role="assistant", tool_calls=[call.model_copy(update={"id": f"lc_{n}"})])
             self._pending = None
-        if label == "say:ask_id":
-            return Message(role="assistant", content="Could you please give me your user id?")
         if label == "say:confirm":
             tool = self._predict(self.write, self.constant_write, state)
             if tool:
                 self._pending = ToolCall(id="pending", name=tool, arguments=self._choose_args(tool, messages, scene))
                 return Message(role="assistant", content=confirmation_request(tool, self._pending.arguments))
-            label = "say:close"
+            label = self.closing
         if label.startswith("tool:"):
             name = label[5:]
             if self._pending is not None and self._pending.name == name:
@@ -226,21 +344,30 @@ class EmbeddedLearner:
                 args = self._choose_args(name, messages, scene)
             n = sum(1 for m in messages if m.tool_calls)
             return Message(role="assistant", tool_calls=[ToolCall(id=f"lc_{n}", name=name, arguments=args)])
-        if label == "say:refuse":
-            return Message(role="assistant", content="I'm sorry, but I cannot do that under our policy.")
-        if label == "say:ack":
-            return Message(role="assistant", content="That is done. Is there anything else I can help you with?")
-        return Message(role="assistant", content="Everything you asked for is taken care of." + self._records(messages, scene))
+        if label in self.requests:
+            tool = self._predict(self.asked, self.constant_asked, state)
+            if tool:
+                return Message(role="assistant", content=self._request(label, tool))
+        return Message(role="assistant", content=self._say(label, scene))
 
-    def _records(self, messages: list[Message], scene: Scene) -> str:
-        if self.report is None:
-            return ""
-        cands = self._report_candidates(messages, scene)
+    def _request(self, label: str, tool: str) -> str:
+        """The reply asking the user to make ``tool``'s call, worded as the data words such requests."""
+        template, name_style, args_style = self.requests[label]
+        name = tool if name_style == "raw" else tool.replace("_", " ")
+        text = template.replace(NAME_SLOT, name)
+        return text.replace(ARGS_SLOT, args_text(self.asked_args.get(tool, {}), args_style) or "{}")
+
+    def _say(self, label: str, scene: Scene) -> str:
+        """The reply the data uses for this move; with the values to tell, when its replies carry some."""
+        plain = self.texts.get(label, "Goodbye.")
+        if label not in self.slots or self.report is None:
+            return plain
+        cands = self._report_candidates(label, scene)
         if not cands:
-            return ""
+            return plain
         scores = self.report.predict_proba(self.arg_vec.transform([f for _, f in cands]))[:, 1]
-        values = list(dict.fromkeys(_render(c.value) for (c, _), p in zip(cands, scores) if p > 0.5))
-        return f" For your records: {'; '.join(values)}." if values else ""
+        values = list(dict.fromkeys(render(c.value) for (c, _), p in zip(cands, scores) if p > 0.5))
+        return f"{self.slots[label]}{'; '.join(values)}." if values else plain
 
     # ------------------------------------------------------------ persistence
     def save(self, path: Path) -> Path:
@@ -255,7 +382,7 @@ class EmbeddedLearner:
         return path
 
     @staticmethod
-    def load(path: Path) -> "EmbeddedLearner":
+    def load(path: Path) -> EmbeddedLearner:
         import joblib
 
         learner = joblib.load(path)

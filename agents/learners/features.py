@@ -1,109 +1,276 @@
 """What the embedded learner sees, turned into features: the state, and argument candidates.
 
 Only agent-visible material is used: user and assistant messages, tool
-observations and the tool schemas. Candidates for an argument are values that
-appear in that material (ids, dates, numbers, JSON fields of observations) plus
-small arithmetic on numbers seen there; the learner picks among them.
+observations (JSON values by path) and the tool schemas. Nothing here names a
+domain, a tool or a field: a candidate is a value the user wrote, a value an
+observation showed, a schema enum member, or a small arithmetic composite of
+numbers in the context (a sum, a difference, a product with a count, or a
+constant learned from the training data times a count), and for arguments
+that are lists of objects, lists read from observations, lists with one value
+replaced by one the user wrote, the records the user named, or one object
+assembled field by field. The learner's ranker picks among them; which
+arithmetic an argument needs is what it learns.
 """
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from agents.learners.dialogue import (PATTERNS, Dialogue, composites, flat, mention_clause, observations,
-                                      reservation_for, track, written_values)
+from agents.learners.dialogue import (
+    Dialogue,
+    Mention,
+    call_values,
+    is_value,
+    shape,
+    track,
+)
 from storage.records import Message
 
 WORD = re.compile(r"[a-z0-9_\-]+")
+ENUMISH = re.compile(r"^[a-z][a-z_ ]{0,24}$")
+MAX_FOCUS_NUMBERS = 24  # operands of the composites: the newest numbers of the records in focus
+MAX_FACTS = 24
+MAX_NAMED = 2  # a value the user wrote puts in focus the records holding it, if one observation has at most this many
 
 
-def label_of(msg: Message) -> str:
-    if msg.tool_calls:
-        return f"tool:{msg.tool_calls[0].name}"
-    text = (msg.content or "").lower()
-    if "user id" in text and "?" in text:
-        return "say:ask_id"
-    if "confirm" in text:
-        return "say:confirm"
-    if "sorry" in text or "cannot" in text:
-        return "say:refuse"
-    if "anything else" in text:
-        return "say:ack"
-    return "say:close"
+def norm(text: str) -> str:
+    return " " + re.sub(r"[^a-z0-9]+", " ", str(text).lower()) + " "
 
 
-MENTION_KINDS = ("flight_number", "reservation_id", "payment_id", "user_id", "date", "airport")
+def is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
-def mentions(history: list[Message]) -> list[tuple[str, str, str]]:
-    """(kind, value, the two words before it) for every entity the user mentioned, in order."""
-    out = []
-    for n, m in enumerate(history):
-        if m.role != "user" or not m.content:
+@dataclass
+class Candidate:
+    value: Any
+    source: str  # user / identity / obs / list / composite / schema / assembled
+    key: str  # the JSON key, the user's word before it, or how it was assembled
+    age: int = 0  # messages since it appeared
+    path: str = ""  # JSON path in the observation (list indices and id-like keys dropped)
+    tool: str = ""  # for observations: the tool that produced it
+    msg: int = -1
+    kind: str = ""  # shape|word-before for the user's values
+    clause: int | None = None  # for the user's values: the request clause that mentions it
+    rank: int | None = None  # rank among the user's values of its kind
+    first_unused: bool = False
+    first_unwritten: bool = False
+    in_last_user: bool = False
+    focus: bool = False  # from a record the current request names
+    extra: list[str] = field(default_factory=list)  # features of how a composite or list was built
+    within: tuple[int, ...] = ()  # for observed values: the records (indices) that hold it
+
+
+@dataclass
+class Record:
+    """One JSON object of an observation, with its own and its nested objects' scalar fields."""
+
+    path: str
+    tool: str
+    msg: int
+    fields: dict[str, Any]
+    lists: dict[str, list]
+    strs: frozenset[str] = frozenset()  # its string values
+    focus: bool = False
+
+
+@lru_cache(maxsize=65536)
+def _key(k: str) -> str:
+    return "*" if is_value(k) else k
+
+
+@lru_cache(maxsize=8192)
+def _walk(content: str) -> tuple[tuple, tuple, tuple]:
+    """One observation's objects, scalar leaves and lists of objects (cached: every later decision re-reads it).
+
+    Leaves and lists carry the indices of the objects around them, so that a value is in focus
+    when any object around it is.
+    """
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return (), ((content.strip(), "text", "", ()),), ()
+    records, leaves, lists = [], [], []
+
+    def walk(obj: Any, path: str, key: str, within: tuple[int, ...]) -> None:
+        if isinstance(obj, dict):
+            fields, sub = {}, {}
+            here = len(records)
+            records.append((path, fields, sub))
+            for k, v in obj.items():
+                if isinstance(v, dict):
+                    fields.update({kk: vv for kk, vv in v.items() if not isinstance(vv, (dict, list))})
+                elif isinstance(v, list):
+                    sub[k] = v
+                else:
+                    fields[k] = v
+                walk(v, f"{path}.{_key(k)}" if path else _key(k), k, within + (here,))
+        elif isinstance(obj, list):
+            for v in obj:
+                walk(v, path, key, within)
+            if obj and all(isinstance(v, dict) for v in obj):
+                lists.append((obj, key, path, within))
+        elif obj is not None:
+            leaves.append((obj, key, path, within))
+
+    walk(data, "", "", ())
+    records = [(p, f, sub, frozenset(str(v) for v in f.values() if isinstance(v, str))) for p, f, sub in records]
+    return tuple(records), tuple(leaves), tuple(lists)
+
+
+def _records(history: list[Message]) -> tuple[list[Record], list[Candidate], list[Candidate]]:
+    """Every object (as a record), scalar leaf and list of objects of the successful observations."""
+    records: list[Record] = []
+    leaves, lists = [], []
+    last_call = ""
+    for i, m in enumerate(history):
+        if m.tool_calls:
+            last_call = m.tool_calls[0].name
+        if m.role != "tool" or not m.content or m.error:
             continue
-        for kind in MENTION_KINDS:
-            for match in PATTERNS[kind].finditer(m.content):
-                if kind == "reservation_id" and PATTERNS["flight_number"].fullmatch(match.group()):
-                    continue
-                before = WORD.findall(m.content[max(0, match.start() - 40):match.start()].lower())[-2:]
-                out.append(((n, match.start()), kind, match.group(), " ".join(before)))
-    out.sort()  # in the order the user said them
-    return [(k, v, b) for _, k, v, b in out]
+        recs, lvs, lsts = _walk(m.content)
+        base = len(records)
+        records += [Record(p, last_call, i, f, sub, strs) for p, f, sub, strs in recs]
+        leaves += [Candidate(v, "obs", k, path=p, tool=last_call, msg=i, within=tuple(base + j for j in w))
+                   for v, k, p, w in lvs]
+        lists += [Candidate(v, "list", k, path=p, tool=last_call, msg=i, within=tuple(base + j for j in w))
+                  for v, k, p, w in lsts]
+    return records, leaves, lists
 
 
-def used_values(history: list[Message]) -> set[str]:
-    return {str(v) for m in history for c in m.tool_calls for v in flat(c.arguments)}
+def mentions_record(rec: Record, values: set[str], names: list[str]) -> bool:
+    return bool(rec.strs & values) or any(set(n.split()) <= rec.strs for n in names)
 
 
-def dialogue_tokens(history: list[Message], dlg: Dialogue) -> list[str]:
-    """Where the agent is in the user's list of requests, and what the current and next ones ask for."""
-    cur, nxt = dlg.current, dlg.next
-    labels = [label_of(m) for m in history if m.role == "assistant"]
-    prev = labels[-1] if labels else "none"
-    knows = f"ud={'tool:get_user_details' in labels}"
+@dataclass
+class Scene:
+    """Everything one decision's candidates are built from and scored against."""
+
+    dlg: Dialogue
+    text: str  # the current request clause, normalized
+    words: list[str]
+    n: int
+    user: list[Candidate]
+    leaves: list[Candidate]
+    lists: list[Candidate]
+    records: list[Record]
+    counts: list[tuple[str, int]]  # small counts in focus: names in the request, lengths of lists
+    facts: list[str]  # short word values of the records in focus (key=value)
+    used: set[str]
+    last_tool: str
+    open: int = 0  # the first clause with a value not used yet (the pointer stays until a call moves it)
+
+    @staticmethod
+    def of(history: list[Message], writes: set[str]) -> Scene:
+        dlg = track(history, writes)
+        cur = dlg.current
+        n = len(history)
+        used = call_values(history)
+        records, leaves, lists = _records(history)
+        facts, counts = _focus(records, dlg)
+        for c in leaves + lists:
+            c.age = n - c.msg
+            c.focus = any(records[j].focus for j in c.within)
+        last_tool = next((m.tool_calls[0].name for m in reversed(history) if m.tool_calls), "")
+        return Scene(dlg, norm(cur.text) if cur else "", cur.words if cur else [], n,
+                     _user_pool(history, dlg, used, call_values(history, writes)), leaves, lists, records,
+                     counts, facts, used, last_tool, dlg.open_clause(used))
+
+
+def _user_pool(history: list[Message], dlg: Dialogue, used: set[str], written: set[str]) -> list[Candidate]:
+    n = len(history)
+    last_user = max((i for i, m in enumerate(history) if m.role == "user"), default=-1)
+    by_kind: dict[str, list[str]] = {}
+    for clause in dlg.clauses:
+        for m in clause.mentions:
+            seen = by_kind.setdefault(m.kind, [])
+            if str(m.value) not in seen:
+                seen.append(str(m.value))
+    out = [c for clause in dlg.clauses for m in clause.mentions
+           for c in _user_candidates(m, dlg, n, last_user, by_kind, used, written)]
+    return out + [Candidate(m.value, "identity", "identity", n - m.msg, msg=m.msg, kind=m.kind,
+                            in_last_user=m.msg == last_user) for m in dlg.identity]
+
+
+def _focus(records: list[Record], dlg: Dialogue) -> tuple[list[str], list[tuple[str, int]]]:
+    """Mark the records the current request names; their short word values (facts) and list lengths (counts).
+
+    A value names a record when few records of one observation hold it (an origin that every
+    search result shares does not). The record whose first field is the id the user gave about
+    themselves adds its facts too, as ``who.key=value``.
+    """
+    cur = dlg.current
     if cur is None:
-        return ["cur_none", f"cur_none|prev_{prev}", f"cur_none|{len(dlg.clauses) > 0}"]
-    status = f"open{min(dlg.calls, 3)}" + ("w" if dlg.wrote else "")
-    toks = [f"cur_{status}", f"cur_first_{dlg.pointer == 0}", f"has_next_{nxt is not None}", knows,
-            f"{status}|prev_{prev}", f"{status}|{knows}"]
-    for w in cur.words:
-        toks += [f"cw_{w}", f"cw_{w}|{status}", f"cw_{w}|prev_{prev}", f"cw_{w}|{knows}", f"cw_{w}|{status}|{knows}"]
-    toks += [f"nw_{w}" for w in nxt.words] if nxt is not None else ["nw_none"]
-    return toks
+        return [], []
+
+    def most_in_one(values: set[str], names: list[str]) -> int:
+        return max(Counter(r.msg for r in records if mentions_record(r, values, names)).values(), default=0)
+
+    values = {v for v in (str(m.value) for m in cur.mentions) if most_in_one({v}, []) <= MAX_NAMED}
+    names = [nm for nm in cur.names() if most_in_one(set(), [nm]) <= MAX_NAMED]
+    facts, counts = [], [("names", len(cur.names()))] if cur.names() else []
+    ident = {str(m.value) for m in dlg.identity}
+    for rec in records:
+        rec.focus = mentions_record(rec, values, names)
+        words = [(k, v) for k, v in rec.fields.items() if isinstance(v, str) and ENUMISH.match(v)]
+        if rec.focus:
+            facts += [f"{k}={v}" for k, v in words]
+            counts += [(f"n:{k}", len(v)) for k, v in rec.lists.items() if 0 < len(v) < 10]
+        elif rec.fields and str(next(iter(rec.fields.values()))) in ident:
+            facts += [f"who.{k}={v}" for k, v in words]
+    return sorted(set(facts))[:MAX_FACTS], sorted(set(counts))
 
 
-def context_values(history: list[Message], dlg: Dialogue) -> dict[str, str]:
-    """A few facts the observations show about the current request (membership, cabin)."""
-    obs = observations(history)
-    out = {}
-    user = next((d for _, t, d in reversed(obs) if t == "get_user_details" and isinstance(d, dict)), None)
-    if user:
-        out["membership"] = str(user.get("membership"))
-    res = reservation_for(obs, dlg.current)
-    if res:
-        out["cabin"] = str(res.get("cabin"))
-        out["insurance"] = str(res.get("insurance"))
+def _user_candidates(m: Mention, dlg: Dialogue, n: int, last_user: int, by_kind: dict[str, list[str]],
+                     used: set[str], written: set[str]) -> list[Candidate]:
+    seq = by_kind.get(m.kind, [])
+    rank = seq.index(str(m.value)) if str(m.value) in seq else None
+    unused = [str(x.value) for c in dlg.clauses for x in c.mentions if not x.is_name and str(x.value) not in used]
+    extra = ["first_unused_any"] if unused and unused[0] == str(m.value) else []
+    base = {"age": n - m.msg, "msg": m.msg, "kind": m.kind, "clause": dlg.clause_of(m.value), "rank": rank,
+            "extra": extra,
+            "in_last_user": m.msg == last_user,
+            "first_unused": next((v for v in seq if v not in used), None) == str(m.value),
+            "first_unwritten": next((v for v in seq if v not in written), None) == str(m.value)}
+    before = m.before[-1] if m.before else ""
+    out = [Candidate(m.value, "user", before, **base)]
+    if m.is_name:
+        first, last = m.value.split()
+        out += [Candidate(first, "user", "name.first", **{**base, "extra": list(extra)}),
+                Candidate(last, "user", "name.last", **{**base, "extra": list(extra)})]
     return out
 
 
-def state_tokens(history: list[Message], scene: "Scene | None" = None) -> str:
-    scene = scene or Scene.of(history)
+def state_tokens(history: list[Message], scene: Scene, labels: list[str]) -> str:
+    """The decision state as space-separated tokens; ``labels`` are the agent's earlier moves."""
     dlg = scene.dlg
-    toks: list[str] = dialogue_tokens(history, dlg)
-    used = used_values(history)
-    pending = [(k, v, b) for k, v, b in mentions(history) if v not in used and k in ("flight_number", "reservation_id")]
-    if pending:
-        kind, _, before = pending[0]
-        toks += [f"next_{kind}"] + [f"next_{kind}_{w}" for w in before.split()]
+    cur, nxt = dlg.current, dlg.next
+    prev = labels[-1] if labels else "none"
+    ident = f"id={bool(dlg.identity)}"
+    id_used = f"idu={any(str(m.value) in scene.used for m in dlg.identity)}"
+    left = sum(1 for c in dlg.clauses[dlg.pointer:] if c.keys - scene.used)  # requests with values not used yet
+    toks = [ident, id_used, f"{ident}|{id_used}|prev_{prev}", f"left_{min(left, 3)}", f"left_{min(left, 3)}|prev_{prev}"]
+    if cur is None:
+        toks += ["cur_none", f"cur_none|prev_{prev}", f"cur_none|{len(dlg.clauses) > 0}"]
     else:
-        toks.append("next_none")
-    # the earliest request the agent has not acted on with a write yet, and the words that ask for it
-    written = written_values(history)
-    todo = [(k, b) for k, v, b in mentions(history) if v not in written and k in ("flight_number", "reservation_id")]
-    if todo:
-        toks += [f"nextw_{todo[0][0]}"] + [f"nextw_{w}" for w in todo[0][1].split()]
+        status = f"open{min(dlg.calls, 3)}" + ("w" if dlg.wrote else "")
+        toks += [f"cur_{status}", f"cur_first_{dlg.pointer == 0}", f"has_next_{nxt is not None}",
+                 f"{status}|prev_{prev}", f"{status}|{id_used}"]
+        for w in cur.words:
+            toks += [f"cw_{w}", f"cw_{w}|{status}", f"cw_{w}|prev_{prev}", f"cw_{w}|{id_used}",
+                     f"cw_{w}|{status}|{id_used}"]
+        toks += [f"nw_{w}" for w in nxt.words] if nxt is not None else ["nw_none"]
+        if scene.open != dlg.pointer:
+            opened = dlg.clauses[scene.open] if scene.open < len(dlg.clauses) else None
+            toks += [f"ow_{w}" for w in opened.words] if opened else ["ow_none"]
+            toks += [f"ow_{w}|{status}" for w in opened.words] if opened else ["ow_none|" + status]
+        pending = [m for m in cur.mentions if str(m.value) not in scene.used and not m.is_name]
+        toks += [f"pend_{m.kind}" for m in pending[:3]] or ["pend_none"]
+        toks += [f"pend_{m.kind}|{status}" for m in pending[:1]]
     users = [m for m in history if m.role == "user" and m.content]
     if users:
         toks += [f"f_{w}" for w in WORD.findall(users[0].content.lower())]
@@ -113,174 +280,58 @@ def state_tokens(history: list[Message], scene: "Scene | None" = None) -> str:
         toks.append(f"last_role_{last.role}")
         if last.role == "tool":
             toks.append("last_error" if last.error else "last_ok")
-    labels = [label_of(m) for m in history if m.role == "assistant"]
     toks += [f"did_{lab}" for lab in labels]
     if labels:
-        toks.append(f"prev_{labels[-1]}")
         toks.append(f"prev2_{'|'.join(labels[-2:])}")
-    writes = sum(1 for lab in labels if lab.startswith("tool:") and any(
-        w in lab for w in ("book", "cancel", "update", "send", "modify", "return", "exchange")))
-    toks.append(f"writes_{min(writes, 6)}")
     toks.append(f"steps_{min(len(labels), 30) // 3}")
-    toks += [f"ctx_{k}={v}" for k, v in scene.context.items()]
-    if any(PATTERNS["user_id"].search((m.content or "")) for m in users):
-        toks.append("knows_user_id")
+    toks += [f"ctx_{f}" for f in scene.facts]
     return " ".join(toks)
 
 
-@dataclass
-class Candidate:
-    value: Any
-    source: str  # user / obs / derived / composite / schema
-    key: str  # the JSON key it appeared under, the regex kind, or how it was assembled
-    age: int  # messages since it appeared
-    in_last_user: bool
-    rank: int | None = None  # order among the user's mentions of this kind
-    first_unused: bool = False  # the earliest mention of its kind not yet used in a call
-    first_unwritten: bool = False  # the earliest mention of its kind no write has acted on yet
-    msg: int = -1  # the message it came from
-    tool: str = ""  # for observations: the tool that produced it
-    clause: int | None = None  # for the user's values: the request clause that mentions it
-
-
-@dataclass
-class Scene:
-    """What every candidate of one decision is scored against: the tracked dialogue and its context."""
-
-    dlg: Dialogue
-    text: str  # the current request clause, normalized
-    words: list[str]
-    context: dict[str, str]
-
-    @staticmethod
-    def of(history: list[Message], dlg: Dialogue | None = None) -> "Scene":
-        dlg = dlg or track(history)
-        cur = dlg.current
-        return Scene(dlg, _norm(cur.text) if cur else "", cur.words if cur else [], context_values(history, dlg))
-
-
-def _norm(text: str) -> str:
-    return " " + re.sub(r"[^a-z0-9]+", " ", text.lower()) + " "
-
-
-def _walk(obj: Any, key: str = "") -> list[tuple[str, Any]]:
-    out = []
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.extend(_walk(v, k))
-            if isinstance(v, (list, dict)) and k in ("flights", "passengers"):
-                out.append((k, v))
-    elif isinstance(obj, list):
-        for v in obj:
-            out.extend(_walk(v, key))
-    else:
-        out.append((key, obj))
-    return out
-
-
-def candidates(history: list[Message], dlg: Dialogue | None = None) -> list[Candidate]:
-    dlg = dlg or track(history)
-    out: list[Candidate] = []
-    last_user = max((i for i, m in enumerate(history) if m.role == "user"), default=-1)
-    n = len(history)
-    for i, m in enumerate(history):
-        age = n - i
-        if m.role == "user" and m.content:
-            for kind, pat in PATTERNS.items():
-                for v in pat.findall(m.content):
-                    value = int(v) if kind == "number" else (v.lower().replace(" ", "_") if kind == "cabin" else v)
-                    out.append(Candidate(value, "user", kind, age, i == last_user, msg=i,
-                                         clause=mention_clause(dlg, kind, v)))
-    for i, tool, data in observations(history):
-        if isinstance(data, str):
-            out.append(Candidate(data, "obs", "text", n - i, False, msg=i, tool=tool))
-            out += [Candidate(int(x), "obs", "text_number", n - i, False, msg=i, tool=tool)
-                    for x in re.findall(r"(?<![\w.])\d+(?!\w)", data)]
-            continue
-        for key, value in _walk(data):
-            if isinstance(value, list) and key == "flights":
-                value = [{"flight_number": f.get("flight_number"), "date": f.get("date")}
-                         for f in value if isinstance(f, dict)]
-            out.append(Candidate(value, "obs", key, n - i, False, msg=i, tool=tool))
-    order: dict[str, list[str]] = {}
-    for kind, value, _ in mentions(history):
-        if value not in order.setdefault(kind, []):
-            order[kind].append(value)
-    used = used_values(history)
-    written = written_values(history)
-    for c in out:
-        if c.source == "user" and c.key in order and str(c.value) in order[c.key]:
-            c.rank = order[c.key].index(str(c.value))
-            c.first_unused = next((v for v in order[c.key] if v not in used), None) == str(c.value)
-            c.first_unwritten = next((v for v in order[c.key] if v not in written), None) == str(c.value)
-    # the most recent occurrence of each (value, key, source) is enough
-    seen: dict[tuple[str, str, str], Candidate] = {}
-    for c in out:
-        seen[(json.dumps(c.value, sort_keys=True), c.key, c.source)] = c
-    out = list(seen.values())
-
-    def is_int(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    derived: list[Candidate] = []
-    user_numbers = sorted({c.value for c in out if c.source == "user" and is_int(c.value) and 0 < c.value < 10})
-    for c in out:
-        if c.source == "obs" and is_int(c.value) and c.value < 20:
-            derived += [Candidate(c.value + u, "derived", f"{c.key}+user", c.age, False, msg=c.msg, tool=c.tool)
-                        for u in user_numbers]
-        if c.source == "obs" and isinstance(c.value, list) and c.key == "passengers":
-            k = len(c.value)
-            derived += [Candidate(k * f, "derived", name, c.age, False, msg=c.msg, tool=c.tool)
-                        for f, name in ((1, "count:passengers"), (50, "x50:passengers"), (100, "x100:passengers"))]
-    for v in sorted({c.value for c in out if is_int(c.value) and c.value < 10}):
-        derived += [Candidate(v + 1, "derived", "+1", 0, False), Candidate(v + 2, "derived", "+2", 0, False)]
-    derived += [Candidate(value, "composite", how, 0, False) for how, value in composites(history, dlg)]
-    out.extend(derived)
-    return out
-
-
-def candidate_features(tool: str, arg: str, c: Candidate, used: set[str], scene: Scene | None = None) -> list[str]:
-    kind = "int" if isinstance(c.value, int) and not isinstance(c.value, bool) else type(c.value).__name__
-    base = [f"src={c.source}", f"key={c.key}", f"kind={kind}", f"age={min(c.age, 12)}"]
-    feats = base + [f"arg={arg}|{b}" for b in base] + [f"tool={tool}|arg={arg}|key={c.key}"]
-    if c.key == arg or arg.endswith(c.key) or c.key.endswith(arg):
-        feats.append("key_matches_arg")
+def candidate_features(tool: str, arg: str, c: Candidate, used: set[str], scene: Scene) -> list[str]:
+    kind = "int" if is_int(c.value) else type(c.value).__name__
+    base = [f"src={c.source}", f"key={c.key}", f"kind={kind}", f"age={min(c.age, 12)}", f"shape={shape(c.value)}"]
+    feats = base + [f"arg={arg}|{b}" for b in base] + [f"tool={tool}|arg={arg}|key={c.key}",
+                                                       f"tool={tool}|arg={arg}|src={c.source}"]
+    leaf = arg.rsplit(".", 1)[-1]
+    if c.key and (c.key == leaf or leaf.endswith(c.key) or c.key.endswith(leaf)):
+        feats += ["key_matches_arg", f"arg={arg}|key_matches_arg"]
+    if c.path:
+        feats += [f"arg={arg}|path={c.path}", f"arg={arg}|obs_tool={c.tool}|path={c.path}"]
+    if c.kind:
+        feats += [f"arg={arg}|ukind={c.kind}", f"tool={tool}|arg={arg}|ukind={c.kind}"]
     if c.in_last_user:
         feats += ["in_last_user", f"arg={arg}|in_last_user"]
     if c.rank is not None:
-        feats += [f"rank={min(c.rank, 4)}", f"arg={arg}|rank={min(c.rank, 4)}",
-                  f"tool={tool}|arg={arg}|rank={min(c.rank, 4)}"]
-    if c.first_unused:
-        feats += ["first_unused", f"arg={arg}|first_unused", f"tool={tool}|arg={arg}|first_unused"]
-    if c.first_unwritten:
-        feats += ["first_unwritten", f"arg={arg}|first_unwritten", f"tool={tool}|arg={arg}|first_unwritten"]
+        r = min(c.rank, 4)
+        feats += [f"rank={r}", f"arg={arg}|rank={r}", f"tool={tool}|arg={arg}|rank={r}"]
+    for flag in ("first_unused", "first_unwritten", "focus"):
+        if getattr(c, flag):
+            feats += [flag, f"arg={arg}|{flag}", f"tool={tool}|arg={arg}|{flag}"]
     if json.dumps(c.value, sort_keys=True) in used:
         feats += ["used_before", f"arg={arg}|used_before"]
-    if scene is None:
-        return feats
-    dlg = scene.dlg
-    if c.source == "user":
-        rel = dlg.relation(c.clause)
-        feats += [f"rel={rel}", f"arg={arg}|rel={rel}", f"tool={tool}|arg={arg}|key={c.key}|rel={rel}"]
-    if c.tool:
-        here = 0 <= c.msg < len(dlg.clause_of_msg) and dlg.clause_of_msg[c.msg] == dlg.pointer
-        feats += [f"arg={arg}|obs_tool={c.tool}|key={c.key}", f"arg={arg}|obs_cur={here}",
-                  f"tool={tool}|arg={arg}|obs_tool={c.tool}|obs_cur={here}"]
+    if c.source in ("user", "identity", "name"):
+        rel, ro = scene.dlg.relation(c.clause), scene.dlg.relation(c.clause, scene.open)
+        feats += [f"rel={rel}", f"arg={arg}|rel={rel}", f"tool={tool}|arg={arg}|ukind={c.kind}|rel={rel}",
+                  f"arg={arg}|key={c.key}|rel={rel}", f"arg={arg}|ropen={ro}", f"arg={arg}|rel={rel}|ropen={ro}",
+                  f"tool={tool}|arg={arg}|ukind={c.kind}|ropen={ro}"]
+    if c.msg >= 0 and c.tool:
+        here = c.msg < len(scene.dlg.clause_of_msg) and scene.dlg.clause_of_msg[c.msg] == scene.dlg.pointer
+        feats += [f"arg={arg}|obs_cur={here}", f"tool={tool}|arg={arg}|obs_tool={c.tool}|obs_cur={here}"]
     if isinstance(c.value, (str, int)) and not isinstance(c.value, bool) and scene.text:
-        in_text = _norm(str(c.value)) in scene.text
+        in_text = norm(c.value) in scene.text
         feats += [f"arg={arg}|in_cur_text={in_text}", f"tool={tool}|arg={arg}|src={c.source}|in_cur_text={in_text}"]
-    if c.source in ("derived", "composite"):
+    if c.key and c.source in ("obs", "composite") and scene.text:
+        stem = c.key.split("*")[0].split("+")[0].split("-")[0]
+        feats.append(f"arg={arg}|key_in_text={norm(stem) in scene.text}")
+    if isinstance(c.value, str) and scene.facts:  # the value a record in focus holds, and under which key
+        same = [f.split("=", 1)[0] for f in scene.facts if f.split("=", 1)[1] == c.value]
+        feats += [f"arg={arg}|fact={k}" for k in same[:3]] + [f"arg={arg}|src={c.source}|fact={k}|cw_{w}"
+                                                              for k in same[:1] for w in scene.words]
+    if c.source == "obs":
+        feats += [f"arg={arg}|obs|focus={c.focus}|cw_{w}" for w in scene.words]
+    if c.source in ("composite", "schema", "assembled", "list"):
         feats += [f"arg={arg}|key={c.key}|cw_{w}" for w in scene.words]
-        feats += [f"arg={arg}|key={c.key}|{k}={v}" for k, v in scene.context.items()]
-        feats += [f"arg={arg}|key={c.key}|" + "|".join(f"{k}={v}" for k, v in sorted(scene.context.items()))]
+        feats += [f"arg={arg}|key={c.key}|{f}" for f in scene.facts]
+    feats += [f"arg={arg}|{x}" for x in c.extra] + [f"arg={arg}|key={c.key}|{x}" for x in c.extra]
     return feats
-
-
-def schema_candidates(arg_schema: dict[str, Any]) -> list[Candidate]:
-    """Values the tool schema itself offers: enum members, and small counts for integers."""
-    out = [Candidate(v, "schema", "enum", 0, False) for v in arg_schema.get("enum", [])]
-    for ref in arg_schema.get("anyOf", []) + arg_schema.get("allOf", []):
-        out += [Candidate(v, "schema", "enum", 0, False) for v in ref.get("enum", [])]
-    if arg_schema.get("type") == "integer":
-        out += [Candidate(v, "schema", "small_int", 0, False) for v in (0, 1, 2, 3)]
-    return out
