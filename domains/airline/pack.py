@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.packs import DomainPack, PlannerRules, UserPhrasing
+from envs.packs import PlannerRules, UserPhrasing
+from envs.tau2.pack import Tau2Pack
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
 
@@ -42,28 +43,12 @@ PHRASING = UserPhrasing(
 )
 
 
-class AirlinePack(DomainPack):
+class AirlinePack(Tau2Pack):
     name = "airline"
     default = True
     description = "tau2-bench airline: flights, reservations, baggage, compensation"
 
-    def environment(self):
-        from envs.tau2.domain import Tau2Domain, Tau2Source
-
-        return Tau2Domain(Tau2Source(name=self.name, module="tau2.domains.airline.environment",
-                                     copy_on_write=True))
-
-    # ------------------------------------------------------------ policy
-    def policy_rules(self):
-        from domains.airline.policy import check_write
-
-        return check_write
-
-    @property
-    def official_waivers(self) -> dict[str, dict[str, str]]:  # type: ignore[override]
-        from domains.airline.policy import OFFICIAL_WAIVERS
-
-        return OFFICIAL_WAIVERS
+    tau2_module = "tau2.domains.airline.environment"  # policy: policy.py (check_write, OFFICIAL_WAIVERS)
 
     # ------------------------------------------------------------ observed factors
     family_by_tool = {"book_reservation": "flight_booking", "update_reservation_flights": "flight_change",

@@ -9,6 +9,7 @@ categorical rule when the read budget is zero); nothing changes state.
 """
 from __future__ import annotations
 
+from agents.plans import fit_reads
 from domains.telecom.device import init
 from domains.telecom.ops import MAX_REFUEL_GB, TODAY, Ctx, filler_say
 
@@ -40,10 +41,9 @@ def refusal(gen, family, customer_id, held, reads, rng, exact):
     identify = ("get_customer_by_phone", {"phone_number": ctx.line(held).phone_number})
     actions = required if (categorical and reads == 0) else [identify] + required
     have = sum(gen.kind(a) == "read" for a in actions)
-    if have > reads:
-        if exact:
-            return None
-        reads = have
+    reads = fit_reads(have, reads, exact)
+    if reads is None:
+        return None
     fillers = gen._fillers(customer_id, held, actions, inits, reads - have, rng) if actions else (
         [] if reads == have else None)
     if fillers is None:
