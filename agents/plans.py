@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -169,3 +169,13 @@ def ops_in_order(ops: Iterable[RequestOp]) -> tuple[list[Action], list[dict[str,
         actions.append((op.tool, op.arguments))
         intents.append({"say": op.say, "tool": op.tool, "arguments": op.arguments})
     return actions, intents
+
+
+def sample_up_to(rng: random.Random, items: Sequence[Any], k: int) -> list[Any]:
+    """A seeded sample of ``k`` items, or all of them in a random order when there are fewer."""
+    return rng.sample(items, min(k, len(items)))
+
+
+def linked(table: dict[str, Any], ids: Iterable[str]) -> list[tuple[str, Any]]:
+    """``(id, record)`` for each id that ``table`` holds, in order (a customer's orders, reservations)."""
+    return [(i, table[i]) for i in ids if table.get(i) is not None]

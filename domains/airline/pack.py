@@ -115,14 +115,13 @@ class AirlinePack(Tau2Pack):
         db = getattr(getattr(domain, "cow", None), "base", None)
         if db is None or not hasattr(db, "users") or not hasattr(db, "reservations"):
             return super().candidate_entities(domain, rng, k)
+        from agents.plans import linked, sample_up_to
+
         users = []
-        for uid in rng.sample(sorted(db.users), min(k, len(db.users))):
+        for uid in sample_up_to(rng, sorted(db.users), k):
             u = db.users[uid]
             res = []
-            for rid in u.reservations[:6]:
-                r = db.reservations.get(rid)
-                if r is None:
-                    continue
+            for rid, r in linked(db.reservations, u.reservations[:6]):
                 res.append({"reservation_id": rid, "route": f"{r.origin}-{r.destination}", "type": r.flight_type,
                             "cabin": r.cabin, "created_at": r.created_at, "status": r.status or "active",
                             "insurance": r.insurance, "passengers": len(r.passengers), "bags": r.total_baggages,

@@ -24,8 +24,10 @@ from agents.plans import (
     Plan,
     action_key,
     fit_reads,
+    linked,
     ops_in_order,
     sample_new,
+    sample_up_to,
     targets,
     unique_actions,
     weighted_order,
@@ -281,16 +283,13 @@ def identity_line(known_info: str) -> str:
 def sample_customers(db, rng: random.Random, k: int = 4) -> list[dict[str, Any]]:
     """A seeded sample of customers with their orders (for the LLM generator's prompt)."""
     out = []
-    for uid in rng.sample(sorted(db.users), min(k, len(db.users))):
+    for uid in sample_up_to(rng, sorted(db.users), k):
         user = db.users[uid]
-        orders = []
-        for oid in user.orders[:6]:
-            o = db.orders.get(oid)
-            if o is not None:
-                orders.append({"order_id": oid, "status": o.status,
-                               "items": [{"name": i.name, "item_id": i.item_id, "product_id": i.product_id,
-                                          "price": i.price} for i in o.items],
-                               "paid_with": o.payment_history[0].payment_method_id if o.payment_history else None})
+        orders = [{"order_id": oid, "status": o.status,
+                   "items": [{"name": i.name, "item_id": i.item_id, "product_id": i.product_id, "price": i.price}
+                             for i in o.items],
+                   "paid_with": o.payment_history[0].payment_method_id if o.payment_history else None}
+                  for oid, o in linked(db.orders, user.orders[:6])]
         out.append({"user_id": uid, "email": user.email,
                     "name": f"{user.name.first_name} {user.name.last_name}", "zip": user.address.zip,
                     "payment_methods": {pid: (p.source if p.source != "gift_card" else f"gift_card (balance {p.balance})")

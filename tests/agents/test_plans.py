@@ -8,8 +8,10 @@ from agents.plans import (
     TOTAL_CALLS,
     Infeasible,
     fit_reads,
+    linked,
     ops_in_order,
     sample_new,
+    sample_up_to,
     seeded_rng,
     target_counts,
     targets,
@@ -81,3 +83,10 @@ def test_ops_in_order_puts_each_lookup_once_before_its_op():
     assert actions == [r1, ("w1", {"id": 1}), r2, ("w2", {"id": 2})]
     assert intents == [{"say": "do one", "tool": "w1", "arguments": {"id": 1}},
                        {"say": "do two", "tool": "w2", "arguments": {"id": 2}}]
+
+
+def test_sample_up_to_and_linked():
+    assert sorted(sample_up_to(seeded_rng("s", 1), [1, 2, 3], 5)) == [1, 2, 3]
+    two = sample_up_to(seeded_rng("s", 1), [1, 2, 3], 2)
+    assert len(set(two)) == 2 and two == seeded_rng("s", 1).sample([1, 2, 3], 2)
+    assert linked({"a": 1, "b": None, "c": 3}, ["c", "x", "b", "a"]) == [("c", 3), ("a", 1)]
