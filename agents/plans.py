@@ -7,8 +7,12 @@ plan into a tau2 task; the embedded user simulator plays its intents, and the
 embedded teacher runs its gold actions.
 
 Shared, domain-free pieces of every embedded generator live here too: the
-seeded RNG, the write / read bucket ranges, and the default prior for
-properties the space does not control yet.
+seeded RNG, the write / read bucket ranges, the default prior for properties
+the space does not control yet, the start of every ``plan()`` (``targets``: the
+RNG and the write / read targets, drawn in a fixed order so one seed gives one
+task), the read budget (``fit_reads``), side-lookup sampling (``sample_new``),
+the order of an op's lookups and write (``ops_in_order``), and the seeded
+entity sample of ``candidate_entities`` (``sample_up_to``, ``linked``).
 """
 from __future__ import annotations
 

@@ -85,16 +85,22 @@ class AirlineGenerator:
         return self._assemble(user_id, ops, reads, rng, exact)
 
     def _assemble(self, user_id, ops: list[Op], reads: int, rng, exact) -> Plan | None:
-        required = unique_actions(read for op in ops for read in op.reads)
-        reads = fit_reads(len(required), reads, exact)
-        if reads is None:
-            return None
-        fillers = self._fillers(user_id, {action_key(read) for read in required}, reads - len(required), rng)
+        fillers = self._fillers_for(user_id, unique_actions(read for op in ops for read in op.reads), reads, rng,
+                                    exact)
         if fillers is None:
             return None
         steps, intents = ops_in_order(ops)
         return Plan(user_id=user_id, actions=fillers + steps, intents=intents, info=[i for op in ops for i in op.info],
                     fillers=[self._filler_say(f) for f in fillers])
+
+    def _fillers_for(self, user_id, required: list[tuple[str, dict]], reads: int, rng,
+                     exact) -> list[tuple[str, dict]] | None:
+        """Side lookups that bring ``required`` up to the read target; None when the target is too small for
+        ``required`` or the user has too few other lookups."""
+        reads = fit_reads(len(required), reads, exact)
+        if reads is None:
+            return None
+        return self._fillers(user_id, {action_key(r) for r in required}, reads - len(required), rng)
 
     def _fillers(self, user_id, seen: set[str], n: int, rng) -> list[tuple[str, dict]] | None:
         if n <= 0:
@@ -135,7 +141,7 @@ class AirlineGenerator:
         allowance = FREE_BAGS[user.membership][res.cabin] * len(res.passengers)
         required = [("get_user_details", {"user_id": user_id}),
                     ("get_reservation_details", {"reservation_id": res.reservation_id})]
-        fillers = self._fillers(user_id, {action_key(r) for r in required}, reads - 2, rng)
+        fillers = self._fillers_for(user_id, required, reads, rng, exact)
         if fillers is None:
             return None
         say = (f"ask how many checked bags in total travel free on reservation {res.reservation_id} "
@@ -192,10 +198,7 @@ class AirlineGenerator:
         else:  # flight_booking
             say = "book one flight for six people on one reservation"
             rule = "a reservation can hold at most five passengers"
-        reads = fit_reads(len(required), reads, exact)
-        if reads is None:
-            return None
-        fillers = self._fillers(user_id, {action_key(r) for r in required}, reads - len(required), rng)
+        fillers = self._fillers_for(user_id, required, reads, rng, exact)
         if fillers is None:
             return None
         # the agent must actually tell the user it cannot do this ("cannot" in its reply)

@@ -155,18 +155,10 @@ class TelecomGenerator:
         actions: list[tuple] = [("get_customer_by_phone", {"phone_number": self._phone(held)})]
         for op in ops:
             actions.extend(op.steps)
-        actions = _dedupe_reads(actions, self.kind)
-        have = sum(self.kind(a) == "read" for a in actions)
-        reads = fit_reads(have, reads, exact)
-        if reads is None:
+        filled = self.filled(customer_id, held, inits, _dedupe_reads(actions, self.kind), reads, rng, exact)
+        if filled is None:
             return None
-        fillers = self._fillers(customer_id, held, actions, inits, reads - have, rng)
-        if fillers is None:
-            return None
-        actions = actions[:1] + fillers + actions[1:]
-        episode = self.run(inits, actions)
-        if episode is None:
-            return None
+        actions, fillers, episode = filled
         device_ops = [op for op in ops if op.kind in ("fault", "setup")]
         if device_ops and not device_works(episode, mms=any(a[0] == "can_send_mms" for op in device_ops
                                                             for a in op.steps)):
@@ -181,6 +173,24 @@ class TelecomGenerator:
                                 info=[i for op in ops for i in op.info], fillers=[filler_say(f) for f in fillers],
                                 known_info=known, initial_state={"initialization_actions": inits}),
                            customer_id, episode)
+
+    def filled(self, customer_id, held, inits, actions: list[tuple], reads: int, rng,
+               exact) -> tuple[list[tuple], list[tuple], Any] | None:
+        """(actions with side lookups right after the identification up to the read target, the side lookups,
+        the episode after them), or None when the target is too small, no such lookups exist or a call fails."""
+        have = sum(self.kind(a) == "read" for a in actions)
+        reads = fit_reads(have, reads, exact)
+        if reads is None:
+            return None
+        if not actions:  # a categorical refusal without lookups: no identification to put lookups after
+            fillers = [] if reads == have else None
+        else:
+            fillers = self._fillers(customer_id, held, actions, inits, reads - have, rng)
+        if fillers is None:
+            return None
+        actions = actions[:1] + fillers + actions[1:]
+        episode = self.run(inits, actions)
+        return None if episode is None else (actions, fillers, episode)
 
     def scored(self, plan: Plan, customer_id: str, episode) -> Plan:
         """The plan with its env assertions and reward basis (see ``assertions.py``)."""

@@ -9,7 +9,6 @@ categorical rule when the read budget is zero); nothing changes state.
 """
 from __future__ import annotations
 
-from agents.plans import fit_reads
 from domains.telecom.device import init
 from domains.telecom.ops import MAX_REFUEL_GB, TODAY, Ctx, filler_say
 
@@ -40,18 +39,10 @@ def refusal(gen, family, customer_id, held, reads, rng, exact):
     inits = inits + extra_init
     identify = ("get_customer_by_phone", {"phone_number": ctx.line(held).phone_number})
     actions = required if (categorical and reads == 0) else [identify] + required
-    have = sum(gen.kind(a) == "read" for a in actions)
-    reads = fit_reads(have, reads, exact)
-    if reads is None:
+    filled = gen.filled(customer_id, held, inits, actions, reads, rng, exact)
+    if filled is None:
         return None
-    fillers = gen._fillers(customer_id, held, actions, inits, reads - have, rng) if actions else (
-        [] if reads == have else None)
-    if fillers is None:
-        return None
-    actions = actions[:1] + fillers + actions[1:]
-    final = gen.run(inits, actions)
-    if final is None:
-        return None
+    actions, fillers, final = filled
     c = ctx.customer()
     return gen.scored(Plan(user_id=ctx.line(held).phone_number, actions=actions, intents=[{"say": say, "tool": None}],
                 info=["cannot"], refusal={"say": say, "rule": RULES[rule], "code": rule},
