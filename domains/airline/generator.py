@@ -10,8 +10,18 @@ refusal it finds a user and reservation whose request breaks a named rule.
 """
 from __future__ import annotations
 
-from agents.plans import (DEFAULT_PRIOR, TOTAL_CALLS, DefaultPrior, Infeasible, Plan, action_key, seeded_rng,
-                          target_counts, weighted_order)
+from agents.plans import (
+    DEFAULT_PRIOR,
+    DefaultPrior,
+    Plan,
+    action_key,
+    fit_reads,
+    ops_in_order,
+    sample_new,
+    targets,
+    unique_actions,
+    weighted_order,
+)
 from domains.airline.ops import FREE_BAGS, Op, active_reservations, cancellable, propose
 from envs.base import Domain
 
@@ -31,20 +41,15 @@ class AirlineGenerator:
         self.user_ids = sorted(domain.cow.base.users)  # type: ignore[attr-defined]
 
     def plan(self, sel: dict[str, list[str]], blueprint_id: str, seed: int) -> Plan:
-        rng = seeded_rng(blueprint_id, seed)
-        writes, reads = target_counts(sel, rng, self.prior)
-        family, outcome = sel["task_family"][0], sel["expected_outcome"][0]
-        if outcome == "refuse" and writes:
-            raise Infeasible("a refusal cannot change state (num_write must be 0)")
-        difficulty = sel["difficulty_profile"][0]
+        t = targets(sel, blueprint_id, seed, self.prior)
+        rng, family = t.rng, t.family
         for user_id in rng.sample(self.user_ids, self.user_tries):
-            want_reads = reads if reads is not None else max(0, rng.randint(*TOTAL_CALLS[difficulty]) - writes)
-            plan = (self._refusal(family, user_id, want_reads, rng, exact=reads is not None) if outcome == "refuse"
-                    else self._fulfilment(family, user_id, writes, want_reads, rng, exact=reads is not None))
+            want_reads = t.reads_for_try()
+            plan = (self._refusal(family, user_id, want_reads, rng, exact=t.exact) if t.outcome == "refuse"
+                    else self._fulfilment(family, user_id, t.writes, want_reads, rng, exact=t.exact))
             if plan is not None:
                 return plan
-        raise Infeasible(f"no user in {self.user_tries} tries can realize {family}/{outcome} with "
-                         f"{writes} writes and {reads if reads is not None else 'any'} reads")
+        raise t.exhausted("user", self.user_tries)
 
     # ------------------------------------------------------------ fulfilment
     def _fulfilment(self, family, user_id, writes, reads, rng, exact) -> Plan | None:
@@ -80,28 +85,22 @@ class AirlineGenerator:
         return self._assemble(user_id, ops, reads, rng, exact)
 
     def _assemble(self, user_id, ops: list[Op], reads: int, rng, exact) -> Plan | None:
-        actions: list[tuple[str, dict]] = []
-        required = list({action_key(read): read for op in ops for read in op.reads}.values())
-        seen = {action_key(read) for read in required}
-        if len(required) > reads:
-            if exact:
-                return None
-            reads = len(required)
-        fillers = self._fillers(user_id, seen, reads - len(required), rng)
+        fillers = self._fillers_for(user_id, unique_actions(read for op in ops for read in op.reads), reads, rng,
+                                    exact)
         if fillers is None:
             return None
-        actions.extend(fillers)
-        done: set[str] = set()
-        intents = []
-        for op in ops:  # each op's lookups right before it, each lookup once
-            for read in op.reads:
-                if action_key(read) not in done:
-                    done.add(action_key(read))
-                    actions.append(read)
-            actions.append((op.tool, op.arguments))
-            intents.append({"say": op.say, "tool": op.tool, "arguments": op.arguments})
-        return Plan(user_id=user_id, actions=actions, intents=intents, info=[i for op in ops for i in op.info],
+        steps, intents = ops_in_order(ops)
+        return Plan(user_id=user_id, actions=fillers + steps, intents=intents, info=[i for op in ops for i in op.info],
                     fillers=[self._filler_say(f) for f in fillers])
+
+    def _fillers_for(self, user_id, required: list[tuple[str, dict]], reads: int, rng,
+                     exact) -> list[tuple[str, dict]] | None:
+        """Side lookups that bring ``required`` up to the read target; None when the target is too small for
+        ``required`` or the user has too few other lookups."""
+        reads = fit_reads(len(required), reads, exact)
+        if reads is None:
+            return None
+        return self._fillers(user_id, {action_key(r) for r in required}, reads - len(required), rng)
 
     def _fillers(self, user_id, seen: set[str], n: int, rng) -> list[tuple[str, dict]] | None:
         if n <= 0:
@@ -114,10 +113,7 @@ class AirlineGenerator:
             res = db.reservations.get(r)
             pool += [("get_flight_status", {"flight_number": f.flight_number, "date": f.date})
                      for f in (res.flights if res else [])]
-        unique = list({action_key(p): p for p in pool if action_key(p) not in seen}.values())
-        if len(unique) < n:
-            return None
-        return rng.sample(unique, n)
+        return sample_new(rng, pool, seen, n)
 
     @staticmethod
     def _filler_say(action: tuple[str, dict]) -> str:
@@ -145,7 +141,7 @@ class AirlineGenerator:
         allowance = FREE_BAGS[user.membership][res.cabin] * len(res.passengers)
         required = [("get_user_details", {"user_id": user_id}),
                     ("get_reservation_details", {"reservation_id": res.reservation_id})]
-        fillers = self._fillers(user_id, {action_key(r) for r in required}, reads - 2, rng)
+        fillers = self._fillers_for(user_id, required, reads, rng, exact)
         if fillers is None:
             return None
         say = (f"ask how many checked bags in total travel free on reservation {res.reservation_id} "
@@ -202,11 +198,7 @@ class AirlineGenerator:
         else:  # flight_booking
             say = "book one flight for six people on one reservation"
             rule = "a reservation can hold at most five passengers"
-        if len(required) > reads:
-            if exact:
-                return None
-            reads = len(required)
-        fillers = self._fillers(user_id, {action_key(r) for r in required}, reads - len(required), rng)
+        fillers = self._fillers_for(user_id, required, reads, rng, exact)
         if fillers is None:
             return None
         # the agent must actually tell the user it cannot do this ("cannot" in its reply)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.packs import DomainPack, PlannerRules, UserPhrasing
+from envs.packs import PlannerRules, UserPhrasing
+from envs.tau2.pack import Tau2Pack
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
 
@@ -42,28 +43,12 @@ PHRASING = UserPhrasing(
 )
 
 
-class AirlinePack(DomainPack):
+class AirlinePack(Tau2Pack):
     name = "airline"
     default = True
     description = "tau2-bench airline: flights, reservations, baggage, compensation"
 
-    def environment(self):
-        from envs.tau2.domain import Tau2Domain, Tau2Source
-
-        return Tau2Domain(Tau2Source(name=self.name, module="tau2.domains.airline.environment",
-                                     copy_on_write=True))
-
-    # ------------------------------------------------------------ policy
-    def policy_rules(self):
-        from domains.airline.policy import check_write
-
-        return check_write
-
-    @property
-    def official_waivers(self) -> dict[str, dict[str, str]]:  # type: ignore[override]
-        from domains.airline.policy import OFFICIAL_WAIVERS
-
-        return OFFICIAL_WAIVERS
+    tau2_module = "tau2.domains.airline.environment"  # policy: policy.py (check_write, OFFICIAL_WAIVERS)
 
     # ------------------------------------------------------------ observed factors
     family_by_tool = {"book_reservation": "flight_booking", "update_reservation_flights": "flight_change",
@@ -130,14 +115,13 @@ class AirlinePack(DomainPack):
         db = getattr(getattr(domain, "cow", None), "base", None)
         if db is None or not hasattr(db, "users") or not hasattr(db, "reservations"):
             return super().candidate_entities(domain, rng, k)
+        from agents.plans import linked, sample_up_to
+
         users = []
-        for uid in rng.sample(sorted(db.users), min(k, len(db.users))):
+        for uid in sample_up_to(rng, sorted(db.users), k):
             u = db.users[uid]
             res = []
-            for rid in u.reservations[:6]:
-                r = db.reservations.get(rid)
-                if r is None:
-                    continue
+            for rid, r in linked(db.reservations, u.reservations[:6]):
                 res.append({"reservation_id": rid, "route": f"{r.origin}-{r.destination}", "type": r.flight_type,
                             "cabin": r.cabin, "created_at": r.created_at, "status": r.status or "active",
                             "insurance": r.insurance, "passengers": len(r.passengers), "bags": r.total_baggages,

@@ -18,14 +18,18 @@ from typing import Any
 
 from agents.plans import (
     DEFAULT_PRIOR,
-    TOTAL_CALLS,
     Action,
     DefaultPrior,
     Infeasible,
     Plan,
     action_key,
-    seeded_rng,
-    target_counts,
+    fit_reads,
+    linked,
+    ops_in_order,
+    sample_new,
+    sample_up_to,
+    targets,
+    unique_actions,
     weighted_order,
 )
 from domains.retail.ops import (
@@ -61,18 +65,13 @@ class RetailGenerator:
         self.user_ids = sorted(self.base.users)
 
     def plan(self, sel: dict[str, list[str]], blueprint_id: str, seed: int) -> Plan:
-        rng = seeded_rng(blueprint_id, seed)
-        writes, reads = target_counts(sel, rng, self.prior)
-        family, outcome = sel["task_family"][0], sel["expected_outcome"][0]
-        if outcome == "refuse" and writes:
-            raise Infeasible("a refusal cannot change state (num_write must be 0)")
-        if reads == 0 and outcome == "fulfill":
+        t = targets(sel, blueprint_id, seed, self.prior)
+        rng, family, outcome, writes = t.rng, t.family, t.outcome, t.writes
+        if t.reads == 0 and outcome == "fulfill":
             raise Infeasible("a fulfilment needs the authentication lookup (num_read at least 1)")
-        difficulty = sel.get("difficulty_profile", ["medium"])[0]
         users = [u for u in self.user_ids if self._capacity(u) >= writes] if outcome == "fulfill" else self.user_ids
         for user_id in rng.sample(users, min(self.user_tries, len(users))):
-            want = reads if reads is not None else max(0, rng.randint(*TOTAL_CALLS[difficulty]) - writes)
-            exact = reads is not None
+            want, exact = t.reads_for_try(), t.exact
             if outcome == "refuse":
                 plan = self._refusal(family, user_id, want, rng, exact, sel.get("policy_or_constraint_focus", []))
             elif writes == 0:
@@ -81,8 +80,7 @@ class RetailGenerator:
                 plan = self._fulfilment(family, user_id, writes, want, rng, exact)
             if plan is not None:
                 return plan
-        raise Infeasible(f"no user in {self.user_tries} tries can realize {family}/{outcome} with "
-                         f"{writes} writes and {reads if reads is not None else 'any'} reads")
+        raise t.exhausted("user", self.user_tries)
 
     def _capacity(self, user_id: str) -> int:
         """At most how many writes this user's orders and profile can take (address, payment and items or
@@ -141,27 +139,17 @@ class RetailGenerator:
         return self._assemble(user_id, auth, known, ops, reads, rng, exact)
 
     def _assemble(self, user_id, auth, known, ops: list[Op], reads, rng, exact) -> Plan | None:
-        op_reads = list({action_key(r): r for op in ops for r in op.reads}.values())
+        op_reads = unique_actions(r for op in ops for r in op.reads)
         need = 1 + len(op_reads)
-        if need > reads:
-            if exact:
-                return None
-            reads = need
+        reads = fit_reads(need, reads, exact)
+        if reads is None:
+            return None
         seen = {action_key(auth)} | {action_key(r) for r in op_reads}
         fillers = self._fillers(user_id, seen, reads - need, rng)
         if fillers is None:
             return None
-        actions: list[Action] = [auth, *fillers]
-        done: set[str] = set()
-        intents = []
-        for op in ops:  # each op's lookups right before it, each lookup once
-            for read in op.reads:
-                if action_key(read) not in done:
-                    done.add(action_key(read))
-                    actions.append(read)
-            actions.append((op.tool, op.arguments))
-            intents.append({"say": op.say, "tool": op.tool, "arguments": op.arguments})
-        return Plan(user_id=user_id, actions=actions, intents=intents, info=[i for op in ops for i in op.info],
+        steps, intents = ops_in_order(ops)
+        return Plan(user_id=user_id, actions=[auth, *fillers, *steps], intents=intents, info=[i for op in ops for i in op.info],
                     fillers=[self._filler_say(f) for f in fillers], known_info=known, identity=identity_line(known))
 
     def _fillers(self, user_id, seen: set[str], n: int, rng) -> list[Action] | None:
@@ -171,10 +159,7 @@ class RetailGenerator:
         pool: list[Action] = [user_read(user_id)] + [order_read(o) for o in user.orders]
         for oid in user.orders[:2]:  # a few product lookups, so order lookups are not drowned out
             pool += [product_read(i.product_id) for i in self.base.orders[oid].items[:2]]
-        unique = list({action_key(p): p for p in pool if action_key(p) not in seen}.values())
-        if len(unique) < n:
-            return None
-        return rng.sample(unique, n)
+        return sample_new(rng, pool, seen, n)
 
     def _filler_say(self, action: Action) -> str:
         name, args = action
@@ -244,10 +229,10 @@ class RetailGenerator:
         rng.shuffle(questions)
         for lookups, say, info, ids in questions:
             need = 1 + len(lookups)
-            if need > reads and exact:
+            want = fit_reads(need, reads, exact)
+            if want is None:
                 continue
-            seen = {action_key(a) for a in [auth, *lookups]}
-            fillers = self._fillers(user_id, seen, max(reads, need) - need, rng)
+            fillers = self._fillers(user_id, {action_key(a) for a in [auth, *lookups]}, want - need, rng)
             if fillers is None:
                 continue
             return Plan(user_id=user_id, actions=[auth, *fillers, *lookups], info=info, known_info=known, identity=identity_line(known),
@@ -268,13 +253,11 @@ class RetailGenerator:
             ref = build(self.domain.episode(), user, rng)
             if ref is None or (reads == 0 and ref.lookups):
                 continue
-            if reads == 0 and ref.lookups:
-                continue
             required = [] if reads == 0 else [auth, *ref.lookups]
-            if len(required) > reads and exact:
+            want = fit_reads(len(required), reads, exact)
+            if want is None:
                 continue
-            seen = {action_key(a) for a in required}
-            fillers = self._fillers(user_id, seen, max(reads, len(required)) - len(required), rng)
+            fillers = self._fillers(user_id, {action_key(a) for a in required}, want - len(required), rng)
             if fillers is None:
                 continue
             actions = required[:1] + fillers + required[1:]
@@ -300,16 +283,13 @@ def identity_line(known_info: str) -> str:
 def sample_customers(db, rng: random.Random, k: int = 4) -> list[dict[str, Any]]:
     """A seeded sample of customers with their orders (for the LLM generator's prompt)."""
     out = []
-    for uid in rng.sample(sorted(db.users), min(k, len(db.users))):
+    for uid in sample_up_to(rng, sorted(db.users), k):
         user = db.users[uid]
-        orders = []
-        for oid in user.orders[:6]:
-            o = db.orders.get(oid)
-            if o is not None:
-                orders.append({"order_id": oid, "status": o.status,
-                               "items": [{"name": i.name, "item_id": i.item_id, "product_id": i.product_id,
-                                          "price": i.price} for i in o.items],
-                               "paid_with": o.payment_history[0].payment_method_id if o.payment_history else None})
+        orders = [{"order_id": oid, "status": o.status,
+                   "items": [{"name": i.name, "item_id": i.item_id, "product_id": i.product_id, "price": i.price}
+                             for i in o.items],
+                   "paid_with": o.payment_history[0].payment_method_id if o.payment_history else None}
+                  for oid, o in linked(db.orders, user.orders[:6])]
         out.append({"user_id": uid, "email": user.email,
                     "name": f"{user.name.first_name} {user.name.last_name}", "zip": user.address.zip,
                     "payment_methods": {pid: (p.source if p.source != "gift_card" else f"gift_card (balance {p.balance})")

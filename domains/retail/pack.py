@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.packs import DomainPack, PlannerRules, UserPhrasing
+from envs.packs import PlannerRules, UserPhrasing
+from envs.tau2.pack import Tau2Pack
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
 
@@ -51,26 +52,11 @@ PHRASING = UserPhrasing(
 )
 
 
-class RetailPack(DomainPack):
+class RetailPack(Tau2Pack):
     name = "retail"
     description = "tau2-bench retail: orders, returns, exchanges, payment methods"
 
-    def environment(self):
-        from envs.tau2.domain import Tau2Domain, Tau2Source
-
-        return Tau2Domain(Tau2Source(name=self.name, module="tau2.domains.retail.environment",
-                                     copy_on_write=True))
-
-    def policy_rules(self):
-        from domains.retail.policy import check_write
-
-        return check_write
-
-    @property
-    def official_waivers(self) -> dict[str, dict[str, str]]:  # type: ignore[override]
-        from domains.retail.policy import OFFICIAL_WAIVERS
-
-        return OFFICIAL_WAIVERS
+    tau2_module = "tau2.domains.retail.environment"  # policy: policy.py (check_write, OFFICIAL_WAIVERS)
 
     # ------------------------------------------------------------ observed factors
     family_by_tool = {"cancel_pending_order": "order_cancellation",

@@ -18,13 +18,12 @@ from typing import Any
 
 from agents.plans import (
     DEFAULT_PRIOR,
-    TOTAL_CALLS,
     DefaultPrior,
-    Infeasible,
     Plan,
     action_key,
-    seeded_rng,
-    target_counts,
+    fit_reads,
+    sample_new,
+    targets,
     weighted_order,
 )
 from domains.telecom.assertions import final_state_assertions, reward_basis
@@ -76,23 +75,18 @@ class TelecomGenerator:
         return self.domain.tool_kind(action[0], _requestor(action))
 
     def plan(self, sel: dict[str, list[str]], blueprint_id: str, seed: int) -> Plan:
-        rng = seeded_rng(blueprint_id, seed)
-        writes, reads = target_counts(sel, rng, self.prior)
-        family, outcome = sel["task_family"][0], sel["expected_outcome"][0]
-        if outcome == "refuse" and writes:
-            raise Infeasible("a refusal cannot change state (num_write must be 0)")
-        difficulty = sel["difficulty_profile"][0]
-        for n in range(self.tries):
+        t = targets(sel, blueprint_id, seed, self.prior)
+        rng = t.rng
+        for _ in range(self.tries):
             customer_id, held = rng.choice(self.holders)
-            want = reads if reads is not None else max(0, rng.randint(*TOTAL_CALLS[difficulty]) - writes)
-            if outcome == "refuse":
-                plan = refusal(self, family, customer_id, held, want, rng, exact=reads is not None)
+            want = t.reads_for_try()
+            if t.outcome == "refuse":
+                plan = refusal(self, t.family, customer_id, held, want, rng, exact=t.exact)
             else:
-                plan = self._fulfilment(family, customer_id, held, writes, want, rng, exact=reads is not None)
+                plan = self._fulfilment(t.family, customer_id, held, t.writes, want, rng, exact=t.exact)
             if plan is not None:
                 return plan
-        raise Infeasible(f"no line in {self.tries} tries can realize {family}/{outcome} with {writes} writes "
-                         f"and {reads if reads is not None else 'any'} reads")
+        raise t.exhausted("line", self.tries)
 
     # ------------------------------------------------------------ episodes
     def base_init(self, customer_id: str, held: str) -> list[dict]:
@@ -161,19 +155,10 @@ class TelecomGenerator:
         actions: list[tuple] = [("get_customer_by_phone", {"phone_number": self._phone(held)})]
         for op in ops:
             actions.extend(op.steps)
-        actions = _dedupe_reads(actions, self.kind)
-        have = sum(self.kind(a) == "read" for a in actions)
-        if have > reads:
-            if exact:
-                return None
-            reads = have
-        fillers = self._fillers(customer_id, held, actions, inits, reads - have, rng)
-        if fillers is None:
+        filled = self.filled(customer_id, held, inits, _dedupe_reads(actions, self.kind), reads, rng, exact)
+        if filled is None:
             return None
-        actions = actions[:1] + fillers + actions[1:]
-        episode = self.run(inits, actions)
-        if episode is None:
-            return None
+        actions, fillers, episode = filled
         device_ops = [op for op in ops if op.kind in ("fault", "setup")]
         if device_ops and not device_works(episode, mms=any(a[0] == "can_send_mms" for op in device_ops
                                                             for a in op.steps)):
@@ -188,6 +173,24 @@ class TelecomGenerator:
                                 info=[i for op in ops for i in op.info], fillers=[filler_say(f) for f in fillers],
                                 known_info=known, initial_state={"initialization_actions": inits}),
                            customer_id, episode)
+
+    def filled(self, customer_id, held, inits, actions: list[tuple], reads: int, rng,
+               exact) -> tuple[list[tuple], list[tuple], Any] | None:
+        """(actions with side lookups right after the identification up to the read target, the side lookups,
+        the episode after them), or None when the target is too small, no such lookups exist or a call fails."""
+        have = sum(self.kind(a) == "read" for a in actions)
+        reads = fit_reads(have, reads, exact)
+        if reads is None:
+            return None
+        if not actions:  # a categorical refusal without lookups: no identification to put lookups after
+            fillers = [] if reads == have else None
+        else:
+            fillers = self._fillers(customer_id, held, actions, inits, reads - have, rng)
+        if fillers is None:
+            return None
+        actions = actions[:1] + fillers + actions[1:]
+        episode = self.run(inits, actions)
+        return None if episode is None else (actions, fillers, episode)
 
     def scored(self, plan: Plan, customer_id: str, episode) -> Plan:
         """The plan with its env assertions and reward basis (see ``assertions.py``)."""
@@ -222,11 +225,7 @@ class TelecomGenerator:
         pool = [("get_details_by_id", {"id": i}) for i in c.line_ids + c.bill_ids]
         pool += [("get_data_usage", {"customer_id": customer_id, "line_id": i}) for i in c.line_ids]
         pool.append(("get_bills_for_customer", {"customer_id": customer_id}))
-        seen = {action_key(a) for a in actions}
-        unique = list({action_key(p): p for p in pool if action_key(p) not in seen}.values())
-        if len(unique) < n:
-            return None
-        return rng.sample(unique, n)
+        return sample_new(rng, pool, {action_key(a) for a in actions}, n)
 
 
 def _dedupe_reads(actions: list[tuple], kind) -> list[tuple]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
+from agents.plans import sample_up_to
 from envs.packs import PlannerRules, UserPhrasing
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def candidate_entities(domain: Any, rng: random.Random, k: int = 4) -> dict[str,
     db = domain.episode().env.tools.db
     customers = [c for c in db.customers if c.line_ids]
     out = []
-    for c in rng.sample(customers, min(k, len(customers))):
+    for c in sample_up_to(rng, customers, k):
         lines = [x for x in db.lines if x.line_id in c.line_ids]
         bills = [b for b in db.bills if b.bill_id in c.bill_ids]
         out.append({"customer_id": c.customer_id, "name": c.full_name,

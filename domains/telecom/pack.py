@@ -8,26 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from domains.telecom.hooks import CONTROLLABLE, PHRASING, PLANNER_RULES
-from envs.packs import DomainPack
+from envs.tau2.pack import Tau2Pack
 
 
-class TelecomPack(DomainPack):
+class TelecomPack(Tau2Pack):
     name = "telecom"
     description = "tau2-bench telecom: lines, plans, bills, and the user's own device"
 
-    def environment(self):
-        from envs.tau2.domain import Tau2Domain, Tau2Source
-
-        # a small agent DB plus a user-device DB: episodes deep-copy both
-        return Tau2Domain(Tau2Source(name=self.name, module="tau2.domains.telecom.environment",
-                                     copy_on_write=False))
-
-    def policy_rules(self):
-        from domains.telecom.policy import check_write
-
-        return check_write
-
-    official_waivers: dict[str, dict[str, str]] = {}  # measured: no official gold breaks a rule (test_policy.py)
+    tau2_module = "tau2.domains.telecom.environment"  # policy: policy.py (check_write, OFFICIAL_WAIVERS)
+    copy_on_write = False  # a small agent DB plus a user-device DB: episodes deep-copy both
 
     # ------------------------------------------------------------ synthesis
     planner_rules = PLANNER_RULES

@@ -39,19 +39,10 @@ def refusal(gen, family, customer_id, held, reads, rng, exact):
     inits = inits + extra_init
     identify = ("get_customer_by_phone", {"phone_number": ctx.line(held).phone_number})
     actions = required if (categorical and reads == 0) else [identify] + required
-    have = sum(gen.kind(a) == "read" for a in actions)
-    if have > reads:
-        if exact:
-            return None
-        reads = have
-    fillers = gen._fillers(customer_id, held, actions, inits, reads - have, rng) if actions else (
-        [] if reads == have else None)
-    if fillers is None:
+    filled = gen.filled(customer_id, held, inits, actions, reads, rng, exact)
+    if filled is None:
         return None
-    actions = actions[:1] + fillers + actions[1:]
-    final = gen.run(inits, actions)
-    if final is None:
-        return None
+    actions, fillers, final = filled
     c = ctx.customer()
     return gen.scored(Plan(user_id=ctx.line(held).phone_number, actions=actions, intents=[{"say": say, "tool": None}],
                 info=["cannot"], refusal={"say": say, "rule": RULES[rule], "code": rule},

@@ -135,3 +135,26 @@ def test_splits_and_summary(airline, retail, telecom):
     json.dumps(s.__dict__)
     with pytest.raises(KeyError, match="known: train, test, base"):
         airline.tasks("nope")
+
+
+def test_tau2_packs_take_their_policy_from_the_pack_package():
+    from envs.tau2.pack import Tau2Pack
+
+    for name in known(with_environment=True):
+        pack = get_pack(name)
+        assert isinstance(pack, Tau2Pack) and pack.tau2_module.startswith("tau2.")
+        policy = pack.policy_module()
+        assert policy.__name__ == f"{type(pack).__module__.rsplit('.', 1)[0]}.policy"
+        assert pack.policy_rules() is policy.check_write
+        assert pack.official_waivers is policy.OFFICIAL_WAIVERS
+
+
+def test_a_tau2_pack_without_module_says_so():
+    from envs.tau2.pack import Tau2Pack
+
+    class Bare(Tau2Pack):
+        name = "bare"
+
+    assert Bare().has_environment
+    with pytest.raises(ValueError, match="names no tau2_module"):
+        Bare().environment()

@@ -15,7 +15,7 @@ from agents.plans import BUCKET_RANGE, Infeasible
 from domains.retail.generator import RetailGenerator
 from domains.retail.refusals import VIOLABLE
 from envs.factors import bucket
-from envs.tau2.domain import Tau2Domain, Tau2Source
+from envs.packs import get_pack
 from tests.domains.retail.checks import plan_problems
 
 FAMILIES = ["order_cancellation", "order_item_modification", "order_logistics_modification",
@@ -47,7 +47,7 @@ def rate(gen, domain, sel: dict, key: str, seeds: int, codes: Counter) -> tuple[
 
 def main(seeds: int = 30) -> None:
     start = time.process_time()
-    domain = Tau2Domain(Tau2Source(name="retail", module="tau2.domains.retail.environment", copy_on_write=True))
+    domain = get_pack("retail").environment()
     gen = RetailGenerator(domain)
     codes: Counter = Counter()
     for key in ("num_write", "num_read"):

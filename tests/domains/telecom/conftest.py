@@ -1,24 +1,13 @@
-"""Fixtures for the telecom pack: the real tau2 telecom environment, built directly (no registry)."""
+"""Fixtures for the telecom pack: the real tau2 telecom environment, built by the pack (not the registry's shared one)."""
 from __future__ import annotations
 
-import pytest
-
-from envs.tau2.domain import Tau2Domain, Tau2Source
+from tests.domains.conftest import pack_fixtures
 
 FAMILIES = ["plan_change", "billing_issue", "device_upgrade", "line_management", "service_troubleshooting",
             "account_profile_update"]
 
 
-@pytest.fixture(scope="session")
-def telecom():
-    return Tau2Domain(Tau2Source(name="telecom", module="tau2.domains.telecom.environment", copy_on_write=False))
-
-
-@pytest.fixture(scope="session")
-def generator(telecom):
-    from domains.telecom.generator import TelecomGenerator
-
-    return TelecomGenerator(telecom)
+telecom, generator = pack_fixtures("telecom", "telecom")
 
 
 def selection(family: str, outcome: str, writes: str | None = None, reads: str | None = None,

