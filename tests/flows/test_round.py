@@ -30,6 +30,10 @@ def test_a_rounds_context_comes_from_the_run_config(tmp_path):
     cfg = RunConfig(seed=4, store={"root": str(tmp_path)}, roles={
         "planner": {"backend": "llm", "provider": "openai", "model": "gpt-4o-mini"}, "generator": {}})
     ctx = Ctx.for_run(cfg, "r", 2)
-    assert (ctx.store.root, ctx.run_id, ctx.round, ctx.seed, ctx.domain) == (tmp_path, "r", 2, 4, cfg.domain)
+    from envs.packs import default_domain
+
+    assert (ctx.store.root, ctx.run_id, ctx.round, ctx.seed) == (tmp_path, "r", 2, 4)
+    assert cfg.domain == "" and ctx.domain == default_domain()  # an unset domain is the default pack's
+    assert Ctx.for_run(cfg.model_copy(update={"domain": "telecom"}), "r", 2).domain == "telecom"
     assert ctx.llm_roles == {"planner": cfg.roles["planner"]}  # the embedded generator is no LLM role
     assert all(isinstance(rc, RoleConfig) for rc in ctx.llm_roles.values())
