@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from typing import Any
 
 from agents.learners.dialogue import Mention, shape
@@ -20,6 +21,7 @@ from agents.learners.features import (
     mentions_record,
 )
 
+QUOTED = re.compile(r"'([a-z][a-z ]{1,40}[a-z])'")  # a lower-case phrase in quotes
 MAX_ITEMS, MAX_ALTS, MAX_EDITS = 4, 4, 64  # bounds on the edited lists: items, values tried per field, edits per item
 
 
@@ -69,6 +71,8 @@ def schema_candidates(arg_schema: dict[str, Any]) -> list[Candidate]:
     out = [Candidate(v, "schema", "enum") for v in arg_schema.get("enum", [])]
     for ref in arg_schema.get("anyOf", []) + arg_schema.get("allOf", []):
         out += [Candidate(v, "schema", "enum") for v in ref.get("enum", [])]
+    if arg_schema.get("type") == "string" and not out:  # values the description quotes: 'a' or 'b'
+        out += [Candidate(v, "schema", "quoted") for v in dict.fromkeys(QUOTED.findall(arg_schema.get("description", "")))]
     if arg_schema.get("type") == "integer":
         out += [Candidate(v, "schema", "small_int") for v in (0, 1, 2, 3)]
     if arg_schema.get("type") == "boolean":

@@ -22,6 +22,7 @@ import hashlib
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -219,8 +220,17 @@ class EmbeddedLearner:
         return schema
 
     def _scalars(self, schema: dict[str, Any], pool: list[Candidate]) -> list[Candidate]:
+        """The pool's values of the argument's JSON types (a number as its text where only text is accepted),
+        the schema's own values, and for an array of scalars each such value as a one-item list."""
         kinds = _json_types(schema)
-        return [c for c in pool if _json_type(c.value) in kinds] + schema_candidates(schema)
+        out = [c for c in pool if _json_type(c.value) in kinds]
+        if "string" in kinds and "number" not in kinds:
+            out += [replace(c, value=str(c.value), extra=c.extra + ["as_text"]) for c in pool if is_int(c.value)]
+        out += schema_candidates(schema)
+        items = self._resolve(schema.get("items") or {}) if "array" in kinds else {}
+        if items and not item_keys(schema, self._resolve):
+            out += [replace(c, value=[c.value], extra=c.extra + ["one_item"]) for c in self._scalars(items, pool)]
+        return out
 
     def _item_schema(self, schema: dict[str, Any], key: str) -> dict[str, Any]:
         items = schema.get("items") or {}
