@@ -10,9 +10,10 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections import Counter
 from typing import Any
 
-from agents.learners.dialogue import Mention, shape
+from agents.learners.dialogue import Mention, is_value, shape
 from agents.learners.features import (
     MAX_FOCUS_NUMBERS,
     Candidate,
@@ -20,6 +21,7 @@ from agents.learners.features import (
     is_int,
     mentions_record,
 )
+from storage.records import Trajectory
 
 QUOTED = re.compile(r"'([a-z][a-z ]{1,40}[a-z])'")  # a lower-case phrase in quotes
 MAX_ITEMS, MAX_ALTS, MAX_EDITS = 4, 4, 64  # bounds on the edited lists: items, values tried per field, edits per item
@@ -59,6 +61,40 @@ def composites(scene: Scene, constants: list[int]) -> list[Candidate]:
                     total = sum(it.get(sub, 0) for it in items if isinstance(it, dict) and is_int(it.get(sub)))
                     out.append(Candidate(total, "composite", f"sum:{key}.{sub}"))
     return out
+
+
+def json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "null")
+
+
+def json_types(schema: dict[str, Any]) -> set[str]:
+    """The JSON types an argument accepts (all of them when the schema does not say)."""
+    found: set[str] = set()
+    for s in [schema] + schema.get("anyOf", []) + schema.get("oneOf", []):
+        t = s.get("type")
+        for name in (t if isinstance(t, list) else [t] if t else []):
+            found.add("number" if name in ("integer", "number") else name)
+        if "enum" in s:
+            found.add("string")
+    return found or {"boolean", "number", "string", "array", "object", "null"}
+
+
+def recurring_values(trajectories: list[Trajectory], most: int) -> dict[str, list[str]]:
+    """``tool.arg`` -> the text values (prose, not codes) that recur as that argument across trajectories: a
+    fixed vocabulary the tool schema does not spell out, offered wherever the context lacks it."""
+    counts: dict[str, Counter] = {}
+    for traj in trajectories:
+        for m in traj.messages:
+            for call in m.tool_calls:
+                for arg, v in call.arguments.items():
+                    if isinstance(v, str) and not is_value(v):
+                        counts.setdefault(f"{call.name}.{arg}", Counter())[v] += 1
+    floor = max(3, 0.01 * len(trajectories))
+    return {k: [v for v, n in c.most_common(most) if n >= floor] for k, c in counts.items()}
 
 
 def numbers_in_context(scene: Scene) -> list[tuple[str, int]]:

@@ -31,8 +31,11 @@ from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
 from agents.learners.candidates import (
+    json_type,
+    json_types,
     item_keys,
     list_candidates,
+    recurring_values,
     numbers_in_context,
     scalar_pool,
     schema_candidates,
@@ -61,31 +64,13 @@ from storage.faults import kill_point
 from storage.records import Message, ToolCall, Trajectory
 
 MAX_CONSTANTS = 6
+MAX_VALUES = 4  # per argument: the text values the data gives it most often
+DECIMAL = re.compile(r"^\d+\.\d+$")
 MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
 
 
 def fingerprint(trajectories: list[Trajectory]) -> str:
     return hashlib.sha256("\n".join(sorted(t.trajectory_id for t in trajectories)).encode()).hexdigest()[:16]
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "null")
-
-
-def _json_types(schema: dict[str, Any]) -> set[str]:
-    """The JSON types an argument accepts (all of them when the schema does not say)."""
-    found: set[str] = set()
-    for s in [schema] + schema.get("anyOf", []) + schema.get("oneOf", []):
-        t = s.get("type")
-        for name in (t if isinstance(t, list) else [t] if t else []):
-            found.add("number" if name in ("integer", "number") else name)
-        if "enum" in s:
-            found.add("string")
-    return found or {"boolean", "number", "string", "array", "object", "null"}
 
 
 class EmbeddedLearner:
@@ -103,6 +88,7 @@ class EmbeddedLearner:
         self.tools: dict[str, dict[str, Any]] = {}
         self.writes: set[str] = set()  # tools the data confirmed before calling
         self.constants: list[int] = []  # multipliers the data's numeric arguments show
+        self.values: dict[str, list[str]] = {}  # tool.arg -> text values the data gives it most often
         self.texts: dict[str, str] = {}  # reply label -> its most common text
         self.slots: dict[str, str] = {}  # reply label -> the text before a list of values ("...: ")
         self.closing = "say:goodbye"  # the reply the data most often ends a conversation with
@@ -141,6 +127,12 @@ class EmbeddedLearner:
         floor = max(3, 0.01 * len(trajectories))
         self.constants = sorted(r for r, c in ratios.most_common(MAX_CONSTANTS) if c >= floor)
 
+    def _learn_values(self, trajectories: list[Trajectory]) -> None:
+        self.values = recurring_values(trajectories, MAX_VALUES)
+
+    def _learned(self, tool: str, arg: str) -> list[str]:
+        return getattr(self, "values", {}).get(f"{tool}.{arg}", [])
+
     # ------------------------------------------------------------ training
     def fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None = None) -> EmbeddedLearner:
         """Behaviour cloning on verified trajectories; ``tools`` are the OpenAI tool schemas an agent sees."""
@@ -148,6 +140,7 @@ class EmbeddedLearner:
         self.fingerprint, self.n_trajectories = fingerprint(trajectories), len(trajectories)
         self._read_conventions(trajectories)
         self._learn_constants(trajectories)
+        self._learn_values(trajectories)
         states, actions, write_states, writes, arg_feats, arg_labels = [], [], [], [], [], []
         report_feats, report_labels, asked_states, asked_tools = [], [], [], []
         for traj in trajectories:
@@ -219,14 +212,18 @@ class EmbeddedLearner:
                     return defs[ref.split("/")[-1]]
         return schema
 
-    def _scalars(self, schema: dict[str, Any], pool: list[Candidate]) -> list[Candidate]:
-        """The pool's values of the argument's JSON types (a number as its text where only text is accepted),
-        the schema's own values, and for an array of scalars each such value as a one-item list."""
-        kinds = _json_types(schema)
-        out = [c for c in pool if _json_type(c.value) in kinds]
+    def _scalars(self, schema: dict[str, Any], pool: list[Candidate], learned: list[str] = ()) -> list[Candidate]:
+        """The pool's values of the argument's JSON types (a number as its text where only text is accepted, a
+        decimal text as a number where only numbers are), the schema's own values, the values the data gave
+        this argument most often (``learned``), and for an array of scalars each such value as a one-item list."""
+        kinds = json_types(schema)
+        out = [c for c in pool if json_type(c.value) in kinds]
         if "string" in kinds and "number" not in kinds:
             out += [replace(c, value=str(c.value), extra=c.extra + ["as_text"]) for c in pool if is_int(c.value)]
-        out += schema_candidates(schema)
+        if "number" in kinds and "string" not in kinds:
+            out += [replace(c, value=float(c.value), extra=c.extra + ["as_number"]) for c in pool
+                    if isinstance(c.value, str) and DECIMAL.match(c.value)]
+        out += schema_candidates(schema) + [Candidate(v, "schema", "learned") for v in learned if "string" in kinds]
         items = self._resolve(schema.get("items") or {}) if "array" in kinds else {}
         if items and not item_keys(schema, self._resolve):
             out += [replace(c, value=[c.value], extra=c.extra + ["one_item"]) for c in self._scalars(items, pool)]
@@ -269,7 +266,7 @@ class EmbeddedLearner:
                     labels.append(int(ok))
                 continue
             target = json.dumps(gold, sort_keys=True)
-            for c in self._scalars(schema, pool):
+            for c in self._scalars(schema, pool, self._learned(call.name, arg)):
                 feats.append(candidate_features(call.name, arg, c, used.get(arg, set()), scene))
                 labels.append(int(json.dumps(c.value, sort_keys=True) == target))
 
@@ -320,7 +317,8 @@ class EmbeddedLearner:
                 cands = list_candidates(scene, keys) + [Candidate([item], "assembled", "assembled", extra=["len=1"])]
                 best = self._best(tool, arg, cands, scene, used.get(arg, set()))
             else:
-                best = self._best(tool, arg, self._scalars(s, pool), scene, used.get(arg, set()))
+                best = self._best(tool, arg, self._scalars(s, pool, self._learned(tool, arg)), scene,
+                                  used.get(arg, set()))
             if best is not None:
                 args[arg] = best.value
         return args

@@ -357,7 +357,7 @@ def candidate_features(tool: str, arg: str, c: Candidate, used: set[str], scene:
     if isinstance(c.value, (str, int)) and not isinstance(c.value, bool) and scene.text:
         in_text = norm(c.value) in scene.text
         feats += [f"arg={arg}|in_cur_text={in_text}", f"tool={tool}|arg={arg}|src={c.source}|in_cur_text={in_text}"]
-    if c.source == "schema" and isinstance(c.value, str) and " " in c.value and scene.text:
+    if c.source == "schema" and isinstance(c.value, str) and scene.text:
         said = norm(c.value).split()  # how much of a quoted phrase the request says
         share = sum(f" {w} " in scene.text for w in said) / len(said)
         feats += [f"arg={arg}|words_in_text={round(3 * share)}", f"words_in_text={round(3 * share)}"]
