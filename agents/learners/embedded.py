@@ -104,6 +104,7 @@ class EmbeddedLearner:
         found = read_conventions(trajectories)
         self.writes, self.texts, self.slots, self.closing = found.writes, found.texts, found.slots, found.closing
         self.requests, self.asked_args = found.requests, found.asked_args
+        self.arg_requests = found.arg_requests
 
     def _learn_constants(self, trajectories: list[Trajectory]) -> None:
         """Integer ratios of numeric arguments to counts in the context that recur across trajectories."""
@@ -338,8 +339,12 @@ class EmbeddedLearner:
                 n = sum(1 for m in messages if m.tool_calls)
                 return Message(role="assistant", tool_calls=[call.model_copy(update={"id": f"lc_{n}"})])
             self._pending = None
+            if label.startswith("tool:") and label[5:] in self.writes:  # the user turned the proposal down: no write without a yes
+                label = self.closing
+        tool = self._predict(self.write, self.constant_write, state) if label == "say:confirm" else None
+        if label.startswith("tool:") and label[5:] in self.writes:  # a write is proposed first, never just made
+            label, tool = "say:confirm", label[5:]
         if label == "say:confirm":
-            tool = self._predict(self.write, self.constant_write, state)
             if tool:
                 self._pending = ToolCall(id="pending", name=tool, arguments=self._choose_args(tool, messages, scene))
                 return Message(role="assistant", content=confirmation_request(tool, self._pending.arguments))
@@ -361,6 +366,8 @@ class EmbeddedLearner:
     def _request(self, label: str, tool: str) -> str:
         """The reply asking the user to make ``tool``'s call, worded as the data words such requests."""
         template, name_style, args_style = self.requests[label]
+        if self.asked_args.get(tool) and not args_style:  # a call with arguments: a wording that writes them
+            template, name_style, args_style = getattr(self, "arg_requests", {}).get(label, self.requests[label])
         name = tool if name_style == "raw" else tool.replace("_", " ")
         text = template.replace(NAME_SLOT, name)
         return text.replace(ARGS_SLOT, args_text(self.asked_args.get(tool, {}), args_style) or "{}")

@@ -176,7 +176,7 @@ class Scene:
         for c in leaves + lists:
             c.age = n - c.msg
             c.focus = any(records[j].focus for j in c.within)
-        _match(leaves, records, cur.text if cur else "")
+        _match(leaves, records, cur.text if cur else " ".join(m.content or "" for m in history if m.role == "user"))
         last_tool = next((m.tool_calls[0].name for m in reversed(history) if m.tool_calls), "")
         return Scene(dlg, norm(cur.text) if cur else "", cur.words if cur else [], n,
                      _user_pool(history, dlg, used, call_values(history, writes)), leaves, lists, records,
@@ -184,8 +184,8 @@ class Scene:
 
 
 def _match(leaves: list[Candidate], records: list[Record], text: str) -> None:
-    """Rank each observed leaf's own record by the request words its string values hold, among the leaves of
-    the same path: ``best`` (most words), and among the best the ``early``/``late`` one (its own words come
+    """Rank each observed leaf's own record by the words of the request (else of all the user said) its string values hold, among the leaves of
+    the same path and key: ``best`` (most words), and among the best the ``early``/``late`` one (its own words come
     first/last in the request: "change the A for the B")."""
     words = norm(text).split()
     if not words:
@@ -200,7 +200,7 @@ def _match(leaves: list[Candidate], records: list[Record], text: str) -> None:
         rec = records[c.within[-1]]
         own = {w for v in rec.strs for w in norm(v).split()} & pos.keys()
         if own:
-            by_path.setdefault(c.path, []).append((c, len(own), sum(pos[w] for w in own) / len(own)))
+            by_path.setdefault(f"{c.path}/{c.key}", []).append((c, len(own), sum(pos[w] for w in own) / len(own)))
     for group in by_path.values():
         top = max(k for _, k, _ in group)
         best = [(c, at) for c, k, at in group if k == top]

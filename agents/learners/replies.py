@@ -80,6 +80,7 @@ class Conventions:
     slots: dict[str, str] = field(default_factory=dict)  # reply label -> the text before a list of values
     closing: str = "say:goodbye"
     requests: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # label -> template, styles
+    arg_requests: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # the same, of calls with arguments
     asked_args: dict[str, dict[str, Any]] = field(default_factory=dict)  # asked call -> its usual arguments
 
 
@@ -109,6 +110,10 @@ def read_conventions(trajectories: list[Trajectory]) -> Conventions:
                 templates.setdefault(label_of(m), Counter())[found] += 1
                 args.setdefault(call.name, Counter())[json.dumps(call.arguments, sort_keys=True)] += 1
     out.requests = {label: c.most_common(1)[0][0] for label, c in templates.items()}
+    for label, c in templates.items():
+        with_args = [t for t, _ in c.most_common() if t[2]]
+        if with_args:
+            out.arg_requests[label] = with_args[0]
     out.asked_args = {name: json.loads(c.most_common(1)[0][0]) for name, c in args.items()}
     if last:
         out.closing = last.most_common(1)[0][0]
