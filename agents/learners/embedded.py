@@ -91,6 +91,7 @@ class EmbeddedLearner:
         self.values: dict[str, list[str]] = {}  # tool.arg -> text values the data gives it most often
         self.texts: dict[str, str] = {}  # reply label -> its most common text
         self.slots: dict[str, str] = {}  # reply label -> the text before a list of values ("...: ")
+        self.cents = False  # the data writes the numbers it tells with two decimals
         self.closing = "say:goodbye"  # the reply the data most often ends a conversation with
         # replies that ask the user to make a call themselves (dual control): label -> template and styles,
         # the model that picks the call, and each call's most common arguments
@@ -144,6 +145,7 @@ class EmbeddedLearner:
         self._learn_values(trajectories)
         states, actions, write_states, writes, arg_feats, arg_labels = [], [], [], [], [], []
         report_feats, report_labels, asked_states, asked_tools = [], [], [], []
+        styles = Counter()  # how the told numbers were written: as they are, or with two decimals
         for traj in trajectories:
             msgs = traj.messages
             for i, m in enumerate(msgs):
@@ -168,12 +170,15 @@ class EmbeddedLearner:
                     said = norm_text(m.content or "")
                     for c, feats in self._report_candidates(label, scene):
                         report_feats.append(feats)
-                        report_labels.append(int(norm_text(render(c.value)) in said))
+                        plain, cents = (norm_text(render(c.value, k)) in said for k in (False, True))
+                        report_labels.append(int(plain or cents))
+                        styles[cents and not plain] += isinstance(c.value, float) and (plain or cents)
         self.action, self.constant_action = self._classifier(states, actions)
         self.write, self.constant_write = self._classifier(write_states, writes)
         self.asked, self.constant_asked = self._classifier(asked_states, asked_tools)
         self.argument = self._binary(arg_feats, arg_labels)
         self.report = self._binary(report_feats, report_labels)
+        self.cents = styles[True] > styles[False]
         return self
 
     def _sgd(self) -> SGDClassifier:
@@ -381,7 +386,9 @@ class EmbeddedLearner:
         if not cands:
             return plain
         scores = self.report.predict_proba(self.arg_vec.transform([f for _, f in cands]))[:, 1]
-        values = list(dict.fromkeys(render(c.value) for (c, _), p in zip(cands, scores) if p > 0.5))
+        cents = getattr(self, "cents", False)
+        values = list(dict.fromkeys(render(c.value, cents and isinstance(c.value, float))
+                                    for (c, _), p in zip(cands, scores) if p > 0.5))
         return f"{self.slots[label]}{'; '.join(values)}." if values else plain
 
     # ------------------------------------------------------------ persistence

@@ -22,7 +22,10 @@ from storage.records import Message, ToolCall, Trajectory
 CONFIRM_STEM = confirmation_request("\0", {}).split("\0")[0]  # how the project's agents open a confirmation
 
 
-def render(value: Any) -> str:
+def render(value: Any, cents: bool = False) -> str:
+    """A value as a reply writes it; ``cents``: a number with two decimals (as the data may write amounts)."""
+    if cents and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.2f}"
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return str(value)
