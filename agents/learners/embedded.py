@@ -344,12 +344,8 @@ class EmbeddedLearner:
                 n = sum(1 for m in messages if m.tool_calls)
                 return Message(role="assistant", tool_calls=[call.model_copy(update={"id": f"lc_{n}"})])
             self._pending = None
-            if label.startswith("tool:") and label[5:] in self.writes:  # the user turned the proposal down: no write without a yes
-                label = self.closing
-        tool = self._predict(self.write, self.constant_write, state) if label == "say:confirm" else None
-        if label.startswith("tool:") and label[5:] in self.writes:  # a write is proposed first, never just made
-            label, tool = "say:confirm", label[5:]
         if label == "say:confirm":
+            tool = self._predict(self.write, self.constant_write, state)
             if tool:
                 self._pending = ToolCall(id="pending", name=tool, arguments=self._choose_args(tool, messages, scene))
                 return Message(role="assistant", content=confirmation_request(tool, self._pending.arguments))
