@@ -127,7 +127,7 @@ class ReactiveUser(EmbeddedUser):
     """The embedded user answering an arbitrary agent (used to evaluate learners).
 
     It answers a request for its id, confirms a described action only when the
-    description names the ids of one of its own requests, accepts a refusal,
+    description names every id of one of its own requests, accepts a refusal,
     reveals its next request when asked whether there is anything else (or says
     it has nothing more), and ends the call after a closing message. It never
     confirms what it did not ask for.
@@ -141,13 +141,15 @@ class ReactiveUser(EmbeddedUser):
         self.device_tools = list(device_tools)  # the user tools of its device (dual-control domains)
         self._device_calls = 0
 
-    def _wanted_ids(self) -> set[str]:
-        ids = set()
+    def _wanted_ids(self) -> list[set[str]]:
+        """For each request revealed so far, the ids among its arguments (those it can recognise)."""
+        wanted = []
         for intent in self.s.get("intents", [])[: self.revealed]:
-            for key, value in (intent.get("arguments") or {}).items():
-                if key.endswith("_id") and isinstance(value, str):
-                    ids.add(value.lower())
-        return ids
+            ids = {value.lower() for key, value in (intent.get("arguments") or {}).items()
+                   if key.endswith("_id") and isinstance(value, str)}
+            if ids:
+                wanted.append(ids)
+        return wanted
 
     def respond(self, text: str) -> Message:
         asked = asked_device_action(text or "", self.device_tools)
@@ -159,8 +161,7 @@ class ReactiveUser(EmbeddedUser):
         if "?" in low and any(w in low for w in self.phrasing.identity_words):
             return self.give_user_id()
         if "confirm" in low:
-            wanted = self._wanted_ids()
-            if wanted and any(i in low for i in wanted):
+            if any(all(i in low for i in ids) for ids in self._wanted_ids()):  # every id of one of its requests
                 return _user("Yes, please go ahead.")
             return _user("No, that is not what I asked for.")
         if "anything else" in low:

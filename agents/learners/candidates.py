@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+from collections import Counter
 from typing import Any
 
-from agents.learners.dialogue import Mention, shape
+from agents.learners.dialogue import Mention, is_value, shape
 from agents.learners.features import (
     MAX_FOCUS_NUMBERS,
     Candidate,
@@ -19,7 +21,9 @@ from agents.learners.features import (
     is_int,
     mentions_record,
 )
+from storage.records import Trajectory
 
+QUOTED = re.compile(r"'([a-z][a-z ]{1,40}[a-z])'")  # a lower-case phrase in quotes
 MAX_ITEMS, MAX_ALTS, MAX_EDITS = 4, 4, 64  # bounds on the edited lists: items, values tried per field, edits per item
 
 
@@ -59,6 +63,40 @@ def composites(scene: Scene, constants: list[int]) -> list[Candidate]:
     return out
 
 
+def json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), "null")
+
+
+def json_types(schema: dict[str, Any]) -> set[str]:
+    """The JSON types an argument accepts (all of them when the schema does not say)."""
+    found: set[str] = set()
+    for s in [schema] + schema.get("anyOf", []) + schema.get("oneOf", []):
+        t = s.get("type")
+        for name in (t if isinstance(t, list) else [t] if t else []):
+            found.add("number" if name in ("integer", "number") else name)
+        if "enum" in s:
+            found.add("string")
+    return found or {"boolean", "number", "string", "array", "object", "null"}
+
+
+def recurring_values(trajectories: list[Trajectory], most: int) -> dict[str, list[str]]:
+    """``tool.arg`` -> the text values (prose, not codes) that recur as that argument across trajectories: a
+    fixed vocabulary the tool schema does not spell out, offered wherever the context lacks it."""
+    counts: dict[str, Counter] = {}
+    for traj in trajectories:
+        for m in traj.messages:
+            for call in m.tool_calls:
+                for arg, v in call.arguments.items():
+                    if isinstance(v, str) and not is_value(v):
+                        counts.setdefault(f"{call.name}.{arg}", Counter())[v] += 1
+    floor = max(3, 0.01 * len(trajectories))
+    return {k: [v for v, n in c.most_common(most) if n >= floor] for k, c in counts.items()}
+
+
 def numbers_in_context(scene: Scene) -> list[tuple[str, int]]:
     """The counts a learned constant multiplies (what ``composites`` uses), for learning the constants."""
     return [("one", 1)] + [(name, k) for name, k in scene.counts if k > 0]
@@ -69,6 +107,8 @@ def schema_candidates(arg_schema: dict[str, Any]) -> list[Candidate]:
     out = [Candidate(v, "schema", "enum") for v in arg_schema.get("enum", [])]
     for ref in arg_schema.get("anyOf", []) + arg_schema.get("allOf", []):
         out += [Candidate(v, "schema", "enum") for v in ref.get("enum", [])]
+    if arg_schema.get("type") == "string" and not out:  # values the description quotes: 'a' or 'b'
+        out += [Candidate(v, "schema", "quoted") for v in dict.fromkeys(QUOTED.findall(arg_schema.get("description", "")))]
     if arg_schema.get("type") == "integer":
         out += [Candidate(v, "schema", "small_int") for v in (0, 1, 2, 3)]
     if arg_schema.get("type") == "boolean":

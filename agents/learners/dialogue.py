@@ -19,9 +19,10 @@ from typing import Any
 from storage.records import Message
 
 SPLIT = re.compile(r";|\bthen\b|\.\s|\?\s")
-TOKEN = re.compile(r"[A-Za-z0-9][\w.@+-]*[A-Za-z0-9]|[A-Za-z0-9]")
+TOKEN = re.compile(r"#?[A-Za-z0-9][\w.@+-]*[A-Za-z0-9]|#?[A-Za-z0-9]")  # a leading "#" is part of a code
+RUN = re.compile(r"(?:\b(?:[A-Z][\w.-]*|\d[\w-]*)(?: |$))+")  # capitalized or digit-led words in a row
 NAME = re.compile(r"\b([A-Z][a-z]+) ([A-Z][a-z]+)\b")
-SELF = re.compile(r"\b(?:my\b[\w ]{0,30}?|it) is\s*$", re.IGNORECASE)  # "my customer id is", "sure, it is"
+SELF = re.compile(r"\b(?:(?:my\b[\w ]{0,30}?|it) is|i am)\s*$", re.IGNORECASE)  # "my customer id is", "it is", "I am"
 ALPHA = re.compile(r"[a-z]+")
 STOP = {"i", "would", "like", "to", "first", "the", "of", "a", "an", "on", "with", "for", "my", "is", "and", "me",
         "please", "this", "that", "it", "be", "in", "at", "also", "one", "more", "thing", "yes"}
@@ -71,7 +72,7 @@ def mentions_in(text: str, msg: int = 0) -> list[Mention]:
         tok = m.group()
         if not is_value(tok):
             continue
-        value: Any = int(tok) if tok.isdigit() and len(tok) <= 6 else tok
+        value: Any = int(tok) if tok.isdigit() and len(tok) <= 6 and not (tok[0] == "0" and len(tok) > 1) else tok
         before = ALPHA.findall(text[max(0, m.start() - 40):m.start()].lower())[-2:]
         out.append(Mention(value, tok, msg, m.start(), before, f"{coarse(value)}|{before[-1] if before else ''}"))
     for m in NAME.finditer(text):
@@ -99,6 +100,7 @@ class Clause:
     text: str
     mentions: list[Mention]
     words: list[str]
+    phrases: list[str] = field(default_factory=list)  # in a comma-separated list: its capitalized/numeric runs
 
     @property
     def keys(self) -> set[str]:
@@ -144,6 +146,20 @@ class Dialogue:
         return later[0] if later else (hits[-1] if hits else None)
 
 
+def phrases_in(part: str, values: set[str]) -> list[str]:
+    """The runs of capitalized or digit-led words of each comma-separated segment ("360 Pine Lane, Suite 1,
+    Springfield"): a multi-word value the user wrote as one item of a list (none outside such lists)."""
+    if "," not in part:
+        return []
+    out = []
+    for segment in part.split(","):
+        for m in RUN.finditer(segment.strip() + " "):
+            run = m.group().strip()
+            if run and not any(run in v for v in values) and run not in out:
+                out.append(run)
+    return out
+
+
 def split_message(text: str, msg: int) -> tuple[list[Clause], list[Mention]]:
     clauses, identity, start = [], [], 0
     parts = []
@@ -160,7 +176,7 @@ def split_message(text: str, msg: int) -> tuple[list[Clause], list[Mention]]:
             identity.extend(found)
             continue
         words = [w for w in ALPHA.findall(part.lower()) if w not in STOP]
-        clauses.append(Clause(part.strip(), found, words))
+        clauses.append(Clause(part.strip(), found, words, phrases_in(part, {x.text for x in found})))
     return clauses, identity
 
 

@@ -22,6 +22,7 @@ import hashlib
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,11 @@ from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
 from agents.learners.candidates import (
+    json_type,
+    json_types,
     item_keys,
     list_candidates,
+    recurring_values,
     numbers_in_context,
     scalar_pool,
     schema_candidates,
@@ -60,31 +64,13 @@ from storage.faults import kill_point
 from storage.records import Message, ToolCall, Trajectory
 
 MAX_CONSTANTS = 6
+MAX_VALUES = 4  # per argument: the text values the data gives it most often
+DECIMAL = re.compile(r"^\d+\.\d+$")
 MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
 
 
 def fingerprint(trajectories: list[Trajectory]) -> str:
     return hashlib.sha256("\n".join(sorted(t.trajectory_id for t in trajectories)).encode()).hexdigest()[:16]
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "null")
-
-
-def _json_types(schema: dict[str, Any]) -> set[str]:
-    """The JSON types an argument accepts (all of them when the schema does not say)."""
-    found: set[str] = set()
-    for s in [schema] + schema.get("anyOf", []) + schema.get("oneOf", []):
-        t = s.get("type")
-        for name in (t if isinstance(t, list) else [t] if t else []):
-            found.add("number" if name in ("integer", "number") else name)
-        if "enum" in s:
-            found.add("string")
-    return found or {"boolean", "number", "string", "array", "object", "null"}
 
 
 class EmbeddedLearner:
@@ -102,8 +88,10 @@ class EmbeddedLearner:
         self.tools: dict[str, dict[str, Any]] = {}
         self.writes: set[str] = set()  # tools the data confirmed before calling
         self.constants: list[int] = []  # multipliers the data's numeric arguments show
+        self.values: dict[str, list[str]] = {}  # tool.arg -> text values the data gives it most often
         self.texts: dict[str, str] = {}  # reply label -> its most common text
         self.slots: dict[str, str] = {}  # reply label -> the text before a list of values ("...: ")
+        self.cents = False  # the data writes the numbers it tells with two decimals
         self.closing = "say:goodbye"  # the reply the data most often ends a conversation with
         # replies that ask the user to make a call themselves (dual control): label -> template and styles,
         # the model that picks the call, and each call's most common arguments
@@ -117,6 +105,7 @@ class EmbeddedLearner:
         found = read_conventions(trajectories)
         self.writes, self.texts, self.slots, self.closing = found.writes, found.texts, found.slots, found.closing
         self.requests, self.asked_args = found.requests, found.asked_args
+        self.arg_requests = found.arg_requests
 
     def _learn_constants(self, trajectories: list[Trajectory]) -> None:
         """Integer ratios of numeric arguments to counts in the context that recur across trajectories."""
@@ -140,6 +129,12 @@ class EmbeddedLearner:
         floor = max(3, 0.01 * len(trajectories))
         self.constants = sorted(r for r, c in ratios.most_common(MAX_CONSTANTS) if c >= floor)
 
+    def _learn_values(self, trajectories: list[Trajectory]) -> None:
+        self.values = recurring_values(trajectories, MAX_VALUES)
+
+    def _learned(self, tool: str, arg: str) -> list[str]:
+        return getattr(self, "values", {}).get(f"{tool}.{arg}", [])
+
     # ------------------------------------------------------------ training
     def fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None = None) -> EmbeddedLearner:
         """Behaviour cloning on verified trajectories; ``tools`` are the OpenAI tool schemas an agent sees."""
@@ -147,8 +142,10 @@ class EmbeddedLearner:
         self.fingerprint, self.n_trajectories = fingerprint(trajectories), len(trajectories)
         self._read_conventions(trajectories)
         self._learn_constants(trajectories)
+        self._learn_values(trajectories)
         states, actions, write_states, writes, arg_feats, arg_labels = [], [], [], [], [], []
         report_feats, report_labels, asked_states, asked_tools = [], [], [], []
+        styles = Counter()  # how the told numbers were written: as they are, or with two decimals
         for traj in trajectories:
             msgs = traj.messages
             for i, m in enumerate(msgs):
@@ -173,12 +170,15 @@ class EmbeddedLearner:
                     said = norm_text(m.content or "")
                     for c, feats in self._report_candidates(label, scene):
                         report_feats.append(feats)
-                        report_labels.append(int(norm_text(render(c.value)) in said))
+                        plain, cents = (norm_text(render(c.value, k)) in said for k in (False, True))
+                        report_labels.append(int(plain or cents))
+                        styles[cents and not plain] += isinstance(c.value, float) and (plain or cents)
         self.action, self.constant_action = self._classifier(states, actions)
         self.write, self.constant_write = self._classifier(write_states, writes)
         self.asked, self.constant_asked = self._classifier(asked_states, asked_tools)
         self.argument = self._binary(arg_feats, arg_labels)
         self.report = self._binary(report_feats, report_labels)
+        self.cents = styles[True] > styles[False]
         return self
 
     def _sgd(self) -> SGDClassifier:
@@ -218,9 +218,22 @@ class EmbeddedLearner:
                     return defs[ref.split("/")[-1]]
         return schema
 
-    def _scalars(self, schema: dict[str, Any], pool: list[Candidate]) -> list[Candidate]:
-        kinds = _json_types(schema)
-        return [c for c in pool if _json_type(c.value) in kinds] + schema_candidates(schema)
+    def _scalars(self, schema: dict[str, Any], pool: list[Candidate], learned: list[str] = ()) -> list[Candidate]:
+        """The pool's values of the argument's JSON types (a number as its text where only text is accepted, a
+        decimal text as a number where only numbers are), the schema's own values, the values the data gave
+        this argument most often (``learned``), and for an array of scalars each such value as a one-item list."""
+        kinds = json_types(schema)
+        out = [c for c in pool if json_type(c.value) in kinds]
+        if "string" in kinds and "number" not in kinds:
+            out += [replace(c, value=str(c.value), extra=c.extra + ["as_text"]) for c in pool if is_int(c.value)]
+        if "number" in kinds and "string" not in kinds:
+            out += [replace(c, value=float(c.value), extra=c.extra + ["as_number"]) for c in pool
+                    if isinstance(c.value, str) and DECIMAL.match(c.value)]
+        out += schema_candidates(schema) + [Candidate(v, "schema", "learned") for v in learned if "string" in kinds]
+        items = self._resolve(schema.get("items") or {}) if "array" in kinds else {}
+        if items and not item_keys(schema, self._resolve):
+            out += [replace(c, value=[c.value], extra=c.extra + ["one_item"]) for c in self._scalars(items, pool)]
+        return out
 
     def _item_schema(self, schema: dict[str, Any], key: str) -> dict[str, Any]:
         items = schema.get("items") or {}
@@ -259,7 +272,7 @@ class EmbeddedLearner:
                     labels.append(int(ok))
                 continue
             target = json.dumps(gold, sort_keys=True)
-            for c in self._scalars(schema, pool):
+            for c in self._scalars(schema, pool, self._learned(call.name, arg)):
                 feats.append(candidate_features(call.name, arg, c, used.get(arg, set()), scene))
                 labels.append(int(json.dumps(c.value, sort_keys=True) == target))
 
@@ -310,7 +323,8 @@ class EmbeddedLearner:
                 cands = list_candidates(scene, keys) + [Candidate([item], "assembled", "assembled", extra=["len=1"])]
                 best = self._best(tool, arg, cands, scene, used.get(arg, set()))
             else:
-                best = self._best(tool, arg, self._scalars(s, pool), scene, used.get(arg, set()))
+                best = self._best(tool, arg, self._scalars(s, pool, self._learned(tool, arg)), scene,
+                                  used.get(arg, set()))
             if best is not None:
                 args[arg] = best.value
         return args
@@ -353,6 +367,8 @@ class EmbeddedLearner:
     def _request(self, label: str, tool: str) -> str:
         """The reply asking the user to make ``tool``'s call, worded as the data words such requests."""
         template, name_style, args_style = self.requests[label]
+        if self.asked_args.get(tool) and not args_style:  # a call with arguments: a wording that writes them
+            template, name_style, args_style = getattr(self, "arg_requests", {}).get(label, self.requests[label])
         name = tool if name_style == "raw" else tool.replace("_", " ")
         text = template.replace(NAME_SLOT, name)
         return text.replace(ARGS_SLOT, args_text(self.asked_args.get(tool, {}), args_style) or "{}")
@@ -366,7 +382,9 @@ class EmbeddedLearner:
         if not cands:
             return plain
         scores = self.report.predict_proba(self.arg_vec.transform([f for _, f in cands]))[:, 1]
-        values = list(dict.fromkeys(render(c.value) for (c, _), p in zip(cands, scores) if p > 0.5))
+        cents = getattr(self, "cents", False)
+        values = list(dict.fromkeys(render(c.value, cents and isinstance(c.value, float))
+                                    for (c, _), p in zip(cands, scores) if p > 0.5))
         return f"{self.slots[label]}{'; '.join(values)}." if values else plain
 
     # ------------------------------------------------------------ persistence

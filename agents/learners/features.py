@@ -63,6 +63,7 @@ class Candidate:
     focus: bool = False  # from a record the current request names
     extra: list[str] = field(default_factory=list)  # features of how a composite or list was built
     within: tuple[int, ...] = ()  # for observed values: the records (indices) that hold it
+    match: str = ""  # for observed values: how well its own record matches the current request's words
 
 
 @dataclass
@@ -143,7 +144,7 @@ def _records(history: list[Message]) -> tuple[list[Record], list[Candidate], lis
 
 
 def mentions_record(rec: Record, values: set[str], names: list[str]) -> bool:
-    return bool(rec.strs & values) or any(set(n.split()) <= rec.strs for n in names)
+    return bool(rec.strs & values) or any(n in rec.strs or set(n.split()) <= rec.strs for n in names)
 
 
 @dataclass
@@ -175,10 +176,37 @@ class Scene:
         for c in leaves + lists:
             c.age = n - c.msg
             c.focus = any(records[j].focus for j in c.within)
+        _match(leaves, records, cur.text if cur else " ".join(m.content or "" for m in history if m.role == "user"))
         last_tool = next((m.tool_calls[0].name for m in reversed(history) if m.tool_calls), "")
         return Scene(dlg, norm(cur.text) if cur else "", cur.words if cur else [], n,
                      _user_pool(history, dlg, used, call_values(history, writes)), leaves, lists, records,
                      counts, facts, used, last_tool, dlg.open_clause(used))
+
+
+def _match(leaves: list[Candidate], records: list[Record], text: str) -> None:
+    """Rank each observed leaf's own record by the words of the request (else of all the user said) its string values hold, among the leaves of
+    the same path and key: ``best`` (most words), and among the best the ``early``/``late`` one (its own words come
+    first/last in the request: "change the A for the B")."""
+    words = norm(text).split()
+    if not words:
+        return
+    pos = {}
+    for i, w in enumerate(words):
+        pos.setdefault(w, i)
+    by_path: dict[str, list[tuple[Candidate, int, float]]] = {}
+    for c in leaves:
+        if not c.within or not isinstance(c.value, str):
+            continue
+        rec = records[c.within[-1]]
+        own = {w for v in rec.strs for w in norm(v).split()} & pos.keys()
+        if own:
+            by_path.setdefault(f"{c.path}/{c.key}", []).append((c, len(own), sum(pos[w] for w in own) / len(own)))
+    for group in by_path.values():
+        top = max(k for _, k, _ in group)
+        best = [(c, at) for c, k, at in group if k == top]
+        first, last = min(at for _, at in best), max(at for _, at in best)
+        for c, at in best:
+            c.match = "best" + ("" if first == last else "|early" if at == first else "|late" if at == last else "")
 
 
 def _user_pool(history: list[Message], dlg: Dialogue, used: set[str], written: set[str]) -> list[Candidate]:
@@ -192,8 +220,16 @@ def _user_pool(history: list[Message], dlg: Dialogue, used: set[str], written: s
                 seen.append(str(m.value))
     out = [c for clause in dlg.clauses for m in clause.mentions
            for c in _user_candidates(m, dlg, n, last_user, by_kind, used, written)]
-    return out + [Candidate(m.value, "identity", "identity", n - m.msg, msg=m.msg, kind=m.kind,
-                            in_last_user=m.msg == last_user) for m in dlg.identity]
+    for j, clause in enumerate(dlg.clauses):  # multi-word items of a list the user wrote
+        msg = clause.mentions[0].msg
+        out += [Candidate(p, "user", "phrase", n - msg, msg=msg, kind=f"phrase|{k}", clause=j, rank=k,
+                          in_last_user=msg == last_user, first_unused=p not in used and k == 0)
+                for k, p in enumerate(clause.phrases)]
+    for m in dlg.identity:
+        parts = [(m.value, "identity")] + (list(zip(m.value.split(), ("name.first", "name.last"))) if m.is_name else [])
+        out += [Candidate(v, "identity", key, n - m.msg, msg=m.msg, kind=m.kind, in_last_user=m.msg == last_user)
+                for v, key in parts]
+    return out
 
 
 def _focus(records: list[Record], dlg: Dialogue) -> tuple[list[str], list[tuple[str, int]]]:
@@ -321,6 +357,10 @@ def candidate_features(tool: str, arg: str, c: Candidate, used: set[str], scene:
     if isinstance(c.value, (str, int)) and not isinstance(c.value, bool) and scene.text:
         in_text = norm(c.value) in scene.text
         feats += [f"arg={arg}|in_cur_text={in_text}", f"tool={tool}|arg={arg}|src={c.source}|in_cur_text={in_text}"]
+    if c.source == "schema" and isinstance(c.value, str) and scene.text:
+        said = norm(c.value).split()  # how much of a quoted phrase the request says
+        share = sum(f" {w} " in scene.text for w in said) / len(said)
+        feats += [f"arg={arg}|words_in_text={round(3 * share)}", f"words_in_text={round(3 * share)}"]
     if c.key and c.source in ("obs", "composite") and scene.text:
         stem = c.key.split("*")[0].split("+")[0].split("-")[0]
         feats.append(f"arg={arg}|key_in_text={norm(stem) in scene.text}")
@@ -330,6 +370,9 @@ def candidate_features(tool: str, arg: str, c: Candidate, used: set[str], scene:
                                                               for k in same[:1] for w in scene.words]
     if c.source == "obs":
         feats += [f"arg={arg}|obs|focus={c.focus}|cw_{w}" for w in scene.words]
+        if c.match:
+            feats += [f"arg={arg}|match={c.match}", f"arg={arg}|path={c.path}|match={c.match}",
+                      f"tool={tool}|arg={arg}|match={c.match}"]
     if c.source in ("composite", "schema", "assembled", "list"):
         feats += [f"arg={arg}|key={c.key}|cw_{w}" for w in scene.words]
         feats += [f"arg={arg}|key={c.key}|{f}" for f in scene.facts]

@@ -22,7 +22,10 @@ from storage.records import Message, ToolCall, Trajectory
 CONFIRM_STEM = confirmation_request("\0", {}).split("\0")[0]  # how the project's agents open a confirmation
 
 
-def render(value: Any) -> str:
+def render(value: Any, cents: bool = False) -> str:
+    """A value as a reply writes it; ``cents``: a number with two decimals (as the data may write amounts)."""
+    if cents and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.2f}"
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return str(value)
@@ -80,6 +83,7 @@ class Conventions:
     slots: dict[str, str] = field(default_factory=dict)  # reply label -> the text before a list of values
     closing: str = "say:goodbye"
     requests: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # label -> template, styles
+    arg_requests: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # the same, of calls with arguments
     asked_args: dict[str, dict[str, Any]] = field(default_factory=dict)  # asked call -> its usual arguments
 
 
@@ -109,6 +113,10 @@ def read_conventions(trajectories: list[Trajectory]) -> Conventions:
                 templates.setdefault(label_of(m), Counter())[found] += 1
                 args.setdefault(call.name, Counter())[json.dumps(call.arguments, sort_keys=True)] += 1
     out.requests = {label: c.most_common(1)[0][0] for label, c in templates.items()}
+    for label, c in templates.items():
+        with_args = [t for t, _ in c.most_common() if t[2]]
+        if with_args:
+            out.arg_requests[label] = with_args[0]
     out.asked_args = {name: json.loads(c.most_common(1)[0][0]) for name, c in args.items()}
     if last:
         out.closing = last.most_common(1)[0][0]
