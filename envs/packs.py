@@ -196,14 +196,13 @@ def _load() -> None:
     global _loaded
     if _loaded:
         return
-    _loaded = True
     root = importlib.import_module(PACKAGE)
     for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda i: i.name):
         if info.ispkg:
             importlib.import_module(f"{PACKAGE}.{info.name}")
     for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        if ep.name not in _PACKS:
-            ep.load()
+        ep.load()  # a third-party pack reusing a built-in name is refused by register()
+    _loaded = True  # only now: a pack that failed to import fails every lookup, never a partial registry
 
 
 def known(with_environment: bool = False) -> list[str]:

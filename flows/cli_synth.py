@@ -69,7 +69,7 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
         store.delete_run(run_id)
     pass_ctx, steering = Ctx(store, run_id, 0, seed, domain, llm_roles=llm_roles or {}), ColdStart()
     try:
-        claim(pass_ctx, space, steering, n, "evosyn")  # before any output: a refusal is one line
+        claim(pass_ctx, space, steering, n, "evosyn", chunk_size)  # before any output: a refusal is one line
     except PassConflict as exc:
         raise UserError(f"--run-id {run_id}: {exc}") from None
     with click.progressbar(length=n, label="synthesizing", file=click.get_text_stream("stderr")) as bar:

@@ -18,7 +18,13 @@ GRID_FIELDS = ("domains", "arms", "seeds")
 def sweep_domains(domains: list[str] | None) -> list[str]:
     """The given domains in order (duplicates dropped), or every known domain with an environment and a generator."""
     if domains:
-        return list(dict.fromkeys(domains))
+        named = list(dict.fromkeys(domains))
+        runnable = [d for d in packs.known(with_environment=True) if packs.get_pack(d).has_generator]
+        for d in named:
+            if d not in runnable:
+                raise ConfigError(f"invalid sweep: field 'sweep.domains': {d!r} is not a domain pack with an "
+                                  f"environment and a generator (known: {', '.join(runnable) or 'none'})")
+        return named
     found = [d for d in packs.known(with_environment=True) if packs.get_pack(d).has_generator]
     if not found:
         raise ConfigError("no domain to sweep: no installed domain pack has an environment and a generator "

@@ -61,25 +61,30 @@ def backends(llm_roles: dict[str, RoleConfig]) -> dict[str, str]:
             for r, rc in sorted(llm_roles.items())}
 
 
-def _inputs_key(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> str:
+def _inputs_key(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str,
+                chunk_size: int) -> str:
+    # the seed too (seed 0's pass is not seed 1's), and the chunk size: other chunks would be written beside these
     return stages._h(space.model_dump_json(exclude={"created_at"}), steering.model_dump_json(), budget, arm,
-                     sorted(backends(ctx.llm_roles).items()))
+                     sorted(backends(ctx.llm_roles).items()), ctx.seed, chunk_size)
 
 
-def claim(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> None:
+def claim(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str,
+          chunk_size: int = 50) -> None:
     """The partition is this pass's: a rerun (or resume) of the same inputs goes on, other inputs (space,
-    steering, budget, arm, LLM roles) are refused: their stages would be read back, or written beside its rows."""
-    key = _inputs_key(ctx, space, steering, budget, arm)
+    steering, budget, arm, LLM roles, seed, chunk size) are refused: their stages would be read back, or written
+    beside its rows."""
+    key = _inputs_key(ctx, space, steering, budget, arm, chunk_size)
     path = ctx.store.marker_path(INPUTS_STAGE, ctx.run_id, ctx.round)
     if path.is_file():
         prior = json.loads(path.read_text())
         if prior.get("inputs") != key:
             raise PassConflict(f"run {ctx.run_id} round {ctx.round} already holds a synthesis pass of other inputs "
-                               f"(budget {prior.get('budget')}, space version {prior.get('space_version')}, "
+                               f"(budget {prior.get('budget')}, seed {prior.get('seed')}, chunk size "
+                               f"{prior.get('chunk_size')}, space version {prior.get('space_version')}, "
                                f"LLM roles {prior.get('backends') or 'none'}); pick another run id")
         return
-    ctx.store.mark_complete(INPUTS_STAGE, ctx.run_id, ctx.round, inputs=key, budget=budget,
-                            space_version=space.version, steering=steering.kind, arm=arm, backends=backends(ctx.llm_roles))
+    ctx.store.mark_complete(INPUTS_STAGE, ctx.run_id, ctx.round, inputs=key, budget=budget, seed=ctx.seed,
+                            chunk_size=chunk_size, space_version=space.version, steering=steering.kind, arm=arm, backends=backends(ctx.llm_roles))
 
 
 def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, *, arm: Arm = "evosyn",
@@ -88,7 +93,7 @@ def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget:
 
     ``progress(n)`` after each chunk, with its number of blueprints.
     """
-    claim(ctx, space, steering, budget, arm)
+    claim(ctx, space, steering, budget, arm, chunk_size)
     seconds: Counter = Counter()
     clock = time.perf_counter()
 

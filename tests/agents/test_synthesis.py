@@ -39,16 +39,23 @@ def test_kept_trajectories_get_reward_one_from_tau2(space, synth_pass):
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["num_write", "num_read"])
 def test_controllability(space, synth_pass, key):
+    """Requested vs realized on every generated task's first rollout, before the verifier's factor gate
+    (measuring kept items only would agree by construction: the gate drops every mismatch)."""
+    from pipeline.synthesis import control
+
     sp = with_factor(space, key)
-    pairs = [(BUCKETS.index(c.blueprint.selected_dimensions[key][0]), BUCKETS.index(c.verdict.observed[key][0]))
-             for c in synth_pass(sp, 520, steering=NewFactor(factor=key)).kept]
-    # enough kept to measure (the rest are the generator's recorded infeasible draws: ~4% on this seed, which
-    # moves with the draw; yield itself is the cold-start test's); the point is requested == realized
+    result = synth_pass(sp, 520, steering=NewFactor(factor=key))
+    first = {v.blueprint_id: v for v in result.verdicts if v.attempt == 0}
+    pairs = [(BUCKETS.index(bp.selected_dimensions[key][0]), BUCKETS.index(first[bp.blueprint_id].observed[key][0]))
+             for bp in result.blueprints if bp.blueprint_id in first and first[bp.blueprint_id].observed]
+    # enough generated to measure (the rest are the generator's recorded infeasible draws: ~4% on this seed)
     assert len(pairs) >= 0.9 * 520
     assert {r for r, _ in pairs} == set(range(5))
     exact = sum(a == b for a, b in pairs) / len(pairs)
     rho = spearmanr([a for a, _ in pairs], [b for _, b in pairs]).statistic
-    assert exact >= 0.996 and rho >= 0.997
+    assert exact >= 0.99 and rho >= 0.99
+    rows = control(result, sp)[key]  # the table `evosyn synth` prints agrees with the pairs
+    assert sum(r[3] for r in rows) == sum(a == b for a, b in pairs) and sum(r[2] for r in rows) == len(pairs)
 
 
 def test_default_prior_favours_single_writes(space, synth_pass):

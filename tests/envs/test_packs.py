@@ -158,3 +158,14 @@ def test_a_tau2_pack_without_module_says_so():
     assert Bare().has_environment
     with pytest.raises(ValueError, match="names no tau2_module"):
         Bare().environment()
+
+
+def test_a_pack_that_fails_to_import_fails_every_lookup(monkeypatch):
+    from envs import packs
+
+    monkeypatch.setattr(packs, "_PACKS", {})
+    monkeypatch.setattr(packs, "_loaded", False)
+    monkeypatch.setattr(packs, "PACKAGE", "no_such_pack_folder")
+    for _ in range(2):  # never a silently partial registry: the error comes back on each lookup
+        with pytest.raises(ModuleNotFoundError):
+            packs.known()

@@ -80,3 +80,9 @@ def test_the_flow_runs_arms_x_seeds_x_every_domain(registry, monkeypatch):
     assert ran == [(d, a, s) for d in ("airline", "telecom") for a in ("evosyn", "static") for s in (0, 1)]
     assert out == [d for d, _, _ in ran]
     assert all(c.rounds == 1 and c.budget == 4 for c in S.sweep_configs(base, ["telecom"], ["evosyn"], [3]))
+
+
+def test_a_named_domain_must_be_runnable(registry, tmp_path):
+    for name in ("bank", "retail", "car"):  # unknown, no environment, no generator: refused before any run
+        with pytest.raises(ConfigError, match=rf"sweep\.domains': '{name}' is not a domain pack"):
+            S.load_sweep(write(tmp_path, f"  domains: [airline, {name}]\n"), None)

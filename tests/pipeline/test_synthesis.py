@@ -76,3 +76,8 @@ def test_a_partition_holding_another_pass_is_refused(tmp_path):
     _pass(tmp_path / "s", budget=14)  # the same pass again: a no-op resume
     with pytest.raises(PassConflict, match="budget 14"):
         _pass(tmp_path / "s", budget=20)
+    # another seed or another chunking in the same partition would read back, or write beside, this pass's rows
+    with pytest.raises(PassConflict, match="seed 3"):
+        _pass(tmp_path / "s", budget=14, seed=4)
+    with pytest.raises(PassConflict, match="chunk size 5"):
+        _pass(tmp_path / "s", budget=14, chunk_size=7)
