@@ -181,5 +181,5 @@ def sample_up_to(rng: random.Random, items: Sequence[Any], k: int) -> list[Any]:
 
 
 def linked(table: dict[str, Any], ids: Iterable[str]) -> list[tuple[str, Any]]:
-    """``(id, record)`` for each id that ``table`` holds, in order (a customer's orders, reservations)."""
+    """``(id, record)`` for each id that ``table`` holds, in order (e.g. the records a customer owns)."""
     return [(i, table[i]) for i in ids if table.get(i) is not None]

@@ -54,10 +54,10 @@ def planner_reply(request) -> dict[str, Any]:
     asked = request.body["messages"][-1]["content"]
     text = asked if isinstance(asked, str) else json.dumps(asked)
     return answer(request, {
-        "plan_id": text.rsplit(" ", 1)[-1], "generation_intent": "change the flight of a gold member",
-        "selected_dimensions": [{"dimension": "intent", "values": ["update_reservation_flights"]},
+        "plan_id": text.rsplit(" ", 1)[-1], "generation_intent": "change the booking of a loyal customer",
+        "selected_dimensions": [{"dimension": "intent", "values": ["update_booking"]},
                                 {"dimension": "num_write", "values": ["2"]}],
-        "success_focus": ["the new flight is booked", "the fare difference is charged"],
+        "success_focus": ["the new booking is made", "the price difference is charged"],
         "diversity_notes": ["a one-way trip"],
         "expected_difficulty_controls": {"num_write": "2", "num_turns": "6-10", "requires_confirmation": True}})
 
@@ -65,7 +65,7 @@ def planner_reply(request) -> dict[str, Any]:
 def planner_messages(i: int) -> list[dict[str, str]]:
     return [{"role": "system", "content": "You are the Planner. Turn a direction into one blueprint. "
                                           "Use only keys of the current synthesis space."},
-            {"role": "user", "content": f"Direction: flight changes with payment. Write blueprint plan-{i}"}]
+            {"role": "user", "content": f"Direction: booking changes with payment. Write blueprint plan-{i}"}]
 
 
 # ---------------------------------------------------------------- the fake server, in its own process

@@ -121,7 +121,7 @@ class DomainPack:
     family_keywords: list[tuple[str, str]] = []  # (keyword in the user's first message, family), in order
     default_family: str = "unknown"
     focus_by_tool: dict[str, str] = {}  # state-changing tool -> policy focus
-    change_kind_by_prefix: list[tuple[str, str]] = [("book", "create"), ("cancel", "cancel")]
+    change_kind_by_prefix: list[tuple[str, str]] = []  # (write-tool prefix, state_change_type); else "modify"
     state_changes: list[str] = ["none", "modify", "mixed"]  # reference values of state_change_type
     compute_tools: tuple[str, ...] = ("calculate",)
     transfer_tools: tuple[str, ...] = ("transfer_to_human_agents",)
@@ -131,8 +131,14 @@ class DomainPack:
     profile_reads: tuple[str, ...] = ()  # tool-name prefixes that read the customer's profile
     identify_reads: tuple[str, ...] = ()  # tool-name prefixes that identify the customer
     entity_keys: tuple[str, ...] = ()  # argument names that identify an entity (order_id, ...)
-    gated_prefixes: tuple[str, ...] = ("cancel",)  # writes a policy check must precede
-    money_keys: tuple[str, ...] = ("amount", "payment_method_id")
+    gated_prefixes: tuple[str, ...] = ()  # writes a policy check must precede
+    money_keys: tuple[str, ...] = ()  # arguments of a write that move money
+    create_prefixes: tuple[str, ...] = ()  # write tools that create an entity (search_then_create)
+    search_prefixes: tuple[str, ...] = ()  # read tools that search or list (search_then_create)
+    split_keys: tuple[str, ...] = ()  # list arguments whose 2+ entries split one action (split_action)
+    batch_keys: tuple[str, ...] = ()  # list arguments whose 2+ entries batch items in one write (batched_items)
+    # words of write-tool names a confirmation request need not repeat (envs/policies/common.py)
+    confirmation_stopwords: tuple[str, ...] = ()
 
     def moves_money(self, name: str, arguments: dict[str, Any]) -> bool:
         return any(k in arguments for k in self.money_keys)

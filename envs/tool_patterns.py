@@ -70,9 +70,10 @@ def shapes(steps: Iterable, messages: list[Message], refused: bool, pack: Domain
         if step.kind != "write" or not step.changed_state or step.error:
             continue
         wrote = True
-        if name.startswith("book") and any(r.call.name.startswith(("search", "list")) for r in reads_so_far):
+        creates = name.startswith(pack.create_prefixes)
+        if creates and any(r.call.name.startswith(pack.search_prefixes) for r in reads_so_far):
             out.add("search_then_create")
-        if not name.startswith("book") and reads_so_far:
+        if not creates and reads_so_far:
             out.add("lookup_then_modify")
         if any(r.call.name.startswith(pack.identify_reads) for r in reads_so_far):
             out.add("authenticate_then_act")
@@ -82,11 +83,11 @@ def shapes(steps: Iterable, messages: list[Message], refused: bool, pack: Domain
             out.add("check_before_action")
         if pack.moves_money(name, args):
             out.add("calculation")
-        if len(args.get("payment_methods") or []) >= 2:
+        if any(len(args.get(k) or []) >= 2 for k in pack.split_keys):
             out.add("split_action")
         if ent:
             write_entities[ent] = write_entities.get(ent, 0) + 1
-        if len(args.get("item_ids") or []) >= 2:
+        if any(len(args.get(k) or []) >= 2 for k in pack.batch_keys):
             out.add("batched_items")
         recorded = position.get(id(step.recorded)) if step.recorded is not None else None
         if recorded is not None and _confirmed(recorded - 1, messages):

@@ -81,6 +81,10 @@ class AirlinePack(Tau2Pack):
     entity_keys = ("reservation_id",)
     gated_prefixes = ("cancel", "send_certificate")
     money_keys = ("amount", "payment_methods", "payment_id")
+    create_prefixes = ("book",)
+    search_prefixes = ("search", "list")
+    split_keys = ("payment_methods",)
+    confirmation_stopwords = ("reservation",)
 
     def moves_money(self, name: str, arguments: dict[str, Any]) -> bool:
         if name == "update_reservation_baggages":  # a baggage change moves money only when some bags are paid

@@ -90,6 +90,8 @@ class RetailPack(Tau2Pack):
     entity_keys = ("order_id",)
     gated_prefixes = ("cancel", "return", "exchange")
     money_keys = ("amount", "payment_method_id")
+    batch_keys = ("item_ids",)
+    confirmation_stopwords = ("order", "pending", "delivered", "items", "user")
 
     def extra_write(self, arguments: list[dict[str, Any]]):
         from storage.records import ToolCall

@@ -8,12 +8,14 @@ from storage.records import Message, ToolCall
 
 _YES = re.compile(r"\b(yes|yeah|yep|confirm(ed)?|go ahead|proceed|sure|correct|please do|ok(ay)?)\b", re.I)
 _NO = re.compile(r"\b(no|don't|do not|cancel that|stop|wait)\b", re.I)
-_GENERIC_WORDS = {"reservation", "order", "pending", "delivered", "items", "user", "to", "and", "the"}
+_GENERIC_WORDS = ("to", "and", "the")
 
 
-def action_stems(tool_name: str) -> list[str]:
-    """Stems that a description of this action must mention (e.g. 'cance', 'bagga')."""
-    return [w[:5] for w in tool_name.split("_") if w not in _GENERIC_WORDS]
+def action_stems(tool_name: str, stopwords: tuple[str, ...] = ()) -> list[str]:
+    """Stems that a description of this action must mention (e.g. 'cance', 'bagga'), less the domain's
+    stopwords (words of its tool names a description need not repeat, e.g. the entity every tool acts on)."""
+    skip = set(_GENERIC_WORDS) | set(stopwords)
+    return [w[:5] for w in tool_name.split("_") if w not in skip]
 
 
 def confirmation_rule(episode: Episode, call: ToolCall, history: list[Message]) -> list[str]:
@@ -40,7 +42,7 @@ def confirmation_rule(episode: Episode, call: ToolCall, history: list[Message]) 
     if request is None:
         return [f"[confirmation] {call.name}: the user was never asked to confirm this action"]
     text = (request.content or "").lower()
-    missing = [s for s in action_stems(call.name) if s not in text]
+    missing = [s for s in action_stems(call.name, _stopwords(episode)) if s not in text]
     missing += [str(v).lower() for k, v in call.arguments.items()
                 if k.endswith("_id") and isinstance(v, str) and str(v).lower() not in text]
     if missing:
@@ -53,3 +55,10 @@ def _is_write(episode: Episode, call: ToolCall) -> bool:
     domain = getattr(episode, "domain", None)
     kind = domain.tool_kind(call.name, call.requestor) if domain is not None else None
     return kind == "write"
+
+
+def _stopwords(episode: Episode) -> tuple[str, ...]:
+    from envs.packs import get_pack
+
+    domain = getattr(episode, "domain", None)
+    return get_pack(domain.name).confirmation_stopwords if domain is not None else ()
