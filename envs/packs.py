@@ -169,19 +169,12 @@ class DomainPack:
         """A seeded sample of real entities for the LLM generator's prompt."""
         return {"example_ids": domain.summary().example_ids}
 
-    def clock(self) -> str:
-        """The domain's fixed 'now' as text, if its policy has one."""
-        return ""
-
     # ------------------------------------------------------------ feedback and learning
     def extra_probes(self) -> dict[str, tuple[Callable[[Any], str], list[str]]]:
         """More diagnostic probes: name -> (TaskProfile -> bucket, buckets)."""
         return {}
-
-    def learner_candidates(self, history: list["Message"]) -> list[tuple[str, Any]]:
-        """Extra argument candidates a real agent would read from the policy text, as (label, value).
-        Default: none. A pack that adds any documents which policy sentence each one comes from."""
-        return []
+    # No learner hook: the embedded learner reads every fact from the data (agents/learners/), so no pack
+    # needs to hand it candidates; one would belong here only for a fact a real agent reads from the policy.
 
 
 # ------------------------------------------------------------------ registry

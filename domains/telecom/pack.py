@@ -33,9 +33,6 @@ class TelecomPack(Tau2Pack):
 
         return candidate_entities(domain, rng, k)
 
-    def clock(self) -> str:
-        return "2025-02-25 12:08 EST"  # the policy's "current time"
-
     def moves_money(self, name: str, arguments: dict[str, Any]) -> bool:
         return name in ("refuel_data", "send_payment_request", "make_payment")
 
