@@ -16,6 +16,7 @@ from agents.learners.dialogue import split_message, track
 from agents.learners.embedded import EmbeddedLearner
 from envs.gold import confirmation_request
 from storage.records import Message, ToolCall, Trajectory
+from tests.agents.toy_play import play as toy_play
 
 LEARNERS = Path(__file__).resolve().parents[2] / "agents" / "learners"
 # words of the project's domains (and their tools and fields) that the learner's code must not contain
@@ -88,25 +89,8 @@ def teacher(desk: Desk, n: int) -> Trajectory:
 
 
 def play(learner: EmbeddedLearner, desk: Desk, max_steps: int = 16) -> list[Message]:
-    """The learner at the desk, against a user who confirms only the locker they asked for."""
-    learner.reset(TOOLS, "")
-    msgs = [Message(role="user", content=desk.opening())]
-    for _ in range(max_steps):
-        reply = learner.act(list(msgs))
-        msgs.append(reply)
-        if reply.tool_calls:
-            c = reply.tool_calls[0]
-            msgs.append(Message(role="tool", content=desk.step(c.name, c.arguments), tool_call_id=c.id))
-            continue
-        text = (reply.content or "").lower()
-        if "confirm" in text:
-            msgs.append(Message(role="user", content="Yes, please go ahead." if desk.code.lower() in text
-                                else "No, that is not what I asked for."))
-        elif "anything else" in text:
-            msgs.append(Message(role="user", content="No, that is everything."))
-        else:
-            break
-    return msgs
+    """The learner at the desk, against a user who confirms only the request they made."""
+    return toy_play(learner, TOOLS, desk, desk.code, max_steps)
 
 
 def _trained(n: int, seed: int = 0) -> EmbeddedLearner:

@@ -17,6 +17,7 @@ from agents.learners.dialogue import split_message
 from agents.learners.embedded import EmbeddedLearner
 from envs.gold import confirmation_request
 from storage.records import Message, ToolCall, Trajectory
+from tests.agents.toy_play import play as toy_play
 
 WHY = ("arrived damaged", "never arrived")
 LABELS = ["Blue Kettle", "Red Mug", "Green Lamp", "Steel Pan", "Oak Tray", "Glass Jar", "Wool Scarf"]
@@ -100,25 +101,8 @@ def teacher(office: Office, n: int) -> Trajectory:
 
 
 def play(learner: EmbeddedLearner, office: Office, max_steps: int = 16) -> list[Message]:
-    learner.reset(TOOLS, "")
-    msgs = [Message(role="user", content=office.opening())]
-    for _ in range(max_steps):
-        reply = learner.act(list(msgs))
-        msgs.append(reply)
-        if reply.tool_calls:
-            c = reply.tool_calls[0]
-            msgs.append(Message(role="tool", content=office.step(c.name, c.arguments), tool_call_id=c.id,
-                                error=office.step(c.name, c.arguments).startswith("Error")))
-            continue
-        text = (reply.content or "").lower()
-        if "confirm" in text:
-            msgs.append(Message(role="user", content="Yes, please go ahead." if office.ref.lower() in text
-                                else "No, that is not what I asked for."))
-        elif "anything else" in text:
-            msgs.append(Message(role="user", content="No, that is everything."))
-        else:
-            break
-    return msgs
+    """The learner at the office, against a user who confirms only the request they made."""
+    return toy_play(learner, TOOLS, office, office.ref, max_steps)
 
 
 @pytest.fixture(scope="module")
