@@ -41,10 +41,17 @@ def _browser_or_skip():
         pytest.skip(why)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports: every socket stays bound until all are picked (one at a time, the kernel
+    can hand out the same port twice, and Prefect and MLflow then collide on it)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def cli(env, *args, timeout=300):
@@ -118,7 +125,7 @@ def test_deployed_run_in_prefect_and_mlflow_uis(tmp_path):
     home = tmp_path / "home"
     shots = Path(os.environ.get("EVOSYN_TEST_ARTIFACTS") or tmp_path / "screenshots")
     shots.mkdir(parents=True, exist_ok=True)
-    pport, mport = free_port(), free_port()
+    pport, mport = free_ports(2)
     env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_WORKER_QUERY_SECONDS": "2",
            # the workers import the flows of this checkout, not of some other installed copy
            "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
