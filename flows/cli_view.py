@@ -1,0 +1,93 @@
+"""`evosyn show`, `evosyn runs`, `evosyn preview`: looking at the data without reading JSON."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from flows.cli_app import UserError, main
+from flows.inputs import POINT_ELSEWHERE, open_store, store_root
+
+
+@main.command()
+@click.argument("record_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the raw record(s) as JSON.")
+@click.option("--full", is_flag=True, help="Show tool results in full (default: cut at 400 characters).")
+@click.pass_context
+def show(ctx, record_id: str, as_json: bool, full: bool) -> None:
+    """Show a blueprint, task, trajectory, verdict (or run, training example, evaluation) by its id.
+
+    An id names its own record and the records downstream of it: a task id also
+    shows its trajectories and verdicts, a blueprint id the whole chain.
+    """
+    from pipeline.browse import KINDS, find
+
+    home = ctx.obj.get("home")
+    store = open_store(home, create=False)
+    found = find(store, record_id)
+    if not found:
+        kinds = ", ".join(k for k, _, _ in KINDS)
+        raise UserError(f"{record_id}: no record with this id ({kinds}) in the store at "
+                        f"{store_root(home).absolute()}; list its runs with `evosyn runs`, or {POINT_ELSEWHERE}")
+    if as_json:
+        click.echo(json.dumps([{"kind": f.kind, "table": f.table, "matched": f.via,
+                                "record": f.record.model_dump(mode="json")} for f in found], indent=1))
+        return
+    from flows.view import console, record_view
+
+    out = console()
+    counts: dict[str, int] = {}
+    for f in found:
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+    out.print(f"{record_id}: " + ", ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in counts.items())
+              + f" (store {store.root.absolute()})", highlight=False)
+    for f in found:
+        out.print(record_view(f.record, None if full else 400))
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.pass_context
+def runs(ctx, fmt: str) -> None:
+    """List the store's runs: closed-loop runs, `evosyn synth` passes and test sets."""
+    from pipeline.browse import run_overview
+
+    store = open_store(ctx.obj.get("home"), create=False)
+    rows = run_overview(store)
+    root = store.root.absolute()
+    if fmt == "json":
+        click.echo(json.dumps({"store": str(root), "runs": [r.model_dump(mode="json") for r in rows]}, indent=1))
+        return
+    click.echo(f"store {root}: {len(rows)} run{'s' if len(rows) != 1 else ''}")
+    if not rows:
+        click.echo("nothing yet: `evosyn run` or `evosyn synth` writes one")
+        return
+    from flows.render import print_table
+
+    print_table(None, ["run", "kind", "domain", "arm", "seed", "rounds", "status", "verified", "last test",
+                       "created"],
+                [[r.run_id, r.kind, r.domain, r.arm, r.seed, f"{r.rounds_done}/{r.rounds_asked or '?'}", r.status,
+                  r.verified, "" if r.test_success is None else f"{r.test_success:.3f} (round {r.test_round})",
+                  r.created_at.strftime("%Y-%m-%d %H:%M") if r.created_at else ""] for r in rows])
+
+
+@main.command()
+@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
+@click.option("--n", "n", type=click.IntRange(1, 50), default=5, show_default=True, help="Samples.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--full", is_flag=True, help="Show tool results in full (default: cut at 400 characters).")
+def preview(domain: str | None, n: int, seed: int, full: bool) -> None:
+    """Synthesize a handful of samples with the embedded backend and show them; writes nothing to the store."""
+    from flows.inputs import check_domain
+    from flows.view import console, sample_view
+    from pipeline.browse import preview as run_preview
+
+    domain = check_domain(domain, generator=True)
+    samples = run_preview(domain, n, seed)
+    out = console()
+    for i, s in enumerate(samples, 1):
+        for part in sample_view(i, len(samples), s, None if full else 400):
+            out.print(part)
+    kept = sum(1 for s in samples if s.verdict is not None and s.verdict.passed)
+    click.echo(f"\npreview: {len(samples)} samples on {domain} (seed {seed}), {kept} verified; nothing was "
+               f"written to the store (`evosyn synth --domain {domain} --n N --seed {seed}` writes a pass)")

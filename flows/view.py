@@ -1,0 +1,207 @@
+"""Records for the terminal with `rich`: blueprints, tasks, trajectories as chat, verdicts check by check.
+
+Text from records (user turns, tool results, reasons) goes in as ``rich.text.Text``,
+never as markup, so a ``[bracket]`` in a tool result prints as itself.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Iterable
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from storage.records import Blueprint, Evaluation, Run, SFTExample, SynthTask, Trajectory, Verdict
+
+RESULT_CHARS = 400  # a tool result longer than this is cut (``--full`` shows all of it)
+
+
+def console() -> Console:
+    """A console on the current stdout (a terminal's width; 120 columns into a pipe or a file)."""
+    return Console(width=None if sys.stdout.isatty() else 120, highlight=False)
+
+
+def _args(arguments: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+
+
+def _cut(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def _fields(rows: Iterable[tuple[str, Any]]) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    for key, value in rows:
+        if value in (None, "", [], {}):
+            continue
+        if isinstance(value, dict):
+            value = "; ".join(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in value.items())
+        elif isinstance(value, list):
+            value = ", ".join(map(str, value))
+        grid.add_row(key, Text(str(value)))
+    return grid
+
+
+def _where(rec) -> str:
+    return f"run {rec.run_id} · round {rec.round} · space v{rec.space_version}"
+
+
+# ---------------------------------------------------------------- one renderable per kind
+def blueprint_view(bp: Blueprint) -> Panel:
+    c = bp.expected_difficulty_controls
+    body = _fields([
+        ("intent", bp.generation_intent),
+        ("dimensions", {k: v for k, v in bp.selected_dimensions.items() if v}),
+        ("success focus", bp.success_focus),
+        ("difficulty", f"{c.expected_tool_calls} tool calls, {c.num_policy_constraints} policy constraints, "
+                       f"{c.num_entities} entities" + ("; needs clarification" if c.requires_clarification else "")
+         + ("; user makes a false claim" if c.allows_user_false_claim else "")
+         + ("; changes state" if c.requires_state_change else "; no state change")),
+        ("notes", bp.diversity_notes),
+        ("direction", bp.direction_id),
+    ])
+    return Panel(body, title=f"blueprint {bp.blueprint_id}", subtitle=f"{bp.domain} · {_where(bp)}",
+                 title_align="left", border_style="magenta")
+
+
+def instruction(task: SynthTask) -> dict[str, str]:
+    """The user's side of a task: what the simulated user wants, knows, does not know, and how to behave."""
+    ins = (task.tau2_task.get("user_scenario") or {}).get("instructions") or {}
+    if isinstance(ins, str):
+        return {"instructions": ins}
+    return {k: str(ins[k]) for k in ("reason_for_call", "known_info", "unknown_info", "task_instructions")
+            if ins.get(k)}
+
+
+def task_view(task: SynthTask) -> Panel:
+    crit = task.tau2_task.get("evaluation_criteria") or {}
+    actions = crit.get("actions") or []
+    setup = (task.tau2_task.get("initial_state") or {}).get("initialization_actions") or []
+    expected = Text()
+    for i, a in enumerate(actions, 1):
+        who = "user device: " if a.get("requestor") == "user" else ""
+        expected.append(f"{i:>2}. {who}{a.get('name')}({_args(a.get('arguments') or {})})\n")
+    parts: list[RenderableType] = [_fields([
+        ("purpose", (task.tau2_task.get("description") or {}).get("purpose", "")),
+        *instruction(task).items(),
+        ("requested", {k: v for k, v in task.requested.items() if v}),
+        ("setup", [f"{s.get('env_type', '')}: {s.get('func_name')}({_args(s.get('arguments') or {})})"
+                   for s in setup]),
+        ("communicate", crit.get("communicate_info") or []),
+        ("source", f"{task.source}, generator {task.generator}, blueprint {task.blueprint_id}"),
+    ])]
+    if actions:
+        parts += [Text(f"expected actions ({len(actions)})", style="bold"), expected]
+    return Panel(Group(*parts), title=f"task {task.task_id}", subtitle=f"{task.domain} · {_where(task)}",
+                 title_align="left", border_style="blue")
+
+
+def chat(trajectory: Trajectory, limit: int | None = RESULT_CHARS) -> Text:
+    """The conversation: user and assistant turns, each tool call with its arguments, each result."""
+    out = Text()
+    for m in trajectory.messages:
+        if m.role == "system":
+            out.append("system: ", style="bold dim")
+            out.append(_cut(m.content or "", limit) + "\n", style="dim")
+            continue
+        if m.role == "tool":
+            side = "device" if m.requestor == "user" else "tool"
+            out.append(f"    ← {side} result: ", style="bold red" if m.error else "dim bold")
+            out.append(_cut(m.content or "", limit) + "\n", style="red" if m.error else "dim")
+            continue
+        style = "bold cyan" if m.role == "user" else "bold green"
+        if m.content:
+            out.append(f"{m.role}: ", style=style)
+            out.append(m.content + "\n")
+        for call in m.tool_calls:
+            out.append(f"  {m.role} → ", style=style)
+            out.append(call.name, style="bold yellow")
+            out.append(f"({_args(call.arguments)})\n")
+    out.rstrip()
+    return out
+
+
+def trajectory_view(t: Trajectory, limit: int | None = RESULT_CHARS) -> Panel:
+    calls = sum(len(m.tool_calls) for m in t.messages)
+    head = (f"{t.producer}{' ' + t.model_version if t.model_version else ''} · attempt {t.attempt} · "
+            f"{len(t.messages)} messages, {calls} tool calls · ended by {t.termination} · task {t.task_id}")
+    return Panel(Group(Text(head, style="dim"), chat(t, limit)), title=f"trajectory {t.trajectory_id}",
+                 subtitle=_where(t), title_align="left", border_style="green")
+
+
+def checks_table(v: Verdict) -> Table:
+    table = Table(show_header=True, header_style="bold", expand=False)
+    for col in ("check", "result", "reason"):
+        table.add_column(col)
+    for c in v.checks:
+        result = Text("skipped", style="dim") if c.skipped else \
+            Text("pass", style="green") if c.passed else Text("FAIL", style="bold red")
+        table.add_row(c.name, result, Text(c.reason))
+    return table
+
+
+def verdict_view(v: Verdict) -> Panel:
+    outcome = Text("PASSED" if v.passed else "REJECTED", style="bold green" if v.passed else "bold red")
+    failed = ", ".join(c.name for c in v.failed())
+    head = Text.assemble(outcome, f" · reward {v.reward:g} · attempt {v.attempt}",
+                         f" · failed: {failed}" if failed else "")
+    parts: list[RenderableType] = [head, checks_table(v)]
+    extra = _fields([("observed", {k: x for k, x in v.observed.items() if x}), ("repaired", v.repair_reason),
+                     ("trajectory", v.trajectory_id), ("task", v.task_id)])
+    parts.append(extra)
+    return Panel(Group(*parts), title=f"verdict {v.verdict_id}", subtitle=_where(v), title_align="left",
+                 border_style="green" if v.passed else "red")
+
+
+def run_view(run: Run) -> Panel:
+    return Panel(_fields([("domain", run.domain), ("arm", run.arm), ("backend", run.backend), ("seed", run.seed),
+                          ("rounds", run.rounds), ("budget", run.budget), ("status", run.status),
+                          ("created", run.created_at.isoformat())]),
+                 title=f"run {run.run_id}", title_align="left", border_style="white")
+
+
+def example_view(e: SFTExample) -> Panel:
+    return Panel(_fields([("split", e.split), ("messages", len(e.messages)), ("tools", len(e.tools)),
+                          ("trajectory", e.trajectory_id), ("task", e.task_id)]),
+                 title=f"training example {e.example_id}", subtitle=_where(e), title_align="left")
+
+
+def evaluation_view(e: Evaluation) -> Panel:
+    return Panel(_fields([("set", e.task_set), ("model", e.model_version), ("success", e.success),
+                          ("reward", e.reward), ("steps", e.num_steps), ("failed checks", e.failed_checks),
+                          ("trajectory", e.trajectory_id), ("task", e.task_id)]),
+                 title=f"evaluation {e.evaluation_id}", subtitle=_where(e), title_align="left")
+
+
+def record_view(record, limit: int | None = RESULT_CHARS) -> RenderableType:
+    if isinstance(record, Trajectory):
+        return trajectory_view(record, limit)
+    views = {Blueprint: blueprint_view, SynthTask: task_view, Verdict: verdict_view, Run: run_view,
+             SFTExample: example_view, Evaluation: evaluation_view}
+    return views[type(record)](record)
+
+
+def sample_view(i: int, n: int, sample, limit: int | None = RESULT_CHARS) -> list[RenderableType]:
+    """One previewed sample: the blueprint, the user's instruction, the conversation, the verdict."""
+    bp = sample.blueprint
+    sel = bp.selected_dimensions
+    summary = " · ".join(f"{k}={'/'.join(v)}" for k, v in sel.items() if v)
+    out: list[RenderableType] = [Text(f"\nsample {i}/{n}: {summary}", style="bold"),
+                                 Text(f"blueprint {bp.blueprint_id}: {bp.generation_intent}", style="magenta")]
+    if sample.task is not None:
+        out.append(Panel(_fields(instruction(sample.task).items()), title=f"user instruction · task "
+                         f"{sample.task.task_id}", title_align="left", border_style="blue"))
+    else:
+        out.append(Text("no task: the generator could not realize this blueprint", style="yellow"))
+    if sample.trajectory is not None:
+        out.append(trajectory_view(sample.trajectory, limit))
+    if sample.verdict is not None:
+        out.append(verdict_view(sample.verdict))
+    return out
