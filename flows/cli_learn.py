@@ -89,41 +89,75 @@ def evaluate(ctx, run_id: str, round_: int, task_set: str) -> None:
 @main.command()
 @click.option("--run", "run_id", required=True)
 @click.option("--round", "round_", type=int, default=None, help="Accumulate rounds <= R (default: all).")
-@click.option("--format", "fmt", type=click.Choice(["sharegpt", "openai", "tau2"]), required=True)
+@click.option("--format", "fmt", type=click.Choice(["sharegpt", "openai", "tau2", "hf"]), required=True)
 @click.option("--output", type=PATH, required=True, help="A folder (created if missing).")
+@click.option("--push-to-hub", "hub_repo", default=None, metavar="REPO",
+              help="hf: also upload the folder as Hugging Face dataset REPO (needs HF_TOKEN and network).")
 @click.pass_context
-def export(ctx, run_id: str, round_: int | None, fmt: str, output: str) -> None:
-    """Export verified training data (LLaMA-Factory ShareGPT, OpenAI messages JSONL, tau2 tasks)."""
+def export(ctx, run_id: str, round_: int | None, fmt: str, output: str, hub_repo: str | None) -> None:
+    """Export verified training data (LLaMA-Factory ShareGPT, OpenAI messages JSONL, tau2 tasks, HF dataset)."""
     from flows.inputs import check_output, writing
+    from pipeline.hf_export import select_examples
 
+    if hub_repo and fmt != "hf":
+        raise UserError(f"--push-to-hub {hub_repo}: only with --format hf")
     store = store_from(ctx, create=False, runs=(run_id,), option="--run", any_table=True)
     out = check_output(output, "--output", kind="dir")
-    examples = [e for e in store.read_records("sft_examples", run_id=run_id)
-                if e.split == "train" and (round_ is None or e.round <= round_)]
-    if not examples:
+    chosen = select_examples(store, run_id, round_)
+    if not chosen.train:
         raise UserError(f"--run {run_id}: no training examples to export (in {store.root})")
     with writing(out, "--output"):
-        n = _export(store, run_id, examples, fmt, out)
-    click.echo(f"exported {n} {fmt} records to {out}")
+        n, dropped = _export(store, run_id, chosen, fmt, out, round_)
+    what = "tau2 tasks" if fmt == "tau2" else "training examples"
+    why = "".join(f"; {r}: {k}" for r, k in dropped.most_common())
+    click.echo(f"exported {n} {what} ({fmt}) to {out}; held out {chosen.held_out} diagnostic; "
+               f"dropped {sum(dropped.values())}{why}")
+    if hub_repo:
+        from pipeline.hf_export import PushError, push_to_hub
+
+        try:
+            url = push_to_hub(out, hub_repo)
+        except PushError as exc:
+            raise UserError(f"--push-to-hub {hub_repo}: {exc} (the export is in {out})") from None
+        click.echo(f"pushed to {url}")
 
 
-def _export(store, run_id: str, examples, fmt: str, out: Path) -> int:
-    from agents.learners.exports import openai_messages, tau2_tasks
+def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None = None):
+    """Write ``chosen.train`` as ``fmt`` under ``out``: (records written, reason -> examples left out)."""
+    from collections import Counter
+
+    from agents.learners.exports import ExportError, openai_messages, sharegpt, tau2_tasks
     from agents.learners.llamafactory import write_dataset
 
     out.mkdir(parents=True, exist_ok=True)
+    examples, dropped = chosen.train, Counter()
+    if fmt == "hf":
+        from pipeline.hf_export import write_hf
+
+        result = write_hf(store, run_id, chosen, out, round_)
+        return result.rows, result.dropped
     if fmt == "sharegpt":
-        n = write_dataset(sorted(examples, key=lambda e: (e.round, e.example_id)), out)
+        fits = []
+        for e in examples:  # a conversation LLaMA-Factory cannot take is left out, with its reason
+            try:
+                sharegpt(e)
+                fits.append(e)
+            except ExportError as exc:
+                dropped[f"not a ShareGPT conversation ({str(exc).split(': ', 1)[-1]})"] += 1
+        n = write_dataset(fits, out)
     elif fmt == "openai":
-        lines = [json.dumps(openai_messages(e)) for e in sorted(examples, key=lambda e: (e.round, e.example_id))]
+        lines = [json.dumps(openai_messages(e)) for e in examples]
         atomic.write_text(out / "train.jsonl", "\n".join(lines) + "\n")
         n = len(lines)
     else:
         ids = {e.task_id for e in examples}
         tasks = [t for t in store.read_records("tasks", run_id=run_id) if t.task_id in ids]
+        dropped["its task is not in the store"] = len(ids - {t.task_id for t in tasks})
+        dropped["a second example of the same task"] = len(examples) - len(ids)
+        dropped = +dropped  # no zero counts
         atomic.write_json(out / "tasks.json", tau2_tasks(sorted(tasks, key=lambda t: t.task_id)), indent=1)
         n = len(tasks)
-    return n
+    return n, dropped
 
 
 @bench.command("learner")

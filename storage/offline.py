@@ -19,9 +19,14 @@ OFFLINE_DEFAULTS: dict[str, str] = {
 }
 
 
+APPLIED: set[str] = set()  # the defaults this process set itself (the user had not): a push may lift HF_HUB_OFFLINE
+
+
 def apply_offline_defaults() -> None:
     for key, value in OFFLINE_DEFAULTS.items():
-        os.environ.setdefault(key, value)
+        if key not in os.environ:
+            os.environ[key] = value
+            APPLIED.add(key)
 
 
 apply_offline_defaults()
