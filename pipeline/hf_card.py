@@ -133,8 +133,8 @@ def _verification(verdicts: list[Verdict], planned: int) -> str:
     kept = sum(v.passed for v in last.values())
     rejected_by = Counter(c.name for v in last.values() if not v.passed for c in v.failed())
     repaired = sum(1 for v in last.values() if v.passed and v.attempt > 0)
-    text = [f"Blueprints planned: {planned}; decided by the verifier: {len(last)}; **kept {kept}** "
-            f"({repaired} after a repair); rejected {len(last) - kept}.", "",
+    text = [(f"Blueprints planned: {planned}; decided by the verifier: {len(last)}; **kept {kept}** "
+             f"({repaired} after a repair); rejected {len(last) - kept}."), "",
             f"Each check over all {len(verdicts)} verdicts (repair attempts included):", "",
             _md_table(["check", "passed", "failed", "skipped"],
                       [[k, c["passed"], c["failed"], c["skipped"]] for k, c in per_check.items()])]
@@ -189,11 +189,11 @@ def card_text(store: Store, run_id: str, round: int | None, table: pa.Table, hel
     ]
     body = [
         f"# {front_matter(table, domain, 0)['pretty_name']}: run `{run_id}`", "",
-        f"{table.num_rows} verified conversations of a tool-using customer-service agent in the tau2-bench "
+        (f"{table.num_rows} verified conversations of a tool-using customer-service agent in the tau2-bench "
         f"{domain or 'domains'} environment, synthesized by EvoSyn (closed-loop synthesis of tool-use training "
         "data). Every conversation was replayed from a fresh copy of the environment and passed the EvoSyn "
         "verifier: the final database state, the actions, the information communicated, the domain policy and "
-        "the requested factors.", "",
+        "the requested factors."), "",
         "```python", "from datasets import load_dataset", "",
         'ds = load_dataset("path/to/this/folder-or-hub-repo", split="train")', "```", "",
         "## Columns", "", _md_table(["column", "meaning"], [[f"`{k}`", v] for k, v in FIELDS.items()]), "",
@@ -204,8 +204,8 @@ def card_text(store: Store, run_id: str, round: int | None, table: pa.Table, hel
         "## Counts", "", _counts(table, held_out, dropped), "",
         "## Verification", "", _verification(verdicts, len(blueprints)), "",
         "## Licence", "",
-        "Apache-2.0, as EvoSyn. The tasks draw on the tau2-bench domain databases and policies; see tau2-bench's "
-        "licence for those.", "",
+        ("Apache-2.0, as EvoSyn. The tasks draw on the tau2-bench domain databases and policies; see "
+         "tau2-bench's licence for those."), "",
     ]
     head = yaml.safe_dump(front_matter(table, domain, download_size), sort_keys=False, allow_unicode=True)
     return _masked(f"---\n{head}---\n\n" + "\n".join(body), cfg)

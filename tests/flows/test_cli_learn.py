@@ -29,16 +29,40 @@ def test_train_evaluate_and_join_back(home):
 
 
 def test_exports(home, tmp_path):
+    sql = f"select count(*) filter (split = 'train') as t, count(*) filter (split = 'diagnostic') as d " \
+          f"from sft_examples where run_id = '{RUN}'"
+    counts = json.loads(evosyn("query", sql, "--format", "json", home=home).stdout)
     for fmt, name in (("sharegpt", "evosyn.json"), ("openai", "train.jsonl"), ("tau2", "tasks.json")):
         out = evosyn("export", "--run", RUN, "--format", fmt, "--output", str(tmp_path / fmt), home=home)
         assert out.returncode == 0, out.stderr[-1500:]
         assert (tmp_path / fmt / name).exists()
+        what = "tau2 tasks" if fmt == "tau2" else "training examples"  # exported, held out and dropped, every format
+        assert out.stdout.strip() == f"exported {counts['t']} {what} ({fmt}) to {tmp_path / fmt}; " \
+                                     f"held out {counts['d']} diagnostic; dropped 0"
     info = json.loads((tmp_path / "sharegpt" / "dataset_info.json").read_text())
     assert info["evosyn"]["formatting"] == "sharegpt" and info["evosyn"]["columns"]["tools"] == "tools"
     from tau2.data_model.tasks import Task
 
     tasks = json.loads((tmp_path / "tau2" / "tasks.json").read_text())
     assert [Task.model_validate(t).id for t in tasks]
+
+
+def test_a_conversation_sharegpt_cannot_hold_is_dropped_with_its_reason(home, tmp_path):
+    from flows.cli_learn import _export
+    from pipeline.hf_export import select_examples
+    from storage.records import ToolCall
+    from storage.store import Store
+
+    store = Store(home, create=False)
+    chosen = select_examples(store, RUN)
+    bad = chosen.train[0]
+    two = next(i for i, m in enumerate(bad.messages) if m.tool_calls)
+    msgs = list(bad.messages)
+    msgs[two] = msgs[two].model_copy(update={"tool_calls": [*msgs[two].tool_calls, ToolCall(id="x", name="y")]})
+    chosen.train[0] = bad.model_copy(update={"messages": msgs})
+    n, dropped = _export(store, RUN, chosen, "sharegpt", tmp_path / "s")
+    assert n == len(chosen.train) - 1 and len(json.loads((tmp_path / "s" / "evosyn.json").read_text())) == n
+    assert dropped == {"not a ShareGPT conversation (one tool call per turn is supported, got 2)": 1}
 
 
 def test_missing_inputs_are_one_line_errors(home):
