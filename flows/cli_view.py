@@ -39,7 +39,8 @@ def show(ctx, record_id: str, as_json: bool, full: bool) -> None:
     counts: dict[str, int] = {}
     for f in found:
         counts[f.kind] = counts.get(f.kind, 0) + 1
-    out.print(f"{record_id}: " + ", ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in counts.items())
+    plural = {"trajectory": "trajectories"}
+    out.print(f"{record_id}: " + ", ".join(f"{n} {plural.get(k, k + 's') if n > 1 else k}" for k, n in counts.items())
               + f" (store {store.root.absolute()})", highlight=False)
     for f in found:
         out.print(record_view(f.record, None if full else 400))

@@ -20,6 +20,22 @@ from storage.records import Run, SynthesisSpace, Verdict
 from storage.store import Store
 
 LICENSE = "apache-2.0"  # the project's licence (pyproject.toml `license`)
+SLICES = ("task_family", "expected_outcome", "num_write")
+FIELDS = {  # the card's table of columns: one per column of pipeline/hf_export.py SCHEMA
+    "example_id": "id of the training example (`sft_examples.example_id` in the EvoSyn store)",
+    "task_id": "the synthesized task (`tasks.task_id`; `evosyn show ID` renders it)",
+    "trajectory_id": "the verified trajectory the messages come from",
+    "run_id": "the EvoSyn run (or synthesis pass) that produced it",
+    "round": "the round it was synthesized in (0: an `evosyn synth` pass)",
+    "space_version": "the synthesis-space version its blueprint was planned in",
+    "domain": "the tau2 domain",
+    "task_family": "task family, as the verifier observed it on the replay",
+    "expected_outcome": "fulfill / refuse / ... as observed on the replay",
+    "num_write": "number of state-changing tool calls, bucketed (0, 1, 2, 3-4, 5+)",
+    "observed": "every observed factor of the replay (JSON: factor -> values)",
+    "messages": "the conversation, OpenAI chat format; tool-call arguments are JSON strings",
+    "tools": "the tool schemas available to the agent (JSON list, OpenAI function format)",
+}
 SECRET_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
@@ -150,8 +166,6 @@ def _counts(table: pa.Table, held_out: int, dropped: Counter) -> str:
     parts = [f"Exported **{n}** training examples; held out {held_out} diagnostic examples (the run's held-out "
              f"evaluation set, not in this dataset); dropped {sum(dropped.values())}" + (f" ({why})" if why else "")
              + "."]
-    from pipeline.hf_export import SLICES
-
     for key in SLICES:
         counts = Counter(table.column(key).to_pylist())
         parts += ["", f"### {key}", "", _md_table([key, "examples", "share"],
@@ -161,8 +175,6 @@ def _counts(table: pa.Table, held_out: int, dropped: Counter) -> str:
 
 def card_text(store: Store, run_id: str, round: int | None, table: pa.Table, held_out: int, dropped: Counter,
               verdicts: list[Verdict], download_size: int) -> str:
-    from pipeline.hf_export import FIELDS
-
     runs = store.read_records("runs", run_id=run_id)
     run = runs[0] if runs else None
     domains = sorted(set(table.column("domain").to_pylist()))

@@ -19,12 +19,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agents.learners.exports import openai_messages
+from pipeline.hf_card import SLICES, card_text
 from storage import atomic
 from storage.records import SFTExample, SynthTask, Verdict
 from storage.store import Store
 
 SHARD_ROWS = 10_000  # rows per Parquet shard: files of a few tens of MB, what the Hub's viewer reads well
-SLICES = ("task_family", "expected_outcome", "num_write")
 
 _CALL = pa.struct([("id", pa.string()), ("type", pa.string()),
                    ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())]))])
@@ -38,21 +38,6 @@ SCHEMA = pa.schema([
     ("messages", pa.list_(_MESSAGE)),
     ("tools", pa.string()),  # the OpenAI tool schemas the agent had, as JSON
 ])
-FIELDS = {  # the card's table of columns
-    "example_id": "id of the training example (`sft_examples.example_id` in the EvoSyn store)",
-    "task_id": "the synthesized task (`tasks.task_id`; `evosyn show ID` renders it)",
-    "trajectory_id": "the verified trajectory the messages come from",
-    "run_id": "the EvoSyn run (or synthesis pass) that produced it",
-    "round": "the round it was synthesized in (0: an `evosyn synth` pass)",
-    "space_version": "the synthesis-space version its blueprint was planned in",
-    "domain": "the tau2 domain",
-    "task_family": "task family, as the verifier observed it on the replay",
-    "expected_outcome": "fulfill / refuse / ... as observed on the replay",
-    "num_write": "number of state-changing tool calls, bucketed (0, 1, 2, 3-4, 5+)",
-    "observed": "every observed factor of the replay (JSON: factor -> values)",
-    "messages": "the conversation, OpenAI chat format; tool-call arguments are JSON strings",
-    "tools": "the tool schemas available to the agent (JSON list, OpenAI function format)",
-}
 
 
 @dataclass
@@ -119,8 +104,6 @@ def shard_names(n_rows: int, shard_rows: int = SHARD_ROWS) -> list[str]:
 def write_hf(store: Store, run_id: str, selection: Selection, out: Path, round: int | None = None,
              shard_rows: int = SHARD_ROWS) -> HFExport:
     """Write the shards and the card under ``out``; shards of an earlier export there are replaced."""
-    from pipeline.hf_card import card_text
-
     tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id)}
     verdicts = [v for v in store.read_records("verdicts", run_id=run_id) if round is None or v.round <= round]
     passed = {v.trajectory_id: v for v in verdicts if v.passed}

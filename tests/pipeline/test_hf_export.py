@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 import yaml
 
+from pipeline.hf_card import FIELDS
 from pipeline.hf_export import SCHEMA, hf_rows, select_examples, write_hf
 from storage.catalog import query
 from storage.store import Store
@@ -79,6 +80,7 @@ def test_load_dataset_yields_exactly_the_runs_verified_training_examples(home, t
     info = meta["dataset_info"]
     assert info["splits"][0]["num_examples"] == len(want)
     assert info["features"] == datasets.Features.from_arrow_schema(SCHEMA)._to_yaml_list()
+    assert list(FIELDS) == SCHEMA.names  # the card explains every column
     assert ds["train"].features == datasets.Features.from_arrow_schema(SCHEMA)
     # the card's counts are the store's: per slice (as the verifier observed it) and per check
     for key in ("task_family", "expected_outcome", "num_write"):
@@ -162,3 +164,23 @@ def test_push_to_hub_without_network_is_one_line_without_the_token(home, tmp_pat
 
     out = evosyn(*args, home=home, env={**offline, "HF_HUB_OFFLINE": "1"})  # the user's own offline mode
     assert out.returncode == 2 and "offline mode: HF_HUB_OFFLINE" in out.stderr and token not in out.stderr
+
+
+def test_a_closed_loop_runs_card_has_its_config_without_store_paths(home, tmp_path):
+    import shutil
+
+    from storage.config import RunConfig, StoreConfig
+    from storage.records import Run
+
+    copy = tmp_path / "h"  # the module's store, plus a `runs` row as `evosyn run` writes one
+    shutil.copytree(home, copy)
+    cfg = RunConfig(domain="telecom", rounds=2, budget=40, seed=3,
+                    store=StoreConfig(root="/secret/place", tracking_uri="postgresql://u:pw@db/mlflow"))
+    store = Store(copy)
+    store.write([Run(run_id=RUN, round=0, domain="telecom", arm="no_feedback", seed=3, rounds=2, budget=40,
+                     config_json=cfg.model_dump_json(), status="failed")], "run")
+    res = write_hf(store, RUN, select_examples(store, RUN), tmp_path / "ds")
+    meta, body = card(tmp_path / "ds")
+    assert "/secret/place" not in body and "pw@db" not in body and '"store"' not in body
+    assert '"rounds": 2' in body and "| arm | no_feedback |" in body and "0 done of 2 asked, status failed" in body
+    assert meta["dataset_info"]["splits"][0]["num_examples"] == res.rows
