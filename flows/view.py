@@ -103,29 +103,31 @@ def task_view(task: SynthTask) -> Panel:
                  title_align="left", border_style="blue")
 
 
-def chat(trajectory: Trajectory, limit: int | None = RESULT_CHARS) -> Text:
-    """The conversation: user and assistant turns, each tool call with its arguments, each result."""
-    out = Text()
+def chat(trajectory: Trajectory, limit: int | None = RESULT_CHARS) -> Table:
+    """The conversation: user and assistant turns, each tool call with its arguments, each result.
+
+    Two columns (who, what), so a long turn or tool result wraps under its own text.
+    """
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
     for m in trajectory.messages:
         if m.role == "system":
-            out.append("system: ", style="bold dim")
-            out.append(_cut(m.content or "", limit) + "\n", style="dim")
+            grid.add_row(Text("system", style="bold dim"), Text(_cut(m.content or "", limit), style="dim"))
             continue
         if m.role == "tool":
             side = "device" if m.requestor == "user" else "tool"
-            out.append(f"    ← {side} result: ", style="bold red" if m.error else "dim bold")
-            out.append(_cut(m.content or "", limit) + "\n", style="red" if m.error else "dim")
+            label = f"  ← {side}" + (" error" if m.error else "")
+            grid.add_row(Text(label, style="bold red" if m.error else "dim bold"),
+                         Text(_cut(m.content or "", limit), style="red" if m.error else "dim"))
             continue
         style = "bold cyan" if m.role == "user" else "bold green"
         if m.content:
-            out.append(f"{m.role}: ", style=style)
-            out.append(m.content + "\n")
+            grid.add_row(Text(m.role, style=style), Text(m.content))
         for call in m.tool_calls:
-            out.append(f"  {m.role} → ", style=style)
-            out.append(call.name, style="bold yellow")
-            out.append(f"({_args(call.arguments)})\n")
-    out.rstrip()
-    return out
+            grid.add_row(Text(f"  {m.role} →", style=style),
+                         Text.assemble((call.name, "bold yellow"), f"({_args(call.arguments)})"))
+    return grid
 
 
 def trajectory_view(t: Trajectory, limit: int | None = RESULT_CHARS) -> Panel:

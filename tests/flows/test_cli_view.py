@@ -49,10 +49,10 @@ def test_show_a_task_renders_its_trajectory_and_verdict_in_pipeline_order(home, 
              text.index(f"verdict {row['verdict_id']}")]
     assert heads == sorted(heads)  # blueprint -> task -> trajectory -> verdict
     call = next(c for m in json.loads(row["messages"]) for c in m["tool_calls"])
-    assert f"→ {call['name']}(" in text  # each tool call with its arguments ...
-    assert all(f"{k}=" in text for k in call["arguments"])
-    assert "tool result:" in text  # ... and its result
-    assert "user:" in text and "assistant" in text and "reason_for_call" in text
+    line = next(x for x in text.splitlines() if f"{call['name']}(" in x and "→" in x)  # each tool call ...
+    assert "assistant →" in line and all(f"{k}=" in line for k in call["arguments"])  # ... with its arguments ...
+    assert "← tool" in text  # ... and its result
+    assert "│ user " in text and "│ assistant " in text and "reason_for_call" in text
     for check in ("executable", "replay", "state", "actions", "policy"):
         assert check in text
     assert "PASSED" in text and str(home) in text.splitlines()[0]
