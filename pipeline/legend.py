@@ -74,6 +74,17 @@ METRICS: dict[str, Metric] = {
     "share_num_write_3plus": Metric(
         "share 3+ writes", "share of this round's verified tasks whose gold solution writes 3 or more times",
         "0..1", "-"),
+    "runs": Metric("runs", "runs (seeds) of the arm that reached this round (final-round means: runs averaged)",
+                   ">= 1", "-"),
+    "task_set": Metric("task set", "test (fixed, shared by every run of the domain) or diagnostic (the run's own "
+                       "held-out verified tasks)", "-", "-"),
+    "n": Metric("n", "evaluated tasks, pooled over the arm's runs", ">= 0", "-"),
+    "success": Metric("success", "success rate of the pooled evaluations (per arm, round and task set)", "0..1",
+                      "higher"),
+    "ci_low": Metric("95% CI low", "lower bound of the 95% Wilson score interval of the pooled success", "0..1",
+                     "-"),
+    "ci_high": Metric("95% CI high", "upper bound of the 95% Wilson score interval of the pooled success", "0..1",
+                      "-"),
     "slice_success": Metric(
         "slice success", "test success of the tasks in one slice (a value of task_family, expected_outcome, "
         "num_write or num_read, observed on the test task's gold solution)", "0..1", "higher"),
