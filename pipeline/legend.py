@@ -90,7 +90,8 @@ METRICS: dict[str, Metric] = {
         "num_write or num_read, observed on the test task's gold solution)", "0..1", "higher"),
     "allocation": Metric(
         "allocation", "blueprints the Designer's directions asked for, per value of a factor (preferred or "
-        "allowed values; a direction naming several values counts for each)", ">= 0", "-"),
+        "allowed values; a direction naming several values is split evenly between them, one naming none "
+        "counts as (any))", ">= 0", "-"),
     "probe_failure_rate": Metric(
         "probe failure rate", "diagnostic failure rate of the tasks in one bucket of a probe (a measured "
         "property of the gold solution, e.g. its number of writes)", "0..1", "lower"),

@@ -50,6 +50,12 @@ TRACE = ["transition", "space", "evidence", "decision", "designer_focus", "chang
 VERSION_COLS = ["round", "version_in", "version_out", "factors", "diff"]
 LLM_COLS = ["round", "role", "calls", "cache_hits", "failed", "input_tokens", "output_tokens", "latency_s", "cost_usd",
             "verified", "cost_per_verified_usd"]
+TRACE_NOTE = ("<p>The space each round used (in) and left for the next (out), then one row per transition between "
+              "rounds that ran (Tables 13/15): <b>evidence</b> is the round's probe with the most failure "
+              "information the space does not explain (I(Y;d|O), nats); <b>decision</b> the Reflector's; "
+              "<b>designer_focus</b> the values the next round's directions asked for most (blueprints); "
+              "<b>change</b> this round's value -&gt; the next round's. An update after the last round is listed "
+              "as proposed for a round that did not run.</p>")
 LEGEND_EXTRA = ["slice_success", "allocation", "probe_failure_rate", "cmi_given_space"]
 
 
@@ -128,9 +134,9 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
     md += ["## Failure rate per probe bucket", _md(_pivot(probes, "probe,bucket", "failure_rate"),
                                                    ["probe", "bucket", *_round_cols(probes)])]
     tr, versions = D.trace(store, run_id), D.space_versions(store, run_id)
-    trace_html = H.table(versions, VERSION_COLS) + (H.table(tr, TRACE) if tr else
+    trace_html = (TRACE_NOTE + H.table(versions, VERSION_COLS) + (H.table(tr, TRACE) if tr else
                                                    "<p>No transition: a single round ran and left the space as "
-                                                   "it was.</p>")
+                                                   "it was.</p>"))
     sections.append(("trace", "Evolution trace", trace_html))
     md += ["## Evolution trace", _md(versions, VERSION_COLS), _md(tr, TRACE) if tr else "No transition."]
     if len(ids) > 1:
@@ -149,7 +155,7 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
         sections.append(("cost", "LLM cost per verified sample by role", H.table(cost, LLM_COLS)))
         md += ["## LLM cost per verified sample by role", _md(cost, LLM_COLS)]
     sections.append(("samples", "Sample trajectories", _samples_html(D.sample_trajectories(store, run_id))))
-    names = legend([*cols, *ARM_COLS, *LEGEND_EXTRA])
+    names = legend([*cols, *(ARM_COLS if per_arm else []), *LEGEND_EXTRA])
     sections.append(("legend", "Legend", H.legend_table(names)))
     md += ["## Legend", "\n".join(f"- **{r['label']}** (`{r['name']}`): {r['means']}; range {r['range']}; "
                                    f"better: {r['better']}" for r in names)]
