@@ -174,7 +174,8 @@ def sweep(ctx, config_file) -> None:
 @click.option("--output", type=PATH, default=None, help="Default: <root>/reports/<run>.")
 @click.pass_context
 def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> None:
-    """HTML report (plots, evolution trace) and a Markdown summary of a run."""
+    """A self-contained HTML report (success over rounds, slices, allocation, probes, evolution trace, sample
+    chats, legend) and a Markdown summary of a run."""
     from flows.inputs import check_output, writing
     from pipeline.report import write_report
 

@@ -195,11 +195,12 @@ def sample_trajectories(store: Store, run_id: str, factor: str = "task_family", 
     for v in sorted(store.read_records("verdicts", run_id=run_id), key=lambda v: (v.round, v.attempt)):
         if v.passed and v.task_id in tasks and v.trajectory_id in trajs:
             passed[v.task_id] = v
-    picked: dict[str, list] = defaultdict(list)
+    picked: dict[str, list] = {}
     for v in sorted(passed.values(), key=lambda v: (-v.round, v.task_id)):
         value = (v.observed.get(factor) or ["(none)"])[0]
-        if len(picked[value]) < per_slice and (value in picked or len(picked) < max_slices):
-            picked[value].append(v)
+        if value in picked or len(picked) < max_slices:
+            if len(picked.setdefault(value, [])) < per_slice:
+                picked[value].append(v)
     out = []
     for value in sorted(picked):
         for v in picked[value]:

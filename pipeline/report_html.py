@@ -26,7 +26,9 @@ nav a{margin-right:1em}
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:13px}
 th{background:#f6f8fa;text-align:left;cursor:help}
 td,th{border:1px solid #d0d7de;padding:3px 7px;vertical-align:top}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.short{white-space:nowrap}
+.scroll{overflow-x:auto;max-width:100%}
 figure{margin:1em 0}
 figcaption{color:#57606a;font-size:13px;max-width:900px}
 img.plot{max-width:100%;border:1px solid #d0d7de}
@@ -54,10 +56,13 @@ def fmt(v) -> str:
 def table(rows: list[dict], cols: list[str]) -> str:
     head = "".join(f"<th title='{html.escape(METRICS[c].means, quote=True)}'>{html.escape(label(c))}</th>"
                    if c in METRICS else f"<th>{html.escape(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(
-        f"<td class='num'>{html.escape(fmt(r.get(c)))}</td>" if isinstance(r.get(c), (int, float))
-        else f"<td>{html.escape(fmt(r.get(c, '')))}</td>" for c in cols) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    def cell(v) -> str:
+        text = fmt(v)
+        cls = "num" if isinstance(v, (int, float)) else "short" if len(text) <= 16 else ""
+        return f"<td class='{cls}'>{html.escape(text)}</td>" if cls else f"<td>{html.escape(text)}</td>"
+
+    body = "".join("<tr>" + "".join(cell(r.get(c, "")) for c in cols) + "</tr>" for r in rows)
+    return f"<div class='scroll'><table><tr>{head}</tr>{body}</table></div>"
 
 
 def legend_table(rows: list[dict]) -> str:
