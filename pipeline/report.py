@@ -81,8 +81,13 @@ def _round_cols(rows: list[dict]) -> list[str]:
 def _samples_html(samples: list[dict]) -> str:
     if not samples:
         return "<p>No verified sample in this run.</p>"
-    return ("<p>The latest verified sample of each task family, as the learner is trained on it "
-            "(tool results shortened).</p>" + "".join(H.chat(s, D.chat_turns(s["messages"])) for s in samples))
+    seen: set[str] = set()
+    parts = []
+    for s in samples:  # the first sample of each slice unfolded, the others one click away
+        parts.append(H.chat(s, D.chat_turns(s["messages"]), shown=s["value"] not in seen))
+        seen.add(s["value"])
+    return ("<p>The latest verified samples of each task family, as the learner is trained on them "
+            "(tool results shortened).</p>" + "".join(parts))
 
 
 def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -> tuple[Path, Path]:
@@ -154,7 +159,7 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
     if cost:
         sections.append(("cost", "LLM cost per verified sample by role", H.table(cost, LLM_COLS)))
         md += ["## LLM cost per verified sample by role", _md(cost, LLM_COLS)]
-    sections.append(("samples", "Sample trajectories", _samples_html(D.sample_trajectories(store, run_id))))
+    sections.append(("samples", "Sample trajectories", _samples_html(D.sample_trajectories(store, run_id, per_slice=2))))
     names = legend([*cols, *(ARM_COLS if per_arm else []), *LEGEND_EXTRA])
     sections.append(("legend", "Legend", H.legend_table(names)))
     md += ["## Legend", "\n".join(f"- **{r['label']}** (`{r['name']}`): {r['means']}; range {r['range']}; "

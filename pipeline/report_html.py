@@ -42,6 +42,7 @@ img.plot{max-width:100%;border:1px solid #d0d7de}
 .call{font-family:ui-monospace,monospace;font-size:12px;background:#eaeef2;border-radius:4px;padding:2px 5px;
 margin-top:3px;display:block}
 .checks{font-size:12px;color:#57606a}
+summary{cursor:pointer;color:#57606a;font-size:13px}
 .better-higher{color:#1a7f37}.better-lower{color:#cf222e}
 """
 TOOL_RESULT_CHARS = 500
@@ -191,8 +192,9 @@ def probe_plot(rows: list[dict]) -> str | None:
     return _png(fig)
 
 
-def chat(sample: dict, turns: list[dict]) -> str:
-    """A verified sample as a chat: user, assistant (each tool call with its arguments), tool results."""
+def chat(sample: dict, turns: list[dict], shown: bool = True) -> str:
+    """A verified sample as a chat: user, assistant (each tool call with its arguments), tool results;
+    ``shown`` = unfolded (otherwise one click away)."""
     parts = []
     for t in turns:
         who = "user" if t["role"] == "user" else "tool result" if t["role"] == "tool" else "assistant"
@@ -210,7 +212,8 @@ def chat(sample: dict, turns: list[dict]) -> str:
             f"<code>{html.escape(sample['task_id'])}</code> (round {sample['round']})</h3>")
     intent = f"<p><b>user's goal:</b> {html.escape(sample['instruction'])}</p>" if sample["instruction"] else ""
     return (f"<div class='sample'>{head}{intent}<p class='checks'>verifier: {html.escape(checks)}</p>"
-            f"<div class='chat'>{''.join(parts)}</div></div>")
+            f"<details{' open' if shown else ''}><summary>{len(turns)} messages</summary>"
+            f"<div class='chat'>{''.join(parts)}</div></details></div>")
 
 
 def page(title: str, meta: str, sections: list[tuple[str, str, str]]) -> str:

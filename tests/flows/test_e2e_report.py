@@ -65,8 +65,8 @@ def test_report_renders_plots_trace_and_legend_in_a_browser(tmp_path):
         legend = _shown(page, "legend", "report-legend")
         for label in ("test success", "trajectory diversity (own)", "factor coverage", "what it measures", "better"):
             assert label in legend, label
-        chats = page.driver.find_elements("css selector", "#samples .chat")
-        assert chats and all(c.is_displayed() for c in chats)
+        chats = page.driver.find_elements("css selector", "#samples details[open] .chat")
+        assert len(chats) > 1 and all(c.is_displayed() for c in chats)
         text = _shown(page, "samples", "report-samples")
         assert "user's goal:" in text and "tool result" in text and "\u2192 " in text  # a tool call, rendered
         # nothing was fetched from outside: every resource the page loaded is a data URI or the file itself
