@@ -174,7 +174,8 @@ def sweep(ctx, config_file) -> None:
 @click.option("--output", type=PATH, default=None, help="Default: <root>/reports/<run>.")
 @click.pass_context
 def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> None:
-    """HTML report (plots, evolution trace) and a Markdown summary of a run."""
+    """A self-contained HTML report (success over rounds, slices, allocation, probes, evolution trace, sample
+    chats, legend) and a Markdown summary of a run."""
     from flows.inputs import check_output, writing
     from pipeline.report import write_report
 
@@ -186,20 +187,22 @@ def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> No
 
 
 def print_compare(result: dict) -> None:
-    from pipeline.compare import COLUMNS, MEAN_COLUMNS, _cell
+    """Two tables per view (the learner's metrics, the verified data's), so every heading fits unabridged."""
+    from pipeline.compare import DATA_COLUMNS, KEY_COLUMNS, LEARNER_COLUMNS, _cell, legend_lines
+    from pipeline.legend import label
 
-    short = {"success_diagnostic": "diag", "success_test": "test", "factor_coverage": "fcov",
-             "factor_balance": "fbal", "interaction_coverage": "icov", "trajectory_diversity": "tdiv",
-             "distinct_tool_sequences": "dseq", "distinct_size_matched": "dseq@N",
-             "gap_allocation_spearman": "gap~alloc", "allocation_gain_spearman": "alloc~gain",
-             "targeted_improvement_rate": "TIR", "success_gain_per_1k": "gain/1K"}
     union = ", ".join(f"{d} {len(u)}" for d, u in result["pattern_union"].items())
     matched = ", ".join(f"{d} {n}" for d, n in result["size_matched_n"].items())
-    print_table(f"runs x rounds (pattern union: {union}; size-matched N: {matched})",
-                [short.get(c, c) for c in COLUMNS], [[_cell(r[c]) for c in COLUMNS] for r in result["rows"]])
-    print_table("final round, mean over seeds", ["domain", "arm", "runs", *(short.get(c, c) for c in MEAN_COLUMNS)],
-                [[m["domain"], m["arm"], m["runs"], *(_cell(m[c]) for c in MEAN_COLUMNS)]
-                 for m in result["arm_means"]])
+    for what, cols in (("learner", LEARNER_COLUMNS), ("verified data", DATA_COLUMNS)):
+        print_table(f"runs x rounds: {what} (pattern union: {union}; size-matched N: {matched})",
+                    [label(c) for c in (*KEY_COLUMNS, *cols)],
+                    [[_cell(r[c]) for c in (*KEY_COLUMNS, *cols)] for r in result["rows"]])
+    for what, cols in (("learner", LEARNER_COLUMNS), ("verified data", [c for c in DATA_COLUMNS if c != "verified"])):
+        print_table(f"final round, mean over seeds: {what}", ["domain", "arm", "runs", *(label(c) for c in cols)],
+                    [[m["domain"], m["arm"], m["runs"], *(_cell(m[c]) for c in cols)] for m in result["arm_means"]])
+    click.echo("legend (- in a cell: undefined there, e.g. a transition metric in round 1):")
+    for line in legend_lines(result):
+        click.echo(f"  {line}")
 
 
 @main.command()

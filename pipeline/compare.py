@@ -2,8 +2,10 @@
 
 Rows are grouped by domain, then arm, then seed; the per-arm means are per (domain, arm).
 
-Trajectory diversity is normalized by the union of patterns of all compared runs
-of the domain (all arms, seeds and rounds); size-matched distinct tool-call
+Trajectory diversity comes twice: ``trajectory_diversity`` normalized by the run's own
+patterns so far (the value of the run summary and MLflow) and ``trajectory_diversity_union``
+normalized by the union of patterns of all compared runs of the domain (all arms, seeds
+and rounds), the one to compare runs by; size-matched distinct tool-call
 sequences subsample each run's final pool to the smallest final pool of the
 compared runs of its domain (App. B.9).
 """
@@ -15,13 +17,18 @@ from pathlib import Path
 from storage import metrics as M
 from storage import atomic
 from storage.store import Store
+from pipeline.legend import label, legend
 from pipeline.metrics import intrinsic, pattern_union, round_metrics, verified_samples
 
 COLUMNS = ["domain", "arm", "seed", "round", "verified", "success_diagnostic", "success_test", "factor_coverage",
-           "factor_balance", "interaction_coverage", "trajectory_diversity", "distinct_tool_sequences",
-           "distinct_size_matched", "gap_allocation_spearman", "allocation_gain_spearman",
+           "factor_balance", "interaction_coverage", "trajectory_diversity", "trajectory_diversity_union",
+           "distinct_tool_sequences", "distinct_size_matched", "gap_allocation_spearman", "allocation_gain_spearman",
            "targeted_improvement_rate", "success_gain_per_1k"]
 MEAN_COLUMNS = COLUMNS[COLUMNS.index("success_diagnostic"):]
+KEY_COLUMNS = COLUMNS[:COLUMNS.index("verified")]
+LEARNER_COLUMNS = ["success_diagnostic", "success_test", "gap_allocation_spearman", "allocation_gain_spearman",
+                   "targeted_improvement_rate", "success_gain_per_1k"]
+DATA_COLUMNS = [c for c in COLUMNS if c not in KEY_COLUMNS and c not in LEARNER_COLUMNS]
 
 
 def _rate(xs: list[bool]) -> float:
@@ -70,13 +77,24 @@ def compare(store: Store, run_ids: list[str], draws: int = 200) -> dict:
     # verdicts written before tool_use_pattern was observed lack the key: their runs must be rerun
     stale = sorted(rid for rid, xs in finals.items() if any("tool_use_pattern" not in x["observed"] for x in xs))
     return {"runs": run_ids, "stale_runs": stale, "pattern_union": {d: sorted(u) for d, u in unions.items()},
-            "size_matched_n": matched_n, "rows": rows, "arm_means": means}
+            "size_matched_n": matched_n, "rows": rows, "arm_means": means,
+            "legend": {r.pop("name"): r for r in legend([*COLUMNS, "runs"])}}
 
 
 def _cell(v) -> str:
     if isinstance(v, float):
         return "-" if math.isnan(v) else f"{v:.0f}" if v.is_integer() and abs(v) >= 2 else f"{v:.3f}"
     return str(v)
+
+
+def legend_lines(result: dict) -> list[str]:
+    """One line per column: its label, what it measures, range, which direction is better."""
+    def tail(m: dict) -> str:
+        parts = [f"range {m['range']}"] if m["range"] != "-" else []
+        parts += [f"{m['better']} is better"] if m["better"] in ("higher", "lower") else []
+        return f" ({'; '.join(parts)})" if parts else ""
+
+    return [f"{m['label']}: {m['means']}{tail(m)}" for m in result["legend"].values()]
 
 
 def markdown(result: dict) -> str:
@@ -87,13 +105,15 @@ def markdown(result: dict) -> str:
              + ", ".join(f"({d}: {len(u)} patterns)" for d, u in result["pattern_union"].items())
              + "; size-matched distinct sequences at N = "
              + ", ".join(f"{d}: {n}" for d, n in result["size_matched_n"].items()) + ".", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+             "| " + " | ".join(label(c) for c in head) + " |", "|" + "---|" * len(head)]
     if result["stale_runs"]:
         lines.insert(3, f"Warning: runs stored before observed tool_use_pattern existed: {result['stale_runs']}.")
     lines += ["| " + " | ".join(_cell(r.get(c, "")) for c in head) + " |" for r in result["rows"]]
     mhead = ["domain", "arm", "runs", *MEAN_COLUMNS]
-    lines += ["", "## Final round, mean over seeds", "", "| " + " | ".join(mhead) + " |", "|" + "---|" * len(mhead)]
+    lines += ["", "## Final round, mean over seeds", "", "| " + " | ".join(label(c) for c in mhead) + " |",
+              "|" + "---|" * len(mhead)]
     lines += ["| " + " | ".join(_cell(m[c]) for c in mhead) + " |" for m in result["arm_means"]]
+    lines += ["", "## Legend", ""] + [f"- {line}" for line in legend_lines(result)]
     return "\n".join(lines) + "\n"
 
 

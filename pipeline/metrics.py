@@ -3,9 +3,11 @@
 Intrinsic data metrics (App. B.1) use only verified examples (one per task) and
 their observed factors, re-derived from the realized gold tool actions by the
 verifier, against the fixed per-domain reference sets of envs/reference.py.
-Trajectory diversity needs the union of patterns of every compared run: pass it
-(``pattern_union``); without one, a run is normalized by its own patterns so far,
-which is fine for one run's curve but not comparable across runs.
+Trajectory diversity comes under two names: ``trajectory_diversity`` is normalized by
+the run's own patterns so far (the run summary and MLflow value: fine for one run's
+curve, not comparable across runs); ``trajectory_diversity_union``, returned when the
+union of patterns of every compared run is passed (``pattern_union``), is comparable
+across the runs of one comparison.
 """
 from __future__ import annotations
 
@@ -46,9 +48,10 @@ def intrinsic(samples: list[dict], domain: str, union: set[str] | None = None) -
     return {"factor_coverage": M.factor_coverage(observed, reference),
             "factor_balance": M.factor_balance(observed, reference),
             "interaction_coverage": M.interaction_coverage(observed, reference, INTERACTION_TEMPLATES),
-            "trajectory_diversity": M.trajectory_diversity(patterns, union if union is not None else set(patterns)),
+            "trajectory_diversity": M.trajectory_diversity(patterns, set(patterns)),
             "trajectory_patterns": float(len(set(patterns))),
-            "distinct_tool_sequences": float(M.distinct_sequences([s["sequence"] for s in samples]))}
+            "distinct_tool_sequences": float(M.distinct_sequences([s["sequence"] for s in samples])),
+            **({"trajectory_diversity_union": M.trajectory_diversity(patterns, union)} if union is not None else {})}
 
 
 def controllability(store: Store, run_id: str, round: int, key: str) -> dict[str, float]:

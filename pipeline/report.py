@@ -1,132 +1,20 @@
-"""`evosyn report`: an HTML page (plots, evolution trace like Tables 13/15) and a Markdown summary."""
+"""`evosyn report`: one self-contained HTML page and a Markdown summary of a run (and the runs beside it).
+
+The data comes from pipeline/report_data.py, the rendering from pipeline/report_html.py; every metric
+shown is named as in pipeline/legend.py, and the page ends with that legend.
+"""
 from __future__ import annotations
 
-import base64
 import html
-import io
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
-from envs.packs import default_domain
 from storage import atomic
 from storage.store import Store
-from pipeline.metrics import intrinsic, pattern_union, verified_samples
-
-
-def _rate(xs) -> float:
-    xs = list(xs)
-    return sum(xs) / len(xs) if xs else 0.0
-
-
-def run_rows(store: Store, run_id: str, union: set[str] | None = None) -> list[dict]:
-    evals = store.read_records("evaluations", run_id=run_id)
-    runs = store.read_records("runs", run_id=run_id)
-    domain = runs[0].domain if runs else default_domain()
-    rounds = sorted({e.round for e in evals})
-    rows = []
-    for r in rounds:
-        samples = verified_samples(store, run_id, r)
-        row = {"round": r, **intrinsic(samples, domain, union)}
-        row["success_test"] = _rate(e.success for e in evals if e.round == r and e.task_set == "test")
-        row["success_diagnostic"] = _rate(e.success for e in evals if e.round == r and e.task_set == "diagnostic")
-        by = defaultdict(list)
-        for e in evals:
-            if e.round == r and e.task_set == "test":
-                for v in e.observed.get("num_write", []):
-                    by[v].append(int(e.success))
-        row["test_by_num_write"] = {k: _rate(v) for k, v in sorted(by.items())}
-        this = [s for s in samples if s["round"] == r]
-        row["verified"] = len(this)
-        row["share_num_write_3plus"] = _rate(s["observed"].get("num_write", ["0"])[0] in ("3-4", "5+") for s in this)
-        rows.append(row)
-    return rows
-
-
-def trace(store: Store, run_id: str) -> list[dict]:
-    """One row per transition r -> r+1: evidence, Reflector decision, Designer focus, observed change."""
-    probes = store.read_records("probes", run_id=run_id)
-    refl = {x.round: x for x in store.read_records("reflections", run_id=run_id)}
-    dirs = store.read_records("directions", run_id=run_id)
-    rows_by_round = {row["round"]: row for row in run_rows(store, run_id)}
-    out = []
-    for r in sorted(rows_by_round):
-        top = max((p for p in probes if p.round == r), key=lambda p: p.cmi_given_space, default=None)
-        evidence = (f"{top.probe}: I(Y;d|O)={top.cmi_given_space:.3f}, residual {top.residual_cmi:.3f}"
-                    if top else "")
-        nxt = [d for d in dirs if d.round == r + 1]
-        focus = Counter()
-        for d in nxt:
-            for k, vs in {**d.allowed_values, **d.preferred_values}.items():
-                focus[f"{k}={'/'.join(vs)}"] += d.n_blueprints
-        change = ""
-        if r + 1 in rows_by_round:
-            a, b = rows_by_round[r]["share_num_write_3plus"], rows_by_round[r + 1]["share_num_write_3plus"]
-            change = f"3+ write share {a:.2f} -> {b:.2f}"
-        out.append({"transition": f"{r} -> {r + 1}", "evidence": evidence,
-                    "decision": refl[r].summary if r in refl else "(no Reflector in this arm)",
-                    "designer_focus": ", ".join(f"{k} ({n})" for k, n in focus.most_common(3)), "change": change})
-    return out
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode()
-
-
-def plots(store: Store, run_ids: list[str]) -> dict[str, str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out = {}
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    for rid in run_ids:
-        for row in run_rows(store, rid)[-1:]:
-            ks = list(row["test_by_num_write"])
-            ax.plot(ks, [row["test_by_num_write"][k] for k in ks], marker="o", label=rid)
-    ax.set_xlabel("num_write of the gold solution"), ax.set_ylabel("test success (final round)"), ax.legend(fontsize=7)
-    out["per-slice success"] = _png(fig)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    dirs = store.read_records("directions", run_id=run_ids[0])
-    kinds = sorted({d.objective_type for d in dirs})
-    rounds = sorted({d.round for d in dirs})
-    bottom = [0] * len(rounds)
-    for k in kinds:
-        vals = [sum(d.n_blueprints for d in dirs if d.round == r and d.objective_type == k) for r in rounds]
-        ax.bar([str(r) for r in rounds], vals, bottom=bottom, label=k)
-        bottom = [a + b for a, b in zip(bottom, vals)]
-    ax.set_xlabel("round"), ax.set_ylabel("blueprints"), ax.legend(fontsize=7)
-    out["allocation shift"] = _png(fig)
-    plt.close(fig)
-    probes = [p for p in store.read_records("probes", run_id=run_ids[0]) if p.probe == "num_write"]
-    if probes:
-        first = min(probes, key=lambda p: p.round)
-        fig, ax = plt.subplots(figsize=(6, 3.2))
-        ax.bar([b.bucket for b in first.buckets], [b.failure_rate or 0 for b in first.buckets])
-        ax.set_xlabel("num_write bucket"), ax.set_ylabel(f"failure rate (round {first.round})")
-        out["failure rate by probe bucket"] = _png(fig)
-        plt.close(fig)
-    return out
-
-
-def _table(rows: list[dict], cols: list[str]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c, '')))}</td>" for c in cols) + "</tr>"
-                   for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _fmt(v) -> str:
-    return f"{v:.3f}" if isinstance(v, float) else str(v)
-
-
-def _md(rows: list[dict], cols: list[str]) -> str:
-    cell = lambda v: _fmt(v).replace("|", "\\|")  # noqa: E731
-    return "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-                     + ["| " + " | ".join(cell(r.get(c, "")) for c in cols) + " |" for r in rows])
+from pipeline import report_data as D
+from pipeline import report_html as H
+from pipeline.legend import legend, label
+from pipeline.metrics import pattern_union
 
 
 def llm_cost_rows(store: Store, run_id: str) -> list[dict]:
@@ -152,43 +40,131 @@ def llm_cost_rows(store: Store, run_id: str) -> list[dict]:
     return rows
 
 
-COLS = ["round", "verified", "success_diagnostic", "success_test", "factor_coverage", "factor_balance",
-        "interaction_coverage", "trajectory_diversity", "distinct_tool_sequences", "share_num_write_3plus"]
-TRACE = ["transition", "evidence", "decision", "designer_focus", "change"]
+COLS = ["round", "verified", "verified_new", "success_diagnostic", "success_test", "success_test_ci",
+        "factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity", "distinct_tool_sequences",
+        "share_num_write_3plus"]
+UNION_COLS = [*COLS[:COLS.index("trajectory_diversity") + 1], "trajectory_diversity_union",
+              *COLS[COLS.index("trajectory_diversity") + 1:]]
+ARM_COLS = ["domain", "arm", "round", "task_set", "runs", "n", "success", "ci_low", "ci_high"]
+TRACE = ["transition", "space", "evidence", "decision", "designer_focus", "change"]
+VERSION_COLS = ["round", "version_in", "version_out", "factors", "diff"]
 LLM_COLS = ["round", "role", "calls", "cache_hits", "failed", "input_tokens", "output_tokens", "latency_s", "cost_usd",
             "verified", "cost_per_verified_usd"]
+TRACE_NOTE = ("<p>The space each round used (in) and left for the next (out), then one row per transition between "
+              "rounds that ran (Tables 13/15): <b>evidence</b> is the round's probe with the most failure "
+              "information the space does not explain (I(Y;d|O), nats); <b>decision</b> the Reflector's; "
+              "<b>designer_focus</b> the values the next round's directions asked for most (blueprints); "
+              "<b>change</b> this round's value -&gt; the next round's. An update after the last round is listed "
+              "as proposed for a round that did not run.</p>")
+LEGEND_EXTRA = ["slice_success", "allocation", "probe_failure_rate", "cmi_given_space"]
+
+
+def _md(rows: list[dict], cols: list[str]) -> str:
+    cell = lambda v: H.fmt(v).replace("|", "\\|")  # noqa: E731
+    return "\n".join(["| " + " | ".join(label(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+                     + ["| " + " | ".join(cell(r.get(c, "")) for c in cols) + " |" for r in rows])
+
+
+def _pivot(rows: list[dict], key: str, value: str) -> list[dict]:
+    """(…, key, round, value) rows as one row per key with a column per round."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        k = tuple(r[c] for c in key.split(","))
+        out.setdefault(k, dict(zip(key.split(","), k)))[f"round {r['round']}"] = r[value]
+    return list(out.values())
+
+
+def _round_cols(rows: list[dict]) -> list[str]:
+    return [f"round {r}" for r in sorted({r["round"] for r in rows})]
+
+
+def _samples_html(samples: list[dict]) -> str:
+    if not samples:
+        return "<p>No verified sample in this run.</p>"
+    seen: set[str] = set()
+    parts = []
+    for s in samples:  # the first sample of each slice unfolded, the others one click away
+        parts.append(H.chat(s, D.chat_turns(s["messages"]), shown=s["value"] not in seen))
+        seen.add(s["value"])
+    return ("<p>The latest verified samples of each task family, as the learner is trained on them "
+            "(tool results shortened).</p>" + "".join(parts))
 
 
 def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -> tuple[Path, Path]:
-    ids = [run_id, *compare]
-    union = pattern_union(store, ids)  # one P_union for every run shown (App. B.1)
-    sections, md = [], [f"# EvoSyn report: {run_id}"]
-    if compare:
+    ids = [run_id, *[c for c in dict.fromkeys(compare) if c != run_id]]
+    union = pattern_union(store, ids) if len(ids) > 1 else None  # one P_union for every run shown (App. B.1)
+    cols = UNION_COLS if union is not None else COLS
+    run = store.read_records("runs", run_id=run_id)
+    ran = D.rounds_ran(store, run_id)
+    meta = (f"domain {run[0].domain}, arm {run[0].arm}, seed {run[0].seed}, backend {run[0].backend}; "
+            f"{len(ran)} of {run[0].rounds} rounds ran; status {run[0].status}; store {store.root}"
+            if run else f"store {store.root}")
+    sections, md = [], [f"# EvoSyn report: {run_id}", meta]
+    rows = {rid: D.run_rows(store, rid, union) for rid in ids}
+    for rid in ids:
+        sections.append((f"run-{len(sections)}", f"Rounds of {rid}", H.table(rows[rid], cols)))
+        md += [f"## Rounds of {rid}", _md(rows[rid], cols)]
+    arms = D.arm_success(store, ids)
+    per_arm = len({(a["domain"], a["arm"]) for a in arms}) > 1 or len(ids) > 1
+    sections.append(("success", "Success over rounds", H.figure(
+        H.success_plot(arms), "success over rounds",
+        "Learner success on the fixed test set and on the diagnostic set after each round"
+        + (", one line per arm (its runs pooled)" if per_arm else "")
+        + "; the band is the 95% Wilson score interval over the evaluated tasks.")
+        + (H.table(arms, ARM_COLS) if per_arm else "")))
+    if per_arm:
+        md += ["## Success over rounds per arm (95% Wilson interval over test tasks)", _md(arms, ARM_COLS)]
+    slices = D.slice_success(store, run_id)
+    sections.append(("slices", "Per-slice test success", H.figure(
+        H.slice_plot(slices), "per-slice success over rounds",
+        f"Test success of {run_id} per value of each factor, observed on the test task's gold solution; n is "
+        "the number of test tasks in the slice.")))
+    md += ["## Per-slice test success", _md(_pivot(slices, "factor,value", "success"),
+                                            ["factor", "value", *_round_cols(slices)])]
+    alloc = D.allocation(store, run_id)
+    png = H.allocation_plot(alloc)
+    sections.append(("allocation", "Allocation over factor values", H.figure(
+        png, "allocation over factor values",
+        "Blueprints the Designer's directions asked for in each round, stacked by factor value (a direction "
+        "naming several values is split evenly between them; (any) = the direction leaves the factor free).")
+        if png else "<p>No Designer direction was stored.</p>"))
+    md += ["## Allocation (blueprints per factor value)", _md(_pivot(alloc, "factor,value", "blueprints"),
+                                                               ["factor", "value", *_round_cols(alloc)])]
+    probes = D.probe_failures(store, run_id)
+    png = H.probe_plot(probes)
+    sections.append(("probes", "Failure rate per probe bucket", H.figure(
+        png, "failure rate per probe bucket",
+        "Diagnostic failure rate of the learner per bucket of each probe (a property of the task's gold "
+        "solution), one bar per round; empty buckets are left out.") if png else "<p>No probe was stored.</p>"))
+    md += ["## Failure rate per probe bucket", _md(_pivot(probes, "probe,bucket", "failure_rate"),
+                                                   ["probe", "bucket", *_round_cols(probes)])]
+    tr, versions = D.trace(store, run_id), D.space_versions(store, run_id)
+    trace_html = (TRACE_NOTE + H.table(versions, VERSION_COLS) + (H.table(tr, TRACE) if tr else
+                                                   "<p>No transition: a single round ran and left the space as "
+                                                   "it was.</p>"))
+    sections.append(("trace", "Evolution trace", trace_html))
+    md += ["## Evolution trace", _md(versions, VERSION_COLS), _md(tr, TRACE) if tr else "No transition."]
+    if len(ids) > 1:
         from pipeline.compare import COLUMNS, markdown
         from pipeline.compare import compare as compare_runs
 
         result = compare_runs(store, ids)
-        sections.append("<h2>Comparison (shared pattern union)</h2>" + _table(result["rows"], ["run_id", *COLUMNS])
-                        + "<h3>Final round, mean over seeds</h3>"
-                        + _table(result["arm_means"], list(result["arm_means"][0])))
+        sections.append(("comparison", "Comparison (shared pattern union)", H.table(result["rows"],
+                                                                                   ["run_id", *COLUMNS])
+                         + "<h3>Final round, mean over seeds</h3>"
+                         + H.table(result["arm_means"], list(result["arm_means"][0]))))
         md.append(markdown(result).replace("# EvoSyn comparison", "## Comparison"))
-    for rid in ids:
-        rows = run_rows(store, rid, union)
-        sections.append(f"<h2>{html.escape(rid)}</h2>" + _table(rows, COLS))
-        md += [f"## {rid}", _md(rows, COLS)]
+        cols = [*cols, *COLUMNS]
     cost = llm_cost_rows(store, run_id)
     if cost:
-        sections.append("<h2>LLM cost per verified sample by role</h2>" + _table(cost, LLM_COLS))
+        sections.append(("cost", "LLM cost per verified sample by role", H.table(cost, LLM_COLS)))
         md += ["## LLM cost per verified sample by role", _md(cost, LLM_COLS)]
-    tr = trace(store, run_id)
-    sections.append("<h2>Evolution trace</h2>" + _table(tr, TRACE))
-    md += ["## Evolution trace", _md(tr, TRACE)]
-    for title, png in plots(store, ids).items():
-        sections.append(f"<h3>{html.escape(title)}</h3><img src='data:image/png;base64,{png}'/>")
+    sections.append(("samples", "Sample trajectories", _samples_html(D.sample_trajectories(store, run_id, per_slice=2))))
+    names = legend([*cols, *(ARM_COLS if per_arm else []), *LEGEND_EXTRA])
+    sections.append(("legend", "Legend", H.legend_table(names)))
+    md += ["## Legend", "\n".join(f"- **{r['label']}** (`{r['name']}`): {r['means']}; range {r['range']}; "
+                                   f"better: {r['better']}" for r in names)]
     out_dir.mkdir(parents=True, exist_ok=True)
-    page = ("<html><head><meta charset='utf-8'><title>EvoSyn report</title><style>body{font-family:sans-serif}"
-            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}</style>"
-            f"</head><body><h1>EvoSyn report: {html.escape(run_id)}</h1>{''.join(sections)}</body></html>")
-    atomic.write_text(out_dir / "report.html", page)
+    atomic.write_text(out_dir / "report.html", H.page(f"EvoSyn report: {run_id}", html.escape(meta), sections))
     atomic.write_text(out_dir / "summary.md", "\n\n".join(md) + "\n")
     return out_dir / "report.html", out_dir / "summary.md"

@@ -47,8 +47,10 @@ def test_sweep_compare_and_report_share_one_union(tmp_path):
     for r in rows:
         pats = [s["pattern"] for s in verified_samples(store, r["run_id"], r["round"])]
         assert r["verified"] == len(pats)
-        assert r["trajectory_diversity"] == pytest.approx(trajectory_diversity(pats, union))
-        for key in ("factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity"):
+        assert r["trajectory_diversity_union"] == pytest.approx(trajectory_diversity(pats, union))
+        assert r["trajectory_diversity"] == pytest.approx(trajectory_diversity(pats, set(pats)))  # the run summary's
+        for key in ("factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity",
+                    "trajectory_diversity_union"):
             assert 0.0 <= r[key] <= 1.0
     # size-matched support: the larger final pool is subsampled to the smaller one
     n = result["size_matched_n"]["airline"]
@@ -63,5 +65,6 @@ def test_sweep_compare_and_report_share_one_union(tmp_path):
     summary = (tmp_path / "rep" / "summary.md").read_text()
     assert "## Comparison" in summary
     for r in rows:
-        assert f"{r['trajectory_diversity']:.3f}" in summary
+        assert f"{r['trajectory_diversity_union']:.3f}" in summary and f"{r['trajectory_diversity']:.3f}" in summary
+    assert set(result["legend"]) >= {"trajectory_diversity", "trajectory_diversity_union", "gap_allocation_spearman"}
     assert all(math.isfinite(r["success_test"]) for r in rows)

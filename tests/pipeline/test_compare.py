@@ -60,3 +60,19 @@ def test_one_table_across_domains(store):
     body = [line for line in md.splitlines() if line.startswith(("| airline-", "| retail-"))]
     assert [line.split(" | ")[1] for line in body] == ["airline", "airline", "retail", "retail"]
     assert all(not math.isnan(r["factor_coverage"]) for r in rows)
+
+
+def test_readable_headings_and_a_legend(store):
+    from pipeline.legend import METRICS
+
+    result = compare(store, store.runs(), draws=10)
+    assert list(result["legend"]) == [*COLUMNS, "runs"]  # every column explained, in the table's order
+    for name, entry in result["legend"].items():
+        assert entry == {"label": METRICS[name].label, "means": METRICS[name].means, "range": METRICS[name].range,
+                         "better": METRICS[name].better}
+    md = markdown(result)
+    head = next(line for line in md.splitlines() if line.startswith("| run_id"))
+    assert "gap vs allocation (Spearman)" in head and "gap_allocation_spearman" not in head
+    assert "trajectory diversity (own)" in head and "trajectory diversity (union)" in head
+    legend = md.split("## Legend", 1)[1]
+    assert "- targeted improvement rate: of the weak slices" in legend and "higher is better" in legend
