@@ -23,7 +23,7 @@ SUMMARY_COLUMNS = ("verified_yield", "success_diagnostic", "success_test", "fact
 
 
 def artifact_key(*parts: object) -> str:
-    """A Prefect artifact key: lowercase letters, digits and dashes (``round-1-metrics-airline-evosyn-s0-ab12``)."""
+    """A Prefect artifact key: lowercase letters, digits and dashes (``round-1-metrics-<run id>``)."""
     key = re.sub(r"[^a-z0-9-]+", "-", "-".join(map(str, parts)).lower())
     return re.sub(r"-{2,}", "-", key).strip("-")
 
@@ -80,7 +80,7 @@ def designer_section(directions: list[Direction]) -> str:
 def stages_section(stages: list[StageState]) -> str:
     rows = [[s.stage, s.kept, s.total if s.total is not None else s.done, counts(s.rejected, limit=8),
              s.detail, f"{s.elapsed:.1f}"] for s in stages]
-    return "## Stages\n\n" + _table(["stage", "kept", "of", "rejected", "detail", "seconds"], rows)
+    return "## Stages\n\n" + _table(["stage", "kept (evaluate: succeeded)", "of", "rejected (evaluate: failed)", "detail", "seconds"], rows)
 
 
 def round_markdown(run_id: str, res: "RoundResult", stages: list[StageState]) -> str:
