@@ -54,9 +54,10 @@ def space_section(space_in: SynthesisSpace, space_out: SynthesisSpace) -> str:
 def reflector_section(reflection: Reflection | None) -> str:
     if reflection is None:
         return "## Reflector\n\nNo Reflector in this arm: the space stays as it is."
-    parts = [f"## Reflector\n\n**Decision:** {reflection.summary or 'no summary'} "
-             f"(steering for the next round: {reflection.steering.replace('_', ' ')}; space "
-             f"v{reflection.synthesis_space_version_in} -> v{reflection.synthesis_space_version_out})"]
+    decision = (f"## Reflector\n\n**Decision:** {reflection.summary or 'no summary'} "
+                f"(steering for the next round: {reflection.steering.replace('_', ' ')}; space "
+                f"v{reflection.synthesis_space_version_in} -> v{reflection.synthesis_space_version_out})")
+    parts = [decision]
     if reflection.dimension_reviews:
         parts.append(_table(["dimension", "decision", "reason", "evidence"],
                             [[d.dimension, d.decision, d.reason, d.evidence] for d in reflection.dimension_reviews]))
@@ -80,10 +81,11 @@ def designer_section(directions: list[Direction]) -> str:
 def stages_section(stages: list[StageState]) -> str:
     rows = [[s.stage, s.kept, s.total if s.total is not None else s.done, counts(s.rejected, limit=8),
              s.detail, f"{s.elapsed:.1f}"] for s in stages]
-    return "## Stages\n\n" + _table(["stage", "kept (evaluate: succeeded)", "of", "rejected (evaluate: failed)", "detail", "seconds"], rows)
+    columns = ["stage", "kept (evaluate: succeeded)", "of", "rejected (evaluate: failed)", "detail", "seconds"]
+    return "## Stages\n\n" + _table(columns, rows)
 
 
-def round_markdown(run_id: str, res: "RoundResult", stages: list[StageState]) -> str:
+def round_markdown(run_id: str, res: RoundResult, stages: list[StageState]) -> str:
     m = res.metrics
     head = (f"# Round {res.round} of `{run_id}`\n\nverified {res.verified}/{res.blueprints} blueprints; success: "
             f"diagnostic {m.get('success_diagnostic', 0):.3f}, test {m.get('success_test', 0):.3f} "
@@ -92,7 +94,7 @@ def round_markdown(run_id: str, res: "RoundResult", stages: list[StageState]) ->
                         reflector_section(res.reflection), designer_section(res.directions)]) + "\n"
 
 
-def publish_round(run_id: str, res: "RoundResult", stages: list[StageState]) -> None:
+def publish_round(run_id: str, res: RoundResult, stages: list[StageState]) -> None:
     """The round's metrics table and report markdown, on the current (round) flow run."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 

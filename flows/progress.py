@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Callable, Iterator
+from typing import IO, Self
 
 from pipeline.progress import StageEvent, StageState, Tally
 
@@ -61,7 +62,7 @@ class LineRenderer:
         self.tally = Tally()
         self._lock = threading.Lock()
 
-    def __enter__(self) -> "LineRenderer":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -85,8 +86,15 @@ class LiveRenderer:
 
     def __init__(self, console=None, with_run: bool = False):
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         self.console = console or Console(stderr=True)
         self.with_run = with_run
@@ -97,7 +105,7 @@ class LiveRenderer:
                                  MofNCompleteColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
                                  TextColumn("eta"), TimeRemainingColumn(), console=self.console, transient=True)
 
-    def __enter__(self) -> "LiveRenderer":
+    def __enter__(self) -> Self:
         self.progress.start()
         return self
 

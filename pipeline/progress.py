@@ -14,10 +14,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from storage.records import Contract, Verdict
 
@@ -41,13 +41,13 @@ class StageEvent(Contract):
     stage: str
     done: int
     kept: int = 0
-    rejected: dict[str, int] = {}
+    rejected: dict[str, int] = Field(default_factory=dict)
     total: int | None = None
     detail: str = ""
     seconds: float = 0.0  # how long the call took: a stage's elapsed time runs from its first call's start
 
     @model_validator(mode="after")
-    def _adds_up(self) -> "StageEvent":
+    def _adds_up(self) -> StageEvent:
         if self.kept + sum(self.rejected.values()) != self.done:
             raise ValueError(f"{self.stage}: kept {self.kept} + rejected {sum(self.rejected.values())} "
                              f"!= done {self.done}")

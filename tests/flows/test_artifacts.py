@@ -24,8 +24,14 @@ def _data(artifact):
 @pytest.mark.slow
 def test_a_round_publishes_its_table_and_markdown_artifacts(tmp_path):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, FlowFilter, FlowFilterName,
-                                                LogFilter, LogFilterFlowRunId)
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowFilter,
+        FlowFilterName,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
     from prefect.testing.utilities import prefect_test_harness
 
     from flows.run import evosyn_run

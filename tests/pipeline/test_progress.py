@@ -104,5 +104,5 @@ def test_a_pass_emits_what_it_wrote_and_a_resumed_pass_the_same(tmp_path):
 
     again: list[StageEvent] = []
     _pass(Store(tmp_path), again.append)  # every stage read back from the store
-    strip = lambda es: [e.model_dump(exclude={"seconds"}) for e in es]  # noqa: E731
+    strip = lambda es: [e.model_dump(exclude={"seconds"}) for e in es]
     assert strip(again) == strip(events)
