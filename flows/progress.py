@@ -90,7 +90,6 @@ class LiveRenderer:
             BarColumn,
             MofNCompleteColumn,
             Progress,
-            SpinnerColumn,
             TextColumn,
             TimeElapsedColumn,
             TimeRemainingColumn,
@@ -101,7 +100,8 @@ class LiveRenderer:
         self.tally = Tally()
         self._lock = threading.Lock()
         self._bars: dict[tuple[str, int, str], int] = {}
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+        # narrow enough for an 80-column terminal
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=12),
                                  MofNCompleteColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
                                  TextColumn("eta"), TimeRemainingColumn(), console=self.console, transient=True)
 
@@ -131,11 +131,15 @@ class LiveRenderer:
         if st.finished or st.started is None:
             return
         key = (st.run_id, st.round, st.stage)
-        info = f"kept {st.kept}" + (f", rejected {sum(st.rejected.values())}" if st.rejected else "")
+        kept, rejected = ("ok", "failed") if st.stage.startswith("evaluate") else ("kept", "rejected")
+        info = f"{kept} {st.kept}" + (f", {rejected} {sum(st.rejected.values())}" if st.rejected else "")
         total = st.total if st.total_final else None  # a total still growing: no bar length yet
         if key not in self._bars:
-            self._bars[key] = self.progress.add_task(f"{stage_label(st, self.with_run)} {st.stage}", total=total,
-                                                     completed=st.done, info=info)
+            bar = self.progress.add_task(f"{stage_label(st, self.with_run)} {st.stage}", total=total,
+                                         completed=st.done, info=info)
+            # the bar's clock (rich's, time.monotonic like the tally's) starts when the stage's first call did
+            next(t for t in self.progress.tasks if t.id == bar).start_time = st.started
+            self._bars[key] = bar
         else:
             self.progress.update(self._bars[key], total=total, completed=st.done, info=info)
 

@@ -66,7 +66,8 @@ def evaluated(run_id: str, round: int, task_set: str, batch: list[Evaluation], t
     ok = sum(e.success for e in batch)
     failed = Counter((e.failed_checks or ["unknown"])[0] for e in batch if not e.success)
     n, s = before + len(batch), successes_before + ok
-    rate = f"{s / n:.2f} on {n} tasks" if n == total else f"{s / n:.2f} on {n} of {total} tasks so far"
+    tasks = "task" if total == 1 else "tasks"
+    rate = f"{s / n:.2f} on {n} {tasks}" if n == total else f"{s / n:.2f} on {n} of {total} {tasks} so far"
     return StageEvent(run_id=run_id, round=round, stage=f"evaluate {task_set}", done=len(batch), kept=ok,
                       rejected=dict(failed), total=total, detail=rate if n else "no tasks", seconds=seconds)
 
