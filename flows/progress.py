@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Self
 
-from pipeline.progress import StageEvent, StageState, Tally
+from pipeline.progress import StageEvent, StageState, Tally, counts
 
 _lock = threading.Lock()
 _listeners: dict[str, list[Callable[[StageEvent], None]]] = {}
@@ -132,7 +132,11 @@ class LiveRenderer:
             return
         key = (st.run_id, st.round, st.stage)
         kept, rejected = ("ok", "failed") if st.stage.startswith("evaluate") else ("kept", "rejected")
-        info = f"{kept} {st.kept}" + (f", {rejected} {sum(st.rejected.values())}" if st.rejected else "")
+        info = f"{kept} {st.kept}"
+        if st.rejected:  # by reason where the terminal has room for them, else the count (the line has them)
+            wide = self.console.width >= 110
+            info += f", {rejected}: {counts(st.rejected, limit=2)}" if wide else \
+                f", {rejected} {sum(st.rejected.values())}"
         total = st.total if st.total_final else None  # a total still growing: no bar length yet
         if key not in self._bars:
             bar = self.progress.add_task(f"{stage_label(st, self.with_run)} {st.stage}", total=total,
