@@ -68,14 +68,17 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
 @click.option("--run", "run_id", required=True)
 @click.option("--round", "round_", type=int, required=True)
 @click.option("--set", "task_set", type=click.Choice(["diagnostic", "test"]), default="test", show_default=True)
+@click.option("--quiet", is_flag=True, help="One plain line at the end, no live display.")
 @click.pass_context
-def evaluate(ctx, run_id: str, round_: int, task_set: str) -> None:
+def evaluate(ctx, run_id: str, round_: int, task_set: str, quiet: bool) -> None:
     """Evaluate the round's task agent on the diagnostic or test set; rows go to `evaluations`."""
+    from flows.progress import renderer
     from pipeline.learn import evaluate_round
 
     store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
     try:
-        evaluations = evaluate_round(store, run_id, round_, task_set)
+        with renderer(quiet) as show:
+            evaluations = evaluate_round(store, run_id, round_, task_set, emit=show)
     except FileNotFoundError as exc:
         raise UserError(str(exc)) from None
     if not evaluations:

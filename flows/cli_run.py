@@ -101,6 +101,25 @@ def print_summary(summary) -> None:
                  for r in summary.rounds])
 
 
+def print_next(run_id: str, root) -> None:
+    """Where the run's rows are, and the commands that read them, with the run id filled in."""
+    import os
+    from pathlib import Path
+
+    root = Path(root).resolve()
+    default = Path(os.environ.get("EVOSYN_HOME") or ".evosyn").expanduser().resolve()
+    home = "" if root == default else f"--home {root} "
+    click.echo(f"store: {root}\nnext:\n"
+               f"  evosyn {home}report {run_id}\n"
+               f"  evosyn {home}export --run {run_id} --format sharegpt --output export-{run_id}\n"
+               f"  evosyn {home}query \"select round, task_set, avg(success::int) as success from evaluations "
+               f"where run_id = '{run_id}' group by all order by 1, 2\"")
+
+
+QUIET = click.option("--quiet", is_flag=True, help="One plain line per finished stage, no live display "
+                                                   "(also when stderr is not a terminal).")
+
+
 @main.command()
 @click.option("--domain", default=None)
 @click.option("--rounds", type=click.IntRange(1, 50), default=None)
@@ -111,8 +130,9 @@ def print_summary(summary) -> None:
 @click.option("--backend", type=click.Choice(["embedded", "llm"]), default=None)
 @click.option("--config", "config_file", type=PATH, default=None)
 @click.option("--resume", "resume", default=None, help="Continue this run id (its stored config is used).")
+@QUIET
 @click.pass_context
-def run(ctx, domain, rounds, arm, budget, seed, backend, config_file, resume) -> None:
+def run(ctx, domain, rounds, arm, budget, seed, backend, config_file, resume, quiet) -> None:
     """Run the closed loop: rounds of design, plan, generate, rollout, verify, train, evaluate, reflect."""
     import json
 
@@ -132,18 +152,21 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, config_file, resume) ->
                       backend=backend)
     check_store_root(cfg.store_root())
     prefect_api(cfg.store_root())
+    from flows.progress import renderer
     from flows.run import evosyn_run
 
-    with reported_in_one_line():
-        summary = evosyn_run(cfg, run_id=resume, progress=lambda s: click.echo(s, err=True))
+    with reported_in_one_line(), renderer(quiet) as show:
+        summary = evosyn_run(cfg, run_id=resume, progress=show)
     print_summary(summary)
+    print_next(summary.run_id, cfg.store_root())
 
 
 @main.command()
 @click.option("--config", "config_file", type=PATH, required=True,
               help="YAML with a base run config plus `sweep: {domains, arms, seeds}`.")
+@QUIET
 @click.pass_context
-def sweep(ctx, config_file) -> None:
+def sweep(ctx, config_file, quiet) -> None:
     """Domains x arms x seeds as subflows."""
     from flows.inputs import check_store_root
     from storage.config import ConfigError
@@ -159,10 +182,11 @@ def sweep(ctx, config_file) -> None:
     grid["domains"] = [check_domain(d, "sweep.domains", generator=True) for d in grid["domains"]]
     check_store_root(base.store_root())
     prefect_api(base.store_root())
+    from flows.progress import renderer
     from flows.sweep import sweep_flow
 
-    with reported_in_one_line():
-        results = sweep_flow(base, **grid)
+    with reported_in_one_line(), renderer(quiet, with_run=True) as show:
+        results = sweep_flow(base, **grid, progress=show)
     for summary in results:
         print_summary(summary)
     ctx.invoke(compare, run_ids=tuple(s.run_id for s in results), output=None)

@@ -35,12 +35,12 @@ def load_space_file(path: str, domain: str, run_id: str):
 
 def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None,
               chunk_size: int = 50, fresh: bool = False, llm_roles: dict[str, RoleConfig] | None = None,
-              factors: tuple[str, ...] = ()):
+              factors: tuple[str, ...] = (), quiet: bool = False):
     """One pass of the round's stages into the store (pipeline/synthesis.py): a rerun resumes it.
 
     ``llm_roles``: role -> RoleConfig of the roles that run on an LLM (checked by ``check_roles``), as in a
     round; the others are embedded. ``fresh``: the run's earlier pass is deleted first, so all of it is
-    computed (a benchmark times the work). ``factors``: controllable factors of the domain's generator
+    computed (a benchmark times the work). ``quiet``: plain stage lines, no live display. ``factors``: controllable factors of the domain's generator
     added to the space as experimental factors, as a Reflector adds them. Returns (run id, pass, space).
     """
     import hashlib
@@ -72,8 +72,10 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
         claim(pass_ctx, space, steering, n, "evosyn", chunk_size)  # before any output: a refusal is one line
     except PassConflict as exc:
         raise UserError(f"--run-id {run_id}: {exc}") from None
-    with click.progressbar(length=n, label="synthesizing", file=click.get_text_stream("stderr")) as bar:
-        result = run_pass(pass_ctx, space, steering, n, chunk_size=chunk_size, progress=bar.update)
+    from flows.progress import renderer
+
+    with renderer(quiet) as show:
+        result = run_pass(pass_ctx, space, steering, n, chunk_size=chunk_size, emit=show)
     return run_id, result, space
 
 
@@ -119,9 +121,11 @@ def space_digest(space) -> str:
 @click.option("--factor", "factors", multiple=True,
               help="Add a factor the domain's generator controls (e.g. num_write) to the space; repeatable. "
                    "Each requested factor gets a requested-vs-realized table.")
+@click.option("--quiet", is_flag=True, help="One plain line per finished stage, no live display "
+                                            "(also when stderr is not a terminal).")
 @click.pass_context
 def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None, chunk_size: int,
-          backend: str | None, config_file: str | None, factors: tuple[str, ...]) -> None:
+          backend: str | None, config_file: str | None, factors: tuple[str, ...], quiet: bool) -> None:
     """One synthesis pass (design, plan, generate, rollout, verify, repair) into the store; a rerun resumes it."""
     from pipeline.synthesis import control, summary
 
@@ -132,7 +136,7 @@ def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: s
 
         llm = llm_roles(_config(ctx, config_file, domain=domain, seed=seed, backend=backend))
     run_id, result, space = run_synth(ctx, domain, n, seed, space_file, run_id, chunk_size, llm_roles=llm,
-                                      factors=factors)
+                                      factors=factors, quiet=quiet)
     by_slice, reasons = summary(result)
     slices = sorted({k for k, _ in by_slice})
     print_table(f"run {run_id}: {len(result.kept)} of {len(result.blueprints)} blueprints verified",

@@ -1,5 +1,9 @@
 """The EvoSyn run: rounds of `round_flow` with the stop rules, tracked in MLflow (§4.2, App. B.1).
 
+``progress`` gets the run's messages (``str``) and, while the run lasts, every
+``StageEvent`` its rounds publish in this process (``flows.progress``): the CLI
+passes a renderer. The run publishes a summary artifact to its flow run.
+
 Stop rules: at most ``rounds`` rounds; for arms whose Reflector may revise the
 space, stop after ``stop_after_static_rounds`` consecutive rounds without a
 space update. Rerunning a run id resumes it: finished stages are read back
@@ -9,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -19,7 +22,9 @@ from prefect import flow
 from agents.designer import ColdStart
 from agents.roles import check_roles
 from envs.ontology import load_initial_space
-from flows.round import RoundResult, round_flow
+from flows.artifacts import publish_summary
+from flows.progress import listening
+from flows.round import round_flow
 from storage import atomic
 from storage.config import RunConfig
 from storage.locks import StoreLockTimeout, store_lock
@@ -27,7 +32,7 @@ from storage.records import Run
 from storage.store import Store
 from storage.tracking import Tracker
 from pipeline.loop import REFLECTING_ARMS
-from pipeline.metrics import intrinsic, round_metrics, verified_samples
+from pipeline.progress import StageEvent
 from pipeline.stages import steering_for
 
 log = logging.getLogger("evosyn.run")
@@ -43,26 +48,6 @@ class RunSummary:
     run_id: str
     rounds: list[dict] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def _round_metrics(store: Store, cfg: RunConfig, run_id: str, res: RoundResult) -> dict[str, float]:
-    samples = verified_samples(store, run_id, res.round)
-    m = intrinsic(samples, cfg.domain)  # diversity vs this run's own patterns; `evosyn compare` shares a union
-    m.update({k: v for k, v in round_metrics(store, run_id, cfg.domain, res.round).items() if not math.isnan(v)})
-    rate = lambda evs: (sum(e.success for e in evs) / len(evs)) if evs else 0.0  # noqa: E731
-    m.update({"verified_yield": res.verified / max(1, res.blueprints), "verified_total": float(len(samples)),
-              "success_diagnostic": rate(res.diagnostic), "success_test": rate(res.test),
-              "space_version": float(res.space_out.version)})
-    for s in res.feedback.performance:
-        if s.factor in ("num_write", "task_family", "expected_outcome") and s.success_rate is not None:
-            m[f"success_diag.{s.factor}.{s.value}"] = s.success_rate
-    by_bucket: dict[str, list[int]] = {}
-    for e in res.test:
-        for v in e.observed.get("num_write", []):
-            by_bucket.setdefault(v, []).append(int(e.success))
-    for v, xs in by_bucket.items():
-        m[f"success_test.num_write.{v}"] = sum(xs) / len(xs)
-    return m
 
 
 def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
@@ -99,7 +84,7 @@ def _mark_failed(cfg: RunConfig, run_id: str) -> None:
 
 @flow(name="evosyn-run")
 def evosyn_run(cfg: RunConfig, run_id: str | None = None,
-               progress: Callable[[str], None] | None = None) -> RunSummary:
+               progress: Callable[[str | StageEvent], None] | None = None) -> RunSummary:
     if not cfg.domain:  # "" is the default domain pack (storage cannot name it)
         from envs.packs import default_domain
 
@@ -114,7 +99,8 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
         raise RunBusy(f"run {run_id} is already running in another process on {cfg.store_root()} (wait for it, "
                       "or stop it and --resume)") from None
     try:
-        return _run(cfg, run_id, progress)
+        with listening(run_id, progress):
+            return _run(cfg, run_id, progress)
     except BaseException:  # an error, and also Ctrl-C: the run did not finish
         try:
             _mark_failed(cfg, run_id)
@@ -125,7 +111,8 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
         busy.__exit__(None, None, None)
 
 
-def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str], None] | None = None) -> RunSummary:
+def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | StageEvent], None] | None = None
+         ) -> RunSummary:
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
     if cfg.backend == "llm" or any(rc.backend == "llm" for rc in cfg.roles.values()):
@@ -152,7 +139,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str], No
         say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, train, evaluate, reflect")
         res = round_flow(cfg, run_id, r, space, steering, previous)
         child = tracker.start_round(parent, run_id, r)
-        metrics = _round_metrics(store, cfg, run_id, res)
+        metrics = res.metrics
         if not tracker.is_logged(child):  # a resume logs only the rounds (or their parts) not logged yet
             tracker.log_metrics(child, metrics, step=r)
             tracker.log_metrics(parent, {k: v for k, v in metrics.items() if "." not in k}, step=r)
@@ -179,4 +166,5 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str], No
     summary.seconds = time.perf_counter() - t0
     atomic.write_json(store.root / f"summary-{run_id}.json",
                       {"run_id": run_id, "rounds": summary.rounds, "seconds": summary.seconds}, indent=2)
+    publish_summary(run_id, summary.rounds, summary.seconds, str(store.root))
     return summary

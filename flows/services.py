@@ -192,6 +192,7 @@ def service_env(root: Path, prefect_api: str, project_dir: Path) -> dict[str, st
             "EVOSYN_HOME": str(root), "PREFECT_HOME": str(root / "prefect"), "PREFECT_API_URL": prefect_api,
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "true", "MLFLOW_DISABLE_TELEMETRY": "true",
             "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "PREFECT_LOGGING_LEVEL": "INFO",
+            "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO",  # the logs/ files keep INFO (the CLI's console: WARNING)
             # where the deployments' pull step finds the flow code (see deployments/prefect.yaml)
             "EVOSYN_PROJECT_DIR": str(project_dir)}
 

@@ -6,10 +6,13 @@ weekly deployment does) runs every domain pack that has an environment and an em
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from prefect import flow
 
 from envs import packs
 from flows.run import RunSummary, evosyn_run
+from pipeline.progress import StageEvent
 from storage.config import ConfigError, RunConfig, read_config_file, validate_config
 
 GRID_FIELDS = ("domains", "arms", "seeds")
@@ -70,6 +73,14 @@ def sweep_configs(base: RunConfig, domains: list[str], arms: list[str], seeds: l
 
 
 @flow(name="evosyn-sweep")
-def sweep_flow(base: RunConfig, domains: list[str] | None, arms: list[str], seeds: list[int]) -> list[RunSummary]:
-    """Every (domain, arm, seed) run as a subflow; ``domains`` empty: every known domain with an environment and a generator."""
-    return [evosyn_run(cfg) for cfg in sweep_configs(base, domains, arms, seeds)]
+def sweep_flow(base: RunConfig, domains: list[str] | None, arms: list[str], seeds: list[int],
+               progress: Callable[[str | StageEvent], None] | None = None) -> list[RunSummary]:
+    """Every (domain, arm, seed) run as a subflow; ``domains`` empty: every known domain with an environment and a
+    generator. ``progress``: as ``evosyn_run``'s, for every run (each message names its run)."""
+    cfgs = sweep_configs(base, domains, arms, seeds)
+    out = []
+    for i, cfg in enumerate(cfgs, 1):
+        if progress:
+            progress(f"sweep run {i}/{len(cfgs)}: {cfg.domain}, arm {cfg.arm}, seed {cfg.seed}")
+        out.append(evosyn_run(cfg, progress=progress))
+    return out

@@ -1,39 +1,54 @@
 """Train, evaluate and reflect: the learner-facing half of a round, idempotent over the store."""
 from __future__ import annotations
 
+import time
+
 from agents.feedback import FeedbackInputs, build_feedback, probe_report
 from agents.probes import TaskProfile
 from storage.atomic import read_or_none
 from storage.faults import kill_point
 from storage.records import Evaluation, Feedback, Probe, Reflection, SynthesisSpace
 from pipeline.datasets import as_trajectories, diagnostic_cases, examples_upto
-from pipeline.learn import evaluate_round, fit_embedded, model_path, model_version
-from pipeline.stages import Ctx
+from pipeline.learn import evaluate_round, evaluated, fit_embedded, model_path, model_version
+from pipeline.progress import Emit
+from pipeline.stages import Ctx, emit_event
 from pipeline.testset import test_cases
 
 REFLECTING_ARMS = {"evosyn", "no_feedback", "no_designer"}
 
 
-def train(ctx: Ctx):
+def trained(emit: Emit | None, ctx: Ctx, learner, how: str = "", since: float | None = None) -> None:
+    emit_event(emit, ctx, "train", 1, 1, total=1, since=since,
+               detail=f"{learner.n_trajectories} trajectories{how} (model {learner.fingerprint})")
+
+
+def train(ctx: Ctx, emit: Emit | None = None):
     from agents.learners.embedded import EmbeddedLearner, fingerprint
 
+    t0 = time.monotonic()
     trajectories = as_trajectories(examples_upto(ctx.store, ctx.run_id, ctx.round, "train"))
     path = model_path(ctx.store, ctx.run_id, ctx.round)
     learner = read_or_none(path, EmbeddedLearner.load, "model")  # a truncated or corrupt model is retrained
     if learner is not None and learner.fingerprint == fingerprint(trajectories):
+        trained(emit, ctx, learner, ", trained before", t0)
         return learner
     learner = fit_embedded(trajectories, ctx.domain, ctx.seed)
     learner.save(path)
+    trained(emit, ctx, learner, since=t0)
     return learner
 
 
-def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = 200) -> list[Evaluation]:
+def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = 200, emit: Emit | None = None) -> list[Evaluation]:
     chunk = f"eval-{task_set}"
     if ctx.done("evaluate", chunk):
-        return ctx.read("evaluations", chunk)
+        out = ctx.read("evaluations", chunk)
+        if emit is not None:
+            emit(evaluated(ctx.run_id, ctx.round, task_set, out, len(out), 0))
+        return out
     cases = (diagnostic_cases(ctx.store, ctx.run_id, ctx.round) if task_set == "diagnostic"
              else test_cases(ctx.store, ctx.domain, n=test_size))
-    out = evaluate_round(ctx.store, ctx.run_id, ctx.round, task_set, learner=learner, cases=cases, domain=ctx.domain)
+    out = evaluate_round(ctx.store, ctx.run_id, ctx.round, task_set, learner=learner, cases=cases, domain=ctx.domain,
+                         emit=emit)
     ctx.mark("evaluate", chunk)  # also an empty set (no diagnostic tasks yet): nothing to write, and done
     return out
 
@@ -60,13 +75,30 @@ def _inputs(ctx: Ctx, space: SynthesisSpace, diagnostic: list[Evaluation], previ
                           profiles=profiles, previous=previous, with_learner_evidence=evidence)
 
 
+def space_change(before: SynthesisSpace, after: SynthesisSpace) -> str:
+    """``v1 -> v2: add_value num_write`` or ``v1, no change``."""
+    if after.version == before.version:
+        return f"v{before.version}, no change"
+    return f"v{before.version} -> v{after.version}: " + ("; ".join(f"{c.kind} {c.factor}" for c in after.diff)
+                                                         or "revised")
+
+
+def _reflected(emit: Emit | None, ctx: Ctx, space: SynthesisSpace, reflection: Reflection | None,
+               nxt: SynthesisSpace, t0: float) -> None:
+    who = "no Reflector in this arm" if reflection is None else f"steering {reflection.steering.replace('_', ' ')}"
+    emit_event(emit, ctx, "reflect", 1, 1, total=1, detail=f"space {space_change(space, nxt)} ({who})", since=t0)
+
+
 def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluation], learner,
-            previous: Feedback | None) -> tuple[Feedback, list[Probe], Reflection | None, SynthesisSpace]:
-    chunk = "reflect"
+            previous: Feedback | None, emit: Emit | None = None
+            ) -> tuple[Feedback, list[Probe], Reflection | None, SynthesisSpace]:
+    chunk, t0 = "reflect", time.monotonic()
     if ctx.done("reflect", chunk):
         refl = ctx.read("reflections", chunk)
-        return ctx.read("feedback", chunk)[0], ctx.read("probes", chunk), (refl[0] if refl else None), \
+        out = ctx.read("feedback", chunk)[0], ctx.read("probes", chunk), (refl[0] if refl else None), \
             ctx.read("spaces", chunk)[0]
+        _reflected(emit, ctx, space, out[2], out[3], t0)
+        return out
     inp = _inputs(ctx, space, diagnostic, previous, evidence=arm != "no_feedback")
     version = model_version(learner, ctx.run_id, ctx.round)
     fb = build_feedback(inp, run_id=ctx.run_id, round=ctx.round, model_version=version)
@@ -85,4 +117,5 @@ def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluati
     stored = nxt.model_copy(update={"run_id": ctx.run_id, "round": ctx.round, "space_version": nxt.version})
     ctx.store.write([stored], chunk)
     ctx.mark("reflect", chunk)  # after the last write: marks the round as complete
+    _reflected(emit, ctx, space, reflection, stored, t0)
     return fb, probes, reflection, stored

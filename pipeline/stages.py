@@ -13,6 +13,7 @@ chunk, rewriting the same files. Chunk names carry a hash of the stage's inputs.
 from __future__ import annotations
 
 import hashlib
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
@@ -24,6 +25,7 @@ from agents.roles import Roles, build_roles, flush_calls, llm_roles
 from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
 from envs.packs import default_domain
 from pipeline.datasets import sft_examples
+from pipeline.progress import Emit, StageEvent, rejections
 from storage.config import RoleConfig, RunConfig
 from storage.faults import kill_point
 from storage.records import Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
@@ -96,6 +98,16 @@ class Ctx:
             self.store.remove_chunk(table, self.run_id, self.round, chunk)
 
 
+def emit_event(emit: Emit | None, ctx: Ctx, stage: str, done: int, kept: int, rejected: list[Verdict] = (),
+               total: int | None = None, detail: str = "", since: float | None = None) -> None:
+    """Tell ``emit`` (when given) what a call of ``stage`` did; ``rejected``: the verdicts of what it dropped;
+    ``since``: the call's start (``time.monotonic()``)."""
+    if emit is not None:
+        emit(StageEvent(run_id=ctx.run_id, round=ctx.round, stage=stage, done=done, kept=kept,
+                        rejected=rejections(rejected), total=total, detail=detail,
+                        seconds=0.0 if since is None else time.monotonic() - since))
+
+
 def chunks(items: list, size: int) -> list[list]:
     """The blueprints of a pass in chunks of ``size``, in order: the unit of generate, rollout and verify."""
     return [items[i:i + size] for i in range(0, len(items), size)]
@@ -121,10 +133,19 @@ def _attempt(fn: Callable, *args: Any, bug: str = "") -> tuple[Any, str]:
         return None, f"{bug}{type(exc).__name__}: {exc}"
 
 
-def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str) -> list[Direction]:
+def _designed(emit: Emit | None, ctx: Ctx, dirs: list[Direction], steering: Steering, t0: float) -> list[Direction]:
+    n = sum(d.n_blueprints for d in dirs)
+    emit_event(emit, ctx, "design", len(dirs), len(dirs), total=len(dirs),
+               detail=f"{len(dirs)} directions, {n} blueprints ({steering.kind.replace('_', ' ')})", since=t0)
+    return dirs
+
+
+def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str,
+           emit: Emit | None = None) -> list[Direction]:
+    t0 = time.monotonic()
     chunk = f"design-{_h(space.version, steering.kind, budget, arm)}"
     if ctx.done("design", chunk):  # in the order they were designed, as the uninterrupted run has them
-        return ctx.read("directions", chunk)
+        return _designed(emit, ctx, ctx.read("directions", chunk), steering, t0)
     if arm == "single_agent":  # one role: a single unconstrained direction, uniform sampling
         steering = ColdStart()
         dirs = EmbeddedDesigner().design(space, steering, budget, run_id=ctx.run_id, round=ctx.round, seed=ctx.seed)
@@ -145,13 +166,17 @@ def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm
     ctx.put("directions", dirs, chunk)
     ctx.crash_point("design")
     ctx.mark("design", chunk)
-    return dirs
+    return _designed(emit, ctx, dirs, steering, t0)
 
 
-def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[Blueprint]:
+def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction], emit: Emit | None = None) -> list[Blueprint]:
+    t0 = time.monotonic()
     chunk = f"plan-{_h(*[d.direction_id for d in directions])}"
     if ctx.done("plan", chunk):
-        return sorted(ctx.read("blueprints", chunk), key=lambda b: b.blueprint_id)
+        out, rejected = ctx.read("blueprints", chunk), ctx.read("verdicts", chunk)
+        n = len(out) + len(rejected)
+        emit_event(emit, ctx, "plan", n, len(out), rejected, total=n, since=t0)
+        return sorted(out, key=lambda b: b.blueprint_id)
     roles = ctx.roles()
     jobs = [(d, i) for d in directions for i in range(d.n_blueprints)]
     results = _map(lambda job: _attempt(lambda: roles.planner.plan(job[0], space, None, index=job[1],
@@ -167,6 +192,7 @@ def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[B
     ctx.put("blueprints", out, chunk)
     ctx.crash_point("plan")
     ctx.mark("plan", chunk)  # also when every plan was rejected: an empty plan is a finished one
+    emit_event(emit, ctx, "plan", len(jobs), len(out), rejected, total=len(jobs), since=t0)
     return sorted(out, key=lambda b: b.blueprint_id)
 
 
@@ -174,10 +200,14 @@ def chunk_name(stage: str, blueprints: list[Blueprint]) -> str:
     return f"{stage}-{_h(*[b.blueprint_id for b in blueprints])}"
 
 
-def generate(ctx: Ctx, space: SynthesisSpace, blueprints: list[Blueprint]) -> list[SynthTask]:
+def generate(ctx: Ctx, space: SynthesisSpace, blueprints: list[Blueprint], emit: Emit | None = None
+             ) -> list[SynthTask]:
+    t0 = time.monotonic()
     chunk = chunk_name("gen", blueprints)
     if ctx.done("generate", chunk):
-        return ctx.read("tasks", chunk)
+        tasks = ctx.read("tasks", chunk)
+        emit_event(emit, ctx, "generate", len(blueprints), len(tasks), ctx.read("verdicts", chunk), since=t0)
+        return tasks
     roles = ctx.roles()
     results = _map(lambda bp: _attempt(roles.generator.generate, bp, space, bug="generator error: "), blueprints,
                    roles, "generator")
@@ -192,22 +222,29 @@ def generate(ctx: Ctx, space: SynthesisSpace, blueprints: list[Blueprint]) -> li
     ctx.put("tasks", tasks, chunk)
     ctx.crash_point("generate")
     ctx.mark("generate", chunk)
+    emit_event(emit, ctx, "generate", len(blueprints), len(tasks), rejected, since=t0)
     return tasks
 
 
-def rollout(ctx: Ctx, tasks: list[SynthTask], chunk: str) -> list[Trajectory]:
+def rollout(ctx: Ctx, tasks: list[SynthTask], chunk: str, emit: Emit | None = None) -> list[Trajectory]:
+    t0 = time.monotonic()
     if ctx.done("rollout", chunk):
-        return ctx.read("trajectories", chunk)
+        out = ctx.read("trajectories", chunk)
+        dropped = ctx.read("verdicts", f"{chunk}-rollout")
+        emit_event(emit, ctx, "rollout", len(tasks), len(out), dropped, since=t0)
+        return out
     roles = ctx.roles()
     results = _map(lambda t: _attempt(roles.teacher.rollout, t, bug="teacher error: "), tasks, roles, "teacher")
     out = [traj for traj, _ in results if traj is not None]
     failed = [(t, reason) for t, (traj, reason) in zip(tasks, results) if traj is None]
     ctx.flush(roles, chunk)
     # rollout rejections go beside the verifier's verdicts of this chunk, never over them
-    ctx.put("verdicts", [rejection_verdict(_lineage(t), "rollout", reason) for t, reason in failed], f"{chunk}-rollout")
+    dropped = [rejection_verdict(_lineage(t), "rollout", reason) for t, reason in failed]
+    ctx.put("verdicts", dropped, f"{chunk}-rollout")
     ctx.put("trajectories", out, chunk)
     ctx.crash_point("rollout")
     ctx.mark("rollout", chunk)
+    emit_event(emit, ctx, "rollout", len(tasks), len(out), dropped, since=t0)
     return out
 
 
@@ -219,10 +256,22 @@ def _lineage(task: SynthTask) -> Blueprint:
         update={"blueprint_id": task.blueprint_id})
 
 
-def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory], chunk: str
-                 ) -> tuple[list[Verdict], list[SFTExample]]:
+def _verified(emit: Emit | None, ctx: Ctx, verdicts: list[Verdict], t0: float) -> None:
+    last: dict[str, Verdict] = {}
+    for v in verdicts:  # a task's attempts in order: its last verdict decides
+        if v.attempt >= last.get(v.task_id, v).attempt:
+            last[v.task_id] = v
+    kept = sum(v.passed for v in last.values())
+    emit_event(emit, ctx, "verify", len(last), kept, [v for v in last.values() if not v.passed], since=t0)
+
+
+def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory], chunk: str,
+                 emit: Emit | None = None) -> tuple[list[Verdict], list[SFTExample]]:
+    t0 = time.monotonic()
     if ctx.done("verify", chunk):  # also a chunk where nothing was kept: it wrote no examples, and is done
-        return ctx.read("verdicts", chunk), ctx.read("sft_examples", chunk)
+        verdicts = ctx.read("verdicts", chunk)
+        _verified(emit, ctx, verdicts, t0)
+        return verdicts, ctx.read("sft_examples", chunk)
     roles = ctx.roles()
     repair = roles.repair
     by_task = {t.task_id: t for t in trajectories}
@@ -242,6 +291,7 @@ def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory
     ctx.crash_point("verify")
     ctx.put("sft_examples", examples, chunk)
     ctx.mark("verify", chunk)
+    _verified(emit, ctx, verdicts, t0)
     return verdicts, examples
 
 

@@ -12,9 +12,10 @@ import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import pipeline.stages as stages
+from pipeline.progress import Emit
 from agents.designer import Steering
 from storage.config import RoleConfig
 from storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
@@ -88,10 +89,10 @@ def claim(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: in
 
 
 def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, *, arm: Arm = "evosyn",
-             chunk_size: int = 50, progress: Callable[[int], None] | None = None) -> Pass:
+             chunk_size: int = 50, emit: Emit | None = None) -> Pass:
     """design -> plan -> (generate -> rollout -> verify) per chunk of ``chunk_size`` blueprints, as a round does.
 
-    ``progress(n)`` after each chunk, with its number of blueprints.
+    ``emit``: each stage's ``StageEvent`` (one per chunk of generate, rollout and verify).
     """
     claim(ctx, space, steering, budget, arm, chunk_size)
     seconds: Counter = Counter()
@@ -103,20 +104,18 @@ def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget:
         seconds[stage] += now - clock
         clock = now
 
-    directions = stages.design(ctx, space, steering, budget, arm)
+    directions = stages.design(ctx, space, steering, budget, arm, emit=emit)
     lap("design")
-    blueprints = stages.plan(ctx, space, directions)
+    blueprints = stages.plan(ctx, space, directions, emit=emit)
     lap("plan")
     for part in stages.chunks(blueprints, chunk_size):
-        tasks = stages.generate(ctx, space, part)
+        tasks = stages.generate(ctx, space, part, emit=emit)
         lap("generate")
         name = stages.chunk_name("chunk", part)
-        trajectories = stages.rollout(ctx, tasks, name)
+        trajectories = stages.rollout(ctx, tasks, name, emit=emit)
         lap("rollout")
-        stages.verify_chunk(ctx, tasks, trajectories, name)
+        stages.verify_chunk(ctx, tasks, trajectories, name, emit=emit)
         lap("verify")
-        if progress:
-            progress(len(part))
     result = read_pass(ctx, blueprints)
     lap("read back")
     result.seconds = seconds

@@ -12,7 +12,9 @@ OFFLINE_DEFAULTS: dict[str, str] = {
     "DO_NOT_TRACK": "true",
     "MLFLOW_DISABLE_TELEMETRY": "true",
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
+    # INFO reaches the Prefect API (the stage lines of a flow run's logs), the console shows WARNING and up
+    "PREFECT_LOGGING_LEVEL": "INFO",
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     "HF_HUB_OFFLINE": "1",
     "TOKENIZERS_PARALLELISM": "false",

@@ -1,5 +1,6 @@
 """The deployed stack as a user sees it: `evosyn up`, `evosyn deploy`, a run through the Prefect API,
-its stage tasks in the Prefect UI and its runs in the MLflow UI (headless Chromium), `evosyn down`.
+its stage tasks, stage logs and artifacts in the Prefect UI and its runs in the MLflow UI (headless Chromium),
+`evosyn down`.
 
 Needs the Debian packages ``chromium`` and ``chromium-driver`` and the ``selenium`` package (dev extra).
 Without them the test is skipped, unless ``EVOSYN_REQUIRE_E2E`` is set (CI), where it fails.
@@ -169,6 +170,27 @@ def test_deployed_run_in_prefect_and_mlflow_uis(tmp_path):
         assert trains[0]["work_pool_name"] == "gpu" and trains[0]["parameters"]["round"] == 1
         run_id = trains[0]["parameters"]["run_id"]
 
+        # the round published its metrics table and its report markdown to its own flow run, the run a summary
+        def artifacts_of(flow_run_id):
+            found = api(f"{prefect_url}/api/artifacts/filter",
+                        {"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}})
+            return {a["key"]: a for a in found}
+
+        on_round, on_run = artifacts_of(rounds[0]["id"]), artifacts_of(run["id"])
+        metrics_key, report_key = f"round-1-metrics-{run_id}", f"round-1-report-{run_id}"
+        assert set(on_round) == {metrics_key, report_key}, on_round.keys()
+        assert on_round[metrics_key]["type"] == "table" and on_round[report_key]["type"] == "markdown"
+        table = on_round[metrics_key]["data"]
+        table = json.loads(table) if isinstance(table, str) else table
+        assert {"success_test", "verified_yield", "space_version"} <= {row["metric"] for row in table}
+        report_md = on_round[report_key]["data"]
+        for section in ("## Stages", "## Space", "## Reflector", "**Decision:**", "## Designer"):
+            assert section in report_md, section
+        assert set(on_run) == {f"run-summary-{run_id}"} and on_run[f"run-summary-{run_id}"]["type"] == "table"
+        logs = [entry["message"] for entry in api(f"{prefect_url}/api/logs/filter",
+                                                  {"logs": {"flow_run_id": {"any_": [rounds[0]["id"]]}}})]
+        assert any(re.fullmatch(r"verify: \d+/\d+ kept(; rejected: .+)?", m) for m in logs), logs
+
         exp = api(f"{mlflow_url}/api/2.0/mlflow/experiments/get-by-name?experiment_name=evosyn")["experiment"]
         found = api(f"{mlflow_url}/api/2.0/mlflow/runs/search", {"experiment_ids": [exp["experiment_id"]]})["runs"]
         by_name = {r["info"]["run_name"]: r for r in found}
@@ -185,6 +207,10 @@ def test_deployed_run_in_prefect_and_mlflow_uis(tmp_path):
                       "prefect-round")
             page.click_text("Task Runs")
             page.wait_for([re.compile(rf"\b{s}-[0-9a-f]{{3}}\b") for s in STAGES], "prefect-round-task-runs")
+            page.click_text("Artifacts")
+            page.wait_for([metrics_key, report_key], "prefect-round-artifacts")
+            page.open(f"{prefect_url}/artifacts/artifact/{on_round[report_key]['id']}",
+                      [f"Round 1 of {run_id}", "Stages", "Reflector", "Designer"], "prefect-round-report-artifact")
 
             # the parent row (its round nested under it): both runs match
             page.open(f"{mlflow_url}/#/experiments/{exp['experiment_id']}/runs", [run_id, "2 matching runs"],

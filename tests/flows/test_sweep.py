@@ -74,7 +74,7 @@ def test_bad_grids_are_one_line_errors(registry, tmp_path, monkeypatch):
 
 def test_the_flow_runs_arms_x_seeds_x_every_domain(registry, monkeypatch):
     ran = []
-    monkeypatch.setattr(S, "evosyn_run", lambda cfg: ran.append((cfg.domain, cfg.arm, cfg.seed)) or cfg.domain)
+    monkeypatch.setattr(S, "evosyn_run", lambda cfg, progress=None: ran.append((cfg.domain, cfg.arm, cfg.seed)) or cfg.domain)
     base = RunConfig(rounds=1, budget=4)
     out = S.sweep_flow.fn(base, domains=[], arms=["evosyn", "static"], seeds=[0, 1])
     assert ran == [(d, a, s) for d in ("airline", "telecom") for a in ("evosyn", "static") for s in (0, 1)]
