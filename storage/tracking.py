@@ -47,9 +47,10 @@ def rounds_view(metrics: list[str]) -> dict[str, Any]:
 
 
 def _note(experiment_id: str) -> str:
-    return ("EvoSyn: one parent run per EvoSyn run, its rounds nested under it (expand a run with its + button).\n\n"
-            f"**[Round metrics as columns]({rounds_view_path(experiment_id)})**: every round run, one column per "
-            "headline metric (more under *Columns*); *Exit shared view* returns to the default table.")
+    # the UI shows a description's first line until it is expanded: the link goes there
+    return (f"**[Round metrics as columns]({rounds_view_path(experiment_id)})**: every round run of every EvoSyn "
+            "run, one column per headline metric (more under *Columns*; *Exit shared view* returns to the "
+            "default table, where each EvoSyn run is a parent run with its rounds nested under it).")
 
 
 def default_tracking_uri(root: Path) -> str:
