@@ -12,8 +12,8 @@ from flows.cli_app import UserError, main
 
 POOLS = {"cpu": "process", "gpu": "process"}  # a cluster swaps these for kubernetes / docker pools (README)
 # what each pool runs (deployments/prefect.yaml) and where its worker belongs
-POOL_USE = {"cpu": ("evosyn-run and evosyn-sweep", "any machine that has this checkout"),
-            "gpu": ("sft-train (training per round)", "a GPU machine that has this checkout")}
+POOL_USE = {"cpu": ("runs of evosyn-run and evosyn-sweep", "any machine that has this checkout"),
+            "gpu": ("runs of sft-train (training per round)", "a GPU machine that has this checkout")}
 
 
 def _root(ctx) -> Path:
@@ -78,12 +78,20 @@ def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project
         raise UserError(f"{exc} (stop what started with `evosyn down`)") from None
     click.echo(f"Prefect UI   {state['prefect'].url}")
     click.echo(f"MLflow UI    {state['mlflow'].url}")
+    click.echo(f"  rounds     {state['mlflow'].url}/{_rounds_view(root)}  (round metrics as columns)")
     click.echo(f"store root   {root}  (PIDs in {root / 'services.json'})")
     api = f"{state['prefect'].url}/api"
     # a pool this `up` started no worker for may have one from elsewhere: ask the server
     for pool, why in pools_without_worker(api, tuple(p for p in POOLS if p not in pools)).items():
         click.echo(worker_hint(pool, why, api))
     click.echo(f"next: export PREFECT_API_URL={state['prefect'].url}/api && evosyn deploy")
+
+
+def _rounds_view(root: Path) -> str:
+    """The UI path of the experiment's rounds table (creating the experiment in the store the server serves)."""
+    from storage.tracking import Tracker, default_tracking_uri, rounds_view_path
+
+    return rounds_view_path(Tracker(root, default_tracking_uri(root)).experiment_id)
 
 
 @main.command()
@@ -159,7 +167,7 @@ def pools_without_worker(api_url: str, names: tuple[str, ...] = tuple(POOLS)) ->
 
 def worker_hint(pool: str, why: str, api_url: str) -> str:
     """One line: the pool has no worker, what waits for one, and the command that starts one."""
-    runs, where = POOL_USE.get(pool, ("its deployments", "a machine that has this checkout"))
+    runs, where = POOL_USE.get(pool, ("runs of its deployments", "a machine that has this checkout"))
     return (f"pool {pool}: {why}; {runs} wait until a worker polls it. Start one on {where}: "
             f"`PREFECT_API_URL={api_url} prefect worker start --pool {pool} --type {POOLS.get(pool, 'process')}` "
             f"(or on this machine: `evosyn up --pool {pool}`)")

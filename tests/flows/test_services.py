@@ -112,6 +112,6 @@ def test_pools_without_an_online_worker_are_named_with_the_command_that_starts_o
             for name in (busy, idle):
                 client.delete_work_pool(name)
     hint = worker_hint("gpu", "no worker", api)
-    assert hint.startswith("pool gpu: no worker; sft-train") and "a GPU machine" in hint
+    assert hint.startswith("pool gpu: no worker; runs of sft-train (training per round) wait until a worker polls it") and "a GPU machine" in hint
     assert f"`PREFECT_API_URL={api} prefect worker start --pool gpu --type process`" in hint
     assert "`evosyn up --pool gpu`" in hint
