@@ -95,7 +95,7 @@ def test_a_round_is_marked_logged_and_a_resumed_parent_runs_again(tmp_path, monk
 def test_the_experiment_is_a_machine_learning_one_with_a_rounds_view(tracked):
     from storage.tracking import KIND_TAG, NOTE_TAG, VIEW_TAG, rounds_view_path
 
-    tracker, parent, rounds, _ = tracked
+    tracker, _, rounds, _ = tracked
     tags = tracker.client.get_experiment(tracker.experiment_id).tags
     assert tags[KIND_TAG] == "custom_model_development"
     path = rounds_view_path(tracker.experiment_id)
