@@ -11,6 +11,9 @@ import click
 from flows.cli_app import UserError, main
 
 POOLS = {"cpu": "process", "gpu": "process"}  # a cluster swaps these for kubernetes / docker pools (README)
+# what each pool runs (deployments/prefect.yaml) and where its worker belongs
+POOL_USE = {"cpu": ("runs of evosyn-run and evosyn-sweep", "any machine that has this checkout"),
+            "gpu": ("runs of sft-train (training per round)", "a GPU machine that has this checkout")}
 
 
 def _root(ctx) -> Path:
@@ -75,8 +78,20 @@ def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project
         raise UserError(f"{exc} (stop what started with `evosyn down`)") from None
     click.echo(f"Prefect UI   {state['prefect'].url}")
     click.echo(f"MLflow UI    {state['mlflow'].url}")
+    click.echo(f"  rounds     {state['mlflow'].url}/{_rounds_view(root)}  (round metrics as columns)")
     click.echo(f"store root   {root}  (PIDs in {root / 'services.json'})")
+    api = f"{state['prefect'].url}/api"
+    # a pool this `up` started no worker for may have one from elsewhere: ask the server
+    for pool, why in pools_without_worker(api, tuple(p for p in POOLS if p not in pools)).items():
+        click.echo(worker_hint(pool, why, api))
     click.echo(f"next: export PREFECT_API_URL={state['prefect'].url}/api && evosyn deploy")
+
+
+def _rounds_view(root: Path) -> str:
+    """The UI path of the experiment's rounds table (creating the experiment in the store the server serves)."""
+    from storage.tracking import Tracker, default_tracking_uri, rounds_view_path
+
+    return rounds_view_path(Tracker(root, default_tracking_uri(root)).experiment_id)
 
 
 @main.command()
@@ -130,6 +145,34 @@ def ensure_pools(api_url: str) -> list[str]:
     return created
 
 
+def pools_without_worker(api_url: str, names: tuple[str, ...] = tuple(POOLS)) -> dict[str, str]:
+    """Each pool of ``names`` that has no online worker, with why: ``"no worker"`` or ``"not created yet"``."""
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.filters import WorkPoolFilter, WorkPoolFilterName
+    from prefect.client.schemas.objects import WorkerStatus
+
+    idle: dict[str, str] = {}
+    if not names:
+        return idle
+    with SyncPrefectClient(api_url) as client:
+        pools = client.read_work_pools(work_pool_filter=WorkPoolFilter(name=WorkPoolFilterName(any_=list(names))))
+        have = {p.name for p in pools}
+        for name in names:
+            if name not in have:
+                idle[name] = "not created yet (`evosyn deploy` creates it)"
+            elif not any(w.status == WorkerStatus.ONLINE for w in client.read_workers_for_work_pool(name)):
+                idle[name] = "no worker"
+    return idle
+
+
+def worker_hint(pool: str, why: str, api_url: str) -> str:
+    """One line: the pool has no worker, what waits for one, and the command that starts one."""
+    runs, where = POOL_USE.get(pool, ("runs of its deployments", "a machine that has this checkout"))
+    return (f"pool {pool}: {why}; {runs} wait until a worker polls it. Start one on {where}: "
+            f"`PREFECT_API_URL={api_url} prefect worker start --pool {pool} --type {POOLS.get(pool, 'process')}` "
+            f"(or on this machine: `evosyn up --pool {pool}`)")
+
+
 @main.command()
 @click.option("--project-dir", "project", default=None, help="Checkout holding deployments/prefect.yaml.")
 @click.pass_context
@@ -149,5 +192,7 @@ def deploy(ctx, project: str | None) -> None:
         raise UserError(f"prefect deploy failed: {' | '.join(lines[-4:])}")
     click.echo("deployments: evosyn-run/evosyn-run, evosyn-sweep/evosyn-sweep (cron, inactive), "
                "sft-train/sft-train")
+    for pool, why in pools_without_worker(api).items():
+        click.echo(worker_hint(pool, why, api))
     click.echo(f"start a run: PREFECT_API_URL={api} prefect deployment run evosyn-run/evosyn-run "
                "--params '{\"cfg\": {\"rounds\": 1, \"budget\": 40}}'")

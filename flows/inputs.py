@@ -16,7 +16,7 @@ from pathlib import Path
 
 from flows.cli_app import UserError
 
-POINT_ELSEWHERE = "pass another store root with --home or EVOSYN_HOME"
+POINT_ELSEWHERE = "point at another store root with `evosyn --home DIR …` or EVOSYN_HOME=DIR"
 
 
 def check_domain(name: str | None, option: str = "--domain", generator: bool = False) -> str:
@@ -115,6 +115,26 @@ def stored_runs(store, any_table: bool = False) -> list[str]:
     return sorted({p.name.split("=", 1)[1] for p in store.tables_dir.glob("*/run_id=*") if p.is_dir()})
 
 
+def unknown_run(rid: str, option: str, root: Path, known: list[str]) -> str:
+    """The line for a run that is not in the store: where it looked, what is near, how to look elsewhere."""
+    import difflib
+
+    where = root.absolute()  # "./.evosyn" says nothing when the command ran from another folder
+    if not where.is_dir():
+        found = f"there is no store at {where}"
+    elif not known:
+        found = f"the store at {where} has no runs"
+    else:
+        count = f"{len(known)} run{'s' if len(known) != 1 else ''}"
+        near = difflib.get_close_matches(rid, known, n=3, cutoff=0.5)
+        if near:
+            found = f"the store at {where} has {count}; nearest: {', '.join(near)}"
+        else:
+            found = (f"the store at {where} has {count}: {', '.join(known[:5])}"
+                     + (", …" if len(known) > 5 else ""))
+    return f"{option} {rid}: no such run ({found}); check the id, or {POINT_ELSEWHERE}"
+
+
 def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs: Iterable[str] = (),
                option: str = "run", any_table: bool = False):
     """The store a command reads (``create=False``) or writes; ``runs`` (named by ``option``) must be in it."""
@@ -128,9 +148,7 @@ def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs
         known = stored_runs(Store(root, create=False), any_table)
         for rid in wanted:
             if rid not in known:
-                shown = ", ".join(known[:10]) + (f", … ({len(known)} runs)" if len(known) > 10 else "")
-                raise UserError(f"{option} {rid}: no such run in the store at {root} (known: {shown or 'none'}); "
-                                f"check the name, or {POINT_ELSEWHERE}")
+                raise UserError(unknown_run(rid, option, root, known))
     if not create:
         return Store(root, create=False)
     check_store_root(root)

@@ -20,6 +20,38 @@ from storage.records import Reflection, Run, SynthesisSpace
 EXPERIMENT = "evosyn"
 LOGGED_TAG = "evosyn.logged"  # set on a round run once all of its logging is done
 
+# How the MLflow 3.17 UI shows the experiment (read from its JS bundle, mlflow/server/js/build):
+# - `mlflow.experimentKind` is the experiment type its own selector writes ("custom_model_development" is
+#   "Machine learning"); 3.17's sidebar switch (GenAI / Model training, URL `?workflowType=`) decides the
+#   view, and the tag is what other MLflow UIs and clients read
+# - a tag `mlflow.sharedViewState.<key>` holds a view of the Runs table (its "share view" format: search
+#   facets and table state), opened by `?viewStateShareKey=<key>`: ours lists the round runs flat (sorted by
+#   name: not by start time, which nests children under their collapsed parent) with the round metrics as
+#   columns. Which rows are expanded is not part of a shared view.
+KIND_TAG, ML_KIND = "mlflow.experimentKind", "custom_model_development"
+NOTE_TAG = "mlflow.note.content"
+ROUNDS_VIEW = "evosyn-rounds"
+VIEW_TAG = f"mlflow.sharedViewState.{ROUNDS_VIEW}"
+VIEW_BASE_COLUMNS = ["tags.`evosyn.arm`", "tags.`evosyn.domain`", "tags.`evosyn.round`"]
+VIEW_TAG_LIMIT = 20000  # MLflow's longest experiment tag value
+
+
+def rounds_view_path(experiment_id: str) -> str:
+    """The UI path (after the server URL) of the rounds table: every round run, its metrics as columns."""
+    return f"#/experiments/{experiment_id}/runs?viewStateShareKey={ROUNDS_VIEW}&workflowType=machine_learning"
+
+
+def rounds_view(metrics: list[str]) -> dict[str, Any]:
+    return {"searchFilter": "tags.`evosyn.level` = 'round'", "orderByKey": "tags.`mlflow.runName`",
+            "orderByAsc": True, "selectedColumns": VIEW_BASE_COLUMNS + [f"metrics.`{m}`" for m in metrics]}
+
+
+def _note(experiment_id: str) -> str:
+    # the UI shows a description's first line until it is expanded: the link goes there
+    return (f"**[Round metrics as columns]({rounds_view_path(experiment_id)})**: every round run of every EvoSyn "
+            "run, one column per headline metric (more under *Columns*; *Exit shared view* returns to the "
+            "default table, where each EvoSyn run is a parent run with its rounds nested under it).")
+
 
 def default_tracking_uri(root: Path) -> str:
     return f"sqlite:///{Path(root).resolve() / 'mlflow.db'}"
@@ -48,17 +80,35 @@ class Tracker:
         from mlflow.exceptions import MlflowException
 
         exp = self.client.get_experiment_by_name(name)
-        if exp is not None:
-            return exp.experiment_id
-        # a local store keeps artifacts beside it; a tracking server uses its own artifact store
-        local = self.uri.startswith(("sqlite:", "file:")) or "://" not in self.uri
-        artifacts = (self.root / "mlartifacts").resolve().as_uri() if local else None
-        try:
-            return self.client.create_experiment(name, artifact_location=artifacts)
-        except MlflowException as e:  # a shared tracking server: another root's run created it first
-            if e.error_code != "RESOURCE_ALREADY_EXISTS":
-                raise
-            return self.client.get_experiment_by_name(name).experiment_id
+        if exp is None:
+            # a local store keeps artifacts beside it; a tracking server uses its own artifact store
+            local = self.uri.startswith(("sqlite:", "file:")) or "://" not in self.uri
+            artifacts = (self.root / "mlartifacts").resolve().as_uri() if local else None
+            try:
+                self.client.create_experiment(name, artifact_location=artifacts, tags={KIND_TAG: ML_KIND})
+            except MlflowException as e:  # a shared tracking server: another root's run created it first
+                if e.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
+            exp = self.client.get_experiment_by_name(name)
+        # also on an experiment made before these tags existed; a note or kind the user set stays
+        wanted = {KIND_TAG: ML_KIND, NOTE_TAG: _note(exp.experiment_id), VIEW_TAG: json.dumps(rounds_view([]))}
+        for key, value in wanted.items():
+            if key not in exp.tags:
+                self.client.set_experiment_tag(exp.experiment_id, key, value)
+        self._view_metrics: set[str] = set(_view_metrics(exp.tags.get(VIEW_TAG)))
+        return exp.experiment_id
+
+    def _show_in_view(self, metrics: list[str]) -> None:
+        """Add headline metrics (no "." in the name: per-slice ones stay under *Columns*) to the rounds view."""
+        new = [m for m in dict.fromkeys(metrics) if "." not in m and m not in self._view_metrics]
+        if not new:
+            return
+        # read again: another run may have added columns since (a lost race only delays a column a round)
+        have = _view_metrics(self.client.get_experiment(self.experiment_id).tags.get(VIEW_TAG))
+        value = json.dumps(rounds_view(have + [m for m in new if m not in have]))
+        if len(value) <= VIEW_TAG_LIMIT:
+            self.client.set_experiment_tag(self.experiment_id, VIEW_TAG, value)
+            self._view_metrics.update(have, new)
 
     # ------------------------------------------------------------ runs
     def _find(self, filter_string: str) -> str | None:
@@ -85,10 +135,13 @@ class Tracker:
         existing = self._find(f"tags.`evosyn.run_id` = '{run_id}' and tags.`evosyn.round` = '{round}'")
         if existing:
             return existing
+        # the parent's arm and domain too: the rounds view lists rounds of every run side by side
+        parent = self.client.get_run(parent_id).data.tags
         mlrun = self.client.create_run(
             self.experiment_id, run_name=f"{run_id}/round-{round}",
             tags={"mlflow.parentRunId": parent_id, "evosyn.run_id": run_id,
-                  "evosyn.level": "round", "evosyn.round": str(round)})
+                  "evosyn.level": "round", "evosyn.round": str(round),
+                  **{k: parent[k] for k in ("evosyn.arm", "evosyn.domain") if k in parent}})
         return mlrun.info.run_id
 
     def finish(self, mlflow_run_id: str, status: str = "FINISHED") -> None:
@@ -116,7 +169,10 @@ class Tracker:
 
         now = int(time.time() * 1000)
         batch = {metric_name(k): float(v) for k, v in metrics.items() if v is not None}
-        have = self.client.get_run(mlflow_run_id).data.metrics
+        mlrun = self.client.get_run(mlflow_run_id)
+        if mlrun.data.tags.get("evosyn.level") == "round":
+            self._show_in_view(list(batch))
+        have = mlrun.data.metrics
         for key in [k for k in batch if k in have]:
             if any(m.step == step for m in self.client.get_metric_history(mlflow_run_id, key)):
                 del batch[key]
@@ -147,6 +203,15 @@ class Tracker:
         name = Path(path).name
         if not self.has_artifact(mlflow_run_id, f"{artifact_path}/{name}" if artifact_path else name):
             self.client.log_artifact(mlflow_run_id, str(path), artifact_path=artifact_path)
+
+
+def _view_metrics(value: str | None) -> list[str]:
+    """The metric names of a stored rounds view (none when it is missing or not ours)."""
+    try:
+        columns = json.loads(value or "{}").get("selectedColumns", [])
+    except (ValueError, AttributeError):
+        return []
+    return [c[len("metrics.`"):-1] for c in columns if isinstance(c, str) and c.startswith("metrics.`")]
 
 
 def metric_name(key: str) -> str:

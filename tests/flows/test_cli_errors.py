@@ -177,3 +177,50 @@ def test_a_writable_output_still_works(sandbox):
     assert result.exit_code == 0, result.output
     assert out.read_text().splitlines() == ['"one"', "1"]
     assert not (sandbox / "fresh").exists() and not list(sandbox.glob(".evosyn-probe-*"))
+
+
+def _console(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    repo = str(Path(__file__).resolve().parents[2])
+    env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=120, check=False)
+
+
+def test_an_unknown_run_from_another_folder_names_the_store_it_looked_in(sandbox, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "EVOSYN_HOME"}
+    before = snapshot(sandbox)
+    # the default ./.evosyn of another folder: the line says where that is, absolute, and how to look elsewhere
+    done = _console(["report", "run-a"], elsewhere, env)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    line = done.stderr.strip()
+    assert line.startswith("error: run run-a: no such run") and f"no store at {elsewhere}/.evosyn" in line, line
+    assert "--home DIR" in line and "EVOSYN_HOME=DIR" in line, line
+    # a relative --home is named as the absolute folder it is, with the nearest run ids of that store
+    done = _console(["--home", "../sb/store", "export", "--run", "run-b", "--format", "openai",
+                     "--output", str(elsewhere / "out")], elsewhere, env)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    line = done.stderr.strip()
+    assert line.startswith("error: --run run-b: no such run"), line
+    assert f"the store at {elsewhere}/../sb/store has 1 run; nearest: run-a" in line, line
+    assert snapshot(sandbox) == before and list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["train", "--run", "run-a", "--round", "1"], ["report", "run-a"],
+                                     ["evaluate", "--run", "run-a", "--round", "1"]])
+def test_an_unknown_run_in_an_empty_store_says_the_store_has_no_runs(sandbox, command):
+    from storage.store import Store
+
+    Store(sandbox / "empty")  # a store folder with no run yet
+    result = CliRunner().invoke(main, command, env={"EVOSYN_HOME": str(sandbox / "empty")})
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert f"(the store at {sandbox}/empty has no runs)" in result.stderr, result.stderr
+
+
+def test_an_unknown_run_lists_a_few_known_ids_when_none_is_near(sandbox):
+    result = CliRunner().invoke(main, ["report", "zzzzzzzz"], env={"EVOSYN_HOME": str(sandbox / "store")})
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"(the store at {sandbox}/store has 1 run: run-a)" in result.stderr, result.stderr
+    assert "nearest" not in result.stderr

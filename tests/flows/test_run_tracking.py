@@ -71,6 +71,20 @@ def test_resume_logs_each_metric_once_per_step(resumed):
             assert r.info.status == "FINISHED" and r.data.tags.get("evosyn.logged") == "1"
 
 
+def test_the_rounds_view_shows_every_headline_metric_of_the_rounds(resumed):
+    import json
+
+    from storage.tracking import VIEW_TAG
+
+    _, _, client, exp_id, *_ = resumed
+    columns = json.loads(client.get_experiment(exp_id).tags[VIEW_TAG])["selectedColumns"]
+    rounds = client.search_runs([exp_id], "tags.`evosyn.level` = 'round'")
+    headline = {k for r in rounds for k in r.data.metrics if "." not in k}
+    assert {"success_test", "factor_coverage", "verified_yield"} <= headline
+    assert sorted(c[len("metrics.`"):-1] for c in columns if c.startswith("metrics.")) == sorted(headline)
+    assert all((r.data.tags["evosyn.arm"], r.data.tags["evosyn.domain"]) == ("evosyn", "airline") for r in rounds)
+
+
 def test_resume_uploads_no_artifact_again(resumed):
     home, *_, before = resumed
     assert before and artifacts(home) == before  # same files, none rewritten

@@ -1,13 +1,16 @@
 """Process bookkeeping of `evosyn up` / `down`, on real processes (the full stack: test_e2e_ui.py)."""
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
+from flows.cli_services import pools_without_worker, worker_hint
 from flows.services import (
     Service,
     ServiceError,
@@ -79,3 +82,36 @@ def test_up_refuses_a_busy_port_before_starting_anything(tmp_path):
         with pytest.raises(ServiceError, match=f"port {port} .* in use"):
             up(tmp_path, tmp_path, prefect_port=port, mlflow_port=port, say=lambda s: None)
     assert load_state(tmp_path) == {}
+
+
+@pytest.mark.slow
+def test_pools_without_an_online_worker_are_named_with_the_command_that_starts_one(monkeypatch):
+    """On a real (temporary) Prefect server: a pool with a worker heartbeat is fine; one without a worker
+    and one that does not exist are named, and the hint carries the API and the worker command."""
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.actions import WorkPoolCreate
+
+    from flows.prefect_api import start_ephemeral
+
+    # the migrated database the slow flow tests share (tests/flows/test_prefect_api.py)
+    monkeypatch.setenv("PREFECT_HOME", os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                                    f"evosyn-test-prefect-{os.getuid()}"))
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    api = start_ephemeral()
+    tag = uuid.uuid4().hex[:8]  # the database is shared: names of this test only
+    busy, idle, absent = f"busy-{tag}", f"idle-{tag}", f"absent-{tag}"
+    with SyncPrefectClient(api) as client:
+        for name in (busy, idle):
+            client.create_work_pool(WorkPoolCreate(name=name, type="process"))
+        client.send_worker_heartbeat(busy, f"worker-{tag}", heartbeat_interval_seconds=60)
+        try:
+            assert pools_without_worker(api, (busy, idle, absent)) == {
+                idle: "no worker", absent: "not created yet (`evosyn deploy` creates it)"}
+            assert pools_without_worker(api, ()) == {}
+        finally:
+            for name in (busy, idle):
+                client.delete_work_pool(name)
+    hint = worker_hint("gpu", "no worker", api)
+    assert hint.startswith("pool gpu: no worker; runs of sft-train (training per round) wait until a worker polls it") and "a GPU machine" in hint
+    assert f"`PREFECT_API_URL={api} prefect worker start --pool gpu --type process`" in hint
+    assert "`evosyn up --pool gpu`" in hint

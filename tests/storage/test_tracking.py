@@ -90,3 +90,57 @@ def test_a_round_is_marked_logged_and_a_resumed_parent_runs_again(tmp_path, monk
     again = Tracker(tmp_path)
     assert again.start_run(samples()["runs"]) == parent
     assert again.client.get_run(parent).info.status == "RUNNING"
+
+
+def test_the_experiment_is_a_machine_learning_one_with_a_rounds_view(tracked):
+    from storage.tracking import KIND_TAG, NOTE_TAG, VIEW_TAG, rounds_view_path
+
+    tracker, _, rounds, _ = tracked
+    tags = tracker.client.get_experiment(tracker.experiment_id).tags
+    assert tags[KIND_TAG] == "custom_model_development"
+    path = rounds_view_path(tracker.experiment_id)
+    assert path == (f"#/experiments/{tracker.experiment_id}/runs?viewStateShareKey=evosyn-rounds"
+                    "&workflowType=machine_learning")
+    assert f"]({path})" in tags[NOTE_TAG]  # the experiment's description links to the view
+    view = json.loads(tags[VIEW_TAG])
+    # round runs only, sorted by name (a start-time sort would nest them under collapsed parents)
+    assert view["searchFilter"] == "tags.`evosyn.level` = 'round'"
+    assert view["orderByKey"] == "tags.`mlflow.runName`" and view["orderByAsc"] is True
+    assert view["selectedColumns"] == ["tags.`evosyn.arm`", "tags.`evosyn.domain`", "tags.`evosyn.round`",
+                                       "metrics.`success_test`", "metrics.`verified_yield`"]
+    # the columns the view names are on the round runs: the parent's arm and domain, the round
+    round_tags = tracker.client.get_run(rounds[0]).data.tags
+    assert (round_tags["evosyn.arm"], round_tags["evosyn.domain"], round_tags["evosyn.round"]) == \
+        ("evosyn", "airline", "1")
+
+
+def test_the_rounds_view_gains_headline_metrics_only_and_keeps_what_others_added(tmp_path, monkeypatch):
+    from storage.tracking import VIEW_TAG
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    first, second = Tracker(tmp_path), Tracker(tmp_path)  # two runs of one store, each its own Tracker
+    parent = first.start_run(samples()["runs"])
+    first.log_metrics(parent, {"parent_only": 1.0}, step=1)  # a parent's metric is no round column
+    first.log_metrics(first.start_round(parent, "run-a", 1), {"success_test": 0.5, "success_test.num_write.0": 1.0})
+    second.log_metrics(second.start_round(parent, "run-a", 2), {"factor_coverage": 0.4, "success_test": 0.6})
+
+    def columns() -> list[str]:
+        return json.loads(first.client.get_experiment(first.experiment_id).tags[VIEW_TAG])["selectedColumns"][3:]
+
+    assert columns() == ["metrics.`success_test`", "metrics.`factor_coverage`"]
+    first.log_metrics(first.start_round(parent, "run-a", 3), {"success_test": 0.7})  # nothing new: kept
+    assert columns() == ["metrics.`success_test`", "metrics.`factor_coverage`"]
+
+
+def test_an_older_experiment_gets_the_tags_and_a_users_note_stays(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from storage.tracking import KIND_TAG, NOTE_TAG, VIEW_TAG, default_tracking_uri
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    client = MlflowClient(tracking_uri=default_tracking_uri(tmp_path))
+    exp = client.create_experiment("evosyn", tags={NOTE_TAG: "my notes"})  # as made before the tags existed
+    tracker = Tracker(tmp_path)
+    tags = client.get_experiment(exp).tags
+    assert tracker.experiment_id == exp and tags[NOTE_TAG] == "my notes"
+    assert tags[KIND_TAG] == "custom_model_development" and json.loads(tags[VIEW_TAG])["selectedColumns"]
