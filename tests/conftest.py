@@ -31,3 +31,6 @@ def _no_network_env(monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     yield
     os.environ.pop("EVOSYN_TEST_SENTINEL", None)
+    # monkeypatch undoes only what it changed: a variable absent at setup and exported during the test (by
+    # mlflow.set_tracking_uri) would outlive it, and point later module fixtures at a removed tmp_path store
+    os.environ.pop("MLFLOW_TRACKING_URI", None)

@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 
@@ -10,6 +11,7 @@ from tests.storage.samples import samples
 def tracked(tmp_path_factory):
     import mlflow
 
+    os.environ.pop("MLFLOW_TRACKING_URI", None)  # module fixtures run before the per-test env cleanup
     root = tmp_path_factory.mktemp("mlroot")
     tracker = Tracker(root)
     s = samples()
