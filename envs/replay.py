@@ -114,5 +114,19 @@ GOLD_CACHE_SIZE = 20_000
 gold_replay = cached_gold_replay(GOLD_CACHE_SIZE)
 
 
+def gold_digest(domain: Domain, task: Any) -> str:
+    """The gold final-state digest in the form a task stores it (``<digest scheme>:<digest>``), so a
+    verifier in any process skips the gold replay; '' for a domain whose digests are not stored."""
+    if not domain.digest_scheme:
+        return ""
+    return f"{domain.digest_scheme}:{gold_replay(domain, task)[0]}"
+
+
+def stored_gold_digest(domain: Domain, stored: str) -> str | None:
+    """The digest of a stored ``gold_digest`` if this domain computes digests of the same form, else None."""
+    scheme, _, digest = stored.rpartition(":")
+    return digest if scheme and domain.digest_scheme and scheme == domain.digest_scheme else None
+
+
 def arguments_key(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, default=str)
