@@ -23,6 +23,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import typing
+import weakref
 from datetime import date, datetime, time, timedelta
 from enum import Enum
 from typing import Any
@@ -33,33 +35,96 @@ _IMMUTABLE = (str, int, float, bool, type(None), bytes, date, datetime, time, ti
 _object_setattr = object.__setattr__
 
 
-def clone(value: Any) -> Any:
+_atoms: dict[type, bool] = {}
+
+
+def _atom(kind: type) -> bool:
+    """Immutable leaf types (str, numbers, dates, enums), decided once per type."""
+    atom = _atoms.get(kind)
+    if atom is None:
+        atom = _atoms[kind] = issubclass(kind, _IMMUTABLE) or issubclass(kind, Enum)
+    return atom
+
+
+def _new_model(kind: type, fields: dict, like: BaseModel) -> BaseModel:
+    """A model with these field values and ``like``'s fields-set (pydantic's own copy does the same)."""
+    out = kind.__new__(kind)
+    _object_setattr(out, "__dict__", fields)
+    extra = like.__pydantic_extra__
+    _object_setattr(out, "__pydantic_extra__", None if extra is None else clone(extra))
+    _object_setattr(out, "__pydantic_fields_set__", set(like.__pydantic_fields_set__))
+    private = getattr(like, "__pydantic_private__", None)
+    _object_setattr(out, "__pydantic_private__", None if private is None else copy.deepcopy(private))
+    return out
+
+
+def clone(value: Any, mode: "Mode | None" = None) -> Any:
     """A deep copy of a DB entity, several times faster than ``copy.deepcopy``.
 
     Entities loaded from JSON share no sub-objects, so no memo is kept; anything
     that is not a pydantic model, dict, list, tuple or immutable scalar goes
     through ``copy.deepcopy``. The copy carries the same fields-set and extras,
-    so it dumps exactly like the original.
+    so it dumps exactly like the original. With a ``mode``, a model's field that
+    is itself a dict of models (a flight's dates, a user's payment methods) becomes
+    a ``CowDict`` over the original's, so its members are copied only when looked
+    up for writing.
     """
-    if isinstance(value, _IMMUTABLE) or isinstance(value, Enum):
-        return value
     kind = type(value)
+    if _atom(kind):
+        return value
     if kind is dict:
-        return {k: clone(v) for k, v in value.items()}
+        return {k: v if _atom(type(v)) else clone(v, mode) for k, v in value.items()}
     if kind is list:
-        return [clone(v) for v in value]
+        return [v if _atom(type(v)) else clone(v, mode) for v in value]
     if kind is tuple:
-        return tuple(clone(v) for v in value)
+        return tuple(clone(v, mode) for v in value)
     if isinstance(value, BaseModel):
-        out = kind.__new__(kind)
-        _object_setattr(out, "__dict__", {k: clone(v) for k, v in value.__dict__.items()})
-        extra = value.__pydantic_extra__
-        _object_setattr(out, "__pydantic_extra__", None if extra is None else clone(extra))
-        _object_setattr(out, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
-        private = getattr(value, "__pydantic_private__", None)
-        _object_setattr(out, "__pydantic_private__", None if private is None else copy.deepcopy(private))
-        return out
+        fields = {}
+        for k, v in value.__dict__.items():
+            t = type(v)
+            if _atom(t):
+                fields[k] = v
+            elif mode is not None and t is dict and v and all(isinstance(x, BaseModel) for x in v.values()):
+                fields[k] = CowDict(v, mode)
+            else:
+                fields[k] = clone(v, mode)
+        return _new_model(kind, fields, value)
     return copy.deepcopy(value)
+
+
+def same(a: Any, b: Any) -> bool:
+    """True only if ``a`` and ``b`` dump alike (tau2's comparison): shared sub-objects are not walked.
+
+    False may still dump alike (e.g. an enum and its value): callers compare dumps then."""
+    if a is b:
+        return True
+    ta = type(a)
+    if isinstance(a, BaseModel):
+        if ta is not type(b) or a.__pydantic_extra__ != b.__pydantic_extra__:
+            return False
+        return _same_dict(a.__dict__, b.__dict__)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and _same_dict(a, b)
+    if isinstance(a, list):
+        if not isinstance(b, list) or list.__len__(a) != list.__len__(b):
+            return False
+        return all(same(x, y) for x, y in zip(list.__iter__(a), list.__iter__(b)))
+    if ta is not type(b):
+        return False
+    if ta is str or ta is int or ta is bool or a is None:
+        return a == b
+    if ta is float:
+        return a == b and repr(a) == repr(b)  # 0.0 and -0.0 dump differently; NaN never equals
+    return False
+
+
+def _same_dict(a: dict, b: dict) -> bool:
+    if dict.__len__(a) != dict.__len__(b):
+        return False
+    for k, v in dict.items(a):
+        if not dict.__contains__(b, k) or not same(v, dict.__getitem__(b, k)):
+            return False
+    return True
 
 
 def _plain(value: Any) -> Any:
@@ -87,20 +152,23 @@ def peek(table: Any, key, default=None):
 class Mode:
     """Shared by the tables of one episode DB: ``reading`` while a read-only tool runs."""
 
-    __slots__ = ("reading",)
+    __slots__ = ("reading", "scalar_dumps", "__weakref__")
 
     def __init__(self) -> None:
         self.reading = False
+        self.scalar_dumps: dict[str, tuple[str, str]] = {}  # field -> (its model_dump_json, its dump)
 
 
 class _Changes:
     """The entity dumps of a table that differ from the base, refreshed for dirty keys only."""
 
-    __slots__ = ("dirty", "diff")
+    __slots__ = ("dirty", "diff", "lines", "blob")
 
     def __init__(self) -> None:
         self.dirty: set = set()
         self.diff: dict[Any, str] = {}  # key -> dump ('' for an entity deleted from the base)
+        self.lines: list[tuple[str, str]] | None = []  # sorted diff; None: to be rebuilt
+        self.blob: bytes | None = None  # the lines as the digest hashes them
 
 
 class CowDict(dict):
@@ -119,13 +187,37 @@ class CowDict(dict):
             return value
         self._changes.dirty.add(key)
         if key not in self._owned:
-            value = clone(value)
+            value = clone(value, self._mode)
             dict.__setitem__(self, key, value)
             self._owned.add(key)
         return value
 
+    def _own_all(self) -> None:
+        if not self._mode.reading:
+            for key in list(dict.keys(self)):
+                self._own(key)
+
     def __getitem__(self, key):
         return self._own(key)
+
+    # iterating members for writing takes private copies of all of them (tau2's write tools never do)
+    def values(self):
+        self._own_all()
+        return dict.values(self)
+
+    def items(self):
+        self._own_all()
+        return dict.items(self)
+
+    def copy(self):
+        self._own_all()
+        return dict(dict.items(self))
+
+    def popitem(self):
+        if not dict.__len__(self):
+            raise KeyError("popitem(): dictionary is empty")
+        key = next(reversed(dict.keys(self)))
+        return key, self.pop(key)
 
     def get(self, key, default=None):
         return self._own(key) if dict.__contains__(self, key) else default
@@ -161,9 +253,15 @@ class CowDict(dict):
     def changes(self, base_dumps: dict) -> list[tuple[str, str]]:
         """(key, dump) of every entity that differs from the base; deletions dump as ''."""
         ch = self._changes
+        if not ch.dirty and ch.lines is not None:
+            return ch.lines
         for key in ch.dirty:
             if dict.__contains__(self, key):
-                dump = _dump(dict.__getitem__(self, key))
+                value = dict.__getitem__(self, key)
+                if key in self._base and same(value, self._base[key]):
+                    ch.diff.pop(key, None)
+                    continue
+                dump = _dump(value)
                 if key in self._base:
                     if key not in base_dumps:
                         base_dumps[key] = _dump(self._base[key])
@@ -176,7 +274,8 @@ class CowDict(dict):
             else:
                 ch.diff.pop(key, None)
         ch.dirty.clear()
-        return sorted((str(k), v) for k, v in ch.diff.items())
+        ch.lines, ch.blob = sorted((str(k), v) for k, v in ch.diff.items()), None
+        return ch.lines
 
 
 class CowList(list):
@@ -202,7 +301,7 @@ class CowList(list):
             return value
         self._changes.dirty.add(i)
         if i not in self._owned:
-            value = clone(value)
+            value = clone(value, self._mode)
             list.__setitem__(self, i, value)
             self._owned.add(i)
         return value
@@ -216,6 +315,11 @@ class CowList(list):
         return self._own(i % n)
 
     def __iter__(self):
+        if self._mode.reading:
+            return list.__iter__(self)
+        return self._owning_iter()
+
+    def _owning_iter(self):
         i = 0
         while i < list.__len__(self):
             yield self._own(i)
@@ -276,8 +380,14 @@ class CowList(list):
                 base_dumps["*"] = _dump(self._base)
             return [] if dump == base_dumps["*"] else [("*", dump)]
         ch = self._changes
+        if not ch.dirty and ch.lines is not None:
+            return ch.lines
         for i in ch.dirty:
-            dump = _dump(list.__getitem__(self, i))
+            value = list.__getitem__(self, i)
+            if i < len(self._base) and same(value, self._base[i]):
+                ch.diff.pop(i, None)
+                continue
+            dump = _dump(value)
             if i < len(self._base):
                 if i not in base_dumps:
                     base_dumps[i] = _dump(self._base[i])
@@ -286,7 +396,8 @@ class CowList(list):
                     continue
             ch.diff[i] = dump
         ch.dirty.clear()
-        return sorted((f"{k:08d}", v) for k, v in ch.diff.items())
+        ch.lines, ch.blob = sorted((f"{k:08d}", v) for k, v in ch.diff.items()), None
+        return ch.lines
 
 
 def _is_table(value: Any) -> bool:
@@ -308,6 +419,8 @@ class CowDB:
         self.tables = [name for name, value in base_db.__dict__.items() if _is_table(value)]
         self.scalars = [name for name in base_db.__dict__ if name not in self.tables]
         self._base_dumps: dict[str, dict] = {name: {} for name in self.tables}
+        # the Mode of each episode DB without tables (its scalars' dump cache), by id while the DB lives
+        self._modes: "weakref.WeakValueDictionary[int, Mode]" = weakref.WeakValueDictionary()
 
     def fresh(self) -> tuple[BaseModel, Mode]:
         mode = Mode()
@@ -317,7 +430,9 @@ class CowDB:
             values[name] = CowDict(table, mode) if isinstance(table, dict) else CowList(table, mode)
         for name in self.scalars:
             values[name] = clone(getattr(self.base, name))
-        db = self.model.model_construct(_fields_set=set(self.base.model_fields_set), **values)
+        db = _new_model(self.model, values, self.base)
+        if not self.tables:
+            self._modes[id(db)] = mode
         return db, mode
 
     def digest(self, db: BaseModel) -> str:
@@ -327,8 +442,62 @@ class CowDB:
             if not isinstance(table, (CowDict, CowList)):  # replaced wholesale (e.g. by update_db): full dump
                 h.update(f"{name}=*{_dump(table)}".encode())
                 continue
-            for key, dump in table.changes(self._base_dumps[name]):
-                h.update(f"{name}[{key}]={dump}\n".encode())
+            lines = table.changes(self._base_dumps[name])
+            ch = table._changes
+            if ch.blob is None or lines is not ch.lines:
+                blob = "".join(f"{name}[{key}]={dump}\n" for key, dump in lines).encode()
+                if lines is ch.lines:
+                    ch.blob = blob
+            else:
+                blob = ch.blob
+            h.update(blob)
+        mode = next((t._mode for t in (getattr(db, n) for n in self.tables) if isinstance(t, (CowDict, CowList))),
+                    None) if self.tables else self._modes.get(id(db))
         for name in self.scalars:
-            h.update(f"{name}={_dump(getattr(db, name))}\n".encode())
+            h.update(f"{name}={self._scalar_dump(db, name, mode)}\n".encode())
         return h.hexdigest()
+
+    def _scalar_dump(self, db: BaseModel, name: str, mode: Mode | None) -> str:
+        """The dump of a non-table field, reused while its ``model_dump_json()`` stays the same.
+
+        Only for models whose fields hold no floats anywhere (``_float_free``): there pydantic's JSON
+        is as exact as tau2's dump (same values, same types; key order may differ, which only costs a
+        fresh dump). Anything else is dumped at every digest."""
+        value = getattr(db, name)
+        if mode is None or not isinstance(value, BaseModel) or not _float_free(type(value)):
+            return _dump(value)
+        key = value.model_dump_json()
+        cached = mode.scalar_dumps.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        dump = _dump(value)
+        mode.scalar_dumps[name] = (key, dump)
+        return dump
+
+
+_float_free_cache: dict[Any, bool] = {}
+
+
+def _float_free(annotation: Any) -> bool:
+    """No float (nor Any, object or an unknown type) can sit anywhere under this annotation."""
+    known = _float_free_cache.get(annotation)
+    if known is not None:
+        return known
+    _float_free_cache[annotation] = True  # a recursive model refers to itself: decided by its other fields
+    args = typing.get_args(annotation)
+    origin = typing.get_origin(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        free = all(_float_free(f.annotation) for f in annotation.model_fields.values())
+    elif origin is typing.Literal:
+        free = all(not isinstance(a, float) for a in args)
+    elif origin is not None:
+        free = all(_float_free(a) for a in args if a is not Ellipsis)
+    elif annotation is type(None) or annotation is None:
+        free = True
+    elif isinstance(annotation, type):
+        free = (issubclass(annotation, (str, bool, int, date, datetime, time, timedelta, bytes, Enum))
+                and not issubclass(annotation, float))
+    else:
+        free = False
+    _float_free_cache[annotation] = free
+    return free

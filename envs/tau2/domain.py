@@ -7,7 +7,6 @@ Nothing here imports litellm.
 """
 from __future__ import annotations
 
-import copy
 import importlib
 import inspect
 from collections.abc import Callable
@@ -137,7 +136,8 @@ class Tau2Domain(Domain):
             if self._own_kits:
                 # what get_environment builds, without reading the policy files again: the base
                 # environment's fields with fresh toolkits over the episode DBs, then the constructor's sync
-                env = copy.copy(self._base_env)
+                env = object.__new__(type(self._base_env))  # copy.copy, without its reduce protocol
+                env.__dict__.update(self._base_env.__dict__)
                 env.tools = type(self._base_env.tools)(agent_db)
                 if user_db is not None:
                     env.user_tools = type(self._base_env.user_tools)(user_db)
