@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 COLUMNS = ("verifier", "verifier_gold_replayed", "replay_floor", "tau2")
 LABELS = {"verifier": "evosyn verifier (stored gold digest)", "verifier_gold_replayed": "evosyn verifier (gold replayed)",
           "replay_floor": "replay floor (tool calls only)", "tau2": "tau2 evaluator"}
 
 
-def _timed(fn: Callable[[], Any], cpu: list[float], wall: list[float]) -> Any:
+def _timed(cpu: list[float], wall: list[float], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     gc.collect()
     c0, w0 = time.process_time(), time.perf_counter()
-    out = fn()
+    out = fn(*args, **kwargs)
     cpu.append(time.process_time() - c0)
     wall.append(time.perf_counter() - w0)
     return out
@@ -46,7 +47,7 @@ def replay_calls(dom: Any, task: Any, messages: list) -> None:
 
 
 def run(domain: str | None = None, split: str = "base", limit: int | None = None) -> dict[str, Any]:
-    import envs.replay as replay
+    from envs import replay
     from envs.gold import gold_messages
     from envs.packs import default_domain, get_domain
     from envs.tau2.official_eval import tau2_reward
@@ -67,12 +68,11 @@ def run(domain: str | None = None, split: str = "base", limit: int | None = None
     wall: dict[str, list[float]] = {k: [] for k in COLUMNS}
     agree = {"verifier": 0, "verifier_gold_replayed": 0}
     for task, messages, stored in trajectories:
-        ours = _timed(lambda: run_checks(dom, task, messages, gold_digest=stored), cpu["verifier"], wall["verifier"])
+        ours = _timed(cpu["verifier"], wall["verifier"], run_checks, dom, task, messages, gold_digest=stored)
         replay.gold_replay.cache_clear()
-        cold = _timed(lambda: run_checks(dom, task, messages), cpu["verifier_gold_replayed"],
-                      wall["verifier_gold_replayed"])
-        _timed(lambda: replay_calls(dom, task, messages), cpu["replay_floor"], wall["replay_floor"])
-        reward, _ = _timed(lambda: tau2_reward(domain, task, messages), cpu["tau2"], wall["tau2"])
+        cold = _timed(cpu["verifier_gold_replayed"], wall["verifier_gold_replayed"], run_checks, dom, task, messages)
+        _timed(cpu["replay_floor"], wall["replay_floor"], replay_calls, dom, task, messages)
+        reward, _ = _timed(cpu["tau2"], wall["tau2"], tau2_reward, domain, task, messages)
         agree["verifier"] += reward == ours.reward
         agree["verifier_gold_replayed"] += reward == cold.reward
     gc.unfreeze()

@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from cachetools import LRUCache, cached
 
@@ -73,7 +74,7 @@ def replay(domain: Domain, initial_state: Any, messages: list[Message],
     position = {id(m): n for n, m in enumerate(messages)} if before_call is not None else {}
     latest = ""  # the digest of the state as it is now, when taken since the last step
     for call, recorded in pairs:
-        kind = getattr(domain, "tool_kind")(call.name, call.requestor) or "unknown"
+        kind = domain.tool_kind(call.name, call.requestor) or "unknown"
         if before_call is not None:
             upto = position.get(id(recorded), len(messages)) if recorded is not None else len(messages)
             before_call(episode, call, messages[:upto])
@@ -99,7 +100,7 @@ def _replay_gold(domain: Domain, task: Any) -> tuple[str, list[bool]]:
     episode = domain.episode(task.initial_state)
     changed, latest = [], ""
     for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
-        kind = getattr(domain, "tool_kind")(action.name, action.requestor)
+        kind = domain.tool_kind(action.name, action.requestor)
         before = (latest or episode.state_digest()) if kind == "write" else ""
         episode.step(action.name, action.arguments, action.requestor)
         latest = episode.state_digest() if before else ""

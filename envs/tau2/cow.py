@@ -12,7 +12,7 @@ private copies: only read tools iterate dict tables.
 
 The state digest hashes only the entities that differ from the base: two
 episodes from the same base have equal digests iff their full DBs are equal
-under tau2's own comparison (``json.dumps(model_dump(), sort_keys=True,
+under tau2's own comparison (``json.dumps(modeldump(), sort_keys=True,
 default=str)`` of the DB). An entity is dumped again only after a lookup that
 could have changed it; tau2's tools look entities up on every call, so an
 entity changes only after such a lookup. Code that keeps an entity across steps
@@ -22,43 +22,16 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
-import typing
 import weakref
-from datetime import date, datetime, time, timedelta
-from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel
 
-_IMMUTABLE = (str, int, float, bool, type(None), bytes, date, datetime, time, timedelta)
-_object_setattr = object.__setattr__
+from envs.tau2.entities import atom, float_free, new_model, same
+from envs.tau2.entities import dump as _dump
 
 
-_atoms: dict[type, bool] = {}
-
-
-def _atom(kind: type) -> bool:
-    """Immutable leaf types (str, numbers, dates, enums), decided once per type."""
-    atom = _atoms.get(kind)
-    if atom is None:
-        atom = _atoms[kind] = issubclass(kind, _IMMUTABLE) or issubclass(kind, Enum)
-    return atom
-
-
-def _new_model(kind: type, fields: dict, like: BaseModel) -> BaseModel:
-    """A model with these field values and ``like``'s fields-set (pydantic's own copy does the same)."""
-    out = kind.__new__(kind)
-    _object_setattr(out, "__dict__", fields)
-    extra = like.__pydantic_extra__
-    _object_setattr(out, "__pydantic_extra__", None if extra is None else clone(extra))
-    _object_setattr(out, "__pydantic_fields_set__", set(like.__pydantic_fields_set__))
-    private = getattr(like, "__pydantic_private__", None)
-    _object_setattr(out, "__pydantic_private__", None if private is None else copy.deepcopy(private))
-    return out
-
-
-def clone(value: Any, mode: "Mode | None" = None) -> Any:
+def clone(value: Any, mode: Mode | None = None) -> Any:
     """A deep copy of a DB entity, several times faster than ``copy.deepcopy``.
 
     Entities loaded from JSON share no sub-objects, so no memo is kept; anything
@@ -70,76 +43,26 @@ def clone(value: Any, mode: "Mode | None" = None) -> Any:
     up for writing.
     """
     kind = type(value)
-    if _atom(kind):
+    if atom(kind):
         return value
     if kind is dict:
-        return {k: v if _atom(type(v)) else clone(v, mode) for k, v in value.items()}
+        return {k: v if atom(type(v)) else clone(v, mode) for k, v in value.items()}
     if kind is list:
-        return [v if _atom(type(v)) else clone(v, mode) for v in value]
+        return [v if atom(type(v)) else clone(v, mode) for v in value]
     if kind is tuple:
         return tuple(clone(v, mode) for v in value)
     if isinstance(value, BaseModel):
         fields = {}
         for k, v in value.__dict__.items():
             t = type(v)
-            if _atom(t):
+            if atom(t):
                 fields[k] = v
             elif mode is not None and t is dict and v and all(isinstance(x, BaseModel) for x in v.values()):
                 fields[k] = CowDict(v, mode)
             else:
                 fields[k] = clone(v, mode)
-        return _new_model(kind, fields, value)
+        return new_model(kind, fields, value)
     return copy.deepcopy(value)
-
-
-def same(a: Any, b: Any) -> bool:
-    """True only if ``a`` and ``b`` dump alike (tau2's comparison): shared sub-objects are not walked.
-
-    False may still dump alike (e.g. an enum and its value): callers compare dumps then."""
-    if a is b:
-        return True
-    ta = type(a)
-    if isinstance(a, BaseModel):
-        if ta is not type(b) or a.__pydantic_extra__ != b.__pydantic_extra__:
-            return False
-        return _same_dict(a.__dict__, b.__dict__)
-    if isinstance(a, dict):
-        return isinstance(b, dict) and _same_dict(a, b)
-    if isinstance(a, list):
-        if not isinstance(b, list) or list.__len__(a) != list.__len__(b):
-            return False
-        return all(same(x, y) for x, y in zip(list.__iter__(a), list.__iter__(b)))
-    if ta is not type(b):
-        return False
-    if ta is str or ta is int or ta is bool or a is None:
-        return a == b
-    if ta is float:
-        return a == b and repr(a) == repr(b)  # 0.0 and -0.0 dump differently; NaN never equals
-    return False
-
-
-def _same_dict(a: dict, b: dict) -> bool:
-    if dict.__len__(a) != dict.__len__(b):
-        return False
-    for k, v in dict.items(a):
-        if not dict.__contains__(b, k) or not same(v, dict.__getitem__(b, k)):
-            return False
-    return True
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump()
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in dict.items(value)}
-    if isinstance(value, list):
-        return [_plain(v) for v in list.__iter__(value)]
-    return value
-
-
-def _dump(entity: Any) -> str:
-    """tau2's comparison form of an entity or table (``get_dict_hash`` hashes this of the whole DB)."""
-    return json.dumps(_plain(entity), sort_keys=True, default=str)
 
 
 def peek(table: Any, key, default=None):
@@ -152,7 +75,7 @@ def peek(table: Any, key, default=None):
 class Mode:
     """Shared by the tables of one episode DB: ``reading`` while a read-only tool runs."""
 
-    __slots__ = ("reading", "scalar_dumps", "__weakref__")
+    __slots__ = ("__weakref__", "reading", "scalar_dumps")
 
     def __init__(self) -> None:
         self.reading = False
@@ -162,7 +85,7 @@ class Mode:
 class _Changes:
     """The entity dumps of a table that differ from the base, refreshed for dirty keys only."""
 
-    __slots__ = ("dirty", "diff", "lines", "blob")
+    __slots__ = ("blob", "diff", "dirty", "lines")
 
     def __init__(self) -> None:
         self.dirty: set = set()
@@ -172,7 +95,7 @@ class _Changes:
 
 
 class CowDict(dict):
-    __slots__ = ("_base", "_mode", "_owned", "_changes")
+    __slots__ = ("_base", "_changes", "_mode", "_owned")
 
     def __init__(self, base: dict, mode: Mode | None = None):
         super().__init__(base)
@@ -285,7 +208,7 @@ class CowList(list):
     change to the list's shape copies every element and digests the whole table.
     """
 
-    __slots__ = ("_base", "_mode", "_owned", "_changes", "_whole")
+    __slots__ = ("_base", "_changes", "_mode", "_owned", "_whole")
 
     def __init__(self, base: list, mode: Mode | None = None):
         super().__init__(base)
@@ -420,7 +343,7 @@ class CowDB:
         self.scalars = [name for name in base_db.__dict__ if name not in self.tables]
         self._base_dumps: dict[str, dict] = {name: {} for name in self.tables}
         # the Mode of each episode DB without tables (its scalars' dump cache), by id while the DB lives
-        self._modes: "weakref.WeakValueDictionary[int, Mode]" = weakref.WeakValueDictionary()
+        self._modes: weakref.WeakValueDictionary[int, Mode] = weakref.WeakValueDictionary()
 
     def fresh(self) -> tuple[BaseModel, Mode]:
         mode = Mode()
@@ -430,7 +353,7 @@ class CowDB:
             values[name] = CowDict(table, mode) if isinstance(table, dict) else CowList(table, mode)
         for name in self.scalars:
             values[name] = clone(getattr(self.base, name))
-        db = _new_model(self.model, values, self.base)
+        db = new_model(self.model, values, self.base)
         if not self.tables:
             self._modes[id(db)] = mode
         return db, mode
@@ -454,17 +377,17 @@ class CowDB:
         mode = next((t._mode for t in (getattr(db, n) for n in self.tables) if isinstance(t, (CowDict, CowList))),
                     None) if self.tables else self._modes.get(id(db))
         for name in self.scalars:
-            h.update(f"{name}={self._scalar_dump(db, name, mode)}\n".encode())
+            h.update(f"{name}={self._scalardump(db, name, mode)}\n".encode())
         return h.hexdigest()
 
-    def _scalar_dump(self, db: BaseModel, name: str, mode: Mode | None) -> str:
+    def _scalardump(self, db: BaseModel, name: str, mode: Mode | None) -> str:
         """The dump of a non-table field, reused while its ``model_dump_json()`` stays the same.
 
         Only for models whose fields hold no floats anywhere (``_float_free``): there pydantic's JSON
         is as exact as tau2's dump (same values, same types; key order may differ, which only costs a
         fresh dump). Anything else is dumped at every digest."""
         value = getattr(db, name)
-        if mode is None or not isinstance(value, BaseModel) or not _float_free(type(value)):
+        if mode is None or not isinstance(value, BaseModel) or not float_free(type(value)):
             return _dump(value)
         key = value.model_dump_json()
         cached = mode.scalar_dumps.get(name)
@@ -473,31 +396,3 @@ class CowDB:
         dump = _dump(value)
         mode.scalar_dumps[name] = (key, dump)
         return dump
-
-
-_float_free_cache: dict[Any, bool] = {}
-
-
-def _float_free(annotation: Any) -> bool:
-    """No float (nor Any, object or an unknown type) can sit anywhere under this annotation."""
-    known = _float_free_cache.get(annotation)
-    if known is not None:
-        return known
-    _float_free_cache[annotation] = True  # a recursive model refers to itself: decided by its other fields
-    args = typing.get_args(annotation)
-    origin = typing.get_origin(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        free = all(_float_free(f.annotation) for f in annotation.model_fields.values())
-    elif origin is typing.Literal:
-        free = all(not isinstance(a, float) for a in args)
-    elif origin is not None:
-        free = all(_float_free(a) for a in args if a is not Ellipsis)
-    elif annotation is type(None) or annotation is None:
-        free = True
-    elif isinstance(annotation, type):
-        free = (issubclass(annotation, (str, bool, int, date, datetime, time, timedelta, bytes, Enum))
-                and not issubclass(annotation, float))
-    else:
-        free = False
-    _float_free_cache[annotation] = free
-    return free

@@ -15,11 +15,11 @@ from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from loguru import logger as _tau2_logger
+
 from envs.base import Domain, EnvSummary, Requestor, ToolKind, ToolSpec
 from envs.tau2.cow import CowDB
 from envs.tau2.episode import Tau2Episode
-
-from loguru import logger as _tau2_logger
 
 _tau2_logger.disable("tau2")  # tau2 logs every tool call at DEBUG and warns about .env
 

@@ -12,8 +12,9 @@ whose shape tau2 itself would reject goes through ``get_response`` unchanged.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from envs.base import Episode, Observation, Requestor
 from envs.tau2.cow import Mode
@@ -38,7 +39,7 @@ def _get_response(env: Any, name: Any, arguments: Any, requestor: Any) -> Observ
 
 
 class Tau2Episode(Episode):
-    def __init__(self, domain: "Tau2Domain", env: Any, agent_mode: Mode | None = None,
+    def __init__(self, domain: Tau2Domain, env: Any, agent_mode: Mode | None = None,
                  user_mode: Mode | None = None):
         self.domain = domain
         self.env = env
