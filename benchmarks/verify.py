@@ -1,26 +1,27 @@
 """Our verifier vs tau2's own evaluator on the same trajectories (official gold actions).
 
-Per task, in one interleaved pass (so a busy machine slows every column alike):
+Four columns, each timed per task over every trajectory in its own pass, the
+passes back to back:
 
 - ``verifier``: ``run_checks`` with the task's stored gold digest, as the pipeline
   verifies a ``SynthTask`` (the digest is taken when the task is made, here before
   timing starts);
-- ``verifier, gold replayed``: the same with no stored digest and the gold-replay
-  cache cleared first, so the gold actions are replayed too (a task from before
-  the stored digest, or an official tau2 task);
+- ``verifier, gold replayed``: the same with no stored digest, so the gold
+  actions are replayed too (a task from before the stored digest, or an official
+  tau2 task);
 - ``replay floor``: a fresh episode and the trajectory's tool calls alone, no
   checks and no digests: what any verifier that replays must pay;
 - ``tau2 evaluator``: unmodified (it loads and hashes the domain DB per evaluation).
 
-Times are CPU seconds (``time.process_time``) with wall seconds beside. One
-warm-up call each is excluded (imports). The loaded domain is moved out of the
-garbage collector's reach once (``gc.freeze``) and each timed call starts from a
-collected heap, so no column pays for a collection of another column's garbage;
-each still pays for the collections its own allocations trigger.
+Every call of ours starts cold for its task: the gold-replay cache and the
+cached dumps of base entities are emptied first. Passes rather than interleaved
+calls, because a call right after one of tau2's runs on the caches and freed
+memory tau2 leaves behind (it loads and drops a whole DB), which would charge
+tau2's habits to us. Times are CPU seconds (``time.process_time``) with wall
+seconds beside; one warm-up call each is excluded (imports).
 """
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +32,6 @@ LABELS = {"verifier": "evosyn verifier (stored gold digest)", "verifier_gold_rep
 
 
 def _timed(cpu: list[float], wall: list[float], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    gc.collect()
     c0, w0 = time.process_time(), time.perf_counter()
     out = fn(*args, **kwargs)
     cpu.append(time.process_time() - c0)
@@ -61,21 +61,30 @@ def run(domain: str | None = None, split: str = "base", limit: int | None = None
     first_task, first_messages, _ = trajectories[0]
     run_checks(dom, first_task, first_messages)
     tau2_reward(domain, first_task, first_messages)
-    gc.collect()
-    gc.freeze()
 
     cpu: dict[str, list[float]] = {k: [] for k in COLUMNS}
     wall: dict[str, list[float]] = {k: [] for k in COLUMNS}
-    agree = {"verifier": 0, "verifier_gold_replayed": 0}
-    for task, messages, stored in trajectories:
-        ours = _timed(cpu["verifier"], wall["verifier"], run_checks, dom, task, messages, gold_digest=stored)
+
+    def cold() -> None:
         replay.gold_replay.cache_clear()
-        cold = _timed(cpu["verifier_gold_replayed"], wall["verifier_gold_replayed"], run_checks, dom, task, messages)
+        for cow in (getattr(dom, "cow", None), getattr(dom, "user_cow", None)):
+            if cow is not None:
+                cow.forget_base_dumps()
+
+    rewards: dict[str, list[float]] = {"verifier": [], "verifier_gold_replayed": [], "tau2": []}
+    for task, messages, stored in trajectories:
+        cold()
+        rewards["verifier"].append(_timed(cpu["verifier"], wall["verifier"], run_checks, dom, task, messages,
+                                          gold_digest=stored).reward)
+    for task, messages, _ in trajectories:
+        cold()
+        rewards["verifier_gold_replayed"].append(_timed(cpu["verifier_gold_replayed"], wall["verifier_gold_replayed"],
+                                                        run_checks, dom, task, messages).reward)
+    for task, messages, _ in trajectories:
         _timed(cpu["replay_floor"], wall["replay_floor"], replay_calls, dom, task, messages)
-        reward, _ = _timed(cpu["tau2"], wall["tau2"], tau2_reward, domain, task, messages)
-        agree["verifier"] += reward == ours.reward
-        agree["verifier_gold_replayed"] += reward == cold.reward
-    gc.unfreeze()
+    for task, messages, _ in trajectories:
+        rewards["tau2"].append(_timed(cpu["tau2"], wall["tau2"], tau2_reward, domain, task, messages)[0])
+    agree = {k: sum(a == b for a, b in zip(rewards[k], rewards["tau2"])) for k in ("verifier", "verifier_gold_replayed")}
     n = len(tasks)
     per_task = {k: {"cpu_s": sum(cpu[k]) / n, "wall_s": sum(wall[k]) / n} for k in COLUMNS}
     tau2_cpu = per_task["tau2"]["cpu_s"]

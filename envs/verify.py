@@ -56,10 +56,14 @@ def action_matches(action: Any, name: str, arguments: dict[str, Any]) -> bool:
             == {k: v for k, v in action.arguments.items() if k in keys})
 
 
-def communicated(info: str, messages: list[Message]) -> bool:
+def _told(messages: list[Message]) -> list[str]:
+    """What the assistant said, as ``communicated`` searches it (lower case, commas dropped)."""
+    return [m.content.lower().replace(",", "") for m in messages if m.role == "assistant" and m.content]
+
+
+def communicated(info: str, messages: list[Message], told: list[str] | None = None) -> bool:
     needle = info.lower()
-    return any(m.role == "assistant" and m.content and needle in m.content.lower().replace(",", "")
-               for m in messages)
+    return any(needle in text for text in (told if told is not None else _told(messages)))
 
 
 def _official_waivers(domain: Domain, task: Any) -> dict[str, str]:
@@ -117,7 +121,8 @@ def run_checks(domain: Domain, task: Any, messages: list[Message], termination: 
     action_problems = [f"gold action not performed: {name}" for name in missing]
 
     infos = (criteria.communicate_info or []) if criteria else []
-    comm_problems = [f"not told to the user: {info!r}" for info in infos if not communicated(info, messages)]
+    told = _told(messages) if infos else []
+    comm_problems = [f"not told to the user: {info!r}" for info in infos if not communicated(info, messages, told)]
 
     observed = observe(domain.name, rep, messages)
     factor_problems = []

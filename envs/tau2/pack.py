@@ -43,7 +43,8 @@ class Tau2Pack(DomainPack):
         """The ``policy`` module of the pack's package."""
         module = sys.modules[type(self).__module__]
         package = module.__name__ if hasattr(module, "__path__") else module.__package__
-        return importlib.import_module(f"{package}.policy")
+        found = sys.modules.get(f"{package}.policy")  # asked before every checked write: skip the import machinery
+        return found if found is not None else importlib.import_module(f"{package}.policy")
 
     def policy_rules(self) -> Callable[[Any, Any, list[Any]], list[str]] | None:
         return self.policy_module().check_write
