@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from envs.tau2.entities import atom, float_free, new_model, same
+from envs.tau2.entities import DIFFERENT, SAME, atom, compare, float_free, new_model
 from envs.tau2.entities import dump as _dump
 
 
@@ -181,11 +181,12 @@ class CowDict(dict):
         for key in ch.dirty:
             if dict.__contains__(self, key):
                 value = dict.__getitem__(self, key)
-                if key in self._base and same(value, self._base[key]):
+                verdict = compare(value, self._base[key]) if key in self._base else DIFFERENT
+                if verdict == SAME:
                     ch.diff.pop(key, None)
                     continue
                 dump = _dump(value)
-                if key in self._base:
+                if verdict != DIFFERENT:  # only a dump can tell
                     if key not in base_dumps:
                         base_dumps[key] = _dump(self._base[key])
                     if base_dumps[key] == dump:
@@ -307,11 +308,12 @@ class CowList(list):
             return ch.lines
         for i in ch.dirty:
             value = list.__getitem__(self, i)
-            if i < len(self._base) and same(value, self._base[i]):
+            verdict = compare(value, self._base[i]) if i < len(self._base) else DIFFERENT
+            if verdict == SAME:
                 ch.diff.pop(i, None)
                 continue
             dump = _dump(value)
-            if i < len(self._base):
+            if verdict != DIFFERENT:  # only a dump can tell
                 if i not in base_dumps:
                     base_dumps[i] = _dump(self._base[i])
                 if base_dumps[i] == dump:

@@ -41,39 +41,91 @@ def new_model(kind: type, fields: dict, like: BaseModel) -> BaseModel:
     return out
 
 
-def same(a: Any, b: Any) -> bool:
-    """True only if ``a`` and ``b`` dump alike (tau2's comparison): shared sub-objects are not walked.
+SAME, DIFFERENT, UNSURE = 0, 1, 2
 
-    False may still dump alike (e.g. an enum and its value): callers compare dumps then."""
+
+def compare(a: Any, b: Any) -> int:
+    """SAME if ``a`` and ``b`` certainly dump alike (tau2's comparison), DIFFERENT if they certainly
+    do not, UNSURE otherwise (e.g. an enum against its value): then callers compare dumps.
+    Sub-objects ``a`` shares with ``b`` are not walked."""
     if a is b:
-        return True
+        return SAME
     ta = type(a)
-    if isinstance(a, BaseModel):
-        if ta is not type(b) or a.__pydantic_extra__ != b.__pydantic_extra__:
-            return False
-        return same_dict(a.__dict__, b.__dict__)
-    if isinstance(a, dict):
-        return isinstance(b, dict) and same_dict(a, b)
-    if isinstance(a, list):
-        if not isinstance(b, list) or list.__len__(a) != list.__len__(b):
-            return False
-        return all(same(x, y) for x, y in zip(list.__iter__(a), list.__iter__(b)))
     if ta is not type(b):
-        return False
-    if ta is str or ta is int or ta is bool or a is None:
-        return a == b
+        if isinstance(a, dict) and isinstance(b, dict):  # a CowDict against the plain dict it overlays
+            return _compare_dicts(a, b)
+        if isinstance(a, list) and isinstance(b, list):
+            return _compare_lists(a, b)
+        return UNSURE
+    if ta is str or ta is int or ta is bool:
+        return SAME if a == b else DIFFERENT
     if ta is float:
-        return a == b and repr(a) == repr(b)  # 0.0 and -0.0 dump differently; NaN never equals
-    return False
+        if a != a or b != b:  # NaN
+            return UNSURE
+        return SAME if repr(a) == repr(b) else DIFFERENT  # 0.0 and -0.0 dump differently
+    if a is None:
+        return SAME
+    if isinstance(a, BaseModel):
+        if a.__pydantic_extra__ != b.__pydantic_extra__:
+            return UNSURE
+        verdict = _compare_dicts(a.__dict__, b.__dict__)
+        return UNSURE if verdict == DIFFERENT and not _plain_model(ta) else verdict
+    if isinstance(a, dict):
+        return _compare_dicts(a, b)
+    if isinstance(a, list):
+        return _compare_lists(a, b)
+    if isinstance(a, Enum):  # members of one enum: equal members are one object
+        return DIFFERENT if isinstance(a, (str, int)) and a.value != b.value else UNSURE
+    return UNSURE
 
 
-def same_dict(a: dict, b: dict) -> bool:
+_plain_models: dict[type, bool] = {}
+
+
+def _plain_model(kind: type) -> bool:
+    """Every field dumps as its value: none excluded, no custom serializer (so a differing field
+    value means a differing dump)."""
+    plain = _plain_models.get(kind)
+    if plain is None:
+        decorators = kind.__pydantic_decorators__
+        plain = _plain_models[kind] = (not decorators.field_serializers and not decorators.model_serializers
+                                      and not any(f.exclude for f in kind.model_fields.values()))
+    return plain
+
+
+def _compare_lists(a: list, b: list) -> int:
+    if list.__len__(a) != list.__len__(b):
+        return DIFFERENT
+    verdict = SAME
+    for x, y in zip(list.__iter__(a), list.__iter__(b)):
+        v = compare(x, y)
+        if v == DIFFERENT:
+            return DIFFERENT
+        verdict = max(verdict, v)
+    return verdict
+
+
+def _compare_dicts(a: dict, b: dict) -> int:
+    verdict = SAME
     if dict.__len__(a) != dict.__len__(b):
-        return False
+        verdict = UNSURE  # key sets differ, unless keys of other types dump alike (1 and "1")
     for k, v in dict.items(a):
-        if not dict.__contains__(b, k) or not same(v, dict.__getitem__(b, k)):
-            return False
-    return True
+        if not dict.__contains__(b, k):
+            verdict = UNSURE
+            continue
+        c = compare(v, dict.__getitem__(b, k))
+        if c == DIFFERENT and type(k) is str:
+            return DIFFERENT
+        verdict = max(verdict, UNSURE if c == DIFFERENT else c)
+    if verdict == UNSURE and all(type(k) is str for k in dict.keys(a)) and all(type(k) is str for k in dict.keys(b)):
+        if set(dict.keys(a)) != set(dict.keys(b)):
+            return DIFFERENT  # string keys: differing key sets dump differently
+    return verdict
+
+
+def same(a: Any, b: Any) -> bool:
+    """True only if ``a`` and ``b`` certainly dump alike."""
+    return compare(a, b) == SAME
 
 
 def plain(value: Any) -> Any:

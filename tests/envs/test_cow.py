@@ -126,3 +126,17 @@ def test_the_sync_reads_the_agent_db_until_a_request_is_paid(telecom):
         "name": "x", "phone_number": line.phone_number}))
     owned = {name: set(getattr(ep.env.tools.db, name)._owned) for name in telecom.cow.tables}
     assert not any(owned.values())  # syncing the phone with its line copied nothing
+
+
+def test_compare_says_different_only_when_dumps_differ():
+    from envs.tau2.entities import DIFFERENT, SAME, UNSURE, compare, dump
+
+    cases = [({"a": 1}, {"a": 2}), ({"a": "x"}, {"a": "y"}), ([1, 2], [1]), ({"a": 1}, {"b": 1}),
+             ({"a": 1}, {"a": 1.0}), ({1: "x"}, {"1": "x"}), (0.0, -0.0), ([True], [1]), ({"a": [1]}, {"a": [1]})]
+    for a, b in cases:
+        verdict = compare(a, b)
+        if verdict == SAME:
+            assert dump(a) == dump(b), (a, b)
+        if verdict == DIFFERENT:
+            assert dump(a) != dump(b), (a, b)
+    assert compare({"a": 1}, {"a": 2}) == DIFFERENT and compare({1: "x"}, {"1": "x"}) == UNSURE
