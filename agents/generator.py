@@ -11,6 +11,7 @@ from agents.plans import DefaultPrior, Infeasible, Plan
 from envs.base import Domain
 from envs.ontology import check_selection
 from envs.packs import UserPhrasing, get_pack
+from envs.replay import gold_digest
 from envs.tau2.convert import task_from_dict
 from storage.records import Blueprint, SynthesisSpace, SynthTask
 
@@ -59,11 +60,12 @@ class EmbeddedGenerator:
             raise GenerationError(f"infeasible: {exc}") from None
         task_id = "syn-" + hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}".encode()).hexdigest()[:12]
         tau2_task = build_tau2_task(task_id, blueprint, plan)
-        task_from_dict(tau2_task)  # must be a valid tau2 Task
+        task = task_from_dict(tau2_task)  # must be a valid tau2 Task
         return SynthTask(run_id=blueprint.run_id, round=blueprint.round, space_version=blueprint.space_version,
                          direction_id=blueprint.direction_id, blueprint_id=blueprint.blueprint_id, task_id=task_id,
                          domain=blueprint.domain, tau2_task=tau2_task, requested=blueprint.selected_dimensions,
-                         scenario=scenario_of(plan, blueprint), generator="embedded")
+                         scenario=scenario_of(plan, blueprint), generator="embedded",
+                         gold_digest=gold_digest(self.domain, task))
 
 
 def scenario_of(plan: Plan, blueprint: Blueprint) -> dict:
@@ -203,13 +205,13 @@ def parse_generator(out: GeneratorOut, blueprint: Blueprint, space: SynthesisSpa
         instr["task_instructions"] = f"{instr['task_instructions']} {out.task_instructions.strip()}"
     tau2_task["description"]["notes"] = f"EvoSyn LLM generator; blueprint {blueprint.blueprint_id}"
     try:
-        task_from_dict(tau2_task)
+        task = task_from_dict(tau2_task)
     except Exception as exc:
         raise Invalid(f"not a valid tau2 task: {str(exc).splitlines()[0]}") from None
     return SynthTask(run_id=blueprint.run_id, round=blueprint.round, space_version=blueprint.space_version,
                      direction_id=blueprint.direction_id, blueprint_id=blueprint.blueprint_id, task_id=task_id,
                      domain=blueprint.domain, tau2_task=tau2_task, requested=sel,
-                     scenario=scenario_of(plan, blueprint), generator="llm")
+                     scenario=scenario_of(plan, blueprint), generator="llm", gold_digest=gold_digest(domain, task))
 
 
 class LLMGenerator:

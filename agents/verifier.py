@@ -20,8 +20,9 @@ def verify(task: SynthTask | Any, trajectory: Trajectory, domain: str | None = N
     if name is None:
         raise ValueError("verify: pass domain= when the task is a bare tau2 Task")
     requested = task.requested if isinstance(task, SynthTask) else {}
+    stored = task.gold_digest if isinstance(task, SynthTask) else ""
     outcome = run_checks(get_domain(name), _tau2_task(task), trajectory.messages,
-                         termination=trajectory.termination, requested=requested)
+                         termination=trajectory.termination, requested=requested, gold_digest=stored)
     verdict_id = hashlib.sha256(f"{trajectory.trajectory_id}:{trajectory.attempt}".encode()).hexdigest()[:16]
     return Verdict(
         run_id=trajectory.run_id, round=trajectory.round, space_version=trajectory.space_version,

@@ -8,8 +8,9 @@ A ``Domain`` is loaded once per process (tools, policy, DB, official tasks);
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
 ToolKind = Literal["read", "write", "generic"]
 Requestor = Literal["assistant", "user"]
@@ -59,10 +60,18 @@ class Episode(ABC):
     def check_assertion(self, assertion: Any) -> bool:
         """Evaluate one tau2 ``EnvAssertion`` on the current state."""
 
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """A block that only reads the state (policy checks): an episode may skip copying what it reads."""
+        yield
+
 
 class Domain(ABC):
     name: str
     policy: str
+    # Names the form of ``Episode.state_digest`` (and the base DB it is taken over), so a digest stored
+    # with a task is only used by a domain that computes the same one; "" means digests are never stored.
+    digest_scheme: str = ""
 
     @abstractmethod
     def tools(self, requestor: Requestor | None = None) -> list[ToolSpec]: ...

@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from cachetools import LRUCache, cached
 
@@ -61,6 +62,7 @@ def pair_tool_calls(messages: list[Message]) -> tuple[list[tuple[ToolCall, Messa
     return pairs, errors
 
 
+# Called before each call is replayed (policy checks); it must not change the episode's state.
 BeforeCall = Callable[[Episode, ToolCall, list[Message]], None]
 
 
@@ -69,21 +71,24 @@ def replay(domain: Domain, initial_state: Any, messages: list[Message],
     pairs, errors = pair_tool_calls(messages)
     episode = domain.episode(initial_state)
     result = ReplayResult(structure_errors=errors, episode=episode)
-    position = {id(m): n for n, m in enumerate(messages)}
+    position = {id(m): n for n, m in enumerate(messages)} if before_call is not None else {}
+    latest = ""  # the digest of the state as it is now, when taken since the last step
     for call, recorded in pairs:
-        kind = getattr(domain, "tool_kind")(call.name, call.requestor) or "unknown"
+        kind = domain.tool_kind(call.name, call.requestor) or "unknown"
         if before_call is not None:
             upto = position.get(id(recorded), len(messages)) if recorded is not None else len(messages)
             before_call(episode, call, messages[:upto])
-        before = episode.state_digest() if (track_changes and kind == "write") else ""
+        before = (latest or episode.state_digest()) if (track_changes and kind == "write") else ""
         obs = episode.step(call.name, call.arguments, call.requestor)
+        latest = ""
         step = StepRecord(call=call, recorded=recorded, observed=obs.content, error=obs.error, kind=kind)
         if before:
-            step.changed_state = episode.state_digest() != before
+            latest = episode.state_digest()
+            step.changed_state = latest != before
         if recorded is not None and (recorded.content or "") != obs.content:
             result.mismatches.append(f"{call.name} ({call.id}): recorded observation differs from replay")
         result.steps.append(step)
-    result.digest = episode.state_digest()
+    result.digest = latest or episode.state_digest()
     return result
 
 
@@ -93,13 +98,14 @@ def task_key(task: Any) -> str:
 
 def _replay_gold(domain: Domain, task: Any) -> tuple[str, list[bool]]:
     episode = domain.episode(task.initial_state)
-    changed = []
+    changed, latest = [], ""
     for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
-        kind = getattr(domain, "tool_kind")(action.name, action.requestor)
-        before = episode.state_digest() if kind == "write" else ""
+        kind = domain.tool_kind(action.name, action.requestor)
+        before = (latest or episode.state_digest()) if kind == "write" else ""
         episode.step(action.name, action.arguments, action.requestor)
-        changed.append(bool(before) and episode.state_digest() != before)
-    return episode.state_digest(), changed
+        latest = episode.state_digest() if before else ""
+        changed.append(bool(before) and latest != before)
+    return latest or episode.state_digest(), changed
 
 
 def cached_gold_replay(maxsize: int) -> Callable[[Domain, Any], tuple[str, list[bool]]]:
@@ -112,6 +118,20 @@ def cached_gold_replay(maxsize: int) -> Callable[[Domain, Any], tuple[str, list[
 GOLD_CACHE_SIZE = 20_000
 # Final-state digest after the task's gold actions, and which gold writes changed state.
 gold_replay = cached_gold_replay(GOLD_CACHE_SIZE)
+
+
+def gold_digest(domain: Domain, task: Any) -> str:
+    """The gold final-state digest in the form a task stores it (``<digest scheme>:<digest>``), so a
+    verifier in any process skips the gold replay; '' for a domain whose digests are not stored."""
+    if not domain.digest_scheme:
+        return ""
+    return f"{domain.digest_scheme}:{gold_replay(domain, task)[0]}"
+
+
+def stored_gold_digest(domain: Domain, stored: str) -> str | None:
+    """The digest of a stored ``gold_digest`` if this domain computes digests of the same form, else None."""
+    scheme, _, digest = stored.rpartition(":")
+    return digest if scheme and domain.digest_scheme and scheme == domain.digest_scheme else None
 
 
 def arguments_key(arguments: dict[str, Any]) -> str:

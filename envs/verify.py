@@ -21,7 +21,7 @@ from typing import Any
 from envs.base import Domain
 from envs.factors import observe
 from envs.policies import rule_code, rules_for, waivers_for
-from envs.replay import gold_replay, replay, task_key
+from envs.replay import gold_replay, replay, stored_gold_digest, task_key
 from storage.records import CheckResult, Message
 
 STOP_REASONS = {"agent_stop", "user_stop"}
@@ -56,10 +56,14 @@ def action_matches(action: Any, name: str, arguments: dict[str, Any]) -> bool:
             == {k: v for k, v in action.arguments.items() if k in keys})
 
 
-def communicated(info: str, messages: list[Message]) -> bool:
+def _told(messages: list[Message]) -> list[str]:
+    """What the assistant said, as ``communicated`` searches it (lower case, commas dropped)."""
+    return [m.content.lower().replace(",", "") for m in messages if m.role == "assistant" and m.content]
+
+
+def communicated(info: str, messages: list[Message], told: list[str] | None = None) -> bool:
     needle = info.lower()
-    return any(m.role == "assistant" and m.content and needle in m.content.lower().replace(",", "")
-               for m in messages)
+    return any(needle in text for text in (told if told is not None else _told(messages)))
 
 
 def _official_waivers(domain: Domain, task: Any) -> dict[str, str]:
@@ -72,7 +76,9 @@ def _official_waivers(domain: Domain, task: Any) -> dict[str, str]:
 
 
 def run_checks(domain: Domain, task: Any, messages: list[Message], termination: str = "agent_stop",
-               requested: dict[str, list[str]] | None = None) -> Outcome:
+               requested: dict[str, list[str]] | None = None, gold_digest: str = "") -> Outcome:
+    """``gold_digest``: the task's stored ``envs.replay.gold_digest``; without one (or of another digest
+    form) the gold actions are replayed (cached per task)."""
     criteria = task.evaluation_criteria
     calls = [c for m in messages for c in m.tool_calls]
 
@@ -84,7 +90,8 @@ def run_checks(domain: Domain, task: Any, messages: list[Message], termination: 
     def before_call(episode, call, history):
         if rules is not None and domain.tool_kind(call.name, call.requestor) == "write":
             try:
-                violations.extend(rules(episode, call, history))
+                with episode.reading():  # the rules only read the state: nothing they look up is copied
+                    violations.extend(rules(episode, call, history))
             except Exception as exc:  # arguments too malformed for the rule to read them
                 violations.append(f"[unverifiable] {call.name}: arguments cannot be checked against the policy "
                                   f"({type(exc).__name__})")
@@ -100,8 +107,8 @@ def run_checks(domain: Domain, task: Any, messages: list[Message], termination: 
     state_problems: list[str] = []
     db_ok, assertions_ok = True, True
     if criteria is not None and (criteria.actions is not None or criteria.env_assertions is not None):
-        gold_digest, _ = gold_replay(domain, task)
-        db_ok = rep.digest == gold_digest
+        target = stored_gold_digest(domain, gold_digest) if gold_digest else None
+        db_ok = rep.digest == (target if target is not None else gold_replay(domain, task)[0])
         if not db_ok:
             state_problems.append("final state differs from the state after the gold actions")
         for assertion in criteria.env_assertions or []:
@@ -114,7 +121,8 @@ def run_checks(domain: Domain, task: Any, messages: list[Message], termination: 
     action_problems = [f"gold action not performed: {name}" for name in missing]
 
     infos = (criteria.communicate_info or []) if criteria else []
-    comm_problems = [f"not told to the user: {info!r}" for info in infos if not communicated(info, messages)]
+    told = _told(messages) if infos else []
+    comm_problems = [f"not told to the user: {info!r}" for info in infos if not communicated(info, messages, told)]
 
     observed = observe(domain.name, rep, messages)
     factor_problems = []

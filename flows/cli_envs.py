@@ -91,7 +91,7 @@ def verify(domain: str, official: bool, split: str) -> None:
 @click.option("--limit", type=int, default=None, help="Only the first N tasks with gold actions.")
 @click.option("--output", type=PATH, default=None)
 def bench_verify(domain: str, split: str, limit: int | None, output: str | None) -> None:
-    """Our verifier vs tau2's evaluator, seconds per task."""
+    """Our verifier vs tau2's evaluator per task (CPU and wall), with the replay floor beside."""
     from benchmarks.common import write_json
     from benchmarks.verify import rows, run
     from flows.inputs import bench_output, writing
@@ -100,6 +100,7 @@ def bench_verify(domain: str, split: str, limit: int | None, output: str | None)
     target = bench_output(f"verify-{domain}", output)
     result = run(domain, split, limit)
     print_table(f"verify benchmark: {domain}/{split}, {result['tasks']} tasks "
-                f"({result['agreeing_rewards']} rewards agree)", ["verifier", "per task", "relative"], rows(result))
+                f"({result['agreeing_rewards']} rewards agree with tau2)",
+                ["verifier", "CPU per task", "wall per task", "vs tau2 (CPU)"], rows(result))
     with writing(target, "--output"):
         click.echo(f"wrote {write_json(f'verify-{domain}', result, target)}")

@@ -187,6 +187,9 @@ class SynthTask(Record):
     scenario: JSONObject = Field(default_factory=dict)  # structured user scenario (embedded user)
     generator: str = "embedded"
     source: Literal["synthesized", "official", "test_set"] = "synthesized"
+    # state digest after the gold actions, "<digest scheme>:<hex>" (envs.replay.gold_digest), taken when
+    # the task is made so verifiers skip the gold replay; "" (rows from before it existed): replay instead
+    gold_digest: str = ""
 
 
 class ToolCall(Contract):

@@ -69,7 +69,8 @@ class AirlineGenerator:
                 # with a small read budget, keep later ops on reservations already looked up
                 exclude = set() if (reads >= writes + 1 or not touched) else {
                     r for r in self.domain.cow.base.users[user_id].reservations if r not in touched}
-                op = propose(kind, episode, user_id, rng, exclude)
+                with episode.reading():  # proposing only reads the episode's state
+                    op = propose(kind, episode, user_id, rng, exclude)
                 if op is None:
                     continue
                 obs = episode.step(op.tool, op.arguments)

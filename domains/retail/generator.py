@@ -118,7 +118,8 @@ class RetailGenerator:
                 pool.sort(key=lambda k: READ_COST[k])
             chosen = None
             for kind in pool:
-                op = propose(kind, episode, user_id, rng, touched, tight, done)
+                with episode.reading():  # proposing only reads the episode's state
+                    op = propose(kind, episode, user_id, rng, touched, tight, done)
                 if op is None:
                     continue
                 new = {action_key(r) for r in op.reads} - required

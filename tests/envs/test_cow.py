@@ -41,3 +41,102 @@ def test_new_entities_count_as_changes(airline):
     assert ep.state_digest() != before
     del ep.env.tools.db.reservations["NEW001"]
     assert ep.state_digest() == before
+
+
+def test_a_write_copies_only_the_members_it_looks_up(airline):
+    """A flight's dates are copied one by one, when a write looks them up; the base never changes."""
+    ep = airline.episode()
+    res = airline.cow.base.reservations["EHGLP3"]
+    seg = res.flights[0]
+    before = airline.cow.base.flights[seg.flight_number].model_dump()
+    flight = ep.env.tools.db.flights[seg.flight_number]  # outside a read tool: a private copy
+    assert flight is not airline.cow.base.flights[seg.flight_number]
+    status = flight.dates[seg.date]
+    assert status is not airline.cow.base.flights[seg.flight_number].dates[seg.date]
+    other = next(d for d in dict.keys(flight.dates) if d != seg.date)
+    assert dict.__getitem__(flight.dates, other) is airline.cow.base.flights[seg.flight_number].dates[other]
+    status.available_seats["economy"] -= 1
+    assert airline.cow.base.flights[seg.flight_number].model_dump() == before
+    assert ep.state_digest() != airline.episode().state_digest()
+    status.available_seats["economy"] += 1
+    ep.env.tools.db.flights[seg.flight_number]  # looked up again: re-checked at the next digest
+    assert ep.state_digest() == airline.episode().state_digest()
+
+
+def test_clone_dumps_like_a_deep_copy(airline, telecom):
+    from envs.tau2.cow import clone
+    from envs.tau2.entities import dump
+
+    for entity in [next(iter(airline.cow.base.flights.values())), next(iter(airline.cow.base.users.values())),
+                   telecom.cow.base.bills[0], telecom.user_cow.base.device]:
+        copy = clone(entity)
+        assert dump(copy) == dump(entity.model_copy(deep=True)) and copy is not entity
+        assert copy.model_fields_set == entity.model_fields_set
+
+
+def test_same_is_never_fooled_by_equal_values_of_other_types():
+    from envs.tau2.entities import same
+
+    assert same({"a": [1, "x"]}, {"a": [1, "x"]})
+    assert not same({"a": 1}, {"a": 1.0}) and not same([True], [1]) and not same(0.0, -0.0)
+    assert not same(float("nan"), float("nan"))
+    assert not same({"a": 1}, {"a": 1, "b": 2})
+
+
+def test_list_tables_copy_on_write_and_digest_by_position(telecom):
+    ep = telecom.episode()
+    db = ep.env.tools.db
+    base_line = telecom.cow.base.lines[0]
+    with ep.reading():
+        assert db.lines[0] is base_line and next(iter(db.lines)) is base_line
+    line = db.lines[0]
+    assert line is not base_line and db.lines._owned == {0}
+    line.roaming_enabled = not base_line.roaming_enabled
+    changed = ep.state_digest()
+    assert changed != telecom.episode().state_digest()
+    line.roaming_enabled = base_line.roaming_enabled
+    db.lines[0]
+    assert ep.state_digest() == telecom.episode().state_digest()
+    db.bills.append(telecom.cow.base.bills[0].model_copy(deep=True))  # a new entity is a change
+    assert ep.state_digest() != telecom.episode().state_digest()
+    db.bills.pop()  # any other change of shape: the whole table is compared
+    assert ep.state_digest() == telecom.episode().state_digest()
+    assert telecom.cow.base.lines[0].roaming_enabled == base_line.roaming_enabled
+
+
+def test_device_changes_are_seen_by_the_digest(telecom):
+    ep = telecom.episode()
+    fresh = ep.state_digest()
+    assert not ep.step("toggle_airplane_mode", {}, "user").error
+    toggled = ep.state_digest()
+    assert toggled != fresh
+    assert not ep.step("toggle_airplane_mode", {}, "user").error
+    assert ep.state_digest() != toggled
+    ep.env.user_tools.db.device.battery_level += 1  # a direct change, no step in between
+    assert ep.state_digest() != toggled
+    assert telecom.user_cow.base.device.airplane_mode is False
+
+
+def test_the_sync_reads_the_agent_db_until_a_request_is_paid(telecom):
+    from tau2.data_model.tasks import EnvFunctionCall
+
+    ep = telecom.episode()
+    line = telecom.cow.base.lines[0]
+    ep.run_function(EnvFunctionCall(env_type="user", func_name="set_user_info", arguments={
+        "name": "x", "phone_number": line.phone_number}))
+    owned = {name: set(getattr(ep.env.tools.db, name)._owned) for name in telecom.cow.tables}
+    assert not any(owned.values())  # syncing the phone with its line copied nothing
+
+
+def test_compare_says_different_only_when_dumps_differ():
+    from envs.tau2.entities import DIFFERENT, SAME, UNSURE, compare, dump
+
+    cases = [({"a": 1}, {"a": 2}), ({"a": "x"}, {"a": "y"}), ([1, 2], [1]), ({"a": 1}, {"b": 1}),
+             ({"a": 1}, {"a": 1.0}), ({1: "x"}, {"1": "x"}), (0.0, -0.0), ([True], [1]), ({"a": [1]}, {"a": [1]})]
+    for a, b in cases:
+        verdict = compare(a, b)
+        if verdict == SAME:
+            assert dump(a) == dump(b), (a, b)
+        if verdict == DIFFERENT:
+            assert dump(a) != dump(b), (a, b)
+    assert compare({"a": 1}, {"a": 2}) == DIFFERENT and compare({1: "x"}, {"1": "x"}) == UNSURE

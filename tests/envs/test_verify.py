@@ -104,3 +104,38 @@ def test_requested_factors_are_checked(airline, task_7):
     ok = run_checks(airline, task_7, msgs, requested={"num_write": ["3-4"], "num_read": ["2"]})
     bad = run_checks(airline, task_7, msgs, requested={"num_write": ["1"]})
     assert ok.passed and "factors" in failed(bad) and "requested ['1'], observed ['3-4']" in bad.checks[-1].reason
+
+
+def test_a_stored_gold_digest_replaces_the_gold_replay(airline, task_7, monkeypatch):
+    import envs.replay as replay
+    import envs.verify as verify
+
+    stored = replay.gold_digest(airline, task_7)
+    assert stored.startswith(airline.digest_scheme + ":")
+    msgs = gold_messages(airline, task_7)
+
+    def no_replay(*_):
+        raise AssertionError("the gold actions were replayed although the task stores their digest")
+
+    monkeypatch.setattr(verify, "gold_replay", no_replay)
+    assert run_checks(airline, task_7, msgs, gold_digest=stored).passed
+    wrong = f"{airline.digest_scheme}:{'0' * 64}"
+    out = run_checks(airline, task_7, msgs, gold_digest=wrong)
+    assert out.reward == 0.0 and failed(out) == {"state"}  # the stored digest is what the state is held to
+    monkeypatch.undo()
+    # a digest of another form (an older scheme, another tau2) is ignored: the gold actions are replayed
+    assert run_checks(airline, task_7, msgs, gold_digest=f"d1/tau2-0.0/airline:{'0' * 64}").passed
+
+
+def test_synthesized_tasks_store_their_gold_digest(airline):
+    from agents.verifier import verify
+    from envs.replay import gold_digest
+    from envs.tau2.convert import task_from_dict
+    from storage.records import SynthTask, Trajectory
+
+    task = next(t for t in with_actions(airline) if t.id == "7")
+    row = SynthTask(run_id="r", round=0, task_id="7", domain="airline", tau2_task=task.model_dump(mode="json"))
+    assert row.gold_digest == ""  # rows written before the field existed read back with it empty
+    stored = row.model_copy(update={"gold_digest": gold_digest(airline, task_from_dict(row.tau2_task))})
+    traj = Trajectory(run_id="r", round=0, trajectory_id="t", task_id="7", messages=gold_messages(airline, task))
+    assert verify(stored, traj).passed and verify(row, traj).passed

@@ -22,6 +22,12 @@ def test_the_pack_builds_the_airline_generator_and_plans_are_seeded(space):
     assert a == b and a.actions
     task = EmbeddedGenerator(dom).generate(bp, space)
     assert [x["name"] for x in task.tau2_task["evaluation_criteria"]["actions"]] == [x[0] for x in a.actions]
+    # the gold final-state digest travels with the task, so verifiers need not replay the gold actions
+    from envs.replay import gold_replay
+    from envs.tau2.convert import task_from_dict
+
+    gold_replay.cache_clear()
+    assert task.gold_digest == f"{dom.digest_scheme}:{gold_replay(dom, task_from_dict(task.tau2_task))[0]}"
 
 
 def test_task_text_uses_the_pack_phrasing(space):
