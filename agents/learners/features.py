@@ -177,7 +177,7 @@ class Scene:
         return known
 
     def fact_keys(self, value: str) -> tuple[str, ...]:
-        """The keys under which the records in focus hold ``value``, in the order of ``facts``."""
+        """The keys under which the records in focus hold ``value``, as ``facts`` lists them."""
         if self._by_value is None:
             by: dict[str, list[str]] = {}
             for f in self.facts:
