@@ -22,7 +22,7 @@ from agents.learners.features import (
     is_int,
     mentions_record,
 )
-from storage.records import Trajectory
+from storage.records import Message, Trajectory
 
 DECIMAL = re.compile(r"^\d+\.\d+$")
 QUOTED = re.compile(r"'([a-z][a-z ]{1,40}[a-z])'")  # a lower-case phrase in quotes
@@ -102,6 +102,37 @@ def recurring_values(trajectories: list[Trajectory], most: int) -> dict[str, lis
 def numbers_in_context(scene: Scene) -> list[tuple[str, int]]:
     """The counts a learned constant multiplies (what ``composites`` uses), for learning the constants."""
     return [("one", 1)] + [(name, k) for name, k in scene.counts if k > 0]
+
+
+def learned_constants(trajectories: list[Trajectory], writes: set[str], most: int) -> list[int]:
+    """Integer ratios of numeric arguments to counts in the context that recur across trajectories."""
+    ratios: Counter = Counter()
+    for traj in trajectories:
+        seen = set()
+        for i, m in enumerate(traj.messages):
+            if not m.tool_calls:
+                continue
+            nums = [v for v in m.tool_calls[0].arguments.values() if is_int(v) and v > 0]
+            if not nums:
+                continue
+            scene = Scene.of(traj.messages[:i], writes)
+            for v in nums:
+                for _, k in numbers_in_context(scene):
+                    if k and v % k == 0 and v // k >= 10:  # a multiplier, not a small count
+                        seen.add(v // k)
+        ratios.update(seen)
+    floor = max(3, 0.01 * len(trajectories))
+    return sorted(r for r, c in ratios.most_common(most) if c >= floor)
+
+
+def used_by_arg(history: list[Message]) -> dict[str, set[str]]:
+    """Argument name -> the JSON texts of the values the calls so far gave it."""
+    used: dict[str, set[str]] = {}
+    for m in history:
+        for c in m.tool_calls:
+            for k, v in c.arguments.items():
+                used.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
+    return used
 
 
 def schema_candidates(arg_schema: dict[str, Any]) -> list[Candidate]:

@@ -33,22 +33,17 @@ from agents.learners.candidates import (
     arg_schema,
     item_keys,
     item_schema,
+    learned_constants,
     list_candidates,
-    numbers_in_context,
     recurring_values,
     resolve,
     scalar_pool,
     scalars,
+    used_by_arg,
 )
-from agents.learners.features import (
-    Candidate,
-    Scene,
-    candidate_profile,
-    is_int,
-    profile_features,
-    state_tokens,
-)
+from agents.learners.features import Candidate, Scene, state_tokens
 from agents.learners.linear import Linear
+from agents.learners.profiles import candidate_profile, profile_features
 from agents.learners.replies import (
     ARGS_SLOT,
     NAME_SLOT,
@@ -110,26 +105,7 @@ class EmbeddedLearner:
         self.arg_requests = found.arg_requests
 
     def _learn_constants(self, trajectories: list[Trajectory]) -> None:
-        """Integer ratios of numeric arguments to counts in the context that recur across trajectories."""
-        ratios: Counter = Counter()
-        n_args = 0
-        for traj in trajectories:
-            seen = set()
-            for i, m in enumerate(traj.messages):
-                if not m.tool_calls:
-                    continue
-                nums = [v for v in m.tool_calls[0].arguments.values() if is_int(v) and v > 0]
-                if not nums:
-                    continue
-                scene = Scene.of(traj.messages[:i], self.writes)
-                for v in nums:
-                    n_args += 1
-                    for _, k in numbers_in_context(scene):
-                        if k and v % k == 0 and v // k >= 10:  # a multiplier, not a small count
-                            seen.add(v // k)
-            ratios.update(seen)
-        floor = max(3, 0.01 * len(trajectories))
-        self.constants = sorted(r for r, c in ratios.most_common(MAX_CONSTANTS) if c >= floor)
+        self.constants = learned_constants(trajectories, self.writes, MAX_CONSTANTS)
 
     def _learn_values(self, trajectories: list[Trajectory]) -> None:
         self.values = recurring_values(trajectories, MAX_VALUES)
@@ -225,7 +201,7 @@ class EmbeddedLearner:
 
     def _arg_samples(self, call: ToolCall, history, scene: Scene, feats, labels) -> None:
         pool = scalar_pool(scene, self.constants)
-        used = self._used(history)
+        used = used_by_arg(history)
         for arg, gold in call.arguments.items():
             schema = arg_schema(self.tools, call.name, arg)
             keys = item_keys(schema, self._resolve)
@@ -255,15 +231,6 @@ class EmbeddedLearner:
             for c in self._scalars(scene, pool, schema, self._learned(call.name, arg)):
                 feats.append((call.name, arg, candidate_profile(c, used.get(arg, set()), scene), ()))
                 labels.append(int(json.dumps(c.value, sort_keys=True) == target))
-
-    @staticmethod
-    def _used(history: list[Message]) -> dict[str, set[str]]:
-        used: dict[str, set[str]] = {}
-        for m in history:
-            for c in m.tool_calls:
-                for k, v in c.arguments.items():
-                    used.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
-        return used
 
     # ------------------------------------------------------------ acting
     def reset(self, tools: list[dict[str, Any]], policy: str) -> None:
@@ -319,7 +286,7 @@ class EmbeddedLearner:
         if self.argument is None:
             return {}
         pool = scalar_pool(scene, self.constants)
-        used = self._used(history)
+        used = used_by_arg(history)
         args = {}
         for arg in required:
             s = arg_schema(self.tools, tool, arg)

@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 
 from agents.learners.embedded import EmbeddedLearner
-from agents.learners.features import Scene, profile_features, state_tokens
+from agents.learners.features import Scene, state_tokens
 from agents.learners.harness import TaskCase, evaluate
 from agents.learners.linear import Linear
+from agents.learners.profiles import profile_features
 from agents.learners.replies import labels_of
 from envs.packs import get_domain
 from pipeline.learn import fit_embedded
