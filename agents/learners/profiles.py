@@ -85,15 +85,32 @@ def _in_scene(c: Candidate, scene: Scene) -> tuple[tuple, str]:
 
 @lru_cache(maxsize=1 << 17)
 def profile_features(tool: str, arg: str, profile: tuple) -> tuple[str, ...]:
-    """The hashed features of a candidate (by its ``candidate_profile``) for ``tool``'s argument ``arg``."""
+    """The hashed features of a candidate (by its ``candidate_profile``) for ``tool``'s argument ``arg``: its
+    shape, its place in the conversation, and its ties to the request's words (each part cached on its own:
+    profiles that differ in one part share the others)."""
     (source, key, kind, age, shp, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten, focus,
      rel, ro, here, in_text, share, key_in_text, same, words, facts, match, extra, used_before) = profile
+    return _shape(tool, arg, source, key, kind, age, shp) + _place(
+        tool, arg, source, key, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten, focus,
+        used_before, rel, ro, here, in_text, share, key_in_text) + _words(
+        tool, arg, source, key, path, focus, same, words, facts, match, extra)
+
+
+@lru_cache(maxsize=1 << 15)
+def _shape(tool, arg, source, key, kind, age, shp) -> tuple[str, ...]:
     base = [f"src={source}", f"key={key}", f"kind={kind}", f"age={age}", f"shape={shp}"]
     feats = base + [f"arg={arg}|{b}" for b in base] + [f"tool={tool}|arg={arg}|key={key}",
                                                        f"tool={tool}|arg={arg}|src={source}"]
     leaf = arg.rsplit(".", 1)[-1]
     if key and (key == leaf or leaf.endswith(key) or key.endswith(leaf)):
         feats += ["key_matches_arg", f"arg={arg}|key_matches_arg"]
+    return tuple(feats)
+
+
+@lru_cache(maxsize=1 << 16)
+def _place(tool, arg, source, key, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten, focus,
+           used_before, rel, ro, here, in_text, share, key_in_text) -> tuple[str, ...]:
+    feats = []
     if path:
         feats += [f"arg={arg}|path={path}", f"arg={arg}|obs_tool={obs_tool}|path={path}"]
     if ukind:
@@ -119,6 +136,12 @@ def profile_features(tool: str, arg: str, profile: tuple) -> tuple[str, ...]:
         feats += [f"arg={arg}|words_in_text={share}", f"words_in_text={share}"]
     if key_in_text is not None:
         feats.append(f"arg={arg}|key_in_text={key_in_text}")
+    return tuple(feats)
+
+
+@lru_cache(maxsize=1 << 16)
+def _words(tool, arg, source, key, path, focus, same, words, facts, match, extra) -> tuple[str, ...]:
+    feats = []
     if same:  # the value a record in focus holds, and under which key
         feats += [f"arg={arg}|fact={k}" for k in same] + [f"arg={arg}|src={source}|fact={k}|cw_{w}"
                                                           for k in same[:1] for w in words]
