@@ -83,17 +83,22 @@ def _in_scene(c: Candidate, scene: Scene) -> tuple[tuple, str]:
             facts_t if ranked else (), c.match, tuple(c.extra)), dumped
 
 
-@lru_cache(maxsize=1 << 17)
 def profile_features(tool: str, arg: str, profile: tuple) -> tuple[str, ...]:
-    """The hashed features of a candidate (by its ``candidate_profile``) for ``tool``'s argument ``arg``: its
-    shape, its place in the conversation, and its ties to the request's words (each part cached on its own:
-    profiles that differ in one part share the others)."""
+    """The hashed features of a candidate (by its ``candidate_profile``) for ``tool``'s argument ``arg``."""
+    shape_part, place, words = profile_parts(tool, arg, profile)
+    return shape_part + place + words
+
+
+def profile_parts(tool: str, arg: str, profile: tuple) -> tuple[tuple[str, ...], ...]:
+    """``profile_features`` in three parts: the candidate's shape, its place in the conversation, and its ties
+    to the request's words. Each part is cached on its own (profiles that differ in one part share the others),
+    and the same part is the same object while cached: the learner hashes each part's strings once."""
     (source, key, kind, age, shp, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten, focus,
      rel, ro, here, in_text, share, key_in_text, same, words, facts, match, extra, used_before) = profile
-    return _shape(tool, arg, source, key, kind, age, shp) + _place(
-        tool, arg, source, key, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten, focus,
-        used_before, rel, ro, here, in_text, share, key_in_text) + _words(
-        tool, arg, source, key, path, focus, same, words, facts, match, extra)
+    return (_shape(tool, arg, source, key, kind, age, shp),
+            _place(tool, arg, source, key, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten,
+                   focus, used_before, rel, ro, here, in_text, share, key_in_text),
+            _words(tool, arg, source, key, path, focus, same, words, facts, match, extra))
 
 
 @lru_cache(maxsize=1 << 15)
