@@ -42,9 +42,8 @@ from agents.learners.candidates import (
     used_by_arg,
 )
 from agents.learners.features import Candidate, Scene, state_tokens
-from agents.learners.hashing import PartHasher
 from agents.learners.linear import Linear
-from agents.learners.profiles import candidate_profile, profile_parts
+from agents.learners.profiles import candidate_profile, profile_features
 from agents.learners.replies import (
     ARGS_SLOT,
     NAME_SLOT,
@@ -171,9 +170,11 @@ class EmbeddedLearner:
 
     def _hashed(self, rows: list[tuple]):
         """The hashed matrix of candidate rows ``(tool, arg, profile, extra)``: what ``arg_vec.transform`` makes of
-        their features, each part of them hashed once (``hashing.py``)."""
-        return self._derived("parts", lambda: PartHasher(self.arg_vec)).rows(
-            [(*profile_parts(tool, arg, p), extra) for tool, arg, p, extra in rows])
+        their features, with each distinct row built and hashed once (a row depends on its own features only)."""
+        at: dict[tuple, int] = {}
+        index = [at.setdefault(r, len(at)) for r in rows]
+        X = self.arg_vec.transform(profile_features(tool, arg, p) + extra for tool, arg, p, extra in at)
+        return X if len(at) == len(rows) else X[np.array(index)]
 
     def _derived(self, name: str, build):
         """What the fitted learner computes from itself to decide fast; never saved (rebuilt after a load)."""

@@ -91,8 +91,7 @@ def profile_features(tool: str, arg: str, profile: tuple) -> tuple[str, ...]:
 
 def profile_parts(tool: str, arg: str, profile: tuple) -> tuple[tuple[str, ...], ...]:
     """``profile_features`` in three parts: the candidate's shape, its place in the conversation, and its ties
-    to the request's words. Each part is cached on its own (profiles that differ in one part share the others),
-    and the same part is the same object while cached: the learner hashes each part's strings once."""
+    to the request's words. Each part is cached on its own: profiles that differ in one part share the others."""
     (source, key, kind, age, shp, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten, focus,
      rel, ro, here, in_text, share, key_in_text, same, words, facts, match, extra, used_before) = profile
     return (_shape(tool, arg, source, key, kind, age, shp),
