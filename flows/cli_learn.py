@@ -182,7 +182,9 @@ def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: i
     store = store_from(ctx)
     result = run(store, domain, [int(s) for s in sizes.split(",")], test_size)
     buckets = ["0", "1", "2", "3-4", "5+"]
-    per = lambda v: "" if v is None else f"{v:.1f}"  # noqa: E731
+    def per(v: float | None) -> str:
+        return "" if v is None else f"{v:.1f}"
+
     print_table(f"embedded learner on {domain}: test-set success ({result['test_tasks']} tasks)",
                 ["train size", "success", *[f"nw={b}" for b in buckets], "train s", "eval s", "train CPU s",
                  "CPU ms/trained traj", "CPU ms/evaluated task"],

@@ -63,7 +63,7 @@ from storage.records import Message, ToolCall, Trajectory
 MAX_CONSTANTS = 6
 MAX_VALUES = 4  # per argument: the text values the data gives it most often
 MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
-MAX_SCORES = 1 << 20  # remembered candidate scores per model (a row's score depends on its profile only)
+MAX_SCORES = 1 << 18  # remembered candidate scores per model (a row's score depends on its row alone); ~100 MB at most
 
 
 def fingerprint(trajectories: list[Trajectory]) -> str:
