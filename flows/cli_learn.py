@@ -182,10 +182,19 @@ def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: i
     store = store_from(ctx)
     result = run(store, domain, [int(s) for s in sizes.split(",")], test_size)
     buckets = ["0", "1", "2", "3-4", "5+"]
+    def per(v: float | None) -> str:
+        return "" if v is None else f"{v:.1f}"
+
     print_table(f"embedded learner on {domain}: test-set success ({result['test_tasks']} tasks)",
-                ["train size", "success", *[f"nw={b}" for b in buckets], "train s", "eval s"],
+                ["train size", "success", *[f"nw={b}" for b in buckets], "train s", "eval s", "train CPU s",
+                 "CPU ms/trained traj", "CPU ms/evaluated task"],
                 [[r["size"], f"{r['success']:.3f}", *[r["by_num_write"].get(b, "") for b in buckets],
-                  f"{r['train_seconds']:.1f}", f"{r['eval_seconds']:.1f}"] for r in result["curve"]])
+                  f"{r['train_seconds']:.1f}", f"{r['eval_seconds']:.1f}", f"{r['train_cpu_seconds']:.1f}",
+                  per(r["train_cpu_ms_per_trajectory"]), per(r["eval_cpu_ms_per_task"])] for r in result["curve"]])
+    big = result["largest"]
+    click.echo(f"training {big['size']} trajectories: {big['train_cpu_seconds']:.1f} s CPU "
+               f"({per(big['train_cpu_ms_per_trajectory'])} ms each); evaluation {per(big['eval_cpu_ms_per_task'])} "
+               "ms CPU per task")
     if ablation_size:
         result.update(multi_write_ablation(store, domain, ablation_size, test_size))
         print_table(f"multi-write ablation ({ablation_size} training tasks each)",

@@ -11,6 +11,7 @@ import itertools
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from agents.learners.dialogue import Mention, is_value, shape
@@ -21,8 +22,9 @@ from agents.learners.features import (
     is_int,
     mentions_record,
 )
-from storage.records import Trajectory
+from storage.records import Message, Trajectory
 
+DECIMAL = re.compile(r"^\d+\.\d+$")
 QUOTED = re.compile(r"'([a-z][a-z ]{1,40}[a-z])'")  # a lower-case phrase in quotes
 MAX_ITEMS, MAX_ALTS, MAX_EDITS = 4, 4, 64  # bounds on the edited lists: items, values tried per field, edits per item
 
@@ -100,6 +102,37 @@ def recurring_values(trajectories: list[Trajectory], most: int) -> dict[str, lis
 def numbers_in_context(scene: Scene) -> list[tuple[str, int]]:
     """The counts a learned constant multiplies (what ``composites`` uses), for learning the constants."""
     return [("one", 1)] + [(name, k) for name, k in scene.counts if k > 0]
+
+
+def learned_constants(trajectories: list[Trajectory], writes: set[str], most: int) -> list[int]:
+    """Integer ratios of numeric arguments to counts in the context that recur across trajectories."""
+    ratios: Counter = Counter()
+    for traj in trajectories:
+        seen = set()
+        for i, m in enumerate(traj.messages):
+            if not m.tool_calls:
+                continue
+            nums = [v for v in m.tool_calls[0].arguments.values() if is_int(v) and v > 0]
+            if not nums:
+                continue
+            scene = Scene.of(traj.messages[:i], writes)
+            for v in nums:
+                for _, k in numbers_in_context(scene):
+                    if k and v % k == 0 and v // k >= 10:  # a multiplier, not a small count
+                        seen.add(v // k)
+        ratios.update(seen)
+    floor = max(3, 0.01 * len(trajectories))
+    return sorted(r for r, c in ratios.most_common(most) if c >= floor)
+
+
+def used_by_arg(history: list[Message]) -> dict[str, set[str]]:
+    """Argument name -> the JSON texts of the values the calls so far gave it."""
+    used: dict[str, set[str]] = {}
+    for m in history:
+        for c in m.tool_calls:
+            for k, v in c.arguments.items():
+                used.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
+    return used
 
 
 def schema_candidates(arg_schema: dict[str, Any]) -> list[Candidate]:
@@ -220,3 +253,49 @@ def item_keys(schema: dict[str, Any], resolve) -> list[str]:
         if s.get("type") == "object" and s.get("properties"):
             return list(s.get("required") or s["properties"])
     return []
+
+
+# ------------------------------------------------------------ an argument's schema (``tools``: name -> function schema)
+def arg_schema(tools: dict[str, dict[str, Any]], tool: str, arg: str) -> dict[str, Any]:
+    props = tools.get(tool, {}).get("parameters", {}).get("properties", {})
+    return resolve(tools, props.get(arg, {}))
+
+
+def resolve(tools: dict[str, dict[str, Any]], schema: dict[str, Any]) -> dict[str, Any]:
+    """A ``$ref`` (directly or as the one ``allOf`` member) to the definition it names in any tool's ``$defs``."""
+    ref = schema.get("$ref") or next((x.get("$ref") for x in schema.get("allOf", []) if "$ref" in x), None)
+    if ref and tools:
+        for tool in tools.values():
+            defs = tool.get("parameters", {}).get("$defs", {})
+            if ref.split("/")[-1] in defs:
+                return defs[ref.split("/")[-1]]
+    return schema
+
+
+def item_schema(tools: dict[str, dict[str, Any]], schema: dict[str, Any], key: str) -> dict[str, Any]:
+    """The schema of field ``key`` of the objects an array argument holds."""
+    items = schema.get("items") or {}
+    for s in [items] + items.get("anyOf", []) + items.get("oneOf", []):
+        s = resolve(tools, s)
+        if key in s.get("properties", {}):
+            return resolve(tools, s["properties"][key])
+    return {}
+
+
+def scalars(tools: dict[str, dict[str, Any]], schema: dict[str, Any], pool: list[Candidate],
+            learned: list[str] = ()) -> list[Candidate]:
+    """The pool's values of the argument's JSON types (a number as its text where only text is accepted, a
+    decimal text as a number where only numbers are), the schema's own values, the values the data gave
+    this argument most often (``learned``), and for an array of scalars each such value as a one-item list."""
+    kinds = json_types(schema)
+    out = [c for c in pool if json_type(c.value) in kinds]
+    if "string" in kinds and "number" not in kinds:
+        out += [replace(c, value=str(c.value), extra=c.extra + ["as_text"]) for c in pool if is_int(c.value)]
+    if "number" in kinds and "string" not in kinds:
+        out += [replace(c, value=float(c.value), extra=c.extra + ["as_number"]) for c in pool
+                if isinstance(c.value, str) and DECIMAL.match(c.value)]
+    out += schema_candidates(schema) + [Candidate(v, "schema", "learned") for v in learned if "string" in kinds]
+    items = resolve(tools, schema.get("items") or {}) if "array" in kinds else {}
+    if items and not item_keys(schema, lambda s: resolve(tools, s)):
+        out += [replace(c, value=[c.value], extra=c.extra + ["one_item"]) for c in scalars(tools, items, pool)]
+    return out

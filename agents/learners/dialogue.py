@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from storage.records import Message
@@ -161,6 +162,14 @@ def phrases_in(part: str, values: set[str]) -> list[str]:
 
 
 def split_message(text: str, msg: int) -> tuple[list[Clause], list[Mention]]:
+    clauses, identity = _split(text, msg)
+    return list(clauses), list(identity)
+
+
+@lru_cache(maxsize=4096)
+def _split(text: str, msg: int) -> tuple[tuple[Clause, ...], tuple[Mention, ...]]:
+    """``split_message``, once per message: every later decision of a conversation re-reads it (the clauses
+    and mentions are never changed after)."""
     clauses, identity, start = [], [], 0
     parts = []
     for m in SPLIT.finditer(text + " "):
@@ -177,14 +186,14 @@ def split_message(text: str, msg: int) -> tuple[list[Clause], list[Mention]]:
             continue
         words = [w for w in ALPHA.findall(part.lower()) if w not in STOP]
         clauses.append(Clause(part.strip(), found, words, phrases_in(part, {x.text for x in found})))
-    return clauses, identity
+    return tuple(clauses), tuple(identity)
 
 
 def track(history: list[Message], writes: set[str]) -> Dialogue:
     dlg = Dialogue([])
     for i, m in enumerate(history):
         if m.role == "user" and m.content:
-            clauses, identity = split_message(m.content, i)
+            clauses, identity = _split(m.content, i)
             dlg.clauses.extend(clauses)
             dlg.identity.extend(identity)
         for call in m.tool_calls:

@@ -22,7 +22,6 @@ import hashlib
 import json
 import re
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,22 +30,20 @@ from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
 from agents.learners.candidates import (
-    json_type,
-    json_types,
+    arg_schema,
     item_keys,
+    item_schema,
+    learned_constants,
     list_candidates,
     recurring_values,
-    numbers_in_context,
+    resolve,
     scalar_pool,
-    schema_candidates,
+    scalars,
+    used_by_arg,
 )
-from agents.learners.features import (
-    Candidate,
-    Scene,
-    candidate_features,
-    is_int,
-    state_tokens,
-)
+from agents.learners.features import Candidate, Scene, state_tokens
+from agents.learners.linear import Linear
+from agents.learners.profiles import candidate_profile, profile_features
 from agents.learners.replies import (
     ARGS_SLOT,
     NAME_SLOT,
@@ -65,8 +62,8 @@ from storage.records import Message, ToolCall, Trajectory
 
 MAX_CONSTANTS = 6
 MAX_VALUES = 4  # per argument: the text values the data gives it most often
-DECIMAL = re.compile(r"^\d+\.\d+$")
 MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
+MAX_SCORES = 1 << 18  # remembered candidate scores per model (a row's score depends on its row alone); ~100 MB at most
 
 
 def fingerprint(trajectories: list[Trajectory]) -> str:
@@ -108,26 +105,7 @@ class EmbeddedLearner:
         self.arg_requests = found.arg_requests
 
     def _learn_constants(self, trajectories: list[Trajectory]) -> None:
-        """Integer ratios of numeric arguments to counts in the context that recur across trajectories."""
-        ratios: Counter = Counter()
-        n_args = 0
-        for traj in trajectories:
-            seen = set()
-            for i, m in enumerate(traj.messages):
-                if not m.tool_calls:
-                    continue
-                nums = [v for v in m.tool_calls[0].arguments.values() if is_int(v) and v > 0]
-                if not nums:
-                    continue
-                scene = Scene.of(traj.messages[:i], self.writes)
-                for v in nums:
-                    n_args += 1
-                    for _, k in numbers_in_context(scene):
-                        if k and v % k == 0 and v // k >= 10:  # a multiplier, not a small count
-                            seen.add(v // k)
-            ratios.update(seen)
-        floor = max(3, 0.01 * len(trajectories))
-        self.constants = sorted(r for r, c in ratios.most_common(MAX_CONSTANTS) if c >= floor)
+        self.constants = learned_constants(trajectories, self.writes, MAX_CONSTANTS)
 
     def _learn_values(self, trajectories: list[Trajectory]) -> None:
         self.values = recurring_values(trajectories, MAX_VALUES)
@@ -140,6 +118,7 @@ class EmbeddedLearner:
         """Behaviour cloning on verified trajectories; ``tools`` are the OpenAI tool schemas an agent sees."""
         self.tools = {t["function"]["name"]: t["function"] for t in (tools or [])}
         self.fingerprint, self.n_trajectories = fingerprint(trajectories), len(trajectories)
+        self._fast = {}
         self._read_conventions(trajectories)
         self._learn_constants(trajectories)
         self._learn_values(trajectories)
@@ -168,8 +147,8 @@ class EmbeddedLearner:
                     self._arg_samples(m.tool_calls[0], history, scene, arg_feats, arg_labels)
                 elif label in self.slots:
                     said = norm_text(m.content or "")
-                    for c, feats in self._report_candidates(label, scene):
-                        report_feats.append(feats)
+                    for c, row in self._report_candidates(label, scene):
+                        report_feats.append(row)
                         plain, cents = (norm_text(render(c.value, k)) in said for k in (False, True))
                         report_labels.append(int(plain or cents))
                         styles[cents and not plain] += isinstance(c.value, float) and (plain or cents)
@@ -184,10 +163,25 @@ class EmbeddedLearner:
     def _sgd(self) -> SGDClassifier:
         return SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=15, tol=None, random_state=self.seed, average=True)
 
-    def _binary(self, feats, labels):
+    def _binary(self, rows, labels):
         if not labels or len(set(labels)) < 2:
             return None
-        return self._sgd().fit(self.arg_vec.transform(feats), labels)
+        return self._sgd().fit(self._hashed(rows), labels)
+
+    def _hashed(self, rows: list[tuple]):
+        """The hashed matrix of candidate rows ``(tool, arg, profile, extra)``: what ``arg_vec.transform`` makes of
+        their features, with each distinct row built and hashed once (a row depends on its own features only)."""
+        at: dict[tuple, int] = {}
+        index = [at.setdefault(r, len(at)) for r in rows]
+        X = self.arg_vec.transform(profile_features(tool, arg, p) + extra for tool, arg, p, extra in at)
+        return X if len(at) == len(rows) else X[np.array(index)]
+
+    def _derived(self, name: str, build):
+        """What the fitted learner computes from itself to decide fast; never saved (rebuilt after a load)."""
+        fast = self.__dict__.setdefault("_fast", {})
+        if name not in fast:
+            fast[name] = build()
+        return fast[name]
 
     def _classifier(self, states, labels):
         if not labels:
@@ -196,58 +190,20 @@ class EmbeddedLearner:
             return None, labels[0]
         return self._sgd().fit(self.state_vec.transform(states), labels), None
 
-    def _report_candidates(self, label: str, scene: Scene) -> list[tuple[Candidate, list[str]]]:
+    def _report_candidates(self, label: str, scene: Scene) -> list[tuple[Candidate, tuple]]:
         """Short scalar values from observations (and composites) that a reply could tell the user."""
         out = []
         for c in scalar_pool(scene, self.constants):
             if c.source in ("obs", "composite") and isinstance(c.value, (str, int, float)) and not isinstance(
                     c.value, bool) and len(render(c.value)) <= 24:
-                out.append((c, candidate_features("report", label, c, set(), scene)))
+                out.append((c, ("report", label, candidate_profile(c, set(), scene), ())))
         return out
-
-    def _schema(self, tool: str, arg: str) -> dict[str, Any]:
-        props = self.tools.get(tool, {}).get("parameters", {}).get("properties", {})
-        return self._resolve(props.get(arg, {}))
-
-    def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
-        ref = schema.get("$ref") or next((x.get("$ref") for x in schema.get("allOf", []) if "$ref" in x), None)
-        if ref and self.tools:
-            for tool in self.tools.values():
-                defs = tool.get("parameters", {}).get("$defs", {})
-                if ref.split("/")[-1] in defs:
-                    return defs[ref.split("/")[-1]]
-        return schema
-
-    def _scalars(self, schema: dict[str, Any], pool: list[Candidate], learned: list[str] = ()) -> list[Candidate]:
-        """The pool's values of the argument's JSON types (a number as its text where only text is accepted, a
-        decimal text as a number where only numbers are), the schema's own values, the values the data gave
-        this argument most often (``learned``), and for an array of scalars each such value as a one-item list."""
-        kinds = json_types(schema)
-        out = [c for c in pool if json_type(c.value) in kinds]
-        if "string" in kinds and "number" not in kinds:
-            out += [replace(c, value=str(c.value), extra=c.extra + ["as_text"]) for c in pool if is_int(c.value)]
-        if "number" in kinds and "string" not in kinds:
-            out += [replace(c, value=float(c.value), extra=c.extra + ["as_number"]) for c in pool
-                    if isinstance(c.value, str) and DECIMAL.match(c.value)]
-        out += schema_candidates(schema) + [Candidate(v, "schema", "learned") for v in learned if "string" in kinds]
-        items = self._resolve(schema.get("items") or {}) if "array" in kinds else {}
-        if items and not item_keys(schema, self._resolve):
-            out += [replace(c, value=[c.value], extra=c.extra + ["one_item"]) for c in self._scalars(items, pool)]
-        return out
-
-    def _item_schema(self, schema: dict[str, Any], key: str) -> dict[str, Any]:
-        items = schema.get("items") or {}
-        for s in [items] + items.get("anyOf", []) + items.get("oneOf", []):
-            s = self._resolve(s)
-            if key in s.get("properties", {}):
-                return self._resolve(s["properties"][key])
-        return {}
 
     def _arg_samples(self, call: ToolCall, history, scene: Scene, feats, labels) -> None:
         pool = scalar_pool(scene, self.constants)
-        used = self._used(history)
+        used = used_by_arg(history)
         for arg, gold in call.arguments.items():
-            schema = self._schema(call.name, arg)
+            schema = arg_schema(self.tools, call.name, arg)
             keys = item_keys(schema, self._resolve)
             if keys and isinstance(gold, list):
                 fields_ok = True
@@ -255,10 +211,10 @@ class EmbeddedLearner:
                     for k in keys:
                         target = json.dumps(item.get(k) if isinstance(item, dict) else None, sort_keys=True)
                         hit = False
-                        for c in self._scalars(self._item_schema(schema, k), pool):
+                        for c in self._scalars(scene, pool, item_schema(self.tools, schema, k)):
                             ok = json.dumps(c.value, sort_keys=True) == target
                             hit |= ok
-                            feats.append(candidate_features(call.name, f"{arg}.{k}", c, set(), scene) + [f"item={j}"])
+                            feats.append((call.name, f"{arg}.{k}", candidate_profile(c, set(), scene), (f"item={j}",)))
                             labels.append(int(ok))
                         fields_ok &= hit or j > 0
                 cands = list_candidates(scene, keys)
@@ -268,39 +224,60 @@ class EmbeddedLearner:
                 for c in cands:  # assembling is right only where no list in the context is
                     ok = (len(gold) == 1 and fields_ok and not found) if c.source == "assembled" else \
                         json.dumps(c.value, sort_keys=True) == target
-                    feats.append(candidate_features(call.name, arg, c, used.get(arg, set()), scene))
+                    feats.append((call.name, arg, candidate_profile(c, used.get(arg, set()), scene), ()))
                     labels.append(int(ok))
                 continue
             target = json.dumps(gold, sort_keys=True)
-            for c in self._scalars(schema, pool, self._learned(call.name, arg)):
-                feats.append(candidate_features(call.name, arg, c, used.get(arg, set()), scene))
+            for c in self._scalars(scene, pool, schema, self._learned(call.name, arg)):
+                feats.append((call.name, arg, candidate_profile(c, used.get(arg, set()), scene), ()))
                 labels.append(int(json.dumps(c.value, sort_keys=True) == target))
-
-    @staticmethod
-    def _used(history: list[Message]) -> dict[str, set[str]]:
-        used: dict[str, set[str]] = {}
-        for m in history:
-            for c in m.tool_calls:
-                for k, v in c.arguments.items():
-                    used.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
-        return used
 
     # ------------------------------------------------------------ acting
     def reset(self, tools: list[dict[str, Any]], policy: str) -> None:
         self.tools = {t["function"]["name"]: t["function"] for t in tools} or self.tools
         self._pending = None
 
-    def _predict(self, clf, constant, state: str) -> str | None:
-        if clf is None:
+    def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return resolve(self.tools, schema)
+
+    def _scalars(self, scene: Scene, pool: list[Candidate], schema: dict[str, Any], learned: list[str] = ()):
+        """``scalars`` once per decision's pool and schema: its arguments of one type share the candidates
+        (the same objects, so their profiles too)."""
+        memo = scene.__dict__.get("_scalars")
+        if memo is None or memo[0] is not pool:
+            memo = scene.__dict__["_scalars"] = (pool, {})
+        key = (json.dumps(schema, sort_keys=True), tuple(learned))
+        if key not in memo[1]:
+            memo[1][key] = scalars(self.tools, schema, pool, learned)
+        return memo[1][key]
+
+    def _linear(self, model: str) -> tuple[Linear, dict[tuple, float]]:
+        """The fitted model ``model`` (an attribute name) as a contiguous ``Linear``, and its remembered scores."""
+        return self._derived(model, lambda: (Linear(getattr(self, model)), {}))
+
+    def _predict(self, model: str, constant, state: str) -> str | None:
+        if getattr(self, model) is None:
             return constant
-        return str(clf.predict(self.state_vec.transform([state]))[0])
+        return str(self._linear(model)[0].predict(self.state_vec.transform([state]))[0])
+
+    def _positive(self, model: str, rows: list[tuple]) -> np.ndarray:
+        """``predict_proba(...)[:, 1]`` of the binary model ``model`` for candidate rows; each distinct row
+        is scored once (its score is a function of its row alone, so a remembered one is the same number)."""
+        linear, scores = self._linear(model)
+        found = [scores.get(r) for r in rows]
+        new = list(dict.fromkeys(r for r, v in zip(rows, found) if v is None))
+        if new:
+            if len(scores) + len(new) > MAX_SCORES:
+                scores.clear()
+            scores.update(zip(new, linear.decision(self._hashed(new)).tolist()))
+            found = [scores[r] if v is None else v for r, v in zip(rows, found)]
+        return Linear.positive(np.array(found, dtype=np.float64))
 
     def _best(self, tool: str, arg: str, cands: list[Candidate], scene: Scene, used: set[str],
-              extra: list[str] = ()) -> Candidate | None:
+              extra: tuple[str, ...] = ()) -> Candidate | None:
         if not cands:
             return None
-        feats = [candidate_features(tool, arg, c, used, scene) + list(extra) for c in cands]
-        scores = self.argument.predict_proba(self.arg_vec.transform(feats))[:, 1]
+        scores = self._positive("argument", [(tool, arg, candidate_profile(c, used, scene), extra) for c in cands])
         return cands[int(np.argmax(scores))]
 
     def _choose_args(self, tool: str, history: list[Message], scene: Scene) -> dict[str, Any]:
@@ -309,21 +286,21 @@ class EmbeddedLearner:
         if self.argument is None:
             return {}
         pool = scalar_pool(scene, self.constants)
-        used = self._used(history)
+        used = used_by_arg(history)
         args = {}
         for arg in required:
-            s = self._schema(tool, arg)
+            s = arg_schema(self.tools, tool, arg)
             keys = item_keys(s, self._resolve)
             if keys:
                 item = {}
                 for k in keys:
-                    best = self._best(tool, f"{arg}.{k}", self._scalars(self._item_schema(s, k), pool), scene,
-                                      set(), ["item=0"])
+                    best = self._best(tool, f"{arg}.{k}", self._scalars(scene, pool, item_schema(self.tools, s, k)),
+                                      scene, set(), ("item=0",))
                     item[k] = best.value if best else None
                 cands = list_candidates(scene, keys) + [Candidate([item], "assembled", "assembled", extra=["len=1"])]
                 best = self._best(tool, arg, cands, scene, used.get(arg, set()))
             else:
-                best = self._best(tool, arg, self._scalars(s, pool, self._learned(tool, arg)), scene,
+                best = self._best(tool, arg, self._scalars(scene, pool, s, self._learned(tool, arg)), scene,
                                   used.get(arg, set()))
             if best is not None:
                 args[arg] = best.value
@@ -334,7 +311,7 @@ class EmbeddedLearner:
             return Message(role="assistant", content="Goodbye.")
         scene = Scene.of(messages, self.writes)
         state = state_tokens(messages, scene, labels_of(messages))
-        label = self._predict(self.action, self.constant_action, state) or self.closing
+        label = self._predict("action", self.constant_action, state) or self.closing
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)
         if self._pending is not None and last_user is not None and messages and messages[-1] is last_user:
             said = (last_user.content or "").lower()
@@ -345,7 +322,7 @@ class EmbeddedLearner:
                 return Message(role="assistant", tool_calls=[call.model_copy(update={"id": f"lc_{n}"})])
             self._pending = None
         if label == "say:confirm":
-            tool = self._predict(self.write, self.constant_write, state)
+            tool = self._predict("write", self.constant_write, state)
             if tool:
                 self._pending = ToolCall(id="pending", name=tool, arguments=self._choose_args(tool, messages, scene))
                 return Message(role="assistant", content=confirmation_request(tool, self._pending.arguments))
@@ -359,7 +336,7 @@ class EmbeddedLearner:
             n = sum(1 for m in messages if m.tool_calls)
             return Message(role="assistant", tool_calls=[ToolCall(id=f"lc_{n}", name=name, arguments=args)])
         if label in self.requests:
-            tool = self._predict(self.asked, self.constant_asked, state)
+            tool = self._predict("asked", self.constant_asked, state)
             if tool:
                 return Message(role="assistant", content=self._request(label, tool))
         return Message(role="assistant", content=self._say(label, scene))
@@ -381,13 +358,16 @@ class EmbeddedLearner:
         cands = self._report_candidates(label, scene)
         if not cands:
             return plain
-        scores = self.report.predict_proba(self.arg_vec.transform([f for _, f in cands]))[:, 1]
+        scores = self._positive("report", [row for _, row in cands])
         cents = getattr(self, "cents", False)
         values = list(dict.fromkeys(render(c.value, cents and isinstance(c.value, float))
                                     for (c, _), p in zip(cands, scores) if p > 0.5))
         return f"{self.slots[label]}{'; '.join(values)}." if values else plain
 
     # ------------------------------------------------------------ persistence
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_fast"}  # derived: rebuilt on first use
+
     def save(self, path: Path) -> Path:
         """The model (joblib) and its JSON sidecar, each written atomically: a crash leaves the old file or none."""
         import joblib

@@ -13,6 +13,7 @@ arithmetic an argument needs is what it learns.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -25,7 +26,6 @@ from agents.learners.dialogue import (
     Mention,
     call_values,
     is_value,
-    shape,
     track,
 )
 from storage.records import Message
@@ -34,6 +34,7 @@ WORD = re.compile(r"[a-z0-9_\-]+")
 ENUMISH = re.compile(r"^[a-z][a-z_ ]{0,24}$")
 MAX_FOCUS_NUMBERS = 24  # operands of the composites: the newest numbers of the records in focus
 MAX_FACTS = 24
+SCENES = itertools.count()
 MAX_NAMED = 2  # a value the user wrote puts in focus the records holding it, if one observation has at most this many
 
 
@@ -164,6 +165,25 @@ class Scene:
     used: set[str]
     last_tool: str
     open: int = 0  # the first clause with a value not used yet (the pointer stays until a call moves it)
+    _by_value: dict[str, tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
+    serial: int = field(default_factory=lambda: next(SCENES), repr=False, compare=False)  # tells scenes apart
+
+    def tuples(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``words`` and ``facts`` as tuples (parts of candidate profiles), made once."""
+        known = self.__dict__.get("_tuples")
+        if known is None:
+            known = self.__dict__["_tuples"] = (tuple(self.words), tuple(self.facts))
+        return known
+
+    def fact_keys(self, value: str) -> tuple[str, ...]:
+        """The keys under which the records in focus hold ``value``, as ``facts`` lists them."""
+        if self._by_value is None:
+            by: dict[str, list[str]] = {}
+            for f in self.facts:
+                k, v = f.split("=", 1)
+                by.setdefault(v, []).append(k)
+            self._by_value = {v: tuple(ks) for v, ks in by.items()}
+        return self._by_value.get(value, ())
 
     @staticmethod
     def of(history: list[Message], writes: set[str]) -> Scene:
@@ -198,7 +218,7 @@ def _match(leaves: list[Candidate], records: list[Record], text: str) -> None:
         if not c.within or not isinstance(c.value, str):
             continue
         rec = records[c.within[-1]]
-        own = {w for v in rec.strs for w in norm(v).split()} & pos.keys()
+        own = _words(rec.strs) & pos.keys()
         if own:
             by_path.setdefault(f"{c.path}/{c.key}", []).append((c, len(own), sum(pos[w] for w in own) / len(own)))
     for group in by_path.values():
@@ -207,6 +227,12 @@ def _match(leaves: list[Candidate], records: list[Record], text: str) -> None:
         first, last = min(at for _, at in best), max(at for _, at in best)
         for c, at in best:
             c.match = "best" + ("" if first == last else "|early" if at == first else "|late" if at == last else "")
+
+
+@lru_cache(maxsize=8192)
+def _words(strs: frozenset[str]) -> frozenset[str]:
+    """The normalized words of a record's string values (records come from ``_walk``'s cache: same objects)."""
+    return frozenset(w for v in strs for w in norm(v).split())
 
 
 def _user_pool(history: list[Message], dlg: Dialogue, used: set[str], written: set[str]) -> list[Candidate]:
@@ -322,59 +348,3 @@ def state_tokens(history: list[Message], scene: Scene, labels: list[str]) -> str
     toks.append(f"steps_{min(len(labels), 30) // 3}")
     toks += [f"ctx_{f}" for f in scene.facts]
     return " ".join(toks)
-
-
-def candidate_features(tool: str, arg: str, c: Candidate, used: set[str], scene: Scene) -> list[str]:
-    kind = "int" if is_int(c.value) else type(c.value).__name__
-    base = [f"src={c.source}", f"key={c.key}", f"kind={kind}", f"age={min(c.age, 12)}", f"shape={shape(c.value)}"]
-    feats = base + [f"arg={arg}|{b}" for b in base] + [f"tool={tool}|arg={arg}|key={c.key}",
-                                                       f"tool={tool}|arg={arg}|src={c.source}"]
-    leaf = arg.rsplit(".", 1)[-1]
-    if c.key and (c.key == leaf or leaf.endswith(c.key) or c.key.endswith(leaf)):
-        feats += ["key_matches_arg", f"arg={arg}|key_matches_arg"]
-    if c.path:
-        feats += [f"arg={arg}|path={c.path}", f"arg={arg}|obs_tool={c.tool}|path={c.path}"]
-    if c.kind:
-        feats += [f"arg={arg}|ukind={c.kind}", f"tool={tool}|arg={arg}|ukind={c.kind}"]
-    if c.in_last_user:
-        feats += ["in_last_user", f"arg={arg}|in_last_user"]
-    if c.rank is not None:
-        r = min(c.rank, 4)
-        feats += [f"rank={r}", f"arg={arg}|rank={r}", f"tool={tool}|arg={arg}|rank={r}"]
-    for flag in ("first_unused", "first_unwritten", "focus"):
-        if getattr(c, flag):
-            feats += [flag, f"arg={arg}|{flag}", f"tool={tool}|arg={arg}|{flag}"]
-    if json.dumps(c.value, sort_keys=True) in used:
-        feats += ["used_before", f"arg={arg}|used_before"]
-    if c.source in ("user", "identity", "name"):
-        rel, ro = scene.dlg.relation(c.clause), scene.dlg.relation(c.clause, scene.open)
-        feats += [f"rel={rel}", f"arg={arg}|rel={rel}", f"tool={tool}|arg={arg}|ukind={c.kind}|rel={rel}",
-                  f"arg={arg}|key={c.key}|rel={rel}", f"arg={arg}|ropen={ro}", f"arg={arg}|rel={rel}|ropen={ro}",
-                  f"tool={tool}|arg={arg}|ukind={c.kind}|ropen={ro}"]
-    if c.msg >= 0 and c.tool:
-        here = c.msg < len(scene.dlg.clause_of_msg) and scene.dlg.clause_of_msg[c.msg] == scene.dlg.pointer
-        feats += [f"arg={arg}|obs_cur={here}", f"tool={tool}|arg={arg}|obs_tool={c.tool}|obs_cur={here}"]
-    if isinstance(c.value, (str, int)) and not isinstance(c.value, bool) and scene.text:
-        in_text = norm(c.value) in scene.text
-        feats += [f"arg={arg}|in_cur_text={in_text}", f"tool={tool}|arg={arg}|src={c.source}|in_cur_text={in_text}"]
-    if c.source == "schema" and isinstance(c.value, str) and scene.text:
-        said = norm(c.value).split()  # how much of a quoted phrase the request says
-        share = sum(f" {w} " in scene.text for w in said) / len(said)
-        feats += [f"arg={arg}|words_in_text={round(3 * share)}", f"words_in_text={round(3 * share)}"]
-    if c.key and c.source in ("obs", "composite") and scene.text:
-        stem = c.key.split("*")[0].split("+")[0].split("-")[0]
-        feats.append(f"arg={arg}|key_in_text={norm(stem) in scene.text}")
-    if isinstance(c.value, str) and scene.facts:  # the value a record in focus holds, and under which key
-        same = [f.split("=", 1)[0] for f in scene.facts if f.split("=", 1)[1] == c.value]
-        feats += [f"arg={arg}|fact={k}" for k in same[:3]] + [f"arg={arg}|src={c.source}|fact={k}|cw_{w}"
-                                                              for k in same[:1] for w in scene.words]
-    if c.source == "obs":
-        feats += [f"arg={arg}|obs|focus={c.focus}|cw_{w}" for w in scene.words]
-        if c.match:
-            feats += [f"arg={arg}|match={c.match}", f"arg={arg}|path={c.path}|match={c.match}",
-                      f"tool={tool}|arg={arg}|match={c.match}"]
-    if c.source in ("composite", "schema", "assembled", "list"):
-        feats += [f"arg={arg}|key={c.key}|cw_{w}" for w in scene.words]
-        feats += [f"arg={arg}|key={c.key}|{f}" for f in scene.facts]
-    feats += [f"arg={arg}|{x}" for x in c.extra] + [f"arg={arg}|key={c.key}|{x}" for x in c.extra]
-    return feats

@@ -70,3 +70,19 @@ def test_missing_inputs_are_one_line_errors(home):
     assert out.returncode == 2 and out.stderr.startswith("error: --run nope") and out.stderr.count("\n") == 1
     out = evosyn("evaluate", "--run", RUN, "--round", "9", home=home)
     assert out.returncode == 2 and "no trained model" in out.stderr
+
+
+@pytest.mark.slow
+def test_bench_learner_reports_cpu_per_trajectory_and_per_task(tmp_path):
+    target = tmp_path / "learner.json"
+    out = evosyn("bench", "learner", "--domain", "airline", "--sizes", "0,12", "--test-size", "4",
+                 "--ablation-size", "0", "--output", str(target), home=tmp_path / "h")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "CPU ms/evaluated task" in out.stdout and "s CPU" in out.stdout
+    data = json.loads(target.read_text())
+    empty, trained = data["curve"]
+    assert empty["size"] == 0 and empty["train_cpu_ms_per_trajectory"] is None
+    assert trained["size"] == 12 and trained["train_cpu_seconds"] > 0 and trained["eval_cpu_ms_per_task"] > 0
+    assert trained["train_cpu_ms_per_trajectory"] == pytest.approx(1000 * trained["train_cpu_seconds"] / 12)
+    assert data["largest"]["size"] == 12
+    assert data["largest"]["train_cpu_seconds"] == trained["train_cpu_seconds"]

@@ -1,0 +1,161 @@
+"""Candidate profiles: what a candidate's features read of it, so that features and scores are made once.
+
+The argument and report models score candidates by hashed features (``tool=...|arg=...|key=...``). A
+feature never holds the value itself, only what it looks like and where it sits (its source, key, kind,
+shape, age, relation to the request ...), so the candidates of many decisions share a *profile*: the
+tuple of everything the features read. ``profile_features`` builds a profile's features once (cached), and
+the learner remembers each model's score of a row by its profile; ``candidate_features`` is the two
+composed. Nothing here names a domain.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from agents.learners.dialogue import shape
+from agents.learners.features import Candidate, Scene, is_int, norm
+
+
+def candidate_features(tool: str, arg: str, c: Candidate, used: set[str], scene: Scene) -> list[str]:
+    return list(profile_features(tool, arg, candidate_profile(c, used, scene)))
+
+
+@lru_cache(maxsize=1 << 16, typed=True)
+def _scalar_facts(value: Any) -> tuple[str, str, str, str]:
+    return _value_facts(value)
+
+
+def _value_facts(value: Any) -> tuple[str, str, str, str]:
+    """What a candidate's features read of its value: its kind, shape, JSON text and normalized text."""
+    return "int" if is_int(value) else type(value).__name__, shape(value), json.dumps(value, sort_keys=True), \
+        norm(value)
+
+
+def value_facts(value: Any) -> tuple[str, str, str, str]:
+    # cached for hashable scalars (typed: 1, 1.0 and True stay apart); -0.0 equals 0.0 but dumps differently
+    if isinstance(value, (str, int, bool)) or value is None or (isinstance(value, float) and value != 0):
+        return _scalar_facts(value)
+    return _value_facts(value)
+
+
+@lru_cache(maxsize=4096)
+def _normed(text: str) -> str:
+    return norm(text)
+
+
+def candidate_profile(c: Candidate, used: set[str], scene: Scene) -> tuple:
+    """Everything ``profile_features`` reads of a candidate in a scene, reduced to the values it uses.
+
+    Many candidates of many decisions share a profile (the value itself is no feature, only what it
+    looks like and where it sits), so a profile's features, and a model's score of them, are computed
+    once and looked up after (``profile_features`` is cached; the learner caches scores by profile).
+    Only ``used`` differs between the arguments of one decision: the rest is kept with the candidate.
+    """
+    known = c.__dict__.get("_profile")
+    if known is None or known[0] != scene.serial:
+        known = c.__dict__["_profile"] = (scene.serial, *_in_scene(c, scene))
+    return known[1] + (known[2] in used,)
+
+
+def _in_scene(c: Candidate, scene: Scene) -> tuple[tuple, str]:
+    kind, shp, dumped, normed = value_facts(c.value)
+    text, dlg = scene.text, scene.dlg
+    rel = ro = here = in_text = share = key_in_text = None
+    if c.source in ("user", "identity", "name"):
+        rel, ro = dlg.relation(c.clause), dlg.relation(c.clause, scene.open)
+    if c.msg >= 0 and c.tool:
+        here = c.msg < len(dlg.clause_of_msg) and dlg.clause_of_msg[c.msg] == dlg.pointer
+    if isinstance(c.value, (str, int)) and not isinstance(c.value, bool) and text:
+        in_text = normed in text
+    if c.source == "schema" and isinstance(c.value, str) and text:
+        said = normed.split()  # how much of a quoted phrase the request says
+        share = round(3 * (sum(f" {w} " in text for w in said) / len(said)))
+    if c.key and c.source in ("obs", "composite") and text:
+        key_in_text = _normed(c.key.split("*")[0].split("+")[0].split("-")[0]) in text
+    same = scene.fact_keys(c.value)[:3] if isinstance(c.value, str) and scene.facts else ()
+    ranked = c.source in ("composite", "schema", "assembled", "list")
+    words_t, facts_t = scene.tuples()
+    words = words_t if same or ranked or c.source == "obs" else ()
+    return (c.source, c.key, kind, min(c.age, 12), shp, c.path, c.tool, c.kind, c.in_last_user,
+            None if c.rank is None else min(c.rank, 4), c.first_unused, c.first_unwritten, c.focus,
+            rel, ro, here, in_text, share, key_in_text, same, words,
+            facts_t if ranked else (), c.match, tuple(c.extra)), dumped
+
+
+def profile_features(tool: str, arg: str, profile: tuple) -> tuple[str, ...]:
+    """The hashed features of a candidate (by its ``candidate_profile``) for ``tool``'s argument ``arg``."""
+    shape_part, place, words = profile_parts(tool, arg, profile)
+    return shape_part + place + words
+
+
+def profile_parts(tool: str, arg: str, profile: tuple) -> tuple[tuple[str, ...], ...]:
+    """``profile_features`` in three parts: the candidate's shape, its place in the conversation, and its ties
+    to the request's words. Each part is cached on its own: profiles that differ in one part share the others."""
+    (source, key, kind, age, shp, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten, focus,
+     rel, ro, here, in_text, share, key_in_text, same, words, facts, match, extra, used_before) = profile
+    return (_shape(tool, arg, source, key, kind, age, shp),
+            _place(tool, arg, source, key, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten,
+                   focus, used_before, rel, ro, here, in_text, share, key_in_text),
+            _words(tool, arg, source, key, path, focus, same, words, facts, match, extra))
+
+
+@lru_cache(maxsize=1 << 15)
+def _shape(tool, arg, source, key, kind, age, shp) -> tuple[str, ...]:
+    base = [f"src={source}", f"key={key}", f"kind={kind}", f"age={age}", f"shape={shp}"]
+    feats = base + [f"arg={arg}|{b}" for b in base] + [f"tool={tool}|arg={arg}|key={key}",
+                                                       f"tool={tool}|arg={arg}|src={source}"]
+    leaf = arg.rsplit(".", 1)[-1]
+    if key and (key == leaf or leaf.endswith(key) or key.endswith(leaf)):
+        feats += ["key_matches_arg", f"arg={arg}|key_matches_arg"]
+    return tuple(feats)
+
+
+@lru_cache(maxsize=1 << 16)
+def _place(tool, arg, source, key, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten, focus,
+           used_before, rel, ro, here, in_text, share, key_in_text) -> tuple[str, ...]:
+    feats = []
+    if path:
+        feats += [f"arg={arg}|path={path}", f"arg={arg}|obs_tool={obs_tool}|path={path}"]
+    if ukind:
+        feats += [f"arg={arg}|ukind={ukind}", f"tool={tool}|arg={arg}|ukind={ukind}"]
+    if in_last_user:
+        feats += ["in_last_user", f"arg={arg}|in_last_user"]
+    if rank is not None:
+        feats += [f"rank={rank}", f"arg={arg}|rank={rank}", f"tool={tool}|arg={arg}|rank={rank}"]
+    for flag, on in (("first_unused", first_unused), ("first_unwritten", first_unwritten), ("focus", focus)):
+        if on:
+            feats += [flag, f"arg={arg}|{flag}", f"tool={tool}|arg={arg}|{flag}"]
+    if used_before:
+        feats += ["used_before", f"arg={arg}|used_before"]
+    if rel is not None:
+        feats += [f"rel={rel}", f"arg={arg}|rel={rel}", f"tool={tool}|arg={arg}|ukind={ukind}|rel={rel}",
+                  f"arg={arg}|key={key}|rel={rel}", f"arg={arg}|ropen={ro}", f"arg={arg}|rel={rel}|ropen={ro}",
+                  f"tool={tool}|arg={arg}|ukind={ukind}|ropen={ro}"]
+    if here is not None:
+        feats += [f"arg={arg}|obs_cur={here}", f"tool={tool}|arg={arg}|obs_tool={obs_tool}|obs_cur={here}"]
+    if in_text is not None:
+        feats += [f"arg={arg}|in_cur_text={in_text}", f"tool={tool}|arg={arg}|src={source}|in_cur_text={in_text}"]
+    if share is not None:
+        feats += [f"arg={arg}|words_in_text={share}", f"words_in_text={share}"]
+    if key_in_text is not None:
+        feats.append(f"arg={arg}|key_in_text={key_in_text}")
+    return tuple(feats)
+
+
+@lru_cache(maxsize=1 << 16)
+def _words(tool, arg, source, key, path, focus, same, words, facts, match, extra) -> tuple[str, ...]:
+    feats = []
+    if same:  # the value a record in focus holds, and under which key
+        feats += [f"arg={arg}|fact={k}" for k in same] + [f"arg={arg}|src={source}|fact={k}|cw_{w}"
+                                                          for k in same[:1] for w in words]
+    if source == "obs":
+        feats += [f"arg={arg}|obs|focus={focus}|cw_{w}" for w in words]
+        if match:
+            feats += [f"arg={arg}|match={match}", f"arg={arg}|path={path}|match={match}",
+                      f"tool={tool}|arg={arg}|match={match}"]
+    if source in ("composite", "schema", "assembled", "list"):
+        feats += [f"arg={arg}|key={key}|cw_{w}" for w in words]
+        feats += [f"arg={arg}|key={key}|{f}" for f in facts]
+    feats += [f"arg={arg}|{x}" for x in extra] + [f"arg={arg}|key={key}|{x}" for x in extra]
+    return tuple(feats)
