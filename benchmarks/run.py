@@ -156,15 +156,20 @@ def breakdown(data: dict[str, Any]) -> dict[str, Any]:
     background = run_call["pcpu"] - sum(s["cpu"] for s in work)
     exit_wall = t1 - run_call["end"]
     usage = data["usage"]
-    exit_cpu = usage["cpu_self"] - run_call["pstart"] - run_call["pcpu"]
-    server_cpu = max(0.0, data["cpu_total"] - usage["cpu_self"])
-    row("exit", exit_wall, exit_cpu, "Prefect's flush and the temporary server's stop", group="start-up")
-    row("prefect server", 0.0, server_cpu, "CPU of the temporary API server (a child process)", group="orchestration")
+    server_cpu = usage["cpu_children"]  # read after Prefect's exit handler has stopped (and reaped) it
+    # the run flow's return to the end: Prefect's exit handlers, then the interpreter's teardown (after the dump)
+    exit_cpu = data["cpu_total"] - server_cpu - run_call["pstart"] - run_call["pcpu"]
+    row("exit", exit_wall, exit_cpu, "Prefect's exit handlers, the server's stop, the interpreter's teardown",
+        group="start-up")
+    row("prefect server", 0.0, server_cpu, "CPU of the temporary API server (a child process; 0 when another "
+        "server is used)", group="orchestration")
 
     startup_and_exit_wall = startup_wall + exit_wall
     orchestration_wall = tasks_wall + flow_wall
     cpu_total = data["cpu_total"]
     overhead_cpu = startup_cpu + exit_cpu + background + server_cpu
+    order = ["start-up", "stages", "own work", "orchestration"]
+    rows.sort(key=lambda r: order.index(r["group"]))  # stable: each group keeps its own order
     return {
         "rows": rows, "wall_s": wall, "cpu_s": cpu_total, "cpu_self_s": usage["cpu_self"],
         "peak_rss_mb": max(usage["maxrss_kb"], data["maxrss_kb"]) / 1024,
@@ -175,17 +180,18 @@ def breakdown(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(domain: str, rounds: int, seed: int, budget: int | None = None, workdir: str | None = None,
-        keep: bool = False) -> dict[str, Any]:
-    """Launch the job once and take its time apart (``keep``: leave the store behind, in ``workdir``)."""
+def run(domain: str, rounds: int, seed: int, budget: int | None = None, workdir: str | None = None
+        ) -> dict[str, Any]:
+    """Launch the job once and take its time apart (a ``workdir`` is kept; the default temporary one is not)."""
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="evosyn-bench-run-"))
     base.mkdir(parents=True, exist_ok=True)
     try:
         data = launch(base, domain, rounds, seed, budget)
     finally:
-        if not keep and not workdir:
+        if not workdir:
             shutil.rmtree(base, ignore_errors=True)
     result = breakdown(data)
-    result.update(domain=domain, rounds=rounds, seed=seed, budget=budget, command="evosyn " + " ".join(
-        a for a in data["args"] if not a.startswith(str(base))), store=str(base / "store") if keep or workdir else None)
+    result.update(domain=domain, rounds=rounds, seed=seed, budget=budget,
+                  command="evosyn " + " ".join(data["args"][2:]),  # without --home <the fresh store>
+                  store=str(base / "store") if workdir else None)
     return result

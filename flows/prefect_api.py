@@ -17,12 +17,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from flows.services import alive, http_ok, load_state
 
 STARTUP_TIMEOUT_VAR = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+# The temporary server serves this process's flows alone, which use no automations: its triggers and actions
+# services (which evaluate every event a run sends; measured with cProfile, about a third of the server's CPU
+# while a run lasts) stay off. The task-run recorder and event persister stay on: they are what the UI shows.
+# A value the user set wins.
+EPHEMERAL_SERVER_ENV = {"PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false"}
 FIX = ("start one server for all runs with `evosyn up` (runs under that store root then use it), or point "
        f"PREFECT_API_URL at a running server, or raise {STARTUP_TIMEOUT_VAR}")
 
@@ -108,7 +114,8 @@ def start_ephemeral(timeouts: Sequence[float] | None = None) -> str:
         for seconds in timeouts:
             server = SubprocessASGIServer()
             try:
-                server.start(timeout=seconds)
+                with _server_env(EPHEMERAL_SERVER_ENV):
+                    server.start(timeout=seconds)
                 return server.api_url
             except Exception as exc:  # noqa: BLE001 - Prefect raises RuntimeError on a timeout, httpx errors else
                 errors.append(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
@@ -120,6 +127,18 @@ def start_ephemeral(timeouts: Sequence[float] | None = None) -> str:
     tried = ", ".join(f"{s:g}s" for s in timeouts)
     raise PrefectApiError(f"the temporary Prefect API server did not start ({len(timeouts)} attempts of {tried}; "
                           f"last: {errors[-1]}); {FIX}")
+
+
+@contextmanager
+def _server_env(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in the environment the server process inherits (not this process's: it runs no services)."""
+    added = {k: v for k, v in values.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
 
 
 def _start_lock(seconds: float):
