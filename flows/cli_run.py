@@ -55,16 +55,21 @@ def _config(ctx, config_file, **overrides):
     return cfg
 
 
-def prefect_api(root) -> str:
-    """Settle the Prefect API once, after every input check and before the first flow (flows/prefect_api.py)."""
+def prefect_api(root, meanwhile=None) -> str:
+    """Settle the Prefect API once, after every input check and before the first flow (flows/prefect_api.py);
+    ``meanwhile`` (the command's imports) overlaps a temporary server's start."""
     from flows import timing
     from flows.prefect_api import PrefectApiError, ensure_prefect_api
 
     try:
         with timing.span("startup", "prefect api"):
-            return ensure_prefect_api(root)
+            return ensure_prefect_api(root, meanwhile=meanwhile)
     except PrefectApiError as exc:
         raise UserError(str(exc)) from None
+
+
+def _import_run_flow() -> None:
+    import flows.run  # noqa: F401 - Prefect's engine, the stages, the learner: seconds of imports
 
 
 @contextmanager
@@ -153,7 +158,7 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, config_file, resume, qu
         cfg = _config(ctx, config_file, domain=domain, rounds=rounds, arm=arm, budget=budget, seed=seed,
                       backend=backend)
     check_store_root(cfg.store_root())
-    prefect_api(cfg.store_root())
+    prefect_api(cfg.store_root(), meanwhile=_import_run_flow)
     from flows import timing
     from flows.progress import renderer
     from flows.run import evosyn_run
@@ -184,7 +189,7 @@ def sweep(ctx, config_file, quiet) -> None:
 
     grid["domains"] = [check_domain(d, "sweep.domains", generator=True) for d in grid["domains"]]
     check_store_root(base.store_root())
-    prefect_api(base.store_root())
+    prefect_api(base.store_root(), meanwhile=_import_run_flow)
     from flows.progress import renderer
     from flows.sweep import sweep_flow
 

@@ -151,6 +151,17 @@ def test_the_servers_environment_adds_only_what_the_user_left_unset(monkeypatch)
     assert os.environ["EVOSYN_TEST_SET_BY_USER"] == "mine" and "EVOSYN_TEST_UNSET" not in os.environ
 
 
+def test_the_callers_own_failure_beside_the_start_is_its_own_error(monkeypatch):
+    from prefect.server.api.server import SubprocessASGIServer
+
+    def broken_imports():
+        raise ImportError("no module named evosyn_test_missing")
+
+    with pytest.raises(ImportError, match="evosyn_test_missing"):
+        start_ephemeral(timeouts=(0.01, 0.01), meanwhile=broken_imports)
+    assert None not in SubprocessASGIServer._instances  # its server was stopped, not retried
+
+
 def test_a_start_that_times_out_is_retried_once_then_one_line(monkeypatch):
     from prefect.server.api.server import SubprocessASGIServer
 
@@ -228,7 +239,9 @@ def test_retry_starts_a_real_server_and_a_run_uses_the_recorded_one(tmp_path, mo
 
     monkeypatch.setenv("PREFECT_HOME", PREFECT_HOME)  # the migrated database the slow flow tests share
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    api = start_ephemeral(timeouts=(0.01, 300.0))
+    ran = []
+    api = start_ephemeral(timeouts=(0.01, 300.0), meanwhile=lambda: ran.append(1))
+    assert ran == [1]  # the caller's imports ran beside the first attempt, and only then
     server = SubprocessASGIServer()  # what Prefect's own client calls: the same, running instance
     try:
         assert server.running and server.api_url == api
