@@ -141,10 +141,14 @@ def breakdown(data: dict[str, Any]) -> dict[str, Any]:
 
     # orchestration: task call sites minus the functions inside them; flow calls minus their bodies
     orch_wall = orch_cpu = 0.0
+    calls = []  # per task call, for a reader who wants to see which calls the engine's time went to
     for call in by("task"):
         inner = [s for s in _within(fns, call) if s["round"] == call["round"]]
-        orch_wall += (call["end"] - call["start"]) - _union([(s["start"], s["end"]) for s in inner])
-        orch_cpu += call["pcpu"] - sum(s["cpu"] for s in inner)
+        fn_wall, fn_cpu = _union([(s["start"], s["end"]) for s in inner]), sum(s["cpu"] for s in inner)
+        orch_wall += (call["end"] - call["start"]) - fn_wall
+        orch_cpu += call["pcpu"] - fn_cpu
+        calls.append({"task": call["name"], "round": call["round"], "wall_s": call["end"] - call["start"],
+                      "fn_wall_s": fn_wall, "cpu_s": call["pcpu"], "fn_thread_cpu_s": fn_cpu})
     tasks_wall, tasks_cpu = orch_wall, orch_cpu
     flow_wall = flow_cpu = 0.0
     for call in by("flow"):
@@ -175,7 +179,7 @@ def breakdown(data: dict[str, Any]) -> dict[str, Any]:
     order = ["start-up", "stages", "own work", "orchestration"]
     rows.sort(key=lambda r: order.index(r["group"]))  # stable: each group keeps its own order
     return {
-        "rows": rows, "wall_s": wall, "cpu_s": cpu_total, "cpu_self_s": usage["cpu_self"],
+        "rows": rows, "task_calls": calls, "wall_s": wall, "cpu_s": cpu_total, "cpu_self_s": usage["cpu_self"],
         "peak_rss_mb": max(usage["maxrss_kb"], data["maxrss_kb"]) / 1024,
         "startup_wall_s": startup_and_exit_wall, "orchestration_wall_s": orchestration_wall,
         "overhead_wall_share": (startup_and_exit_wall + orchestration_wall) / wall,
