@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import opaque, quote
 
 import pipeline.loop as loop
 import pipeline.stages as stages
@@ -162,16 +163,21 @@ def round_flow(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, s
 def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steering: Steering,
            previous: Feedback | None) -> RoundResult:
     ctx = Ctx.for_run(cfg, run_id, round)
+    # Prefect walks every task argument (to find futures to wait on and the upstream runs to draw) and every
+    # resolved result: the round's inputs (context, space, steering, blueprint chunks) come from no task, so
+    # they go in `quote`d; a chunk's result goes `opaque` (awaited and drawn as the upstream run, but not
+    # walked: 50 tasks or trajectories each)
+    c, sp = quote(ctx), quote(space)
     with timing.span("task", "design", round):
-        directions = design_task(ctx, space, steering, cfg.budget, cfg.arm)
+        directions = design_task(c, sp, quote(steering), cfg.budget, cfg.arm)
     with timing.span("task", "plan", round):
-        blueprints = plan_task(ctx, space, directions)
+        blueprints = plan_task(c, sp, directions)  # a task's output: walked, so the UI draws design -> plan
     parts = stages.chunks(blueprints, cfg.chunk_size)
     with timing.span("task", "generate+rollout+verify", round):  # mapped chunks: the three stages overlap
-        generated = generate_task.map(unmapped(ctx), unmapped(space), parts)
+        generated = generate_task.map(unmapped(c), unmapped(sp), [quote(part) for part in parts])
         names = [stages.chunk_name("chunk", part) for part in parts]
-        rolled = rollout_task.map(unmapped(ctx), generated, names)
-        verified = verify_task.map(unmapped(ctx), generated, rolled, names)
+        rolled = rollout_task.map(unmapped(c), [opaque(f) for f in generated], names)
+        verified = verify_task.map(unmapped(c), [opaque(f) for f in generated], [opaque(f) for f in rolled], names)
         examples = [e for f in verified for e in f.result()[1]]
     # SFT on a (GPU) work pool through its deployment when configured, otherwise in this process
     with timing.span("task", "train", round):
@@ -180,13 +186,13 @@ def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steer
             learner = train_via_deployment(ctx, cfg.train_deployment)
             loop.trained(publish, ctx, learner, f" on deployment {cfg.train_deployment}", t0)
         else:
-            learner = train_task(ctx)
+            learner = train_task(c)
     with timing.span("task", "evaluate", round):
-        diagnostic = evaluate_task(ctx, learner, "diagnostic", cfg.test_size)
+        diagnostic = evaluate_task(c, learner, "diagnostic", cfg.test_size)
     with timing.span("task", "evaluate", round):
-        test = evaluate_task(ctx, learner, "test", cfg.test_size)
+        test = evaluate_task(c, learner, "test", cfg.test_size)
     with timing.span("task", "reflect", round):
-        feedback, _, reflection, nxt = reflect_task(ctx, space, cfg.arm, diagnostic, learner, previous)
+        feedback, _, reflection, nxt = reflect_task(c, sp, cfg.arm, diagnostic, learner, quote(previous))
     res = RoundResult(round=round, space_in=space, space_out=nxt, blueprints=len(blueprints),
                       verified=len({e.task_id for e in examples}), feedback=feedback, reflection=reflection,
                       diagnostic=diagnostic, test=test, directions=directions)
