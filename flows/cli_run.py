@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 import click
 
-from flows.cli_app import PATH, UserError, main
+from flows.cli_app import PATH, UserError, bench, main
 from flows.inputs import store_from
 from flows.render import print_table
 
@@ -55,14 +55,21 @@ def _config(ctx, config_file, **overrides):
     return cfg
 
 
-def prefect_api(root) -> str:
-    """Settle the Prefect API once, after every input check and before the first flow (flows/prefect_api.py)."""
+def prefect_api(root, meanwhile=None) -> str:
+    """Settle the Prefect API once, after every input check and before the first flow (flows/prefect_api.py);
+    ``meanwhile`` (the command's imports) overlaps a temporary server's start."""
+    from flows import timing
     from flows.prefect_api import PrefectApiError, ensure_prefect_api
 
     try:
-        return ensure_prefect_api(root)
+        with timing.span("startup", "prefect api"):
+            return ensure_prefect_api(root, meanwhile=meanwhile)
     except PrefectApiError as exc:
         raise UserError(str(exc)) from None
+
+
+def _import_run_flow() -> None:
+    import flows.run  # noqa: F401 - Prefect's engine, the stages, the learner: seconds of imports
 
 
 @contextmanager
@@ -151,11 +158,12 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, config_file, resume, qu
         cfg = _config(ctx, config_file, domain=domain, rounds=rounds, arm=arm, budget=budget, seed=seed,
                       backend=backend)
     check_store_root(cfg.store_root())
-    prefect_api(cfg.store_root())
+    prefect_api(cfg.store_root(), meanwhile=_import_run_flow)
+    from flows import timing
     from flows.progress import renderer
     from flows.run import evosyn_run
 
-    with reported_in_one_line(), renderer(quiet) as show:
+    with reported_in_one_line(), renderer(quiet) as show, timing.span("flow", "run"):
         summary = evosyn_run(cfg, run_id=resume, progress=show)
     print_summary(summary)
     print_next(summary.run_id, cfg.store_root())
@@ -181,7 +189,7 @@ def sweep(ctx, config_file, quiet) -> None:
 
     grid["domains"] = [check_domain(d, "sweep.domains", generator=True) for d in grid["domains"]]
     check_store_root(base.store_root())
-    prefect_api(base.store_root())
+    prefect_api(base.store_root(), meanwhile=_import_run_flow)
     from flows.progress import renderer
     from flows.sweep import sweep_flow
 
@@ -250,3 +258,40 @@ def compare(ctx, run_ids: tuple[str, ...], output: str | None) -> None:
     with writing(out, "--output"):
         js, md = write_compare(result, out)
     click.echo(f"wrote {js}\nwrote {md}")
+
+
+@bench.command("run")
+@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
+@click.option("--rounds", type=click.IntRange(1, 50), default=3, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--budget", type=click.IntRange(1, 1_000_000), default=None, help="Blueprints per round (default: "
+                                                                                 "the run config's).")
+@click.option("--workdir", type=PATH, default=None, help="Where the fresh store goes (kept); default a temporary "
+                                                         "folder, removed after.")
+@click.option("--output", type=PATH, default=None)
+def bench_run(domain: str | None, rounds: int, seed: int, budget: int | None, workdir: str | None,
+              output: str | None) -> None:
+    """The main job (`evosyn run`) in a fresh store, as a subprocess: wall and CPU by start-up, stage,
+    orchestration, tracking and store."""
+    from benchmarks.common import write_json
+    from benchmarks.run import BenchRunError, run as bench
+    from flows.inputs import bench_output, check_domain, check_output, writing
+
+    domain = check_domain(domain, generator=True)
+    target = bench_output(f"run-{domain}", output)
+    if workdir:
+        check_output(workdir, "--workdir", kind="dir")
+    try:
+        result = bench(domain, rounds, seed, budget, workdir)
+    except BenchRunError as exc:
+        raise RunFailed(str(exc)) from None
+    wall, cpu = result["wall_s"], result["cpu_s"]
+    print_table(f"run benchmark: {result['command']}", ["group", "part", "wall s", "wall share", "CPU s", "note"],
+                [[r["group"], r["part"], f"{r['wall_s']:.2f}", f"{r['wall_s'] / wall:.1%}",
+                  "" if r["cpu_s"] is None else f"{r['cpu_s']:.2f}", r["note"]] for r in result["rows"]]
+                + [["", "total", f"{wall:.2f}", "100%", f"{cpu:.2f}", f"peak RSS {result['peak_rss_mb']:.0f} MB"]])
+    click.echo(f"start-up + exit {result['startup_wall_s']:.2f}s, orchestration {result['orchestration_wall_s']:.2f}s:"
+               f" {result['overhead_wall_share']:.1%} of wall; start-up, exit and Prefect "
+               f"{result['overhead_cpu_share']:.1%} of CPU")
+    with writing(target, "--output"):
+        click.echo(f"wrote {write_json(f'run-{domain}', result, target)}")

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import click
-import pyarrow as pa
 
 from storage import atomic
+
+if TYPE_CHECKING:  # pyarrow costs ~0.1 s to import: `evosyn --help` and the table printers do without it
+    import pyarrow as pa
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

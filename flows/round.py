@@ -18,12 +18,15 @@ import time
 from dataclasses import dataclass, field
 
 from prefect import flow, get_run_logger, task, unmapped
+from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import opaque, quote
 
 import pipeline.loop as loop
 import pipeline.stages as stages
 from agents.designer import Steering
 from agents.learners.embedded import EmbeddedLearner
+from flows import timing
 from flows.artifacts import publish_round
 from flows.progress import listening, publish
 from flows.train import train_via_deployment
@@ -60,46 +63,60 @@ def _emitter() -> Emit:
     return emit
 
 
-@task(name="design")
+# Every stage resumes from its own chunks in the store (pipeline/stages.py), so Prefect neither hashes a task's
+# inputs into a cache key (the default policy serializes every blueprint, task and trajectory passed in) nor
+# persists its result: a task run is a visible, logged step and nothing more.
+STAGE_TASK = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+@task(name="design", **STAGE_TASK)
 def design_task(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: Arm) -> list[Direction]:
-    return stages.design(ctx, space, steering, budget, arm, emit=_emitter())
+    with timing.span("fn", "design", ctx.round):
+        return stages.design(ctx, space, steering, budget, arm, emit=_emitter())
 
 
-@task(name="plan")
+@task(name="plan", **STAGE_TASK)
 def plan_task(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[Blueprint]:
-    return stages.plan(ctx, space, directions, emit=_emitter())
+    with timing.span("fn", "plan", ctx.round):
+        return stages.plan(ctx, space, directions, emit=_emitter())
 
 
-@task(name="generate")
+@task(name="generate", **STAGE_TASK)
 def generate_task(ctx: Ctx, space: SynthesisSpace, chunk: list[Blueprint]) -> list[SynthTask]:
-    return stages.generate(ctx, space, chunk, emit=_emitter())
+    with timing.span("fn", "generate", ctx.round):
+        return stages.generate(ctx, space, chunk, emit=_emitter())
 
 
-@task(name="rollout")
+@task(name="rollout", **STAGE_TASK)
 def rollout_task(ctx: Ctx, tasks_: list[SynthTask], name: str) -> list[Trajectory]:
-    return stages.rollout(ctx, tasks_, name, emit=_emitter())
+    with timing.span("fn", "rollout", ctx.round):
+        return stages.rollout(ctx, tasks_, name, emit=_emitter())
 
 
-@task(name="verify")
+@task(name="verify", **STAGE_TASK)
 def verify_task(ctx: Ctx, tasks_: list[SynthTask], trajectories: list[Trajectory], name: str
                 ) -> tuple[list[Verdict], list[SFTExample]]:
-    return stages.verify_chunk(ctx, tasks_, trajectories, name, emit=_emitter())
+    with timing.span("fn", "verify", ctx.round):
+        return stages.verify_chunk(ctx, tasks_, trajectories, name, emit=_emitter())
 
 
-@task(name="train")
+@task(name="train", **STAGE_TASK)
 def train_task(ctx: Ctx) -> EmbeddedLearner:
-    return loop.train(ctx, emit=_emitter())
+    with timing.span("fn", "train", ctx.round):
+        return loop.train(ctx, emit=_emitter())
 
 
-@task(name="evaluate")
+@task(name="evaluate", **STAGE_TASK)
 def evaluate_task(ctx: Ctx, learner: EmbeddedLearner, task_set: str, test_size: int) -> list[Evaluation]:
-    return loop.evaluate(ctx, learner, task_set, test_size, emit=_emitter())
+    with timing.span("fn", "evaluate", ctx.round):
+        return loop.evaluate(ctx, learner, task_set, test_size, emit=_emitter())
 
 
-@task(name="reflect")
+@task(name="reflect", **STAGE_TASK)
 def reflect_task(ctx: Ctx, space: SynthesisSpace, arm: Arm, diagnostic: list[Evaluation], learner: EmbeddedLearner,
                  previous: Feedback | None):
-    return loop.reflect(ctx, space, arm, diagnostic, learner, previous, emit=_emitter())
+    with timing.span("fn", "reflect", ctx.round):
+        return loop.reflect(ctx, space, arm, diagnostic, learner, previous, emit=_emitter())
 
 
 def round_metrics_of(ctx: Ctx, res: RoundResult) -> dict[str, float]:
@@ -135,35 +152,50 @@ def round_flow(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, s
             for st in tally.add(ev):
                 logger.info(st.line())
 
-    with listening(run_id, stage_done):
-        res = _round(cfg, run_id, round, space, steering, previous)
-    publish_round(run_id, res, [st for st in tally.snapshot() if st.round == round])
+    with timing.span("body", "round", round):
+        with listening(run_id, stage_done):
+            res = _round(cfg, run_id, round, space, steering, previous)
+        with timing.span("own", "artifacts", round):
+            publish_round(run_id, res, [st for st in tally.snapshot() if st.round == round])
     return res
 
 
 def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steering: Steering,
            previous: Feedback | None) -> RoundResult:
     ctx = Ctx.for_run(cfg, run_id, round)
-    directions = design_task(ctx, space, steering, cfg.budget, cfg.arm)
-    blueprints = plan_task(ctx, space, directions)
+    # Prefect walks every task argument (to find futures to wait on and the upstream runs to draw) and every
+    # resolved result: the round's inputs (context, space, steering, blueprint chunks) come from no task, so
+    # they go in `quote`d; a chunk's result goes `opaque` (awaited and drawn as the upstream run, but not
+    # walked: 50 tasks or trajectories each)
+    c, sp = quote(ctx), quote(space)
+    with timing.span("task", "design", round):
+        directions = design_task(c, sp, quote(steering), cfg.budget, cfg.arm)
+    with timing.span("task", "plan", round):
+        blueprints = plan_task(c, sp, directions)  # a task's output: walked, so the UI draws design -> plan
     parts = stages.chunks(blueprints, cfg.chunk_size)
-    generated = generate_task.map(unmapped(ctx), unmapped(space), parts)
-    names = [stages.chunk_name("chunk", part) for part in parts]
-    rolled = rollout_task.map(unmapped(ctx), generated, names)
-    verified = verify_task.map(unmapped(ctx), generated, rolled, names)
-    examples = [e for f in verified for e in f.result()[1]]
+    with timing.span("task", "generate+rollout+verify", round):  # mapped chunks: the three stages overlap
+        generated = generate_task.map(unmapped(c), unmapped(sp), [quote(part) for part in parts])
+        names = [stages.chunk_name("chunk", part) for part in parts]
+        rolled = rollout_task.map(unmapped(c), [opaque(f) for f in generated], names)
+        verified = verify_task.map(unmapped(c), [opaque(f) for f in generated], [opaque(f) for f in rolled], names)
+        examples = [e for f in verified for e in f.result()[1]]
     # SFT on a (GPU) work pool through its deployment when configured, otherwise in this process
-    if cfg.train_deployment:
-        t0 = time.monotonic()
-        learner = train_via_deployment(ctx, cfg.train_deployment)
-        loop.trained(publish, ctx, learner, f" on deployment {cfg.train_deployment}", t0)
-    else:
-        learner = train_task(ctx)
-    diagnostic = evaluate_task(ctx, learner, "diagnostic", cfg.test_size)
-    test = evaluate_task(ctx, learner, "test", cfg.test_size)
-    feedback, _, reflection, nxt = reflect_task(ctx, space, cfg.arm, diagnostic, learner, previous)
+    with timing.span("task", "train", round):
+        if cfg.train_deployment:
+            t0 = time.monotonic()
+            learner = train_via_deployment(ctx, cfg.train_deployment)
+            loop.trained(publish, ctx, learner, f" on deployment {cfg.train_deployment}", t0)
+        else:
+            learner = train_task(c)
+    with timing.span("task", "evaluate", round):
+        diagnostic = evaluate_task(c, learner, "diagnostic", cfg.test_size)
+    with timing.span("task", "evaluate", round):
+        test = evaluate_task(c, learner, "test", cfg.test_size)
+    with timing.span("task", "reflect", round):
+        feedback, _, reflection, nxt = reflect_task(c, sp, cfg.arm, diagnostic, learner, quote(previous))
     res = RoundResult(round=round, space_in=space, space_out=nxt, blueprints=len(blueprints),
                       verified=len({e.task_id for e in examples}), feedback=feedback, reflection=reflection,
                       diagnostic=diagnostic, test=test, directions=directions)
-    res.metrics = round_metrics_of(ctx, res)
+    with timing.span("own", "metrics", round):
+        res.metrics = round_metrics_of(ctx, res)
     return res

@@ -22,6 +22,7 @@ from prefect import flow
 from agents.designer import ColdStart
 from agents.roles import check_roles
 from envs.ontology import load_initial_space
+from flows import timing
 from flows.artifacts import publish_summary
 from flows.progress import listening
 from flows.round import round_flow
@@ -99,7 +100,7 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
         raise RunBusy(f"run {run_id} is already running in another process on {cfg.store_root()} (wait for it, "
                       "or stop it and --resume)") from None
     try:
-        with listening(run_id, progress):
+        with listening(run_id, progress), timing.span("body", "run"):
             return _run(cfg, run_id, progress)
     except BaseException:  # an error, and also Ctrl-C: the run did not finish
         try:
@@ -132,12 +133,14 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     if not store.has_chunk("spaces", run_id, 0, "initial"):
         store.write([space], "initial")
     tracker.log_space(parent, space)  # a no-op once logged
-    _check_test_set(store, cfg, say)
+    with timing.span("own", "test set"):
+        _check_test_set(store, cfg, say)
     steering, previous, unchanged = ColdStart(), None, 0
     summary = RunSummary(run_id)
     for r in range(1, cfg.rounds + 1):
         say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, train, evaluate, reflect")
-        res = round_flow(cfg, run_id, r, space, steering, previous)
+        with timing.span("flow", "round", r):
+            res = round_flow(cfg, run_id, r, space, steering, previous)
         child = tracker.start_round(parent, run_id, r)
         metrics = res.metrics
         if not tracker.is_logged(child):  # a resume logs only the rounds (or their parts) not logged yet

@@ -19,17 +19,22 @@ def _unit(key: str) -> float:
 def sft_examples(kept: Iterable[tuple[SynthTask, Trajectory]], diagnostic_fraction: float, seed: int
                  ) -> list[SFTExample]:
     """One example per kept (task, trajectory); a seeded, content-keyed share is held out as diagnostic."""
-    tools_of: dict[str, list[dict]] = {}  # the SFT tool list is the trajectories' own domain's
+    # the SFT tool list is the trajectories' own domain's, validated once per domain: canonicalizing its ~15
+    # JSON schemas again for every example was most of this function's time
+    tools_of: dict[str, list[dict]] = {}
     out = []
     for task, traj in kept:
         if task.domain not in tools_of:
-            tools_of[task.domain] = [t.openai_schema() for t in get_domain(task.domain).tools("assistant")]
-        tools = tools_of[task.domain]
+            schemas = [t.openai_schema() for t in get_domain(task.domain).tools("assistant")]
+            tools_of[task.domain] = SFTExample(run_id="-", round=0, example_id="-", task_id="-", trajectory_id="-",
+                                               messages=[], tools=schemas).tools
         split = "diagnostic" if _unit(f"{seed}/{task.task_id}") < diagnostic_fraction else "train"
-        out.append(SFTExample(run_id=traj.run_id, round=traj.round, space_version=traj.space_version,
-                              direction_id=traj.direction_id, blueprint_id=traj.blueprint_id,
-                              example_id="ex-" + traj.trajectory_id[3:], task_id=task.task_id,
-                              trajectory_id=traj.trajectory_id, split=split, messages=traj.messages, tools=tools))
+        example = SFTExample(run_id=traj.run_id, round=traj.round, space_version=traj.space_version,
+                             direction_id=traj.direction_id, blueprint_id=traj.blueprint_id,
+                             example_id="ex-" + traj.trajectory_id[3:], task_id=task.task_id,
+                             trajectory_id=traj.trajectory_id, split=split, messages=traj.messages)
+        example.tools = tools_of[task.domain]  # the validated list (assignment is not validated again)
+        out.append(example)
     return out
 
 

@@ -45,6 +45,7 @@ class Pass:
     verdicts: list[Verdict] = field(default_factory=list)
     examples: list[SFTExample] = field(default_factory=list)
     seconds: Counter = field(default_factory=Counter)  # per stage, this process's share of the pass
+    cpu: Counter = field(default_factory=Counter)  # per stage, this process's CPU seconds
 
     @property
     def kept(self) -> list[Kept]:
@@ -96,13 +97,15 @@ def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget:
     """
     claim(ctx, space, steering, budget, arm, chunk_size)
     seconds: Counter = Counter()
-    clock = time.perf_counter()
+    cpu: Counter = Counter()
+    clock, cpu_clock = time.perf_counter(), time.process_time()
 
     def lap(stage: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
+        nonlocal clock, cpu_clock
+        now, now_cpu = time.perf_counter(), time.process_time()
         seconds[stage] += now - clock
-        clock = now
+        cpu[stage] += now_cpu - cpu_clock
+        clock, cpu_clock = now, now_cpu
 
     directions = stages.design(ctx, space, steering, budget, arm, emit=emit)
     lap("design")
@@ -118,7 +121,7 @@ def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget:
         lap("verify")
     result = read_pass(ctx, blueprints)
     lap("read back")
-    result.seconds = seconds
+    result.seconds, result.cpu = seconds, cpu
     return result
 
 

@@ -107,3 +107,15 @@ def test_synth_runs_the_llm_roles_of_a_run_config(tmp_path):
     assert run_id.startswith("synth-airline-s0-n4-llm")  # its own run id: never an embedded pass's partition
     assert {c.role for c in store.read_records("llm_calls")} >= {"designer", "planner", "generator", "teacher"}
     assert KEY not in "".join(p.read_bytes().decode("latin-1") for p in home.rglob("*") if p.is_file())
+
+
+def test_bench_synth_recomputes_the_pass_and_reports_cpu_per_verified_task(tmp_path):
+    home, out = tmp_path / "h", tmp_path / "synth.json"
+    for _ in range(2):  # the second run deletes the first's pass first: all of it is computed again
+        done = evosyn("bench", "synth", "--domain", "airline", "--n", "12", "--output", str(out), home=home)
+        assert done.returncode == 0, done.stderr[-2000:]
+        got = json.loads(out.read_text())
+        assert got["verified"] == 12 and got["stage_cpu"]["generate"] > 0 and got["stage_cpu"]["verify"] > 0
+        assert got["cpu_ms_per_verified"] == pytest.approx(1000 * got["cpu_seconds"] / 12)
+        assert 0 < got["item_cpu_ms_per_verified"] < got["cpu_ms_per_verified"]
+    assert "ms CPU per verified task" in done.stdout

@@ -141,6 +141,27 @@ def test_a_dead_recorded_server_is_ignored(tmp_path, clean_env):
         ensure_prefect_api(root)
 
 
+def test_the_servers_environment_adds_only_what_the_user_left_unset(monkeypatch):
+    from flows.prefect_api import _server_env
+
+    monkeypatch.setenv("EVOSYN_TEST_SET_BY_USER", "mine")
+    monkeypatch.delenv("EVOSYN_TEST_UNSET", raising=False)
+    with _server_env({"EVOSYN_TEST_SET_BY_USER": "ours", "EVOSYN_TEST_UNSET": "ours"}):
+        assert (os.environ["EVOSYN_TEST_SET_BY_USER"], os.environ["EVOSYN_TEST_UNSET"]) == ("mine", "ours")
+    assert os.environ["EVOSYN_TEST_SET_BY_USER"] == "mine" and "EVOSYN_TEST_UNSET" not in os.environ
+
+
+def test_the_callers_own_failure_beside_the_start_is_its_own_error(monkeypatch):
+    from prefect.server.api.server import SubprocessASGIServer
+
+    def broken_imports():
+        raise ImportError("no module named evosyn_test_missing")
+
+    with pytest.raises(ImportError, match="evosyn_test_missing"):
+        start_ephemeral(timeouts=(0.01, 0.01), meanwhile=broken_imports)
+    assert None not in SubprocessASGIServer._instances  # its server was stopped, not retried
+
+
 def test_a_start_that_times_out_is_retried_once_then_one_line(monkeypatch):
     from prefect.server.api.server import SubprocessASGIServer
 
@@ -218,12 +239,20 @@ def test_retry_starts_a_real_server_and_a_run_uses_the_recorded_one(tmp_path, mo
 
     monkeypatch.setenv("PREFECT_HOME", PREFECT_HOME)  # the migrated database the slow flow tests share
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    api = start_ephemeral(timeouts=(0.01, 300.0))
+    ran = []
+    api = start_ephemeral(timeouts=(0.01, 300.0), meanwhile=lambda: ran.append(1))
+    assert ran == [1]  # the caller's imports ran beside the first attempt, and only then
     server = SubprocessASGIServer()  # what Prefect's own client calls: the same, running instance
     try:
         assert server.running and server.api_url == api
         with urllib.request.urlopen(f"{api}/health", timeout=10) as resp:
             assert resp.status == 200
+        import psutil
+
+        # the temporary server runs without the automation services; this process's environment is untouched
+        assert psutil.Process(server.server_process.pid).environ()["PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED"] == \
+            "false"
+        assert "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED" not in os.environ
         root = tmp_path / "root"
         root.mkdir()
         save_state(root, {"prefect": Service("prefect", server.server_process.pid, server.address, "p.log")})

@@ -37,3 +37,15 @@ def test_a_rounds_context_comes_from_the_run_config(tmp_path):
     assert Ctx.for_run(cfg.model_copy(update={"domain": "telecom"}), "r", 2).domain == "telecom"
     assert ctx.llm_roles == {"planner": cfg.roles["planner"]}  # the embedded generator is no LLM role
     assert all(isinstance(rc, RoleConfig) for rc in ctx.llm_roles.values())
+
+
+def test_stage_tasks_neither_hash_their_inputs_nor_persist_results():
+    """The store's chunks resume a stage: Prefect computes no cache key (it would serialize every blueprint,
+    task and trajectory passed in) and writes no result file."""
+    from prefect.cache_policies import NO_CACHE
+
+    tasks = [c for c in _prefect_callables() if c.name != "evosyn-round"]
+    assert {t.name for t in tasks} == {"design", "plan", "generate", "rollout", "verify", "train", "evaluate",
+                                       "reflect"}
+    for t in tasks:
+        assert t.cache_policy is NO_CACHE and t.persist_result is False, t.name
