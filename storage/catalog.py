@@ -5,6 +5,13 @@ when a store is opened for writing (`Store(root)`), and stays current by itself 
 reads a glob of its table's files. It is rebuilt only when the view definitions change (a new
 table, a moved root: the globs are absolute paths). ``connect`` builds the same views on an
 in-memory connection for our own queries, so reading never writes and never waits on a lock.
+
+A view reads its table hive-partitioned, so a filter on ``run_id`` / ``round`` opens only the
+matching partitions' files, and without ``union_by_name``: every file has the record's schema (the
+store migrates older files when it is opened for writing; storage/store.py), so DuckDB reads one
+footer for the schema instead of all of them. A store not yet migrated (opened read-only by newer
+code) gets a fallback view: by column name, every partition opened, the derived columns computed
+from the JSON they come from, so the same queries run, only slower.
 """
 from __future__ import annotations
 
@@ -16,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from storage.arrow import SCHEMA_FILE, schema_of
+from storage.arrow import derived_columns, schema_of
 from storage.locks import store_lock
 from storage.records import TABLES
 
@@ -31,18 +38,45 @@ def _sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def _glob(store: Store, table: str) -> str:
+    return _sql_str(str((store.table_dir(table) / "**" / "*.parquet").resolve()))
+
+
 def _view_sql(store: Store, table: str) -> str | None:
-    base = store.table_dir(table)
-    if not (base / SCHEMA_FILE).exists() and not any(base.glob("run_id=*/round=*/*.parquet")):
+    """The view over a table whose files all have the current schema; None when they may not."""
+    if not store.has_current_schema(table):
         return None
-    glob = str((base / "**" / "*.parquet").resolve())
-    return (f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet({_sql_str(glob)}, '
-            "hive_partitioning=false, union_by_name=true)")
+    return (f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet({_glob(store, table)}, '
+            "hive_partitioning=true, hive_types={'run_id': VARCHAR, 'round': BIGINT}, union_by_name=false)")
+
+
+_DUCK_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN",
+               "timestamp[us, tz=UTC]": "TIMESTAMPTZ", "list<item: string>": "VARCHAR[]"}
+
+
+def _fallback_sql(con: duckdb.DuckDBPyConnection, store: Store, table: str) -> str | None:
+    """A view over files of older schemas, by column name, shaped like the current schema."""
+    base = store.table_dir(table)
+    if not any(base.glob("**/*.parquet")):
+        return None
+    read = f"read_parquet({_glob(store, table)}, hive_partitioning=false, union_by_name=true)"
+    have = {name for name, *_ in con.execute(f"DESCRIBE SELECT * FROM {read}").fetchall()}
+    derived = {column: (field, key) for column, field, key in derived_columns(TABLES[table])}
+    select = []
+    for f in schema_of(TABLES[table]):
+        if f.name in derived and f.name not in have:
+            field, key = derived[f.name]
+            select.append(f"CAST(json_extract({field}, {_sql_str('$.' + key)}) AS VARCHAR[]) AS \"{f.name}\"")
+        elif f.name in have:
+            select.append(f'"{f.name}"')
+        else:
+            select.append(f'CAST(NULL AS {_DUCK_TYPES[str(f.type)]}) AS "{f.name}"')
+    return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {", ".join(select)} FROM {read}'
 
 
 def attach_views(con: duckdb.DuckDBPyConnection, store: Store) -> None:
     for table, model in TABLES.items():
-        sql = _view_sql(store, table)
+        sql = _view_sql(store, table) or _fallback_sql(con, store, table)
         if sql is None:  # a root nobody wrote to yet: a typed, empty relation
             con.register(f"_empty_{table}", schema_of(model).empty_table())
             sql = f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM "_empty_{table}"'
