@@ -21,15 +21,17 @@ import os
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import polars as pl
 import pyarrow.parquet as pq
 
 from storage.atomic import atomic_path, write_text
 from storage.arrow import SCHEMA_FILE, from_rows, schema_fingerprint, schema_of, to_table
 from storage.locks import store_lock
 from storage.records import TABLES, Record
+
+if TYPE_CHECKING:  # imported where used: `evosyn query` starts without it
+    import polars as pl
 
 SCHEMA_DIR = Path("_schema") / "run_id=" / "round=0"  # see the module doc
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
@@ -189,6 +191,8 @@ class Store:
         return sorted(base.glob(f"{run_glob}/{round_glob}/*.parquet"))
 
     def read(self, table: str, run_id: str | None = None, round: int | None = None) -> pl.DataFrame:
+        import polars as pl
+
         model = table_for(table)
         files = self.files(table, run_id, round)
         if not files:
