@@ -18,7 +18,6 @@ raises, so the client records an unusable reply. The key never appears in an err
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import urllib.request
@@ -93,9 +92,8 @@ class ChatTransport:
         session = self._get()
         try:
             async with session.post(self.base_url + path, data=json.dumps(body).encode(), proxy=self.proxy) as resp:
-                raw = await resp.read()
-                status, headers = resp.status, resp.headers
-        except asyncio.TimeoutError:
+                raw, status = await resp.read(), resp.status
+        except TimeoutError:  # aiohttp's total timeout (asyncio.TimeoutError is TimeoutError)
             raise APIConnectionError("Request timed out.") from None
         except aiohttp.ClientError as exc:
             raise APIConnectionError(f"Connection error: {type(exc).__name__}: {exc}") from None
