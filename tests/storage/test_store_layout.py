@@ -93,3 +93,16 @@ def test_an_old_store_reads_as_it_is_and_is_migrated_when_opened_for_writing(tmp
     again = {p: p.read_bytes() for p in (root / "tables").rglob("*.parquet")}
     Store(root)  # migrated once: a second open rewrites nothing
     assert {p: p.read_bytes() for p in (root / "tables").rglob("*.parquet")} == again
+
+
+def test_every_factor_the_verifier_observes_has_its_typed_column():
+    """OBSERVED_FACTORS (storage) names what envs/factors.py observes: a new factor there needs its column here."""
+    from envs.factors import observe
+    from envs.gold import gold_messages
+    from envs.packs import default_domain, get_domain
+    from envs.replay import replay
+
+    domain = get_domain(default_domain())
+    task = next(t for t in domain.tasks("base") if t.evaluation_criteria and t.evaluation_criteria.actions)
+    msgs = gold_messages(domain, task)
+    assert set(observe(domain.name, replay(domain, task.initial_state, msgs), msgs)) == set(OBSERVED_FACTORS)
