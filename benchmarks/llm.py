@@ -2,8 +2,9 @@
 
 1,000 Planner-shaped structured calls at concurrency 64 against a server that
 answers each after 200 ms should take close to the ideal calls x latency /
-concurrency (3.1 s); the same calls again, from a fresh client over the warm
-cache, must make zero HTTP requests. The server runs in its own process (its
+concurrency (3.1 s; at least 95% of that throughput, and 90% at concurrency
+256, 0.8 s); the same calls again, from a fresh client over the warm cache,
+must make zero HTTP requests. The server runs in its own process (its
 own CPU and GIL), so the figure measures the client, not the fake.
 """
 from __future__ import annotations
@@ -157,13 +158,20 @@ def run(calls: int = 1000, concurrency: int = 64, latency_s: float = 0.2,
             "server_cpu_ms_per_call": server_cpu / calls * 1000, "load_average": os.getloadavg(), "warm_s": warm_s, "warm_http_requests": after_warm - after_cold,
             "warm_cache_hits": sum(r.cache_hit for r in warm),
             "warm_identical": all(a.parsed == b.parsed for a, b in zip(cold, warm)),
-            "passed": ideal_s / cold_s >= 0.9 and after_warm == after_cold and valid == calls}
+            "target": target(concurrency),
+            "passed": ideal_s / cold_s >= target(concurrency) and after_warm == after_cold and valid == calls}
+
+
+def target(concurrency: int) -> float:
+    """The share of the ideal throughput to reach: 95% up to concurrency 64, 90% above (issue 17)."""
+    return 0.95 if concurrency <= 64 else 0.90
 
 
 def rows(result: dict[str, Any]) -> list[list[str]]:
-    n = result["calls"]
-    return [["cold cache", f"{result['cold_s']:.2f} s", f"{result['cold_calls_per_s']:.0f}/s",
-             f"{result['efficiency']:.1%}", result["cold_http_requests"], f"{result['valid_outputs']}/{n} valid"],
-            ["warm cache (rerun)", f"{result['warm_s']:.2f} s", f"{n / result['warm_s']:.0f}/s", "",
-             result["warm_http_requests"], f"{result['warm_cache_hits']}/{n} cache hits"],
-            ["ideal", f"{result['ideal_s']:.2f} s", f"{n / result['ideal_s']:.0f}/s", "100%", n, ""]]
+    n, c = result["calls"], result["concurrency"]
+    return [[c, "cold cache", f"{result['cold_s']:.2f} s", f"{result['cold_calls_per_s']:.0f}/s",
+             f"{result['efficiency']:.1%} (>= {result['target']:.0%})", result["cold_http_requests"],
+             f"{result['valid_outputs']}/{n} valid", f"{result['client_cpu_ms_per_call']:.2f} ms"],
+            [c, "warm cache (rerun)", f"{result['warm_s']:.2f} s", f"{n / result['warm_s']:.0f}/s", "",
+             result["warm_http_requests"], f"{result['warm_cache_hits']}/{n} cache hits", ""],
+            [c, "ideal", f"{result['ideal_s']:.2f} s", f"{n / result['ideal_s']:.0f}/s", "100%", n, "", ""]]

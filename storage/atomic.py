@@ -44,7 +44,7 @@ def _fsync_file(path: Path) -> None:
 
 
 @contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], durable: bool = True) -> Iterator[Path]:
     """A temp path beside ``path`` for a library that writes to a path (joblib, pyarrow, matplotlib).
 
     When the block exits normally the temp file is fsynced and renamed over
@@ -52,34 +52,40 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     The temp name ends in ``.tmp``, so no glob of real artifacts (``*.parquet``,
     ``*.joblib``) ever sees it; a library that picks a format by the suffix
     must be told the format (``savefig(tmp, format="png")``).
+
+    ``durable=False`` skips the two fsyncs: still atomic (a crashed process leaves the old file or
+    the new one, since the page cache outlives it), but a power loss may lose the newest writes. Only
+    for what is rebuilt when missing (cache entries), where the fsyncs were most of a write's time.
     """
     dest = Path(path)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.parent / f".{dest.name}.{uuid.uuid4().hex}.tmp"
     try:
         yield tmp
-        _fsync_file(tmp)
+        if durable:
+            _fsync_file(tmp)
         os.replace(tmp, dest)
-        _fsync_dir(dest.parent)
+        if durable:
+            _fsync_dir(dest.parent)
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+def write_bytes(path: str | os.PathLike[str], data: bytes, durable: bool = True) -> Path:
     dest = Path(path)
-    with atomic_path(dest) as tmp:
-        tmp.write_bytes(data)  # fsynced by atomic_path before the rename
+    with atomic_path(dest, durable) as tmp:
+        tmp.write_bytes(data)  # fsynced by atomic_path before the rename (when durable)
     return dest
 
 
-def write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
-    return write_bytes(path, text.encode(encoding))
+def write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8", durable: bool = True) -> Path:
+    return write_bytes(path, text.encode(encoding), durable)
 
 
-def write_json(path: str | os.PathLike[str], obj: Any, **dumps: Any) -> Path:
+def write_json(path: str | os.PathLike[str], obj: Any, durable: bool = True, **dumps: Any) -> Path:
     """``json.dumps(obj, **dumps)`` written atomically; serialising fails before anything is written."""
-    return write_text(path, json.dumps(obj, **dumps))
+    return write_text(path, json.dumps(obj, **dumps), durable=durable)
 
 
 def read_or_none(path: str | os.PathLike[str], load: Callable[[Path], T], what: str = "artifact") -> T | None:

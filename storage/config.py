@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from storage.records import Arm
@@ -148,6 +147,8 @@ def read_text_file(path: str | os.PathLike[str], what: str = "config", prefix: s
 
 
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    import yaml  # here: every command loads this module at start-up, few read a YAML file
+
     p = Path(path)
     text = read_text_file(p)
     try:

@@ -43,10 +43,22 @@ class Contract(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
 
 
+# The verifier's observed factors (envs/factors.py ``observe``). A record's ``sliced`` fields store each of
+# these keys again as a typed column of its own, ``<field>_<key>`` (list<string>, NULL when the key is
+# absent), beside the JSON of the whole dict: slicing by a factor then reads one small column instead of
+# parsing a million JSON strings (``evosyn bench query``).
+OBSERVED_FACTORS: tuple[str, ...] = (
+    "num_write", "num_read", "trajectory_pattern", "tool_use_pattern", "state_change_type", "computation",
+    "expected_outcome", "task_family", "policy_or_constraint_focus",
+)
+
+
 class Record(Contract):
     """Base for a row of a store table, with lineage ids."""
 
     table: ClassVar[str] = ""
+    # dict[str, list[str]] fields whose listed keys are also stored as typed columns (storage/arrow.py)
+    sliced: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     run_id: str
     round: int = Field(ge=0)
@@ -229,6 +241,7 @@ class CheckResult(Contract):
 
 class Verdict(Record):
     table: ClassVar[str] = "verdicts"
+    sliced: ClassVar[dict[str, tuple[str, ...]]] = {"observed": OBSERVED_FACTORS}
 
     verdict_id: str
     task_id: str
@@ -258,6 +271,7 @@ class SFTExample(Record):
 # ---------------------------------------------------------------- learning and feedback
 class Evaluation(Record):
     table: ClassVar[str] = "evaluations"
+    sliced: ClassVar[dict[str, tuple[str, ...]]] = {"observed": OBSERVED_FACTORS}
 
     evaluation_id: str
     task_id: str

@@ -3,6 +3,16 @@
 Writes are atomic (temp file in the partition, then ``os.replace``) and
 idempotent per chunk id: writing chunk ``c`` again replaces ``c.parquet``, it
 never adds a second copy. Reads return polars DataFrames.
+
+Each table also holds an empty Parquet file with its schema, named by the
+schema's fingerprint, at ``_schema/run_id=/round=0/<fingerprint>.parquet``: a
+partition-shaped path, so one hive-partitioned glob of the table always matches
+at least that file (DuckDB refuses an empty glob) and every file it matches has
+the same partition keys. A store written with an older schema is migrated when
+it is opened for writing: each file of another schema is rewritten from its
+records (so its rows are exactly what the current code writes), then the schema
+file is replaced. Until then, readers fall back to reading by column name
+(storage/catalog.py).
 """
 from __future__ import annotations
 
@@ -11,16 +21,19 @@ import os
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import polars as pl
 import pyarrow.parquet as pq
 
 from storage.atomic import atomic_path, write_text
-from storage.arrow import SCHEMA_FILE, from_rows, schema_of, to_table
+from storage.arrow import SCHEMA_FILE, from_rows, schema_fingerprint, schema_of, to_table
 from storage.locks import store_lock
 from storage.records import TABLES, Record
 
+if TYPE_CHECKING:  # imported where used: `evosyn query` starts without it
+    import polars as pl
+
+SCHEMA_DIR = Path("_schema") / "run_id=" / "round=0"  # see the module doc
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
@@ -69,27 +82,47 @@ class Store:
     def partition_dir(self, table: str, run_id: str, round: int) -> Path:
         return self.table_dir(table) / f"run_id={_check_id('run_id', run_id)}" / f"round={int(round)}"
 
+    def schema_path(self, table: str) -> Path:
+        """The table's schema file for the current schema (present once every file of the table has it)."""
+        return self.table_dir(table) / SCHEMA_DIR / f"{schema_fingerprint(table_for(table))}.parquet"
+
+    def has_current_schema(self, table: str) -> bool:
+        return self.schema_path(table).is_file()
+
     def _stale_schema_files(self) -> list[str]:
-        stale = []
-        for name, model in TABLES.items():
-            path = self.tables_dir / name / SCHEMA_FILE
-            try:
-                if pq.read_schema(path).equals(schema_of(model), check_metadata=False):
-                    continue
-            except Exception:  # missing or corrupt: rewritten
-                pass
-            stale.append(name)
-        return stale
+        return [name for name in TABLES if not self.has_current_schema(name)]
 
     def _ensure_schema_files(self) -> None:
-        """An empty Parquet file per table, so globs (and DuckDB views) never come up empty."""
+        """A schema file per table, every data file in the current schema (a migration, once per schema change)."""
         if not self._stale_schema_files():
             return
         with store_lock(self.root, "schema"):  # concurrent first runs: one writes, the others find them
             for name in self._stale_schema_files():
-                path = self.tables_dir / name / SCHEMA_FILE
-                path.parent.mkdir(parents=True, exist_ok=True)
-                _atomic_write(schema_of(TABLES[name]).empty_table(), path)
+                self._migrate(name)
+
+    def _migrate(self, table: str) -> None:
+        """Rewrite the files of ``table`` that have another schema, then write its current schema file.
+
+        Each file goes through its records (``from_rows`` fills fields a file predates with their
+        defaults; ``to_table`` adds the derived columns), so the rewritten rows are the ones the current
+        code writes, and digests do not change. Interrupted, it redoes only the files still to rewrite.
+        """
+        model, schema = table_for(table), schema_of(table_for(table))
+        for path in self.files(table):
+            try:
+                if pq.read_schema(path).equals(schema, check_metadata=False):
+                    continue
+                records = from_rows(pq.read_table(path).to_pylist(), model)
+            except Exception as exc:
+                raise RuntimeError(f"{path}: cannot migrate it to the current {table} schema "
+                                   f"({type(exc).__name__}: {str(exc)[:200]}); move the file away or "
+                                   "delete its run") from None
+            _atomic_write(to_table(records, model), path)
+        base = self.table_dir(table)
+        target = self.schema_path(table)
+        for old in [base / SCHEMA_FILE, *(p for p in (base / SCHEMA_DIR).glob("*.parquet") if p != target)]:
+            old.unlink(missing_ok=True)
+        _atomic_write(schema.empty_table(), target)
 
     # ------------------------------------------------------------ writes
     def write(self, records: Sequence[Record], chunk_id: str) -> list[Path]:
@@ -158,6 +191,8 @@ class Store:
         return sorted(base.glob(f"{run_glob}/{round_glob}/*.parquet"))
 
     def read(self, table: str, run_id: str | None = None, round: int | None = None) -> pl.DataFrame:
+        import polars as pl
+
         model = table_for(table)
         files = self.files(table, run_id, round)
         if not files:

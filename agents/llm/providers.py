@@ -6,9 +6,11 @@ A normalized reply is a plain JSON-able dict (what the cache stores)::
      "input_tokens": int, "output_tokens": int, "refusal": str}
 
 ``finish_reason`` uses the OpenAI vocabulary for every provider (stop, length,
-tool_calls, content_filter), so roles read one vocabulary. The SDK clients
-are built with ``max_retries=0``: retrying is the client's job (tenacity), so
-that backoff, retry-after and the retry bound are the same for every provider.
+tool_calls, content_filter), so roles read one vocabulary. OpenAI and
+OpenAI-compatible servers are reached through ``agents.llm.transport`` (aiohttp,
+no SDK on the request path), Anthropic through its SDK, built with
+``max_retries=0``: retrying is the client's job (tenacity), so that backoff,
+retry-after and the retry bound are the same for every provider.
 """
 from __future__ import annotations
 
@@ -100,13 +102,13 @@ class _LazySDK:
 # ---------------------------------------------------------------- OpenAI and OpenAI-compatible
 class OpenAIProvider:
     def __init__(self, name: str, base_url: str | None, api_key: str, timeout: float):
-        import openai
-        from openai import AsyncOpenAI
+        from agents.llm.transport import ERRORS, ChatTransport
 
         self.name = name
-        self.errors = (openai.APIConnectionError, openai.APIStatusError, openai.APIError)
-        self.sdk = _LazySDK(lambda: AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0,
-                                                http_client=_http_client(openai, timeout)))
+        self.errors = ERRORS
+        # the chat endpoint on aiohttp directly: the SDK's request path cost 1.5 ms of CPU a call
+        # (agents/llm/transport.py); the SDK still builds the strict JSON schemas (strict_json_schema)
+        self.sdk = ChatTransport(base_url, api_key, timeout)
 
     def build(self, model: str, messages: list[dict], schema: type[BaseModel] | None, tools: list[dict] | None,
               temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
@@ -126,11 +128,9 @@ class OpenAIProvider:
         return kwargs
 
     async def send(self, kwargs: dict[str, Any]) -> Any:
-        # `post` is the SDK's documented way to send a request as built (auth, errors and the
-        # transport stay the SDK's). `create` would first walk every parameter through its
-        # type-driven transform, and `cast_to=ChatCompletion` build a typed model of the whole
-        # reply: together over 1 ms of CPU a call, for a body of plain JSON and five fields read
-        return await self.sdk.get().post("/chat/completions", body=kwargs, cast_to=object)
+        # the body as built, the reply as plain JSON: `create` would walk every parameter through
+        # the SDK's type-driven transform and build a typed model of the whole reply, for five fields read
+        return await self.sdk.post("/chat/completions", kwargs)
 
     @staticmethod
     def parse(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
