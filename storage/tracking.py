@@ -94,9 +94,21 @@ class Tracker:
         wanted = {KIND_TAG: ML_KIND, NOTE_TAG: _note(exp.experiment_id), VIEW_TAG: json.dumps(rounds_view([]))}
         for key, value in wanted.items():
             if key not in exp.tags:
-                self.client.set_experiment_tag(exp.experiment_id, key, value)
+                self._set_experiment_tag(exp.experiment_id, key, value)
         self._view_metrics: set[str] = set(_view_metrics(exp.tags.get(VIEW_TAG)))
         return exp.experiment_id
+
+    def _set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
+        """Set an experiment tag; a process on another root sharing this tracking store may set it at the same
+        moment (the store lock is per root), and MLflow's sqlite store then fails the second insert on the tag's
+        unique key: the tag is set either way, and a lost race only delays a view column a round."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self.client.set_experiment_tag(experiment_id, key, value)
+        except MlflowException as e:
+            if "UNIQUE constraint" not in str(e) and "IntegrityError" not in str(e):
+                raise
 
     def _show_in_view(self, metrics: list[str]) -> None:
         """Add headline metrics (no "." in the name: per-slice ones stay under *Columns*) to the rounds view."""
@@ -107,7 +119,7 @@ class Tracker:
         have = _view_metrics(self.client.get_experiment(self.experiment_id).tags.get(VIEW_TAG))
         value = json.dumps(rounds_view(have + [m for m in new if m not in have]))
         if len(value) <= VIEW_TAG_LIMIT:
-            self.client.set_experiment_tag(self.experiment_id, VIEW_TAG, value)
+            self._set_experiment_tag(self.experiment_id, VIEW_TAG, value)
             self._view_metrics.update(have, new)
 
     # ------------------------------------------------------------ runs
