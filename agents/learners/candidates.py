@@ -11,6 +11,7 @@ import itertools
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from agents.learners.dialogue import Mention, is_value, shape
@@ -220,3 +221,46 @@ def item_keys(schema: dict[str, Any], resolve) -> list[str]:
         if s.get("type") == "object" and s.get("properties"):
             return list(s.get("required") or s["properties"])
     return []
+
+
+DECIMAL = re.compile(r"^\d+\.\d+$")
+
+
+def resolve(tools: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with a ``$ref`` (direct or in ``allOf``) replaced by its definition in any tool's ``$defs``."""
+    ref = schema.get("$ref") or next((x.get("$ref") for x in schema.get("allOf", []) if "$ref" in x), None)
+    if ref and tools:
+        for tool in tools.values():
+            defs = tool.get("parameters", {}).get("$defs", {})
+            if ref.split("/")[-1] in defs:
+                return defs[ref.split("/")[-1]]
+    return schema
+
+
+def scalars(tools: dict[str, Any], schema: dict[str, Any], pool: list[Candidate],
+            learned: list[str] = ()) -> list[Candidate]:
+    """The pool's values of the argument's JSON types (a number as its text where only text is accepted, a
+    decimal text as a number where only numbers are), the schema's own values, the values the data gave
+    this argument most often (``learned``), and for an array of scalars each such value as a one-item list."""
+    kinds = json_types(schema)
+    out = [c for c in pool if json_type(c.value) in kinds]
+    if "string" in kinds and "number" not in kinds:
+        out += [replace(c, value=str(c.value), extra=c.extra + ["as_text"]) for c in pool if is_int(c.value)]
+    if "number" in kinds and "string" not in kinds:
+        out += [replace(c, value=float(c.value), extra=c.extra + ["as_number"]) for c in pool
+                if isinstance(c.value, str) and DECIMAL.match(c.value)]
+    out += schema_candidates(schema) + [Candidate(v, "schema", "learned") for v in learned if "string" in kinds]
+    items = resolve(tools, schema.get("items") or {}) if "array" in kinds else {}
+    if items and not item_keys(schema, lambda s: resolve(tools, s)):
+        out += [replace(c, value=[c.value], extra=c.extra + ["one_item"]) for c in scalars(tools, items, pool)]
+    return out
+
+
+def item_schema(tools: dict[str, Any], schema: dict[str, Any], key: str) -> dict[str, Any]:
+    """The schema of field ``key`` of an array argument's items (any of its item variants)."""
+    items = schema.get("items") or {}
+    for s in [items] + items.get("anyOf", []) + items.get("oneOf", []):
+        s = resolve(tools, s)
+        if key in s.get("properties", {}):
+            return resolve(tools, s["properties"][key])
+    return {}

@@ -22,7 +22,6 @@ import hashlib
 import json
 import re
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,14 @@ from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
 from agents.learners.candidates import (
-    json_type,
-    json_types,
     item_keys,
+    item_schema,
     list_candidates,
-    recurring_values,
     numbers_in_context,
+    recurring_values,
+    resolve,
     scalar_pool,
-    schema_candidates,
+    scalars,
 )
 from agents.learners.features import (
     Candidate,
@@ -65,7 +64,6 @@ from storage.records import Message, ToolCall, Trajectory
 
 MAX_CONSTANTS = 6
 MAX_VALUES = 4  # per argument: the text values the data gives it most often
-DECIMAL = re.compile(r"^\d+\.\d+$")
 MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
 
 
@@ -210,38 +208,7 @@ class EmbeddedLearner:
         return self._resolve(props.get(arg, {}))
 
     def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
-        ref = schema.get("$ref") or next((x.get("$ref") for x in schema.get("allOf", []) if "$ref" in x), None)
-        if ref and self.tools:
-            for tool in self.tools.values():
-                defs = tool.get("parameters", {}).get("$defs", {})
-                if ref.split("/")[-1] in defs:
-                    return defs[ref.split("/")[-1]]
-        return schema
-
-    def _scalars(self, schema: dict[str, Any], pool: list[Candidate], learned: list[str] = ()) -> list[Candidate]:
-        """The pool's values of the argument's JSON types (a number as its text where only text is accepted, a
-        decimal text as a number where only numbers are), the schema's own values, the values the data gave
-        this argument most often (``learned``), and for an array of scalars each such value as a one-item list."""
-        kinds = json_types(schema)
-        out = [c for c in pool if json_type(c.value) in kinds]
-        if "string" in kinds and "number" not in kinds:
-            out += [replace(c, value=str(c.value), extra=c.extra + ["as_text"]) for c in pool if is_int(c.value)]
-        if "number" in kinds and "string" not in kinds:
-            out += [replace(c, value=float(c.value), extra=c.extra + ["as_number"]) for c in pool
-                    if isinstance(c.value, str) and DECIMAL.match(c.value)]
-        out += schema_candidates(schema) + [Candidate(v, "schema", "learned") for v in learned if "string" in kinds]
-        items = self._resolve(schema.get("items") or {}) if "array" in kinds else {}
-        if items and not item_keys(schema, self._resolve):
-            out += [replace(c, value=[c.value], extra=c.extra + ["one_item"]) for c in self._scalars(items, pool)]
-        return out
-
-    def _item_schema(self, schema: dict[str, Any], key: str) -> dict[str, Any]:
-        items = schema.get("items") or {}
-        for s in [items] + items.get("anyOf", []) + items.get("oneOf", []):
-            s = self._resolve(s)
-            if key in s.get("properties", {}):
-                return self._resolve(s["properties"][key])
-        return {}
+        return resolve(self.tools, schema)
 
     def _arg_samples(self, call: ToolCall, history, scene: Scene, feats, labels) -> None:
         pool = scalar_pool(scene, self.constants)
@@ -255,7 +222,7 @@ class EmbeddedLearner:
                     for k in keys:
                         target = json.dumps(item.get(k) if isinstance(item, dict) else None, sort_keys=True)
                         hit = False
-                        for c in self._scalars(self._item_schema(schema, k), pool):
+                        for c in scalars(self.tools, item_schema(self.tools, schema, k), pool):
                             ok = json.dumps(c.value, sort_keys=True) == target
                             hit |= ok
                             feats.append(candidate_features(call.name, f"{arg}.{k}", c, set(), scene) + [f"item={j}"])
@@ -272,7 +239,7 @@ class EmbeddedLearner:
                     labels.append(int(ok))
                 continue
             target = json.dumps(gold, sort_keys=True)
-            for c in self._scalars(schema, pool, self._learned(call.name, arg)):
+            for c in scalars(self.tools, schema, pool, self._learned(call.name, arg)):
                 feats.append(candidate_features(call.name, arg, c, used.get(arg, set()), scene))
                 labels.append(int(json.dumps(c.value, sort_keys=True) == target))
 
@@ -317,13 +284,13 @@ class EmbeddedLearner:
             if keys:
                 item = {}
                 for k in keys:
-                    best = self._best(tool, f"{arg}.{k}", self._scalars(self._item_schema(s, k), pool), scene,
+                    best = self._best(tool, f"{arg}.{k}", scalars(self.tools, item_schema(self.tools, s, k), pool), scene,
                                       set(), ["item=0"])
                     item[k] = best.value if best else None
                 cands = list_candidates(scene, keys) + [Candidate([item], "assembled", "assembled", extra=["len=1"])]
                 best = self._best(tool, arg, cands, scene, used.get(arg, set()))
             else:
-                best = self._best(tool, arg, self._scalars(s, pool, self._learned(tool, arg)), scene,
+                best = self._best(tool, arg, scalars(self.tools, s, pool, self._learned(tool, arg)), scene,
                                   used.get(arg, set()))
             if best is not None:
                 args[arg] = best.value
