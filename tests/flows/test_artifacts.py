@@ -2,6 +2,8 @@
 run, the run a summary table, and the stage tasks log what they did; all read back through the Prefect client."""
 from __future__ import annotations
 
+import time
+
 import json
 
 import pytest
@@ -54,9 +56,15 @@ def test_a_round_publishes_its_table_and_markdown_artifacts(tmp_path):
                 return {a.key: a for a in found}
 
             on_round, on_run = artifacts(round_run), artifacts(run_run)
-            # the round flow run's own logs and its task runs' (each carries the flow run's id)
-            logs = [entry.message for entry in client.read_logs(LogFilter(
-                flow_run_id=LogFilterFlowRunId(any_=[round_run.id])))]
+            # the round flow run's own logs and its task runs' (each carries the flow run's id); logs reach the
+            # API through a background worker, so the last ones may land after the run returns
+            deadline = time.monotonic() + 60
+            while True:
+                logs = [entry.message for entry in client.read_logs(LogFilter(
+                    flow_run_id=LogFilterFlowRunId(any_=[round_run.id])), limit=200)]
+                if any(m.startswith("evaluate test: ") for m in logs) or time.monotonic() > deadline:
+                    break
+                time.sleep(1)
 
     table_key, md_key = round_keys(run_id, 1)
     assert set(on_round) == {table_key, md_key}
