@@ -124,7 +124,8 @@ def round_metrics_of(ctx: Ctx, res: RoundResult) -> dict[str, float]:
     store, run_id = ctx.store, ctx.run_id
     samples = verified_samples(store, run_id, res.round)
     m = intrinsic(samples, ctx.domain)  # diversity vs this run's own patterns; `evosyn compare` shares a union
-    m.update({k: v for k, v in round_metrics(store, run_id, ctx.domain, res.round).items() if not math.isnan(v)})
+    extra = round_metrics(store, run_id, ctx.domain, res.round, samples)
+    m.update({k: v for k, v in extra.items() if not math.isnan(v)})
     rate = lambda evs: (sum(e.success for e in evs) / len(evs)) if evs else 0.0  # noqa: E731
     m.update({"verified_yield": res.verified / max(1, res.blueprints), "verified_total": float(len(samples)),
               "success_diagnostic": rate(res.diagnostic), "success_test": rate(res.test),

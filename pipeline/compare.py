@@ -59,7 +59,7 @@ def compare(store: Store, run_ids: list[str], draws: int = 200) -> dict:
             row = {**info, "round": r, "verified": len(samples),
                    "success_diagnostic": _rate([e.success for e in evals if e.round == r and e.task_set == "diagnostic"]),
                    "success_test": _rate([e.success for e in evals if e.round == r and e.task_set == "test"]),
-                   **intrinsic(samples, domain, unions[domain]), **round_metrics(store, rid, domain, r)}
+                   **intrinsic(samples, domain, unions[domain]), **round_metrics(store, rid, domain, r, samples)}
             row["final"] = r == rounds[-1]
             row["distinct_size_matched"] = (M.size_matched_distinct([s["sequence"] for s in samples],
                                                                     matched_n[domain], draws=draws)

@@ -72,12 +72,14 @@ def _evals(store: Store, run_id: str, round: int, task_set: str, task_ids: set[s
 
 
 def transition(store: Store, run_id: str, domain: str, round: int, task_set: str = GAIN_SPLIT,
-               min_n: int = 3) -> dict[str, float]:
+               min_n: int = 3, samples: list[dict] | None = None) -> dict[str, float]:
     """B.5 / B.8 for round-1 -> round over the (factor, value) slices of the reference sets.
 
     Success is measured on the same tasks before and after: the tasks of ``task_set``
     that round-1 evaluated (the diagnostic set only grows, so they are evaluated
-    again in ``round``); shares are of each round's own verified data.
+    again in ``round``); shares are of each round's own verified data. ``samples``: the run's
+    ``verified_samples`` up to ``round`` when the caller has them already (reading them decodes every
+    trajectory of the run).
     """
     reference = reference_values(domain)
     before = _evals(store, run_id, round - 1, task_set)
@@ -86,7 +88,7 @@ def transition(store: Store, run_id: str, domain: str, round: int, task_set: str
     ids = {e.task_id for e in store.read_records("evaluations", run_id=run_id, round=round - 1)
            if e.task_set == task_set}
     after = _evals(store, run_id, round, task_set, ids)
-    samples = verified_samples(store, run_id, round)
+    samples = verified_samples(store, run_id, round) if samples is None else samples
     share = {r: M.slice_shares([s["observed"] for s in samples if s["round"] == r], reference)
              for r in (round - 1, round)}
     return M.capability_transition(share[round - 1], share[round], M.slice_success(before, reference, min_n),
@@ -112,9 +114,11 @@ def gain_per_1k(store: Store, run_id: str, round: int, task_set: str = "test") -
     return M.gain_per_1k(before, after, added_examples(store, run_id, round))
 
 
-def round_metrics(store: Store, run_id: str, domain: str, round: int) -> dict[str, float]:
-    """The B.5 / B.7 / B.8 / B.12 metrics of one round, for MLflow and the summary (NaN when undefined)."""
-    out = {f"{k}": v for k, v in transition(store, run_id, domain, round).items()}
+def round_metrics(store: Store, run_id: str, domain: str, round: int,
+                  samples: list[dict] | None = None) -> dict[str, float]:
+    """The B.5 / B.7 / B.8 / B.12 metrics of one round, for MLflow and the summary (NaN when undefined);
+    ``samples`` as for ``transition``."""
+    out = {f"{k}": v for k, v in transition(store, run_id, domain, round, samples=samples).items()}
     out["success_gain_per_1k"] = gain_per_1k(store, run_id, round)
     out["added_train_examples"] = float(added_examples(store, run_id, round))
     for key in ("num_write", "num_read"):

@@ -19,7 +19,8 @@ from functools import lru_cache
 from typing import Any, Literal
 
 import pyarrow as pa
-from storage.records import Record
+from pydantic_core import from_json
+from storage.records import STORED, Record
 
 SCHEMA_FILE = "_schema.parquet"  # in each table's folder: its Arrow schema, so an empty table still has one
 
@@ -118,11 +119,20 @@ def to_table(records: typing.Sequence[Record], model: type[Record]) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
+def _loads(text: str) -> Any:
+    """``json.loads``, by pydantic-core's parser (2.5x faster, same values); json's for what it refuses
+    (a lone surrogate escape, which json.dumps writes for a str holding one)."""
+    try:
+        return from_json(text)
+    except ValueError:
+        return json.loads(text)
+
+
 def from_rows(rows: typing.Iterable[dict[str, Any]], model: type[Record]) -> list[Record]:
     jcols = json_columns(model)
+    fields = model.model_fields
     out = []
     for row in rows:
-        data = {k: (json.loads(v) if k in jcols and v is not None else v) for k, v in row.items()
-                if k in model.model_fields}
-        out.append(model.model_validate(data))
+        data = {k: (_loads(v) if k in jcols and v is not None else v) for k, v in row.items() if k in fields}
+        out.append(model.model_validate(data, context=STORED))
     return out

@@ -7,6 +7,7 @@ confirmation text a learner is trained on).
 from __future__ import annotations
 
 import itertools
+import json
 import types
 import typing
 from datetime import datetime, timedelta, timezone
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from envs.gold import confirmation_request
+from storage.arrow import _loads
 from storage.records import TABLES, Message, ToolCall
 from tests.storage.samples import samples
 
@@ -119,3 +121,18 @@ def test_timestamps_are_utc_with_microseconds(store):
         assert rec.created_at.tzinfo is timezone.utc and rec.created_at.microsecond == 123456
         store.write([rec], "c0")
         assert same(store.read_records("runs")[0], rec)
+
+
+def test_rows_parse_as_json_loads_parses_them(store):
+    """Rows are parsed by pydantic-core's JSON parser (faster than json.loads): extreme floats and big
+    integers in free-form JSON read back unchanged, and text it refuses (a lone surrogate escape, which
+    json.dumps writes) falls back to json.loads."""
+    task = samples()["tasks"]
+    task = type(task).model_validate({**task.model_dump(), "tau2_task": {
+        "tiny": 5e-324, "huge": 1.7976931348623157e308, "tenth": 0.1, "big": 2**70,
+        "nested": [{"k": "\u00e9\U0001F600"}]}})
+    store.write([task], "c0")
+    back = store.read_records("tasks")[0]
+    assert same(back, task) and back.tau2_task["big"] == 2**70
+    text = json.dumps({"lone": "\ud800 half a pair", "floats": [0.1, 1e-320, 2.5e300]})
+    assert _loads(text) == json.loads(text)
