@@ -1,7 +1,7 @@
 """`LLMClient`: one async chat interface over OpenAI, Anthropic and OpenAI-compatible servers.
 
 A call goes: cache lookup -> (per-model concurrency slot, rpm and tpm buckets,
-SDK request, retried with tenacity on transient errors) -> cache write ->
+request, retried on transient errors with backoff) -> cache write ->
 interpretation (strict JSON, schema, truncation; ``agents.llm.replies``) -> an
 `LLMCall` row. Every HTTP attempt is a row: a transient failure that is retried
 (status ``retry``), the last failure (``error``), or the reply (``ok`` /
@@ -35,9 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from agents.llm.cache import ResponseCache, request_key
+from agents.llm.cache import ResponseCache, key_of, request_blob, request_key
 from agents.llm.calllog import BoundClient, CallLog, CallLogView
 from agents.llm.limits import limits_for
 from agents.llm.pricing import cost_usd
@@ -228,7 +227,8 @@ class LLMClient(CallLogView):
                    "messages": messages, "schema": schema_digest(schema) if schema else None,
                    "schema_name": schema.__name__ if schema else None, "tools": tools or None,
                    "temperature": temperature, "max_tokens": max_tokens, "attempt": attempt}
-        key = request_key(request)
+        blob = request_blob(request)
+        key = key_of(blob)
         record = functools.partial(self._record, log or self.log, role, key, attempt)
         t0 = time.perf_counter()
         reply = self._cached(key)
@@ -245,7 +245,7 @@ class LLMClient(CallLogView):
                 raise
             if self.cache:  # on the loop: unsynced, a write is a few syscalls, less than a hop to a thread
                 try:
-                    self.cache.put(key, request, reply)
+                    self.cache.put(key, blob, reply)
                 except OSError as exc:  # the cache only saves a rerun: a paid reply is used (and recorded) anyway
                     logger.warning("%s %s: reply not cached (%s: %s)", self.provider, self.model, type(exc).__name__,
                                 _one_line(str(exc), 200))
@@ -267,41 +267,37 @@ class LLMClient(CallLogView):
                     current: _Try) -> dict[str, Any]:
         # a rough token estimate reserves tpm up front; the real count corrects it afterwards
         estimate = len(json.dumps(messages, default=str)) // 4 + (max_tokens or 0)
-        backoff = wait_exponential_jitter(initial=self.backoff_initial_s, max=self.backoff_max_s,
-                                          jitter=self.backoff_initial_s)
-
-        def wait(state) -> float:
-            server = retry_after_s(state.outcome.exception())
-            if server is None:
-                return backoff(state)
-            return min(server, max(self.backoff_max_s, 60.0)) * random.uniform(1.0, 1.1)
-
-        def before_sleep(state) -> None:
-            exc = state.outcome.exception()
-            what = self._scrub(_one_line(f"{type(exc).__name__}: {exc}", 300))
-            # the failed attempt is a row of its own: its time counts, and a 429 may be billed
-            record(time.perf_counter() - current.started, None, False, "retry", what, state.attempt_number)
-            logger.info("%s %s: transient error, retry %d of %d in %.2fs: %s", self.provider, self.model,
-                     state.attempt_number, self.max_retries, state.next_action.sleep, what[:200])
-
         errors = self._provider.errors
-        retrying = AsyncRetrying(stop=stop_after_attempt(self.max_retries + 1), wait=wait,
-                                 retry=retry_if_exception(lambda e: is_transient(e, errors)),
-                                 before_sleep=before_sleep, reraise=True)
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    current.number, current.started = attempt.retry_state.attempt_number, time.perf_counter()
-                    return await self._send_once(kwargs, estimate)
-        except Exception as exc:
-            what = self._scrub(_one_line(f"{type(exc).__name__}: {exc}", 300))
-            if is_transient(exc, errors):
-                raise LLMUnavailable(f"{self.provider} {self.model} unavailable after {current.number} attempts: "
-                                     f"{what}") from None
-            if isinstance(exc, errors[2]):
-                raise LLMRequestError(f"{self.provider} {self.model} refused the request: {what}") from None
-            raise
+        attempts = self.max_retries + 1
+        for number in range(1, attempts + 1):
+            current.number, current.started = number, time.perf_counter()
+            try:
+                return await self._send_once(kwargs, estimate)
+            except Exception as exc:
+                what = self._scrub(_one_line(f"{type(exc).__name__}: {exc}", 300))
+                if not is_transient(exc, errors):
+                    if isinstance(exc, errors[2]):
+                        raise LLMRequestError(f"{self.provider} {self.model} refused the request: {what}") from None
+                    raise
+                if number == attempts:
+                    raise LLMUnavailable(f"{self.provider} {self.model} unavailable after {number} attempts: "
+                                         f"{what}") from None
+                sleep = self._wait_s(exc, number)
+                # the failed attempt is a row of its own: its time counts, and a 429 may be billed
+                record(time.perf_counter() - current.started, None, False, "retry", what, number)
+                logger.info("%s %s: transient error, retry %d of %d in %.2fs: %s", self.provider, self.model,
+                            number, self.max_retries, sleep, what[:200])
+            await asyncio.sleep(sleep)
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _wait_s(self, exc: BaseException, number: int) -> float:
+        """Seconds before attempt ``number + 1``: the server's retry-after (bounded, with 0-10% jitter), else
+        exponential backoff with jitter (``initial * 2**(n-1) + U(0, initial)``, at most ``backoff_max_s``)."""
+        server = retry_after_s(exc)
+        if server is not None:
+            return min(server, max(self.backoff_max_s, 60.0)) * random.uniform(1.0, 1.1)
+        initial = self.backoff_initial_s
+        return max(0.0, min(initial * 2.0 ** min(number - 1, 60) + random.uniform(0, initial), self.backoff_max_s))
 
     async def _send_once(self, kwargs: dict[str, Any], estimate: int) -> dict[str, Any]:
         limits = self.limits

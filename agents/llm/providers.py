@@ -9,7 +9,7 @@ A normalized reply is a plain JSON-able dict (what the cache stores)::
 tool_calls, content_filter), so roles read one vocabulary. OpenAI and
 OpenAI-compatible servers are reached through ``agents.llm.transport`` (aiohttp,
 no SDK on the request path), Anthropic through its SDK, built with
-``max_retries=0``: retrying is the client's job (tenacity), so that backoff,
+``max_retries=0``: retrying is the client's job (its own loop), so that backoff,
 retry-after and the retry bound are the same for every provider.
 """
 from __future__ import annotations

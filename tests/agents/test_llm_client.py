@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from agents.llm import LLMOutputError, LLMUnavailable, check_role_config, make_client
+from agents.llm.cache import ResponseCache
 from agents.llm.limits import PerMinute, Slots
 from storage.config import ConfigError, RoleConfig
 from tests.fakes.anthropic_server import anthropic_reply
@@ -192,7 +193,7 @@ def test_rerun_hits_the_cache_without_http(provider, tmp_path):
         assert server.count == 3 and not other.cache_hit
     assert result.cache_hit and result.parsed == Plan(**GOOD) and result.usage.cost_usd == 0
     assert [(r.status, r.cache_hit) for r in rerun.calls] == [("invalid", True), ("ok", True), ("ok", False)]
-    assert len(list((tmp_path / "cache").rglob("*.json"))) == 3 and not list((tmp_path / "cache").rglob("*.tmp"))
+    assert len(list(ResponseCache(tmp_path / "cache").entries())) == 3 and not list((tmp_path / "cache").rglob("*.tmp"))
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -15,8 +15,9 @@ def test_bench_llm_measures_each_concurrency(tmp_path):
         assert r["valid_outputs"] == 24 and r["cold_http_requests"] == 24
         assert r["warm_http_requests"] == 0 and r["warm_cache_hits"] == 24 and r["warm_identical"]
         assert r["server_max_in_flight"] <= r["concurrency"]
+        assert r["floor_s"] > 0 and 0 < r["floor_efficiency"] and r["floor_cpu_ms_per_call"] > 0
     assert data["passed"] == all(r["passed"] for r in data["runs"])
-    assert "at concurrency 16" in out.stdout
+    assert "at concurrency 16" in out.stdout and "bare aiohttp (floor)" in out.stdout
 
 
 def test_bench_llm_refuses_a_bad_concurrency(tmp_path):

@@ -7,7 +7,6 @@ calls its first attempt recorded and adds none of the cache's replays of them.
 """
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from agents.designer import ColdStart
+from agents.llm.cache import ResponseCache
 from benchmarks.fake_llm_server import FakeLLMServer, Reply
 from benchmarks.llm_script import RoleScript, after, texts
 from envs.ontology import load_initial_space
@@ -74,8 +74,7 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_resume_loses_and_dup
         chunk_a = part / f"{stages.chunk_name('gen', a)}-generator.parquet"
         chunk_b = part / f"{stages.chunk_name('gen', b)}-generator.parquet"
         by_key = {}  # request hash -> blueprint, from the cached requests
-        for f in (store.root / "llm_cache").rglob("*.json"):
-            entry = json.loads(f.read_text())
+        for entry in ResponseCache(store.root / "llm_cache").entries():
             by_key[entry["key"]] = _blueprint_of({"messages": entry["request"]["messages"]})
 
         def owners(path):
