@@ -63,8 +63,12 @@ def apportion(weights: list[float], total: int) -> list[int]:
     return counts
 
 
-def _direction_id(run_id: str, round: int, n: int, objective: str) -> str:
-    return f"d{round}-{n:03d}-" + hashlib.sha256(f"{run_id}/{round}/{n}/{objective}".encode()).hexdigest()[:8]
+def _direction_id(space: SynthesisSpace, seed: int, round: int, n: int, objective: str) -> str:
+    """From what the direction is (domain, seed, round, space version, its place and objective), never the run:
+    arms of one seed that design the same directions (round 1) get the same ids, so the same blueprints,
+    tasks and RNG streams, and the same rows."""
+    key = f"{space.domain}/{seed}/{round}/v{space.version}/{n}/{objective}"
+    return f"d{round}-{n:03d}-" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
 
 class EmbeddedDesigner:
@@ -85,7 +89,7 @@ class EmbeddedDesigner:
         for n, (spec, count) in enumerate(zip(specs, counts)):
             spec.pop("weight", None)
             d = Direction(run_id=run_id, round=round, space_version=space.version,
-                          direction_id=_direction_id(run_id, round, n, spec["objective"]),
+                          direction_id=_direction_id(space, seed, round, n, spec["objective"]),
                           condition_id=f"c{n:03d}", n_blueprints=count, steering=steering.kind, **spec)
             validate_direction(space, d)
             directions.append(d)
@@ -227,7 +231,7 @@ def pattern_problems(space: SynthesisSpace, pattern: str) -> list[str]:
 
 
 def parse_designer(out: DesignerOut, space: SynthesisSpace, steering: Steering, budget: int, *, run_id: str,
-                   round: int) -> list[Direction]:
+                   round: int, seed: int = 0) -> list[Direction]:
     """Directions from the model's conditions; ``Invalid`` names the first rule a condition breaks."""
     from agents.ask import Invalid
 
@@ -265,7 +269,7 @@ def parse_designer(out: DesignerOut, space: SynthesisSpace, steering: Steering, 
                       f"one condition")
     counts = apportion([LEVEL_WEIGHT[s["budget_level"]] for s in specs], budget)
     return [Direction(run_id=run_id, round=round, space_version=space.version,
-                      direction_id=_direction_id(run_id, round, n, spec["objective"]),
+                      direction_id=_direction_id(space, seed, round, n, spec["objective"]),
                       n_blueprints=count, steering=steering.kind,
                       **{**spec, "condition_id": f"c{n:03d}"})
             for n, (spec, count) in enumerate(zip(specs, counts))]
@@ -285,7 +289,8 @@ class LLMDesigner:
         try:
             ans = ask(self.client, designer_messages(space, steering, budget, self.env), schema=DesignerOut,
                       role="designer", retries=self.retries,
-                      validate=lambda out: parse_designer(out, space, steering, budget, run_id=run_id, round=round))
+                      validate=lambda out: parse_designer(out, space, steering, budget, run_id=run_id, round=round,
+                                                                  seed=seed))
         except RoleRejected as exc:
             raise DesignError(str(exc)) from None
         self.raw = ans.raw

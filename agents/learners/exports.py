@@ -69,8 +69,8 @@ def openai_messages(example: SFTExample, system: str = "") -> dict[str, Any]:
     for m in example.messages:
         if m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""})
-        elif m.tool_calls:
-            out.append({"role": "assistant", "content": m.content, "tool_calls": [
+        elif m.tool_calls:  # its own role: in telecom the user calls device tools too
+            out.append({"role": m.role, "content": m.content, "tool_calls": [
                 {"id": c.id, "type": "function",
                  "function": {"name": c.name, "arguments": json.dumps(c.arguments)}} for c in m.tool_calls]})
         else:

@@ -22,7 +22,9 @@ class TaskCase:
 
 
 def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: int = 40,
-                model_version: str = "") -> Trajectory:
+                model_version: str = "", id_key: str = "") -> Trajectory:
+    """``id_key``: what the trajectory id hashes beside the task (default ``model_version``); a round passes
+    the model's content (round, fingerprint), not its run, so arms that train the same model get the same ids."""
     tau2_task = task_from_dict(task.tau2_task)
     episode = domain.episode(tau2_task.initial_state)
     user = ReactiveUser(task.scenario, get_pack(domain.name).phrasing,
@@ -44,7 +46,7 @@ def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: in
         if user.done:
             termination = "user_stop"
             break
-    tid = "ev-" + hashlib.sha256(f"{task.task_id}/{model_version}".encode()).hexdigest()[:12]
+    tid = "ev-" + hashlib.sha256(f"{task.task_id}/{id_key or model_version}".encode()).hexdigest()[:12]
     return Trajectory(run_id=task.run_id, round=task.round, space_version=task.space_version,
                       direction_id=task.direction_id, blueprint_id=task.blueprint_id, trajectory_id=tid,
                       task_id=task.task_id, messages=msgs, producer="learner", model_version=model_version,
@@ -52,13 +54,17 @@ def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: in
 
 
 def evaluate(agent: TaskAgent, cases: list[TaskCase], domain: Domain, *, run_id: str, round: int,
-             task_set: str, model_version: str, max_steps: int = 40) -> tuple[list[Evaluation], list[Trajectory]]:
+             task_set: str, model_version: str, max_steps: int = 40,
+             id_key: str = "") -> tuple[list[Evaluation], list[Trajectory]]:
+    """``id_key``: as for ``run_episode``; without one the ids hash the run id and ``model_version``."""
     evaluations, trajectories = [], []
     for case in cases:
-        traj = run_episode(agent, case.task, domain, max_steps, model_version)
+        traj = run_episode(agent, case.task, domain, max_steps, model_version, id_key)
         traj = traj.model_copy(update={"run_id": run_id, "round": round})
         verdict = verify(case.task.model_copy(update={"requested": {}}), traj)
-        eid = hashlib.sha256(f"{run_id}/{round}/{task_set}/{case.task.task_id}/{model_version}".encode()).hexdigest()[:16]
+        salt = f"{round}/{task_set}/{case.task.task_id}/{id_key}" if id_key else \
+            f"{run_id}/{round}/{task_set}/{case.task.task_id}/{model_version}"
+        eid = hashlib.sha256(salt.encode()).hexdigest()[:16]
         evaluations.append(Evaluation(
             run_id=run_id, round=round, space_version=case.task.space_version, direction_id=case.task.direction_id,
             blueprint_id=case.task.blueprint_id, evaluation_id=eid, task_id=case.task.task_id,

@@ -23,10 +23,13 @@ def test_blueprints_obey_cardinality_and_hard_constraints(space):
 
 
 def test_soft_preferences_are_strongly_preferred(space):
-    d = direction(space, preferred_values={"interaction_challenge": ["user_false_claim"]})
-    hits = sum("user_false_claim" in EmbeddedPlanner().plan(d, space, None, index=i, seed=0)
-               .selected_dimensions["interaction_challenge"] for i in range(100))
-    assert hits > 60
+    def share(d) -> float:
+        return sum("user_false_claim" in EmbeddedPlanner().plan(d, space, None, index=i, seed=0)
+                   .selected_dimensions["interaction_challenge"] for i in range(400)) / 400
+
+    # about 0.6 preferred against 0.16 without (1 value of 7, some plans take two): far apart at n=400
+    assert share(direction(space, preferred_values={"interaction_challenge": ["user_false_claim"]})) > 0.45
+    assert share(direction(space)) < 0.3
 
 
 def test_refusals_change_no_state_and_name_a_violable_focus(space):
