@@ -1,7 +1,7 @@
 """A task agent on a split of tau2's official tasks: k trials per task, our verifier, tau2's pass^k.
 
 The tasks and splits are the installed tau2 package's own (``Domain.tasks(split)``:
-its ``split_tasks.json`` per domain, e.g. airline's ``train`` / ``test`` / ``base``).
+its ``split_tasks.json`` per domain, e.g. ``train`` / ``test`` / ``base``).
 Each trial is one conversation between the agent and a user simulator (scripted or
 an LLM, ``agents.official_user``) on a fresh copy of the task's initial state,
 scored by ``envs.verify.run_checks``: the reward is tau2's (its reward basis, as
@@ -221,13 +221,12 @@ def evaluate_official(store: Store, agent: TaskAgent, user: UserSim, *, run_id: 
         for trial in range(trials):
             msgs, termination = episode(agent, task, dom, user.for_task(dom, task, trial), max_steps)
             outcome = run_checks(dom, task, msgs, termination=termination)
-            tid = "of-" + _id(run_id, round, task_set, task.id, trial, model_version, user.label)[:12]
+            tid = "of-" + _id(run_id, round, chunk, task.id, trial)[:12]  # the chunk names agent, user, trials
             trajectories.append(Trajectory(run_id=run_id, round=round, trajectory_id=tid, task_id=task.id,
                                            messages=msgs, producer=producer, model_version=model_version,
                                            termination=termination))
             mine.append(Evaluation(
-                run_id=run_id, round=round, evaluation_id=_id(run_id, round, task_set, task.id, trial, model_version,
-                                                              user.label),
+                run_id=run_id, round=round, evaluation_id=_id(run_id, round, chunk, task.id, trial),
                 task_id=task.id, trajectory_id=tid, model_version=model_version, task_set=task_set,
                 success=outcome.passed, reward=outcome.reward, trial=trial,
                 num_steps=sum(1 for m in msgs if m.role == "assistant"),
@@ -236,12 +235,13 @@ def evaluate_official(store: Store, agent: TaskAgent, user: UserSim, *, run_id: 
         if on_task is not None:
             on_task(TaskOutcome(task_id=task.id, rewards=[e.reward for e in mine], strict=[e.success for e in mine],
                                 failed_checks=[e.failed_checks for e in mine]))
-        if emit is not None:
-            ok = sum(is_success(e.reward) for e in mine)
+        if emit is not None:  # the detail: the share of trials with reward 1 so far (pass^1 once all are in)
+            ok, all_ok = sum(is_success(e.reward) for e in mine), sum(is_success(e.reward) for e in evaluations)
+            so_far = "" if n + 1 == len(tasks) else f" of {len(tasks)} so far"
             emit(StageEvent(run_id=run_id, round=round, stage=f"evaluate {task_set}", done=len(mine), kept=ok,
-                            rejected={"reward 0": len(mine) - ok} if ok < len(mine) else {},
-                            total=len(tasks) * trials, detail=f"task {task.id} ({n + 1}/{len(tasks)})",
-                            seconds=time.monotonic() - t0))
+                            rejected={"reward below 1": len(mine) - ok} if ok < len(mine) else {},
+                            total=len(tasks) * trials, seconds=time.monotonic() - t0,
+                            detail=f"pass^1 {all_ok / len(evaluations):.2f} on {n + 1}{so_far} tasks x {trials}"))
     if evaluations:
         store.write(trajectories, chunk)
         store.write(evaluations, chunk)

@@ -166,17 +166,23 @@ def check_official_config(oc: OfficialEvalConfig, domain: str) -> None:
         check_user(oc.user, "official_eval.user")
 
 
-def round_official(ctx, learner, oc: OfficialEvalConfig, emit: Emit | None = None) -> OfficialResult:
-    """The round's learner on the configured split; a finished evaluation is read back (resume: no new rows)."""
-    from pipeline.learn import model_version
+def round_official(ctx, agent, oc: OfficialEvalConfig, emit: Emit | None = None,
+                   version: str | None = None) -> OfficialResult:
+    """The round's task agent on the configured split; a finished evaluation is read back (resume: no new rows).
 
-    version = model_version(learner, ctx.run_id, ctx.round)
+    ``agent``: the round's embedded learner (its version is derived), or any task agent with its ``version``
+    (e.g. the round's served checkpoint).
+    """
+    if version is None:
+        from pipeline.learn import model_version
+
+        version = model_version(agent, ctx.run_id, ctx.round)
     user = build_user(oc.user if oc.user.backend == "llm" else None, ctx.store.root / "llm_cache")
     chunk = chunk_name(oc.split, version, user.label, oc.trials, oc.max_tasks)
     common = dict(run_id=ctx.run_id, round=ctx.round, domain=ctx.domain, split=oc.split, model_version=version)
     if ctx.done("evaluate", chunk):
         return result_of(ctx.read("evaluations", chunk), trials=oc.trials, user=user.label, chunk=chunk, **common)
-    result = evaluate_official(ctx.store, learner, user, trials=oc.trials, max_tasks=oc.max_tasks,
+    result = evaluate_official(ctx.store, agent, user, trials=oc.trials, max_tasks=oc.max_tasks,
                                max_steps=oc.max_steps, emit=emit, **common)
     flush_user(user, ctx.store, result)
     ctx.mark("evaluate", chunk)  # after its rows: a crash before it redoes the chunk, writing the same rows
