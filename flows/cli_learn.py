@@ -100,6 +100,8 @@ def evaluate(ctx, run_id: str | None, round_: int | None, task_set: str, officia
     from pipeline.learn import evaluate_round
 
     if official:
+        if ctx.get_parameter_source("task_set").name != "DEFAULT":
+            raise UserError("--set: not with --official (its tasks are the --split of tau2's official tasks)")
         return _evaluate_official(ctx, run_id, round_, quiet, **opts)
     given = [o for o in OFFICIAL_ONLY if ctx.get_parameter_source(o).name != "DEFAULT"]
     if given:

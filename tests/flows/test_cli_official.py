@@ -97,3 +97,16 @@ def test_the_embedded_agent_needs_a_run_and_official_options_need_official(train
     assert result.exit_code == 2 and result.stderr.strip() == "error: --trials: only with --official"
     result = _invoke(trained, "--round", "0")
     assert result.exit_code == 2 and result.stderr.startswith("error: --run: missing")
+
+
+def test_an_agent_endpoint_that_is_down_fails_in_one_line(trained):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = _invoke(trained, "--official", "--domain", "airline", "--agent", "openai_compatible:m",
+                     "--agent-base-url", f"http://127.0.0.1:{port}/v1", "--max-tasks", "1", "--quiet")
+    assert result.exit_code == 1, (result.output, result.exception)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and f"the server at http://127.0.0.1:{port}/v1/ failed: APIConnectionError" in errors[0]

@@ -86,9 +86,14 @@ def _gold_tasks(domain, n):
             if any(domain.tool_kind(a.name) == "write" for a in t.evaluation_criteria.actions or [])][:n]
 
 
-def test_the_scripted_user_gives_the_gold_agent_reward_1_and_an_untrained_learner_0(store):
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    """Two airline test tasks played with the scripted user by the gold agent (2 trials) and an untrained
+    learner (1 trial): (store, task ids, gold result, untrained result, tasks seen by ``on_task``)."""
     from agents.official_user import scripted_user
+    from storage.store import Store
 
+    store = Store(tmp_path_factory.mktemp("official") / "h")
     dom = get_domain("airline")
     ids = _gold_tasks(dom, 2)
     tasks = official_tasks("airline", "test", task_ids=ids)
@@ -99,6 +104,11 @@ def test_the_scripted_user_gives_the_gold_agent_reward_1_and_an_untrained_learne
                             on_task=seen.append)
     untrained = evaluate_official(store, fit_embedded([], "airline"), UserSim("embedded"), run_id="none", round=0,
                                   domain="airline", split="test", model_version="none", trials=1, task_ids=ids)
+    return store, ids, res, untrained, seen
+
+
+def test_the_scripted_user_gives_the_gold_agent_reward_1_and_an_untrained_learner_0(scored):
+    store, ids, res, untrained, seen = scored
     assert [o.rewards for o in res.tasks] == [[1.0, 1.0], [1.0, 1.0]] and res.pass_hat == {1: 1.0, 2: 1.0}
     assert [o.task_id for o in seen] == ids
     assert [o.rewards for o in untrained.tasks] == [[0.0], [0.0]] and untrained.pass_hat == {1: 0.0}
@@ -109,6 +119,19 @@ def test_the_scripted_user_gives_the_gold_agent_reward_1_and_an_untrained_learne
     assert all(trajs[e.trajectory_id].termination == "user_stop" for e in rows)
     first = trajs[rows[0].trajectory_id].messages[0]
     assert first.role == "user" and " my " in f" {first.content.lower()} " and "you" not in first.content.lower()
+
+
+@pytest.mark.slow
+def test_the_reward_is_tau2s_own_evaluators(scored):
+    """For the gold agent's trajectories and the untrained learner's (tau2's evaluator reloads its DB: slow)."""
+    from envs.tau2.official_eval import tau2_reward
+
+    store, dom = scored[0], get_domain("airline")
+    for run_id in ("gold", "none"):
+        trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run_id)}
+        for e in store.read_records("evaluations", run_id=run_id):
+            t = trajs[e.trajectory_id]
+            assert tau2_reward("airline", dom.official_task(e.task_id), t.messages, t.termination)[0] == e.reward
 
 
 def _scripted_user_reply(body):
