@@ -110,3 +110,29 @@ def test_an_agent_endpoint_that_is_down_fails_in_one_line(trained):
     assert result.exit_code == 1, (result.output, result.exception)
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and f"the server at http://127.0.0.1:{port}/v1/ failed: APIConnectionError" in errors[0]
+
+
+@pytest.mark.slow  # the Anthropic SDK and litellm's imports and MLflow's first sqlite schema: ~20 s
+def test_an_llm_user_through_the_anthropic_api_plays_the_tasks_and_its_calls_are_stored(trained):
+    from tests.fakes.anthropic_server import AnthropicServer, anthropic_reply
+
+    def respond(request):  # the customer: one request, then it ends the call
+        own = [m for m in request.body["messages"] if m["role"] == "assistant"]
+        return anthropic_reply("Thanks, that is all. ###STOP###" if own else "Hi, I need help with my booking.")
+
+    key = "sk-test-SECRET-official"
+    with AnthropicServer(respond) as server:
+        result = _invoke(trained, "--official", "--domain", "airline", "--run", RUN, "--round", "0",
+                         "--user", "anthropic:claude-haiku-4-5", "--user-base-url", server.anthropic_base_url,
+                         "--user-key-env", "EVOSYN_TEST_OFFICIAL_KEY", "--task-ids", "2,6", "--quiet",
+                         env={"EVOSYN_TEST_OFFICIAL_KEY": key})
+        asked = len(server.requests)
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert "agent embedded, user anthropic:claude-haiku-4-5" in result.stderr and "pass^k k=1:" in result.stdout
+    assert asked >= 4  # two tasks, an opening and at least one answer each
+    calls = [c for c in trained.read_records("llm_calls", run_id=RUN) if c.role == "user"]
+    assert len(calls) == asked and all(c.status == "ok" for c in calls)
+    assert key not in result.output and not any(key in c.model_dump_json() for c in calls)
+    rows = [e for e in trained.read_records("evaluations", run_id=RUN) if e.task_set == "official:test"
+            and e.task_id in ("2", "6")]
+    assert {e.task_id for e in rows} == {"2", "6"}
