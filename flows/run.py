@@ -21,7 +21,6 @@ from prefect import flow
 
 from agents.designer import ColdStart
 from agents.roles import check_roles
-from pipeline.official_agents import check_official_config
 from envs.ontology import load_initial_space
 from flows import timing
 from flows.artifacts import publish_summary
@@ -34,6 +33,7 @@ from storage.records import Run
 from storage.store import Store
 from storage.tracking import Tracker
 from pipeline.loop import REFLECTING_ARMS
+from pipeline.official_agents import check_official_config
 from pipeline.progress import StageEvent
 from pipeline.stages import steering_for
 
