@@ -64,17 +64,51 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
         raise UserError(str(exc)) from None
 
 
+OFFICIAL_ONLY = ("domain", "split", "agent", "agent_base_url", "agent_key_env", "user_spec", "user_base_url",
+                 "user_key_env", "trials", "max_tasks", "task_ids", "max_steps")
+
+
 @main.command()
-@click.option("--run", "run_id", required=True)
-@click.option("--round", "round_", type=int, required=True)
+@click.option("--run", "run_id", default=None, help="The run whose learner is evaluated.")
+@click.option("--round", "round_", type=int, default=None, help="Its round (the learner trained on rounds <= R).")
 @click.option("--set", "task_set", type=click.Choice(["diagnostic", "test"]), default="test", show_default=True)
+@click.option("--official", is_flag=True, help="Evaluate on a split of tau2's official tasks instead (--domain, "
+                                               "--split; k trials each, pass^k).")
+@click.option("--domain", default=None, help="--official: the domain (default: the run's, else the default pack).")
+@click.option("--split", default="test", show_default=True, help="--official: tau2's split (train, test, base, ...).")
+@click.option("--agent", default="embedded", show_default=True,
+              help="--official: embedded (the learner of --run/--round) or openai_compatible:MODEL (a served "
+                   "checkpoint or any OpenAI-compatible endpoint, at --agent-base-url).")
+@click.option("--agent-base-url", default=None, help="openai_compatible agent: the server's URL (…/v1).")
+@click.option("--agent-key-env", default=None, help="openai_compatible agent: the variable holding its API key.")
+@click.option("--user", "user_spec", default="embedded", show_default=True,
+              help="--official: embedded (scripted, offline) or PROVIDER:MODEL, PROVIDER one of openai, anthropic, "
+                   "openai_compatible (an LLM playing tau2's user instructions).")
+@click.option("--user-base-url", default=None, help="LLM user: the server's URL (openai_compatible; optional else).")
+@click.option("--user-key-env", default=None, help="LLM user: the variable holding its API key (default: the "
+                                                    "provider's, e.g. OPENAI_API_KEY).")
+@click.option("--trials", type=int, default=1, show_default=True, help="--official: trials per task (k of pass^k).")
+@click.option("--max-tasks", type=int, default=None, help="--official: only the split's first N tasks.")
+@click.option("--task-ids", default=None, metavar="ID,ID", help="--official: only these tasks of the split.")
+@click.option("--max-steps", type=int, default=40, show_default=True, help="--official: agent turns per trial.")
 @click.option("--quiet", is_flag=True, help="One plain line at the end, no live display.")
 @click.pass_context
-def evaluate(ctx, run_id: str, round_: int, task_set: str, quiet: bool) -> None:
-    """Evaluate the round's task agent on the diagnostic or test set; rows go to `evaluations`."""
+def evaluate(ctx, run_id: str | None, round_: int | None, task_set: str, official: bool, quiet: bool, **opts) -> None:
+    """Evaluate the round's task agent on the diagnostic or test set (or tau2's official split); rows go to
+    `evaluations`."""
     from flows.progress import renderer
     from pipeline.learn import evaluate_round
 
+    if official:
+        if ctx.get_parameter_source("task_set").name != "DEFAULT":
+            raise UserError("--set: not with --official (its tasks are the --split of tau2's official tasks)")
+        return _evaluate_official(ctx, run_id, round_, quiet, **opts)
+    given = [o for o in OFFICIAL_ONLY if ctx.get_parameter_source(o).name != "DEFAULT"]
+    if given:
+        raise UserError(f"--{given[0].replace('_spec', '').replace('_', '-')}: only with --official")
+    for option, value in (("--run", run_id), ("--round", round_)):
+        if value is None:
+            raise UserError(f"{option}: missing (the run and round whose learner to evaluate)")
     store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
     try:
         with renderer(quiet) as show:
@@ -87,6 +121,97 @@ def evaluate(ctx, run_id: str, round_: int, task_set: str, quiet: bool) -> None:
     click.echo(f"{task_set}: {sum(e.success for e in evaluations)}/{len(evaluations)} succeeded ({rate:.3f})")
     for factor in ("num_write", "task_family", "expected_outcome"):
         _slice_table(f"{task_set} success by {factor}", evaluations, factor)
+
+
+class EvaluationFailed(UserError):
+    """An endpoint (the agent's or the user's) failed mid-evaluation: one line, exit code 1."""
+
+    exit_code = 1
+
+
+def _run_official(store, agent, user, quiet: bool, **kw):
+    from agents.roles import StageUnavailable
+    from flows.progress import renderer
+    from pipeline.official import evaluate_official
+
+    try:
+        import openai
+
+        failures: tuple[type[BaseException], ...] = (openai.APIError,)
+    except ImportError:  # the openai SDK is a base dependency; without it only the embedded agent runs
+        failures = ()
+    try:
+        with renderer(quiet) as show:
+            return evaluate_official(store, agent, user, emit=show, **kw)
+    except StageUnavailable as exc:
+        raise EvaluationFailed(str(exc)) from None
+    except failures as exc:
+        raise EvaluationFailed(f"--agent: the server at {agent.client.base_url} failed: "
+                               f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from None
+
+
+def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool, *, domain: str | None, split: str,
+                       agent: str, agent_base_url: str | None, agent_key_env: str | None, user_spec: str,
+                       user_base_url: str | None, user_key_env: str | None, trials: int, max_tasks: int | None,
+                       task_ids: str | None, max_steps: int) -> None:
+    """`evaluate --official`: every input checked (one line each) before the first conversation."""
+    from envs.packs import get_domain
+    from flows.inputs import check_domain
+    from pipeline.official import official_tasks
+    from pipeline.official_agents import OfficialError, build_agent, build_user, flush_user, log_official
+    from pipeline.official_agents import parse_agent, parse_user
+
+    for option, value in (("--trials", trials), ("--max-tasks", max_tasks), ("--max-steps", max_steps)):
+        if value is not None and value < 1:
+            raise UserError(f"{option} {value}: must be at least 1")
+    if (run_id is None) != (round_ is None):
+        raise UserError("--run and --round: give both (the round whose learner or checkpoint is evaluated) or "
+                        "neither")
+    try:
+        spec = parse_agent(agent, agent_base_url, agent_key_env)
+        if spec.kind == "embedded" and run_id is None:
+            raise OfficialError("--agent embedded: needs --run and --round (the stored learner to evaluate)")
+        user_rc = parse_user(user_spec, user_base_url, user_key_env)
+    except OfficialError as exc:
+        raise UserError(str(exc)) from None
+    if domain is None and run_id is not None:  # the run's domain (an unknown run is one line here)
+        from pipeline.learn import run_domain
+
+        domain = run_domain(store_from(ctx, create=False, runs=(run_id,), option="--run", any_table=True), run_id)
+    domain = check_domain(domain)
+    splits = get_domain(domain).splits()
+    if split not in splits:
+        raise UserError(f"--split {split}: not a split of tau2's {domain} tasks (known: {', '.join(splits)})")
+    ids = [i.strip() for i in task_ids.split(",") if i.strip()] if task_ids is not None else None
+    try:
+        n_tasks = len(official_tasks(domain, split, max_tasks, ids))
+    except KeyError as exc:
+        raise UserError(f"--task-ids: {exc.args[0]}") from None
+    store = store_from(ctx, runs=(run_id,) if run_id else (), option="--run", any_table=bool(run_id))
+    try:
+        the_agent, version = build_agent(spec, store, run_id, round_)
+    except FileNotFoundError as exc:
+        raise UserError(str(exc)) from None
+    user = build_user(user_rc, store.root / "llm_cache")
+    run_id, round_ = (run_id, round_) if run_id is not None else (f"official-{domain}", 0)
+    click.echo(f"{domain}/{split}: {n_tasks} official tasks x {trials} trials; agent {spec.label}, user {user.label}",
+               err=True)
+    result = _run_official(store, the_agent, user, quiet, run_id=run_id, round=round_, domain=domain, split=split,
+                           model_version=version, trials=trials, max_tasks=max_tasks, task_ids=ids,
+                           max_steps=max_steps)
+    flush_user(user, store, result)
+    from storage.tracking import Tracker
+
+    mlrun = log_official(Tracker(store.root), result)
+    print_table(f"{domain} / {split}: reward per trial (tau2's), strict checks beside it",
+                ["task", "rewards", "strict", "failed checks (first trial)"],
+                [[o.task_id, " ".join(f"{r:g}" for r in o.rewards), " ".join("pass" if s else "fail" for s in o.strict),
+                  ", ".join(o.failed_checks[0]) or "-"] for o in result.tasks])
+    click.echo(f"avg reward {result.avg_reward:.3f} over {len(result.tasks)} tasks x {trials} trials")
+    click.echo("pass^k " + "  ".join(f"k={k}: {v:.3f}" for k, v in result.pass_hat.items()))
+    click.echo("strict pass^k " + "  ".join(f"k={k}: {v:.3f}" for k, v in result.strict_pass_hat.items()))
+    click.echo(f"stored {len(result.tasks) * trials} evaluations (task_set {result.task_set}, run {run_id} round "
+               f"{round_}, chunk {result.chunk}); MLflow run {mlrun}")
 
 
 @main.command()

@@ -52,6 +52,13 @@ def _config(ctx, config_file, **overrides):
     from flows.inputs import check_domain
 
     cfg.domain = check_domain(cfg.domain, generator=True)  # the fixed test set is always built embedded
+    if cfg.official_eval is not None:  # its split and its LLM user, before any work
+        from pipeline.official_agents import check_official_config
+
+        try:
+            check_official_config(cfg.official_eval, cfg.domain)
+        except ConfigError as exc:
+            raise UserError(str(exc)) from None
     return cfg
 
 

@@ -31,9 +31,11 @@ from flows.artifacts import publish_round
 from flows.progress import listening, publish
 from flows.train import train_via_deployment
 from pipeline.metrics import intrinsic, round_metrics, verified_samples
+from pipeline.official import OfficialResult
+from pipeline.official_agents import round_official
 from pipeline.progress import Emit, StageEvent, Tally, event_line
 from pipeline.stages import Ctx
-from storage.config import RunConfig
+from storage.config import OfficialEvalConfig, RunConfig
 from storage.records import (Arm, Blueprint, Direction, Evaluation, Feedback, Reflection, SFTExample, SynthesisSpace,
                              SynthTask, Trajectory, Verdict)
 
@@ -51,6 +53,7 @@ class RoundResult:
     test: list[Evaluation]
     directions: list[Direction]
     metrics: dict[str, float] = field(default_factory=dict)
+    official: OfficialResult | None = None  # the run config's `official_eval`, when it asks for one
 
 
 def _emitter() -> Emit:
@@ -110,6 +113,12 @@ def train_task(ctx: Ctx) -> EmbeddedLearner:
 def evaluate_task(ctx: Ctx, learner: EmbeddedLearner, task_set: str, test_size: int) -> list[Evaluation]:
     with timing.span("fn", "evaluate", ctx.round):
         return loop.evaluate(ctx, learner, task_set, test_size, emit=_emitter())
+
+
+@task(name="evaluate", task_run_name="evaluate official", **STAGE_TASK)
+def official_task(ctx: Ctx, learner: EmbeddedLearner, oc: OfficialEvalConfig) -> OfficialResult:
+    with timing.span("fn", "evaluate official", ctx.round):
+        return round_official(ctx, learner, oc, emit=_emitter())
 
 
 @task(name="reflect", **STAGE_TASK)
@@ -192,11 +201,17 @@ def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steer
         diagnostic = evaluate_task(c, learner, "diagnostic", cfg.test_size)
     with timing.span("task", "evaluate", round):
         test = evaluate_task(c, learner, "test", cfg.test_size)
+    official = None
+    if cfg.official_eval is not None:  # tau2's official split, when the run config asks for it
+        with timing.span("task", "evaluate official", round):
+            official = official_task(c, learner, quote(cfg.official_eval))
     with timing.span("task", "reflect", round):
         feedback, _, reflection, nxt = reflect_task(c, sp, cfg.arm, diagnostic, learner, quote(previous))
     res = RoundResult(round=round, space_in=space, space_out=nxt, blueprints=len(blueprints),
                       verified=len({e.task_id for e in examples}), feedback=feedback, reflection=reflection,
-                      diagnostic=diagnostic, test=test, directions=directions)
+                      diagnostic=diagnostic, test=test, directions=directions, official=official)
     with timing.span("own", "metrics", round):
         res.metrics = round_metrics_of(ctx, res)
+        if official is not None:
+            res.metrics.update(official.metrics())
     return res

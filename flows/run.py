@@ -33,6 +33,7 @@ from storage.records import Run
 from storage.store import Store
 from storage.tracking import Tracker
 from pipeline.loop import REFLECTING_ARMS
+from pipeline.official_agents import check_official_config
 from pipeline.progress import StageEvent
 from pipeline.stages import steering_for
 
@@ -40,7 +41,9 @@ log = logging.getLogger("evosyn.run")
 
 
 def run_id_for(cfg: RunConfig) -> str:
-    digest = hashlib.sha256(cfg.model_dump_json(exclude={"store", "train_deployment"}).encode()).hexdigest()[:6]
+    # where it trains and what it also measures (official_eval) change no row the run synthesizes or learns
+    digest = hashlib.sha256(cfg.model_dump_json(exclude={"store", "train_deployment", "official_eval"}
+                                                ).encode()).hexdigest()[:6]
     return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
 
 
@@ -118,6 +121,8 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     say = progress or (lambda s: None)
     if cfg.backend == "llm" or any(rc.backend == "llm" for rc in cfg.roles.values()):
         check_roles(cfg)  # every LLM role's provider, model and key, before any work (the rounds use llm_roles(cfg))
+    if cfg.official_eval is not None:
+        check_official_config(cfg.official_eval, cfg.domain)  # its split and its LLM user, before any work
     store = Store(cfg.store_root())
     run_id = run_id or run_id_for(cfg)
     run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,

@@ -68,6 +68,18 @@ class StoreConfig(_Strict):
     tracking_uri: str | None = None
 
 
+class OfficialEvalConfig(_Strict):
+    """At the end of each round, the round's learner on a split of tau2's official tasks (pipeline/official.py)."""
+
+    # a split of the domain's official tasks (train, test, base, ...): storage cannot see the domains, so
+    # pipeline/official_agents.py checks the name against the domain before any work (`run`, `evosyn_run`)
+    split: str = Field(default="test", pattern=r"^[A-Za-z0-9_]+$")
+    trials: int = Field(default=1, ge=1, le=64)  # k of pass^k
+    max_tasks: int | None = Field(default=None, ge=1)  # only the split's first N tasks
+    max_steps: int = Field(default=40, ge=1, le=500)
+    user: RoleConfig = Field(default_factory=RoleConfig)  # embedded (scripted) unless backend: llm
+
+
 class RunConfig(_Strict):
     # a domain pack's name; "" is the default pack. Storage cannot see the packs: flows/inputs.py
     # checks the name (a known domain with an environment) and fills the default before any work
@@ -84,6 +96,8 @@ class RunConfig(_Strict):
     stop_after_static_rounds: int = Field(default=2, ge=1)
     # "flow/deployment" of the SFT flow (e.g. "sft-train/sft-train" on the gpu pool); None trains in-process
     train_deployment: str | None = Field(default=None, pattern=r"^[^/\s]+/[^/\s]+$")
+    # e.g. {split: test, trials: 4}: each round also scores its learner on tau2's official split (pass^k)
+    official_eval: OfficialEvalConfig | None = None
     store: StoreConfig = Field(default_factory=StoreConfig)
     roles: dict[Literal[ROLES], RoleConfig] = Field(default_factory=dict)  # type: ignore[valid-type]
 

@@ -284,12 +284,14 @@ class Evaluation(Record):
     task_id: str
     trajectory_id: str
     model_version: str
-    task_set: Literal["diagnostic", "test", "official"]
+    # the run's diagnostic set, the fixed test set, or a split of tau2's official tasks ("official:test")
+    task_set: str = Field(pattern=r"^(diagnostic|test|official(:[A-Za-z0-9_]+)?)$")
     success: bool
     reward: float
     num_steps: int = 0
     observed: dict[str, list[str]] = Field(default_factory=dict)
     failed_checks: list[str] = Field(default_factory=list)
+    trial: int = Field(default=0, ge=0)  # which of k trials of the same task (official splits; 0 elsewhere)
 
 
 class SliceStat(Contract):

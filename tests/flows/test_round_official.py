@@ -1,0 +1,105 @@
+"""A run config's `official_eval`: checked in one line before any work; each round scores its learner on tau2's split."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from storage.config import ConfigError, OfficialEvalConfig, RoleConfig, validate_config
+
+PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}")
+CONFIG = ("domain: airline\nrounds: 1\nbudget: 8\nseed: 2\ntest_size: 10\nchunk_size: 4\n"
+          "official_eval: {split: test, trials: 2, max_tasks: 3}\n")
+
+
+@pytest.mark.parametrize("value, field", [({"split": "te st"}, "official_eval.split"),
+                                          ({"trials": 0}, "official_eval.trials"),
+                                          ({"max_tasks": 0}, "official_eval.max_tasks"),
+                                          ({"k": 2}, "official_eval.k")])
+def test_bad_values_are_one_line_naming_the_field(value, field):
+    with pytest.raises(ConfigError) as err:
+        validate_config({"official_eval": value})
+    assert f"field '{field}'" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_split_and_the_llm_user_are_checked_against_the_domain():
+    from pipeline.official_agents import OfficialError, check_official_config
+
+    check_official_config(OfficialEvalConfig(), "airline")  # test is a split of airline's tasks
+    with pytest.raises(OfficialError, match=r"official_eval.split: 'small' is not a split of tau2's airline tasks "
+                                            r"\(known: train, test, base\)"):
+        check_official_config(OfficialEvalConfig(split="small"), "airline")
+    check_official_config(OfficialEvalConfig(split="small"), "telecom")  # telecom has one
+    user = RoleConfig(backend="llm", provider="openai", model="gpt-4o")
+    with pytest.raises(OfficialError, match="official_eval.user.api_key_env: environment variable OPENAI_API_KEY"):
+        check_official_config(OfficialEvalConfig(user=user), "airline")
+
+
+def test_the_run_id_does_not_change_with_official_eval():
+    """What a run also measures changes no row it synthesizes: runs made before the option keep their ids."""
+    from flows.run import run_id_for
+
+    cfg = validate_config({"domain": "airline"})
+    assert run_id_for(cfg) == run_id_for(cfg.model_copy(update={"official_eval": OfficialEvalConfig(trials=3)}))
+
+
+def test_evosyn_run_refuses_a_split_the_domain_lacks_before_any_work(tmp_path):
+    from flows.cli import main
+
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(CONFIG.replace("split: test", "split: dev"))
+    home = tmp_path / "h"
+    result = CliRunner().invoke(main, ["--home", str(home), "run", "--config", str(cfg)])
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert result.stderr.startswith("error: official_eval.split: 'dev' is not a split") \
+        and result.stderr.count("\n") == 1
+    assert not home.exists()
+
+
+def _cli(home, *args):
+    env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME,
+           "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    p = subprocess.run([sys.executable, "-m", "flows.cli", *args], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p
+
+
+@pytest.mark.slow
+def test_each_round_scores_its_learner_on_the_official_split_and_a_resume_adds_nothing(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from envs.packs import get_domain
+    from storage.store import Store
+    from storage.tracking import EXPERIMENT, default_tracking_uri
+
+    home, cfg = tmp_path / "h", tmp_path / "cfg.yaml"
+    cfg.write_text(CONFIG)
+    _cli(home, "run", "--config", str(cfg))
+    store = Store(home, create=False)
+    run_id = next(r for r in store.runs() if not r.startswith("testset-"))
+    evals = store.read_records("evaluations", run_id=run_id)
+    official = [e for e in evals if e.task_set == "official:test"]
+    test = [e for e in evals if e.task_set == "test"]
+    first3 = [t.id for t in get_domain("airline").tasks("test")][:3]
+    assert sorted((e.task_id, e.trial) for e in official) == sorted((i, k) for i in first3 for k in (0, 1))
+    assert {e.round for e in official} == {1}
+    assert {e.model_version for e in official} == {e.model_version for e in test}  # the round's own learner
+    client = MlflowClient(tracking_uri=default_tracking_uri(home))
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    round_run = client.search_runs([exp.experiment_id], "tags.`evosyn.round` = '1'")[0]
+    from pipeline.official import is_success, pass_hat_ks
+
+    by_task = {}
+    for e in sorted(official, key=lambda e: e.trial):
+        by_task.setdefault(e.task_id, []).append(is_success(e.reward))
+    assert round_run.data.metrics["official_test_pass_hat_2"] == pytest.approx(pass_hat_ks(by_task)[2])
+    assert round_run.data.metrics["official_test_tasks"] == 3
+    _cli(home, "run", "--resume", run_id)
+    again = [e for e in Store(home, create=False).read_records("evaluations", run_id=run_id)
+             if e.task_set == "official:test"]
+    assert sorted(e.model_dump_json() for e in again) == sorted(e.model_dump_json() for e in official)
