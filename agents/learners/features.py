@@ -17,7 +17,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
@@ -65,6 +65,26 @@ class Candidate:
     extra: list[str] = field(default_factory=list)  # features of how a composite or list was built
     within: tuple[int, ...] = ()  # for observed values: the records (indices) that hold it
     match: str = ""  # for observed values: how well its own record matches the current request's words
+
+    def but(self, value: Any, tag: str) -> Candidate:
+        """``dataclasses.replace(self, value=value, extra=self.extra + [tag])`` without re-running ``__init__``
+        (a decision makes thousands of these); what the candidate remembered of its scene is not copied."""
+        new = object.__new__(Candidate)
+        new.__dict__.update(self.__dict__, value=value, extra=self.extra + [tag])
+        new.__dict__.pop("_profile", None)
+        return new
+
+
+_DEFAULTS = {f.name: f.default for f in fields(Candidate) if f.default is not MISSING}
+
+
+def _observed(value: Any, source: str, key: str, path: str, tool: str, msg: int, within: tuple[int, ...]) -> Candidate:
+    """``Candidate(value, source, key, path=path, tool=tool, msg=msg, within=within)``, without running the
+    dataclass ``__init__`` (every decision makes one per value its observations hold)."""
+    c = object.__new__(Candidate)
+    c.__dict__.update(_DEFAULTS, value=value, source=source, key=key, path=path, tool=tool, msg=msg, within=within,
+                      extra=[])
+    return c
 
 
 @dataclass
@@ -137,10 +157,8 @@ def _records(history: list[Message]) -> tuple[list[Record], list[Candidate], lis
         recs, lvs, lsts = _walk(m.content)
         base = len(records)
         records += [Record(p, last_call, i, f, sub, strs) for p, f, sub, strs in recs]
-        leaves += [Candidate(v, "obs", k, path=p, tool=last_call, msg=i, within=tuple(base + j for j in w))
-                   for v, k, p, w in lvs]
-        lists += [Candidate(v, "list", k, path=p, tool=last_call, msg=i, within=tuple(base + j for j in w))
-                  for v, k, p, w in lsts]
+        leaves += [_observed(v, "obs", k, p, last_call, i, tuple(base + j for j in w)) for v, k, p, w in lvs]
+        lists += [_observed(v, "list", k, p, last_call, i, tuple(base + j for j in w)) for v, k, p, w in lsts]
     return records, leaves, lists
 
 
@@ -272,7 +290,12 @@ def _focus(records: list[Record], dlg: Dialogue) -> tuple[list[str], list[tuple[
     def most_in_one(values: set[str], names: list[str]) -> int:
         return max(Counter(r.msg for r in records if mentions_record(r, values, names)).values(), default=0)
 
-    values = {v for v in (str(m.value) for m in cur.mentions) if most_in_one({v}, []) <= MAX_NAMED}
+    said = {str(m.value) for m in cur.mentions}
+    holding: dict[str, Counter] = {}  # value -> observation -> its records holding it: most_in_one({v}, []) at once
+    for r in records:
+        for v in r.strs & said:
+            holding.setdefault(v, Counter())[r.msg] += 1
+    values = {v for v in said if max(holding.get(v, Counter()).values(), default=0) <= MAX_NAMED}
     names = [nm for nm in cur.names() if most_in_one(set(), [nm]) <= MAX_NAMED]
     facts, counts = [], [("names", len(cur.names()))] if cur.names() else []
     ident = {str(m.value) for m in dlg.identity}

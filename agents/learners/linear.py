@@ -7,13 +7,38 @@ for each decision the embedded learner makes. ``Linear`` keeps the transposed we
 so the same scipy routine (``csr_matvecs``) runs on the same numbers in the same sequence: the scores are
 bit-for-bit scikit-learn's (tests/agents/test_learners_linear.py checks this on a trained model), and so
 are the decisions made from them.
+
+A binary model also scores rows given as groups of feature strings (``sums``): its weight of each feature,
+read once and remembered, summed by group, each group's sum remembered. That is ``decision`` of the row's hashed matrix up to rounding (the sparse product
+adds the same terms in column order), so its decisions are the same ones wherever no two candidates' scores
+are within rounding of each other; tests/agents/test_learners_linear.py checks them on every decision of many
+held-out episodes.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from scipy.special import expit
+
+from agents.learners.hashing import Hashing
+
+MAX_FEATURES = 1 << 20  # remembered feature weights and group scores per model; each cleared when full
+
+
+class Weights(dict):
+    """Feature -> a binary model's weight of it (its column's), read when first asked for."""
+
+    def __init__(self, column: np.ndarray, hashing: Hashing):
+        super().__init__()
+        self.column, self.hashing = column, hashing
+
+    def __missing__(self, feature: str) -> float:
+        if len(self) >= MAX_FEATURES:
+            self.clear()
+        w = self[feature] = float(self.column[self.hashing.known[feature]])
+        return w
 
 
 class Linear:
@@ -21,6 +46,8 @@ class Linear:
         self.classes = clf.classes_
         self.weights = np.ascontiguousarray(clf.coef_.T)  # (n_features, n_classes or 1), row-major: no copy per call
         self.intercept = np.array(clf.intercept_)
+        self.by_feature: Weights | None = None  # a binary model's weight of each feature seen so far
+        self.by_group: dict[int, tuple[tuple[str, ...], float]] = {}  # id(group) -> (group, its score)
 
     def decision(self, X) -> np.ndarray:
         """``decision_function``: (n,) for a binary model, (n, n_classes) otherwise."""
@@ -31,6 +58,32 @@ class Linear:
         scores = self.decision(X)
         indices = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes.take(indices, axis=0)
+
+    def sums(self, rows: Sequence[Sequence[tuple[str, ...]]], hashing: Hashing) -> np.ndarray:
+        """``decision`` of a binary model for rows given as groups of features (a feature twice counts twice):
+        a row's score is the sum of its groups' scores, each the sum of its features' weights. A feature's
+        weight is read the first time it is seen (its column from ``hashing``), and a group's score is
+        remembered by the group's identity (the profile's groups are cached tuples: the same object each time
+        it recurs; the group is kept with its score, so while it is remembered its id names no other object)."""
+        known, weigh = self.by_group, self._weigh(hashing)
+        if len(known) > MAX_FEATURES:
+            known.clear()
+        b, out = float(self.intercept[0]), []
+        for row in rows:
+            parts = []
+            for g in row:
+                hit = known.get(id(g))
+                if hit is None or hit[0] is not g:
+                    hit = known[id(g)] = (g, sum(map(weigh, g)))
+                parts.append(hit[1])
+            out.append(sum(parts) + b)
+        return np.array(out, dtype=np.float64)
+
+    def _weigh(self, hashing: Hashing):
+        """feature -> the binary model's weight of it, remembered."""
+        if self.by_feature is None or self.by_feature.hashing is not hashing:
+            self.by_feature = Weights(self.weights[:, 0], hashing)
+        return self.by_feature.__getitem__
 
     @staticmethod
     def positive(decision: np.ndarray) -> np.ndarray:

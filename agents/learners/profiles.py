@@ -58,6 +58,15 @@ def candidate_profile(c: Candidate, used: set[str], scene: Scene) -> tuple:
     return known[1] + (known[2] in used,)
 
 
+def candidate_json(c: Candidate, scene: Scene) -> str:
+    """``json.dumps(c.value, sort_keys=True)``, as the candidate's profile in ``scene`` read it (made once)."""
+    known = c.__dict__.get("_profile")
+    if known is None or known[0] != scene.serial:
+        candidate_profile(c, set(), scene)
+        known = c.__dict__["_profile"]
+    return known[2]
+
+
 def _in_scene(c: Candidate, scene: Scene) -> tuple[tuple, str]:
     kind, shp, dumped, normed = value_facts(c.value)
     text, dlg = scene.text, scene.dlg
@@ -85,19 +94,28 @@ def _in_scene(c: Candidate, scene: Scene) -> tuple[tuple, str]:
 
 def profile_features(tool: str, arg: str, profile: tuple) -> tuple[str, ...]:
     """The hashed features of a candidate (by its ``candidate_profile``) for ``tool``'s argument ``arg``."""
-    shape_part, place, words = profile_parts(tool, arg, profile)
-    return shape_part + place + words
+    return sum(profile_parts(tool, arg, profile), ())
 
 
 def profile_parts(tool: str, arg: str, profile: tuple) -> tuple[tuple[str, ...], ...]:
-    """``profile_features`` in three parts: the candidate's shape, its place in the conversation, and its ties
-    to the request's words. Each part is cached on its own: profiles that differ in one part share the others."""
+    """``profile_features`` in parts, each cached on its own and reading only what it needs, so that the
+    candidates of a decision (and of decisions alike) share most of them: the candidate's shape, its place in
+    the conversation, and its ties to the request's words (the fact it is, the words beside an observed
+    value, how its record matches, the words and facts beside a built value, how it was built)."""
     (source, key, kind, age, shp, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten, focus,
      rel, ro, here, in_text, share, key_in_text, same, words, facts, match, extra, used_before) = profile
+    obs = source == "obs"
     return (_shape(tool, arg, source, key, kind, age, shp),
             _place(tool, arg, source, key, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten,
                    focus, used_before, rel, ro, here, in_text, share, key_in_text),
-            _words(tool, arg, source, key, path, focus, same, words, facts, match, extra))
+            _same(arg, source, same, words) if same else (),
+            _observed_words(arg, focus, words) if obs and words else (),
+            _match(tool, arg, path, match) if obs and match else (),
+            _ranked(arg, key, words, facts) if source in RANKED and (words or facts) else (),
+            _extra(arg, key, extra) if extra else ())
+
+
+RANKED = ("composite", "schema", "assembled", "list")
 
 
 @lru_cache(maxsize=1 << 15)
@@ -144,18 +162,27 @@ def _place(tool, arg, source, key, path, obs_tool, ukind, in_last_user, rank, fi
 
 
 @lru_cache(maxsize=1 << 16)
-def _words(tool, arg, source, key, path, focus, same, words, facts, match, extra) -> tuple[str, ...]:
-    feats = []
-    if same:  # the value a record in focus holds, and under which key
-        feats += [f"arg={arg}|fact={k}" for k in same] + [f"arg={arg}|src={source}|fact={k}|cw_{w}"
-                                                          for k in same[:1] for w in words]
-    if source == "obs":
-        feats += [f"arg={arg}|obs|focus={focus}|cw_{w}" for w in words]
-        if match:
-            feats += [f"arg={arg}|match={match}", f"arg={arg}|path={path}|match={match}",
-                      f"tool={tool}|arg={arg}|match={match}"]
-    if source in ("composite", "schema", "assembled", "list"):
-        feats += [f"arg={arg}|key={key}|cw_{w}" for w in words]
-        feats += [f"arg={arg}|key={key}|{f}" for f in facts]
-    feats += [f"arg={arg}|{x}" for x in extra] + [f"arg={arg}|key={key}|{x}" for x in extra]
-    return tuple(feats)
+def _same(arg, source, same, words) -> tuple[str, ...]:
+    """The value a record in focus holds, and under which key."""
+    return tuple([f"arg={arg}|fact={k}" for k in same] + [f"arg={arg}|src={source}|fact={k}|cw_{w}"
+                                                           for k in same[:1] for w in words])
+
+
+@lru_cache(maxsize=1 << 14)
+def _observed_words(arg, focus, words) -> tuple[str, ...]:
+    return tuple(f"arg={arg}|obs|focus={focus}|cw_{w}" for w in words)
+
+
+@lru_cache(maxsize=1 << 14)
+def _match(tool, arg, path, match) -> tuple[str, ...]:
+    return f"arg={arg}|match={match}", f"arg={arg}|path={path}|match={match}", f"tool={tool}|arg={arg}|match={match}"
+
+
+@lru_cache(maxsize=1 << 15)
+def _ranked(arg, key, words, facts) -> tuple[str, ...]:
+    return tuple([f"arg={arg}|key={key}|cw_{w}" for w in words] + [f"arg={arg}|key={key}|{f}" for f in facts])
+
+
+@lru_cache(maxsize=1 << 14)
+def _extra(arg, key, extra) -> tuple[str, ...]:
+    return tuple([f"arg={arg}|{x}" for x in extra] + [f"arg={arg}|key={key}|{x}" for x in extra])
