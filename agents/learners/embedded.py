@@ -63,6 +63,7 @@ from storage.records import Message, ToolCall, Trajectory
 MAX_CONSTANTS = 6
 MAX_VALUES = 4  # per argument: the text values the data gives it most often
 MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
+EPOCHS = 15  # SGD passes over the training rows
 
 
 def fingerprint(trajectories: list[Trajectory]) -> str:
@@ -160,7 +161,8 @@ class EmbeddedLearner(Scoring):
         return self
 
     def _sgd(self) -> SGDClassifier:
-        return SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=15, tol=None, random_state=self.seed, average=True)
+        return SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=EPOCHS, tol=None, random_state=self.seed,
+                             average=True)
 
     def _binary(self, rows, labels):
         if not labels or len(set(labels)) < 2:

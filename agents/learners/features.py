@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from agents.learners.dialogue import (
+    Clause,
     Dialogue,
     Mention,
     call_values,
@@ -276,6 +277,20 @@ def _user_pool(history: list[Message], dlg: Dialogue, used: set[str], written: s
     return out
 
 
+def naming(records: list[Record], cur: Clause) -> tuple[set[str], list[str]]:
+    """The values and names of the request that name records: held by at most ``MAX_NAMED`` records of any
+    one observation."""
+    said = {str(m.value) for m in cur.mentions}
+    holding: dict[str, Counter] = {}  # value -> observation -> how many of its records hold the value
+    for r in records:
+        for v in r.strs & said:
+            holding.setdefault(v, Counter())[r.msg] += 1
+    values = {v for v in said if max(holding.get(v, Counter()).values(), default=0) <= MAX_NAMED}
+    names = [nm for nm in cur.names() if max(Counter(r.msg for r in records if mentions_record(r, set(), [nm]))
+                                             .values(), default=0) <= MAX_NAMED]
+    return values, names
+
+
 def _focus(records: list[Record], dlg: Dialogue) -> tuple[list[str], list[tuple[str, int]]]:
     """Mark the records the current request names; their short word values (facts) and list lengths (counts).
 
@@ -287,16 +302,7 @@ def _focus(records: list[Record], dlg: Dialogue) -> tuple[list[str], list[tuple[
     if cur is None:
         return [], []
 
-    def most_in_one(values: set[str], names: list[str]) -> int:
-        return max(Counter(r.msg for r in records if mentions_record(r, values, names)).values(), default=0)
-
-    said = {str(m.value) for m in cur.mentions}
-    holding: dict[str, Counter] = {}  # value -> observation -> its records holding it: most_in_one({v}, []) at once
-    for r in records:
-        for v in r.strs & said:
-            holding.setdefault(v, Counter())[r.msg] += 1
-    values = {v for v in said if max(holding.get(v, Counter()).values(), default=0) <= MAX_NAMED}
-    names = [nm for nm in cur.names() if most_in_one(set(), [nm]) <= MAX_NAMED]
+    values, names = naming(records, cur)
     facts, counts = [], [("names", len(cur.names()))] if cur.names() else []
     ident = {str(m.value) for m in dlg.identity}
     for rec in records:

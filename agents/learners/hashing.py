@@ -2,13 +2,14 @@
 
 A candidate row's features are a few groups (``profiles.profile_parts`` and the row's extra features), and
 the same groups recur across rows; ``FeatureHasher`` re-hashes every feature string of every row in Python.
-``Hashing`` hashes each distinct feature once (as ``FeatureHasher`` does, ``Columns``) and remembers its
+``Hashing`` hashes each distinct feature once (as ``FeatureHasher`` does: ``Columns``) and remembers its
 column; ``rows`` composes the rows as a product, ``R @ G``, with ``R`` counting which groups each row holds
-and ``G`` the groups' columns. Each row then holds the same columns with the same counts as ``FeatureHasher`` gives it, and with
-its columns sorted it is the same CSR matrix (``indices``, ``indptr`` and ``data`` equal), so a model's
-scores of it are the same numbers bit for bit (tests/agents/test_learners_linear.py). Decision states are
-tokens: ``Hashing.states`` remembers each token's column and L2-normalizes the rows with the routine
-``HashingVectorizer(norm="l2")`` calls (``normalize`` without its input checks).
+and ``G`` the groups' columns. Each row then holds the same columns with the same counts as
+``FeatureHasher`` gives it, and with its columns sorted it is the same CSR matrix (``indices``, ``indptr``
+and ``data`` equal), so a model's scores of it are the same numbers bit for bit
+(tests/agents/test_learners_hashing.py). Decision states are tokens: ``Hashing.states`` remembers each
+token's column and L2-normalizes the rows with the routine ``HashingVectorizer(norm="l2")`` calls
+(``normalize`` without its input checks).
 """
 from __future__ import annotations
 

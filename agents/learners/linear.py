@@ -9,10 +9,10 @@ bit-for-bit scikit-learn's (tests/agents/test_learners_linear.py checks this on 
 are the decisions made from them.
 
 A binary model also scores rows given as groups of feature strings (``sums``): its weight of each feature,
-read once and remembered, summed by group, each group's sum remembered. That is ``decision`` of the row's hashed matrix up to rounding (the sparse product
-adds the same terms in column order), so its decisions are the same ones wherever no two candidates' scores
-are within rounding of each other; tests/agents/test_learners_linear.py checks them on every decision of many
-held-out episodes.
+read once and remembered, summed by group, each group's sum remembered. That is ``decision`` of the row's
+hashed matrix up to rounding (the sparse product adds the same terms in column order), so its decisions are
+the same ones wherever no two candidates' scores are within rounding of each other;
+tests/agents/test_learners_linear.py checks them on every decision of many held-out episodes.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from scipy.special import expit
 
 from agents.learners.hashing import Hashing
 
-MAX_FEATURES = 1 << 20  # remembered feature weights and group scores per model; each cleared when full
+MAX_FEATURES = 1 << 19  # remembered feature weights per model; cleared when full
+MAX_GROUPS = 1 << 18  # remembered group scores per model (each keeps its group alive; ~40 MB); cleared when full
 
 
 class Weights(dict):
@@ -66,7 +67,7 @@ class Linear:
         remembered by the group's identity (the profile's groups are cached tuples: the same object each time
         it recurs; the group is kept with its score, so while it is remembered its id names no other object)."""
         known, weigh = self.by_group, self._weigh(hashing)
-        if len(known) > MAX_FEATURES:
+        if len(known) > MAX_GROUPS:
             known.clear()
         b, out = float(self.intercept[0]), []
         for row in rows:

@@ -97,6 +97,7 @@ def profile_features(tool: str, arg: str, profile: tuple) -> tuple[str, ...]:
     return sum(profile_parts(tool, arg, profile), ())
 
 
+@lru_cache(maxsize=1 << 16)
 def profile_parts(tool: str, arg: str, profile: tuple) -> tuple[tuple[str, ...], ...]:
     """``profile_features`` in parts, each cached on its own and reading only what it needs, so that the
     candidates of a decision (and of decisions alike) share most of them: the candidate's shape, its place in
