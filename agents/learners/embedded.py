@@ -41,6 +41,7 @@ from agents.learners.candidates import (
     scalars,
     used_by_arg,
 )
+from agents.learners.collector import collector_paused
 from agents.learners.features import Candidate, Scene, state_tokens
 from agents.learners.profiles import candidate_json, candidate_profile
 from agents.learners.replies import (
@@ -116,6 +117,10 @@ class EmbeddedLearner(Scoring):
     # ------------------------------------------------------------ training
     def fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None = None) -> EmbeddedLearner:
         """Behaviour cloning on verified trajectories; ``tools`` are the OpenAI tool schemas an agent sees."""
+        with collector_paused():
+            return self._fit(trajectories, tools)
+
+    def _fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None) -> EmbeddedLearner:
         self.tools = {t["function"]["name"]: t["function"] for t in (tools or [])}
         self.fingerprint, self.n_trajectories = fingerprint(trajectories), len(trajectories)
         self._fast = {}

@@ -20,7 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit
+from sklearn.utils.sparsefuncs_fast import inplace_csr_row_normalize_l2
 
 from agents.learners.hashing import Hashing
 
@@ -60,25 +62,47 @@ class Linear:
         indices = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes.take(indices, axis=0)
 
-    def sums(self, rows: Sequence[Sequence[tuple[str, ...]]], hashing: Hashing) -> np.ndarray:
-        """``decision`` of a binary model for rows given as groups of features (a feature twice counts twice):
-        a row's score is the sum of its groups' scores, each the sum of its features' weights. A feature's
-        weight is read the first time it is seen (its column from ``hashing``), and a group's score is
-        remembered by the group's identity (the profile's groups are cached tuples: the same object each time
-        it recurs; the group is kept with its score, so while it is remembered its id names no other object)."""
+    def sums(self, rows: Sequence[tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]], hashing: Hashing
+             ) -> np.ndarray:
+        """``decision`` of a binary model for rows given as (its groups of features, its extra features): a
+        row's score is the sum of its groups' scores, each the sum of its features' weights (a feature twice
+        counts twice). A feature's weight is read the first time it is seen (its column from ``hashing``); the
+        score of a group, and of a row's groups together, is remembered by the identity of the tuple (the
+        profile's groups are cached tuples: the same object each time they recur; each is kept with its
+        score, so while it is remembered its id names no other object)."""
         known, weigh = self.by_group, self._weigh(hashing)
         if len(known) > MAX_GROUPS:
             known.clear()
+
+        def score(g: tuple) -> float:
+            hit = known.get(id(g))
+            if hit is None or hit[0] is not g:
+                hit = known[id(g)] = (g, sum(map(weigh, g)))
+            return hit[1]
+
         b, out = float(self.intercept[0]), []
-        for row in rows:
-            parts = []
-            for g in row:
-                hit = known.get(id(g))
-                if hit is None or hit[0] is not g:
-                    hit = known[id(g)] = (g, sum(map(weigh, g)))
-                parts.append(hit[1])
-            out.append(sum(parts) + b)
+        for groups, extra in rows:
+            hit = known.get(id(groups))
+            if hit is None or hit[0] is not groups:
+                hit = known[id(groups)] = (groups, sum([score(g) for g in groups]))
+            out.append(hit[1] + score(extra) + b)
         return np.array(out, dtype=np.float64)
+
+    def state_decision(self, columns: np.ndarray) -> np.ndarray:
+        """``decision`` (one row, 1-d) of the L2-normalized row of these token columns (a column twice counts
+        twice), without building a sparse matrix for a model of several classes: the same terms added in the
+        same order as the sparse product adds them (its columns in order; numpy sums the rows of a 2-d array
+        one after another), so the same numbers bit for bit (tests/agents/test_learners_linear.py)."""
+        if self.weights.shape[1] == 1:
+            X = sp.csr_matrix((np.ones(len(columns)), columns, [0, len(columns)]), shape=(1, len(self.weights)))
+            X.sum_duplicates()
+            inplace_csr_row_normalize_l2(X)
+            return self.decision(X)
+        cols, counts = np.unique(columns, return_counts=True)
+        data = counts.astype(np.float64)
+        if len(data):
+            data /= np.sqrt(np.sum(data * data))  # integer counts: their squares add up exactly in any order
+        return (data[:, None] * self.weights[cols]).sum(axis=0) + self.intercept
 
     def _weigh(self, hashing: Hashing):
         """feature -> the binary model's weight of it, remembered."""

@@ -3,9 +3,9 @@
 The argument and report models score candidates by hashed features (``tool=...|arg=...|key=...``). A
 feature never holds the value itself, only what it looks like and where it sits (its source, key, kind,
 shape, age, relation to the request ...), so the candidates of many decisions share a *profile*: the
-tuple of everything the features read. ``profile_features`` builds a profile's features once (cached), and
-the learner remembers each model's score of a row by its profile; ``candidate_features`` is the two
-composed. Nothing here names a domain.
+tuple of everything the features read. ``profile_parts`` builds a profile's features once (cached), in
+parts that many profiles share, and the learner remembers each model's score of a part
+(``linear.Linear.sums``); ``candidate_features`` is the two composed. Nothing here names a domain.
 """
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ def candidate_profile(c: Candidate, used: set[str], scene: Scene) -> tuple:
     """Everything ``profile_features`` reads of a candidate in a scene, reduced to the values it uses.
 
     Many candidates of many decisions share a profile (the value itself is no feature, only what it
-    looks like and where it sits), so a profile's features, and a model's score of them, are computed
-    once and looked up after (``profile_features`` is cached; the learner caches scores by profile).
+    looks like and where it sits), so a profile's features are built once and looked up after
+    (``profile_parts`` is cached, and so are its parts; the learner remembers its models' score of each part).
     Only ``used`` differs between the arguments of one decision: the rest is kept with the candidate.
     """
     known = c.__dict__.get("_profile")

@@ -27,6 +27,8 @@ class Scoring:
         return fast[name]
 
     def _hashing(self) -> Hashing:
+        """Both hashers' columns (they hash alike: one width, no alternating signs)."""
+        assert self.arg_vec.n_features == self.state_vec.n_features
         return self._derived("hashing", lambda: Hashing(self.arg_vec.n_features))
 
     def _hashed(self, rows: list[tuple]):
@@ -47,13 +49,19 @@ class Scoring:
         """The fitted model ``model`` (an attribute name) as a contiguous ``Linear``."""
         return self._derived(model, lambda: Linear(getattr(self, model)))
 
+    def _state_scores(self, model: str, state: str) -> np.ndarray:
+        """The model's decision values (1-d) for a decision state, its tokens hashed once (``Hashing.columns``)."""
+        analyze = self._derived("analyzer", self.state_vec.build_analyzer)
+        return self._linear(model).state_decision(self._hashing().columns(analyze(state)))
+
     def _predict(self, model: str, constant, state: str) -> str | None:
         if getattr(self, model) is None:
             return constant
-        return str(self._linear(model).predict(self._states([state]))[0])
+        linear, scores = self._linear(model), self._state_scores(model, state)
+        return str(linear.classes[int(scores[0] > 0) if len(scores) == 1 else int(np.argmax(scores))])
 
     def _positive(self, model: str, rows: list[tuple]) -> np.ndarray:
         """``predict_proba(...)[:, 1]`` of the binary model ``model`` for candidate rows ``(tool, arg, profile,
         extra)``, from the weights of their groups of features (``Linear.sums``)."""
-        groups = [profile_parts(tool, arg, p) + (extra,) for tool, arg, p, extra in rows]
+        groups = [(profile_parts(tool, arg, p), extra) for tool, arg, p, extra in rows]
         return Linear.positive(self._linear(model).sums(groups, self._hashing()))

@@ -34,7 +34,7 @@ class Reference(EmbeddedLearner):
         twin = fitted_twin(self)
         if (got := EmbeddedLearner._predict(twin, model, constant, state)) != want:
             self.mismatches.append(f"{model}: {got} != {want}")
-        if not np.array_equal(twin._linear(model).decision(twin._states([state])), clf.decision_function(X)):
+        if not np.array_equal(twin._state_scores(model, state), clf.decision_function(X).reshape(-1)):
             self.mismatches.append(f"{model}: state scores differ")
         self.decisions["state"] += 1
         return want
