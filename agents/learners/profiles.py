@@ -68,28 +68,34 @@ def candidate_json(c: Candidate, scene: Scene) -> str:
 
 
 def _in_scene(c: Candidate, scene: Scene) -> tuple[tuple, str]:
-    kind, shp, dumped, normed = value_facts(c.value)
+    d = c.__dict__  # read once each: this runs for every candidate of every decision
+    value, source, key, msg, tool, rank, age = d["value"], d["source"], d["key"], d["msg"], d["tool"], d["rank"], \
+        d["age"]
+    kind, shp, dumped, normed = value_facts(value)
     text, dlg = scene.text, scene.dlg
     rel = ro = here = in_text = share = key_in_text = None
-    if c.source in ("user", "identity", "name"):
-        rel, ro = dlg.relation(c.clause), dlg.relation(c.clause, scene.open)
-    if c.msg >= 0 and c.tool:
-        here = c.msg < len(dlg.clause_of_msg) and dlg.clause_of_msg[c.msg] == dlg.pointer
-    if isinstance(c.value, (str, int)) and not isinstance(c.value, bool) and text:
-        in_text = normed in text
-    if c.source == "schema" and isinstance(c.value, str) and text:
-        said = normed.split()  # how much of a quoted phrase the request says
-        share = round(3 * (sum(f" {w} " in text for w in said) / len(said)))
-    if c.key and c.source in ("obs", "composite") and text:
-        key_in_text = _normed(c.key.split("*")[0].split("+")[0].split("-")[0]) in text
-    same = scene.fact_keys(c.value)[:3] if isinstance(c.value, str) and scene.facts else ()
-    ranked = c.source in ("composite", "schema", "assembled", "list")
+    if source in ("user", "identity", "name"):
+        rel, ro = dlg.relation(d["clause"]), dlg.relation(d["clause"], scene.open)
+    if msg >= 0 and tool:
+        of_msg = dlg.clause_of_msg
+        here = msg < len(of_msg) and of_msg[msg] == dlg.pointer
+    is_str = isinstance(value, str)
+    if text:
+        if is_str or (isinstance(value, int) and not isinstance(value, bool)):
+            in_text = normed in text
+        if source == "schema" and is_str:
+            said = normed.split()  # how much of a quoted phrase the request says
+            share = round(3 * (sum(f" {w} " in text for w in said) / len(said)))
+        if key and source in ("obs", "composite"):
+            key_in_text = _normed(key.split("*")[0].split("+")[0].split("-")[0]) in text
+    same = scene.fact_keys(value)[:3] if is_str and scene.facts else ()
+    ranked = source in RANKED
     words_t, facts_t = scene.tuples()
-    words = words_t if same or ranked or c.source == "obs" else ()
-    return (c.source, c.key, kind, min(c.age, 12), shp, c.path, c.tool, c.kind, c.in_last_user,
-            None if c.rank is None else min(c.rank, 4), c.first_unused, c.first_unwritten, c.focus,
+    words = words_t if same or ranked or source == "obs" else ()
+    return (source, key, kind, min(age, 12), shp, d["path"], tool, d["kind"], d["in_last_user"],
+            None if rank is None else min(rank, 4), d["first_unused"], d["first_unwritten"], d["focus"],
             rel, ro, here, in_text, share, key_in_text, same, words,
-            facts_t if ranked else (), c.match, tuple(c.extra)), dumped
+            facts_t if ranked else (), d["match"], tuple(d["extra"])), dumped
 
 
 def profile_features(tool: str, arg: str, profile: tuple) -> tuple[str, ...]:
