@@ -233,13 +233,16 @@ def _match(leaves: list[Candidate], records: list[Record], text: str) -> None:
     for i, w in enumerate(words):
         pos.setdefault(w, i)
     by_path: dict[str, list[tuple[Candidate, int, float]]] = {}
+    of_record: dict[int, tuple[int, float] | None] = {}  # a record's words in the request: once per record
     for c in leaves:
         if not c.within or not isinstance(c.value, str):
             continue
-        rec = records[c.within[-1]]
-        own = _words(rec.strs) & pos.keys()
-        if own:
-            by_path.setdefault(f"{c.path}/{c.key}", []).append((c, len(own), sum(pos[w] for w in own) / len(own)))
+        j = c.within[-1]
+        if j not in of_record:
+            own = _words(records[j].strs) & pos.keys()
+            of_record[j] = (len(own), sum(pos[w] for w in own) / len(own)) if own else None
+        if (found := of_record[j]) is not None:
+            by_path.setdefault(f"{c.path}/{c.key}", []).append((c, *found))
     for group in by_path.values():
         top = max(k for _, k, _ in group)
         best = [(c, at) for c, k, at in group if k == top]
@@ -263,8 +266,10 @@ def _user_pool(history: list[Message], dlg: Dialogue, used: set[str], written: s
             seen = by_kind.setdefault(m.kind, [])
             if str(m.value) not in seen:
                 seen.append(str(m.value))
+    unused = next((str(x.value) for c in dlg.clauses for x in c.mentions if not x.is_name and str(x.value) not in used),
+                  None)  # the first value of the requests no call has used
     out = [c for clause in dlg.clauses for m in clause.mentions
-           for c in _user_candidates(m, dlg, n, last_user, by_kind, used, written)]
+           for c in _user_candidates(m, dlg, n, last_user, by_kind, used, written, unused)]
     for j, clause in enumerate(dlg.clauses):  # multi-word items of a list the user wrote
         msg = clause.mentions[0].msg
         out += [Candidate(p, "user", "phrase", n - msg, msg=msg, kind=f"phrase|{k}", clause=j, rank=k,
@@ -317,11 +322,10 @@ def _focus(records: list[Record], dlg: Dialogue) -> tuple[list[str], list[tuple[
 
 
 def _user_candidates(m: Mention, dlg: Dialogue, n: int, last_user: int, by_kind: dict[str, list[str]],
-                     used: set[str], written: set[str]) -> list[Candidate]:
+                     used: set[str], written: set[str], first_unused: str | None) -> list[Candidate]:
     seq = by_kind.get(m.kind, [])
     rank = seq.index(str(m.value)) if str(m.value) in seq else None
-    unused = [str(x.value) for c in dlg.clauses for x in c.mentions if not x.is_name and str(x.value) not in used]
-    extra = ["first_unused_any"] if unused and unused[0] == str(m.value) else []
+    extra = ["first_unused_any"] if first_unused == str(m.value) else []
     base = {"age": n - m.msg, "msg": m.msg, "kind": m.kind, "clause": dlg.clause_of(m.value), "rank": rank,
             "extra": extra,
             "in_last_user": m.msg == last_user,
