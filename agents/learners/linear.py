@@ -74,18 +74,21 @@ class Linear:
         if len(known) > MAX_GROUPS:
             known.clear()
 
-        def score(g: tuple) -> float:
-            hit = known.get(id(g))
-            if hit is None or hit[0] is not g:
-                hit = known[id(g)] = (g, sum(map(weigh, g)))
-            return hit[1]
-
         b, out = float(self.intercept[0]), []
         for groups, extra in rows:
             hit = known.get(id(groups))
             if hit is None or hit[0] is not groups:
-                hit = known[id(groups)] = (groups, sum([score(g) for g in groups]))
-            out.append(hit[1] + score(extra) + b)
+                parts = []
+                for g in groups:
+                    part = known.get(id(g))
+                    if part is None or part[0] is not g:
+                        part = known[id(g)] = (g, sum(map(weigh, g)))
+                    parts.append(part[1])
+                hit = known[id(groups)] = (groups, sum(parts))
+            rest = known.get(id(extra))
+            if rest is None or rest[0] is not extra:
+                rest = known[id(extra)] = (extra, sum(map(weigh, extra)))
+            out.append(hit[1] + rest[1] + b)
         return np.array(out, dtype=np.float64)
 
     def state_decision(self, columns: np.ndarray) -> np.ndarray:
