@@ -17,7 +17,7 @@ def collector_paused() -> Iterator[None]:
 
     Training and evaluating allocate millions of tuples and candidates that live for a decision or longer,
     and the full collections they trigger walk every object the process holds (a synthesis pass, its
-    trajectories, the models): measured on airline, 12% of training CPU and 15-20% of evaluation CPU (one
+    trajectories, the models): measured, 12% of training CPU and 15-20% of evaluation CPU (one
     full collection about 0.3 s). The loops make almost no cycles (65 objects training on 300 trajectories,
     about 90 per evaluated task), and those are collected once the collector runs again. Nested and
     concurrent blocks share one pause: it ends with the last of them, and only a collector that was on

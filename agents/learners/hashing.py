@@ -63,7 +63,7 @@ class Hashing:
         cols = self.columns([f for g in groups for f in g])
         G = sp.csr_matrix((np.ones(len(cols)), cols, _offsets(groups)), shape=(len(groups), self.n_features))
         X = (R @ G).tocsr()
-        X.sort_indices()  # FeatureHasher's rows hold their columns in order
+        X.sort_indices()  # FeatureHasher's rows hold their columns sorted
         return X
 
     def columns(self, features: Sequence[str]) -> np.ndarray:

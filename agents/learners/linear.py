@@ -10,7 +10,7 @@ are the decisions made from them.
 
 A binary model also scores rows given as groups of feature strings (``sums``): its weight of each feature,
 read once and remembered, summed by group, each group's sum remembered. That is ``decision`` of the row's
-hashed matrix up to rounding (the sparse product adds the same terms in column order), so its decisions are
+hashed matrix up to rounding (the sparse product adds the same terms column by column), so its decisions are
 the same ones wherever no two candidates' scores are within rounding of each other;
 tests/agents/test_learners_linear.py checks them on every decision of many held-out episodes.
 """
@@ -94,7 +94,7 @@ class Linear:
     def state_decision(self, columns: np.ndarray) -> np.ndarray:
         """``decision`` (one row, 1-d) of the L2-normalized row of these token columns (a column twice counts
         twice), without building a sparse matrix for a model of several classes: the same terms added in the
-        same order as the sparse product adds them (its columns in order; numpy sums the rows of a 2-d array
+        same sequence as the sparse product adds them (its columns sorted; numpy sums the rows of a 2-d array
         one after another), so the same numbers bit for bit (tests/agents/test_learners_linear.py)."""
         if self.weights.shape[1] == 1:
             X = sp.csr_matrix((np.ones(len(columns)), columns, [0, len(columns)]), shape=(1, len(self.weights)))
@@ -104,7 +104,7 @@ class Linear:
         cols, counts = np.unique(columns, return_counts=True)
         data = counts.astype(np.float64)
         if len(data):
-            data /= np.sqrt(np.sum(data * data))  # integer counts: their squares add up exactly in any order
+            data /= np.sqrt(np.sum(data * data))  # integer counts: their squares add up exactly, whatever the sequence
         return (data[:, None] * self.weights[cols]).sum(axis=0) + self.intercept
 
     def _weigh(self, hashing: Hashing):
