@@ -64,7 +64,7 @@ from storage.records import Message, ToolCall, Trajectory
 MAX_CONSTANTS = 6
 MAX_VALUES = 4  # per argument: the text values the data gives it most often
 MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
-EPOCHS = 15  # SGD passes over the training rows
+EPOCHS = 15  # SGD passes over the training rows (5 lost test success at 250 trajectories: README)
 
 
 def fingerprint(trajectories: list[Trajectory]) -> str:
