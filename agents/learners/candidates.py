@@ -11,7 +11,6 @@ import itertools
 import json
 import re
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
 from agents.learners.dialogue import Mention, is_value, shape
@@ -290,12 +289,12 @@ def scalars(tools: dict[str, dict[str, Any]], schema: dict[str, Any], pool: list
     kinds = json_types(schema)
     out = [c for c in pool if json_type(c.value) in kinds]
     if "string" in kinds and "number" not in kinds:
-        out += [replace(c, value=str(c.value), extra=c.extra + ["as_text"]) for c in pool if is_int(c.value)]
+        out += [c.but(str(c.value), "as_text") for c in pool if is_int(c.value)]
     if "number" in kinds and "string" not in kinds:
-        out += [replace(c, value=float(c.value), extra=c.extra + ["as_number"]) for c in pool
+        out += [c.but(float(c.value), "as_number") for c in pool
                 if isinstance(c.value, str) and DECIMAL.match(c.value)]
     out += schema_candidates(schema) + [Candidate(v, "schema", "learned") for v in learned if "string" in kinds]
     items = resolve(tools, schema.get("items") or {}) if "array" in kinds else {}
     if items and not item_keys(schema, lambda s: resolve(tools, s)):
-        out += [replace(c, value=[c.value], extra=c.extra + ["one_item"]) for c in scalars(tools, items, pool)]
+        out += [c.but([c.value], "one_item") for c in scalars(tools, items, pool)]
     return out

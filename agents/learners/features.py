@@ -17,11 +17,12 @@ import itertools
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
 from agents.learners.dialogue import (
+    Clause,
     Dialogue,
     Mention,
     call_values,
@@ -65,6 +66,26 @@ class Candidate:
     extra: list[str] = field(default_factory=list)  # features of how a composite or list was built
     within: tuple[int, ...] = ()  # for observed values: the records (indices) that hold it
     match: str = ""  # for observed values: how well its own record matches the current request's words
+
+    def but(self, value: Any, tag: str) -> Candidate:
+        """``dataclasses.replace(self, value=value, extra=self.extra + [tag])`` without re-running ``__init__``
+        (a decision makes thousands of these); what the candidate remembered of its scene is not copied."""
+        new = object.__new__(Candidate)
+        new.__dict__.update(self.__dict__, value=value, extra=self.extra + [tag])
+        new.__dict__.pop("_profile", None)
+        return new
+
+
+_DEFAULTS = {f.name: f.default for f in fields(Candidate) if f.default is not MISSING}
+
+
+def _observed(value: Any, source: str, key: str, path: str, tool: str, msg: int, within: tuple[int, ...]) -> Candidate:
+    """``Candidate(value, source, key, path=path, tool=tool, msg=msg, within=within)``, without running the
+    dataclass ``__init__`` (every decision makes one per value its observations hold)."""
+    c = object.__new__(Candidate)
+    c.__dict__.update(_DEFAULTS, value=value, source=source, key=key, path=path, tool=tool, msg=msg, within=within,
+                      extra=[])
+    return c
 
 
 @dataclass
@@ -137,10 +158,8 @@ def _records(history: list[Message]) -> tuple[list[Record], list[Candidate], lis
         recs, lvs, lsts = _walk(m.content)
         base = len(records)
         records += [Record(p, last_call, i, f, sub, strs) for p, f, sub, strs in recs]
-        leaves += [Candidate(v, "obs", k, path=p, tool=last_call, msg=i, within=tuple(base + j for j in w))
-                   for v, k, p, w in lvs]
-        lists += [Candidate(v, "list", k, path=p, tool=last_call, msg=i, within=tuple(base + j for j in w))
-                  for v, k, p, w in lsts]
+        leaves += [_observed(v, "obs", k, p, last_call, i, tuple(base + j for j in w)) for v, k, p, w in lvs]
+        lists += [_observed(v, "list", k, p, last_call, i, tuple(base + j for j in w)) for v, k, p, w in lsts]
     return records, leaves, lists
 
 
@@ -214,13 +233,16 @@ def _match(leaves: list[Candidate], records: list[Record], text: str) -> None:
     for i, w in enumerate(words):
         pos.setdefault(w, i)
     by_path: dict[str, list[tuple[Candidate, int, float]]] = {}
+    of_record: dict[int, tuple[int, float] | None] = {}  # a record's words in the request: once per record
     for c in leaves:
         if not c.within or not isinstance(c.value, str):
             continue
-        rec = records[c.within[-1]]
-        own = _words(rec.strs) & pos.keys()
-        if own:
-            by_path.setdefault(f"{c.path}/{c.key}", []).append((c, len(own), sum(pos[w] for w in own) / len(own)))
+        j = c.within[-1]
+        if j not in of_record:
+            own = _words(records[j].strs) & pos.keys()
+            of_record[j] = (len(own), sum(pos[w] for w in own) / len(own)) if own else None
+        if (found := of_record[j]) is not None:
+            by_path.setdefault(f"{c.path}/{c.key}", []).append((c, *found))
     for group in by_path.values():
         top = max(k for _, k, _ in group)
         best = [(c, at) for c, k, at in group if k == top]
@@ -244,8 +266,10 @@ def _user_pool(history: list[Message], dlg: Dialogue, used: set[str], written: s
             seen = by_kind.setdefault(m.kind, [])
             if str(m.value) not in seen:
                 seen.append(str(m.value))
+    unused = next((str(x.value) for c in dlg.clauses for x in c.mentions if not x.is_name and str(x.value) not in used),
+                  None)  # the first value of the requests no call has used
     out = [c for clause in dlg.clauses for m in clause.mentions
-           for c in _user_candidates(m, dlg, n, last_user, by_kind, used, written)]
+           for c in _user_candidates(m, dlg, n, last_user, by_kind, used, written, unused)]
     for j, clause in enumerate(dlg.clauses):  # multi-word items of a list the user wrote
         msg = clause.mentions[0].msg
         out += [Candidate(p, "user", "phrase", n - msg, msg=msg, kind=f"phrase|{k}", clause=j, rank=k,
@@ -256,6 +280,20 @@ def _user_pool(history: list[Message], dlg: Dialogue, used: set[str], written: s
         out += [Candidate(v, "identity", key, n - m.msg, msg=m.msg, kind=m.kind, in_last_user=m.msg == last_user)
                 for v, key in parts]
     return out
+
+
+def naming(records: list[Record], cur: Clause) -> tuple[set[str], list[str]]:
+    """The values and names of the request that name records: held by at most ``MAX_NAMED`` records of any
+    one observation."""
+    said = {str(m.value) for m in cur.mentions}
+    holding: dict[str, Counter] = {}  # value -> observation -> how many of its records hold the value
+    for r in records:
+        for v in r.strs & said:
+            holding.setdefault(v, Counter())[r.msg] += 1
+    values = {v for v in said if max(holding.get(v, Counter()).values(), default=0) <= MAX_NAMED}
+    names = [nm for nm in cur.names() if max(Counter(r.msg for r in records if mentions_record(r, set(), [nm]))
+                                             .values(), default=0) <= MAX_NAMED]
+    return values, names
 
 
 def _focus(records: list[Record], dlg: Dialogue) -> tuple[list[str], list[tuple[str, int]]]:
@@ -269,11 +307,7 @@ def _focus(records: list[Record], dlg: Dialogue) -> tuple[list[str], list[tuple[
     if cur is None:
         return [], []
 
-    def most_in_one(values: set[str], names: list[str]) -> int:
-        return max(Counter(r.msg for r in records if mentions_record(r, values, names)).values(), default=0)
-
-    values = {v for v in (str(m.value) for m in cur.mentions) if most_in_one({v}, []) <= MAX_NAMED}
-    names = [nm for nm in cur.names() if most_in_one(set(), [nm]) <= MAX_NAMED]
+    values, names = naming(records, cur)
     facts, counts = [], [("names", len(cur.names()))] if cur.names() else []
     ident = {str(m.value) for m in dlg.identity}
     for rec in records:
@@ -288,11 +322,10 @@ def _focus(records: list[Record], dlg: Dialogue) -> tuple[list[str], list[tuple[
 
 
 def _user_candidates(m: Mention, dlg: Dialogue, n: int, last_user: int, by_kind: dict[str, list[str]],
-                     used: set[str], written: set[str]) -> list[Candidate]:
+                     used: set[str], written: set[str], first_unused: str | None) -> list[Candidate]:
     seq = by_kind.get(m.kind, [])
     rank = seq.index(str(m.value)) if str(m.value) in seq else None
-    unused = [str(x.value) for c in dlg.clauses for x in c.mentions if not x.is_name and str(x.value) not in used]
-    extra = ["first_unused_any"] if unused and unused[0] == str(m.value) else []
+    extra = ["first_unused_any"] if first_unused == str(m.value) else []
     base = {"age": n - m.msg, "msg": m.msg, "kind": m.kind, "clause": dlg.clause_of(m.value), "rank": rank,
             "extra": extra,
             "in_last_user": m.msg == last_user,

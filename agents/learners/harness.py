@@ -5,6 +5,7 @@ import hashlib
 from dataclasses import dataclass
 
 from agents.learners.base import TaskAgent
+from agents.learners.collector import collector_paused
 from agents.user import ReactiveUser, device_results
 from agents.verifier import verify
 from envs.base import Domain
@@ -58,22 +59,30 @@ def evaluate(agent: TaskAgent, cases: list[TaskCase], domain: Domain, *, run_id:
              id_key: str = "") -> tuple[list[Evaluation], list[Trajectory]]:
     """``id_key``: as for ``run_episode``; without one the ids hash the run id and ``model_version``."""
     evaluations, trajectories = [], []
-    for case in cases:
-        traj = run_episode(agent, case.task, domain, max_steps, model_version, id_key)
-        traj = traj.model_copy(update={"run_id": run_id, "round": round})
-        verdict = verify(case.task.model_copy(update={"requested": {}}), traj)
-        salt = f"{round}/{task_set}/{case.task.task_id}/{id_key}" if id_key else \
-            f"{run_id}/{round}/{task_set}/{case.task.task_id}/{model_version}"
-        eid = hashlib.sha256(salt.encode()).hexdigest()[:16]
-        evaluations.append(Evaluation(
-            run_id=run_id, round=round, space_version=case.task.space_version, direction_id=case.task.direction_id,
-            blueprint_id=case.task.blueprint_id, evaluation_id=eid, task_id=case.task.task_id,
-            trajectory_id=traj.trajectory_id, model_version=model_version, task_set=task_set,
-            success=verdict.passed, reward=verdict.reward,
-            num_steps=sum(1 for m in traj.messages if m.role == "assistant"),
-            observed=case.gold_observed, failed_checks=[c.name for c in verdict.failed()]))
-        trajectories.append(traj)
+    with collector_paused():  # see collector.py: full collections walked every object the process holds
+        for case in cases:
+            traj = run_episode(agent, case.task, domain, max_steps, model_version, id_key)
+            traj = traj.model_copy(update={"run_id": run_id, "round": round})
+            evaluations.append(evaluation(case, traj, task_set, id_key))
+            trajectories.append(traj)
     return evaluations, trajectories
+
+
+def evaluation(case: TaskCase, traj: Trajectory, task_set: str, id_key: str = "") -> Evaluation:
+    """The verifier's verdict on an episode of the case's task, as an evaluation row (``id_key``: as for
+    ``run_episode``)."""
+    verdict = verify(case.task.model_copy(update={"requested": {}}), traj)
+    run_id, round, model_version = traj.run_id, traj.round, traj.model_version
+    salt = f"{round}/{task_set}/{case.task.task_id}/{id_key}" if id_key else \
+        f"{run_id}/{round}/{task_set}/{case.task.task_id}/{model_version}"
+    eid = hashlib.sha256(salt.encode()).hexdigest()[:16]
+    return Evaluation(
+        run_id=run_id, round=round, space_version=case.task.space_version, direction_id=case.task.direction_id,
+        blueprint_id=case.task.blueprint_id, evaluation_id=eid, task_id=case.task.task_id,
+        trajectory_id=traj.trajectory_id, model_version=model_version, task_set=task_set,
+        success=verdict.passed, reward=verdict.reward,
+        num_steps=sum(1 for m in traj.messages if m.role == "assistant"),
+        observed=case.gold_observed, failed_checks=[c.name for c in verdict.failed()])
 
 
 def success_by_slice(evaluations: list[Evaluation], factor: str) -> dict[str, tuple[int, int]]:

@@ -3,9 +3,9 @@
 The argument and report models score candidates by hashed features (``tool=...|arg=...|key=...``). A
 feature never holds the value itself, only what it looks like and where it sits (its source, key, kind,
 shape, age, relation to the request ...), so the candidates of many decisions share a *profile*: the
-tuple of everything the features read. ``profile_features`` builds a profile's features once (cached), and
-the learner remembers each model's score of a row by its profile; ``candidate_features`` is the two
-composed. Nothing here names a domain.
+tuple of everything the features read. ``profile_parts`` builds a profile's features once (cached), in
+parts that many profiles share, and the learner remembers each model's score of a part
+(``linear.Linear.sums``); ``candidate_features`` is the two composed. Nothing here names a domain.
 """
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ def candidate_profile(c: Candidate, used: set[str], scene: Scene) -> tuple:
     """Everything ``profile_features`` reads of a candidate in a scene, reduced to the values it uses.
 
     Many candidates of many decisions share a profile (the value itself is no feature, only what it
-    looks like and where it sits), so a profile's features, and a model's score of them, are computed
-    once and looked up after (``profile_features`` is cached; the learner caches scores by profile).
+    looks like and where it sits), so a profile's features are built once and looked up after
+    (``profile_parts`` is cached, and so are its parts; the learner remembers its models' score of each part).
     Only ``used`` differs between the arguments of one decision: the rest is kept with the candidate.
     """
     known = c.__dict__.get("_profile")
@@ -58,46 +58,71 @@ def candidate_profile(c: Candidate, used: set[str], scene: Scene) -> tuple:
     return known[1] + (known[2] in used,)
 
 
+def candidate_json(c: Candidate, scene: Scene) -> str:
+    """``json.dumps(c.value, sort_keys=True)``, as the candidate's profile in ``scene`` read it (made once)."""
+    known = c.__dict__.get("_profile")
+    if known is None or known[0] != scene.serial:
+        candidate_profile(c, set(), scene)
+        known = c.__dict__["_profile"]
+    return known[2]
+
+
 def _in_scene(c: Candidate, scene: Scene) -> tuple[tuple, str]:
-    kind, shp, dumped, normed = value_facts(c.value)
+    d = c.__dict__  # read once each: this runs for every candidate of every decision
+    value, source, key, msg, tool, rank, age = d["value"], d["source"], d["key"], d["msg"], d["tool"], d["rank"], \
+        d["age"]
+    kind, shp, dumped, normed = value_facts(value)
     text, dlg = scene.text, scene.dlg
     rel = ro = here = in_text = share = key_in_text = None
-    if c.source in ("user", "identity", "name"):
-        rel, ro = dlg.relation(c.clause), dlg.relation(c.clause, scene.open)
-    if c.msg >= 0 and c.tool:
-        here = c.msg < len(dlg.clause_of_msg) and dlg.clause_of_msg[c.msg] == dlg.pointer
-    if isinstance(c.value, (str, int)) and not isinstance(c.value, bool) and text:
-        in_text = normed in text
-    if c.source == "schema" and isinstance(c.value, str) and text:
-        said = normed.split()  # how much of a quoted phrase the request says
-        share = round(3 * (sum(f" {w} " in text for w in said) / len(said)))
-    if c.key and c.source in ("obs", "composite") and text:
-        key_in_text = _normed(c.key.split("*")[0].split("+")[0].split("-")[0]) in text
-    same = scene.fact_keys(c.value)[:3] if isinstance(c.value, str) and scene.facts else ()
-    ranked = c.source in ("composite", "schema", "assembled", "list")
+    if source in ("user", "identity", "name"):
+        rel, ro = dlg.relation(d["clause"]), dlg.relation(d["clause"], scene.open)
+    if msg >= 0 and tool:
+        of_msg = dlg.clause_of_msg
+        here = msg < len(of_msg) and of_msg[msg] == dlg.pointer
+    is_str = isinstance(value, str)
+    if text:
+        if is_str or (isinstance(value, int) and not isinstance(value, bool)):
+            in_text = normed in text
+        if source == "schema" and is_str:
+            said = normed.split()  # how much of a quoted phrase the request says
+            share = round(3 * (sum(f" {w} " in text for w in said) / len(said)))
+        if key and source in ("obs", "composite"):
+            key_in_text = _normed(key.split("*")[0].split("+")[0].split("-")[0]) in text
+    same = scene.fact_keys(value)[:3] if is_str and scene.facts else ()
+    ranked = source in RANKED
     words_t, facts_t = scene.tuples()
-    words = words_t if same or ranked or c.source == "obs" else ()
-    return (c.source, c.key, kind, min(c.age, 12), shp, c.path, c.tool, c.kind, c.in_last_user,
-            None if c.rank is None else min(c.rank, 4), c.first_unused, c.first_unwritten, c.focus,
+    words = words_t if same or ranked or source == "obs" else ()
+    return (source, key, kind, min(age, 12), shp, d["path"], tool, d["kind"], d["in_last_user"],
+            None if rank is None else min(rank, 4), d["first_unused"], d["first_unwritten"], d["focus"],
             rel, ro, here, in_text, share, key_in_text, same, words,
-            facts_t if ranked else (), c.match, tuple(c.extra)), dumped
+            facts_t if ranked else (), d["match"], tuple(d["extra"])), dumped
 
 
 def profile_features(tool: str, arg: str, profile: tuple) -> tuple[str, ...]:
     """The hashed features of a candidate (by its ``candidate_profile``) for ``tool``'s argument ``arg``."""
-    shape_part, place, words = profile_parts(tool, arg, profile)
-    return shape_part + place + words
+    return sum(profile_parts(tool, arg, profile), ())
 
 
+@lru_cache(maxsize=1 << 16)
 def profile_parts(tool: str, arg: str, profile: tuple) -> tuple[tuple[str, ...], ...]:
-    """``profile_features`` in three parts: the candidate's shape, its place in the conversation, and its ties
-    to the request's words. Each part is cached on its own: profiles that differ in one part share the others."""
+    """``profile_features`` in parts, each cached on its own and reading only what it needs, so that the
+    candidates of a decision (and of decisions alike) share most of them: the candidate's shape, its place in
+    the conversation, and its ties to the request's words (the fact it is, the words beside an observed
+    value, how its record matches, the words and facts beside a built value, how it was built)."""
     (source, key, kind, age, shp, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten, focus,
      rel, ro, here, in_text, share, key_in_text, same, words, facts, match, extra, used_before) = profile
+    obs = source == "obs"
     return (_shape(tool, arg, source, key, kind, age, shp),
             _place(tool, arg, source, key, path, obs_tool, ukind, in_last_user, rank, first_unused, first_unwritten,
                    focus, used_before, rel, ro, here, in_text, share, key_in_text),
-            _words(tool, arg, source, key, path, focus, same, words, facts, match, extra))
+            _same(arg, source, same, words) if same else (),
+            _observed_words(arg, focus, words) if obs and words else (),
+            _match(tool, arg, path, match) if obs and match else (),
+            _ranked(arg, key, words, facts) if source in RANKED and (words or facts) else (),
+            _extra(arg, key, extra) if extra else ())
+
+
+RANKED = ("composite", "schema", "assembled", "list")
 
 
 @lru_cache(maxsize=1 << 15)
@@ -144,18 +169,27 @@ def _place(tool, arg, source, key, path, obs_tool, ukind, in_last_user, rank, fi
 
 
 @lru_cache(maxsize=1 << 16)
-def _words(tool, arg, source, key, path, focus, same, words, facts, match, extra) -> tuple[str, ...]:
-    feats = []
-    if same:  # the value a record in focus holds, and under which key
-        feats += [f"arg={arg}|fact={k}" for k in same] + [f"arg={arg}|src={source}|fact={k}|cw_{w}"
-                                                          for k in same[:1] for w in words]
-    if source == "obs":
-        feats += [f"arg={arg}|obs|focus={focus}|cw_{w}" for w in words]
-        if match:
-            feats += [f"arg={arg}|match={match}", f"arg={arg}|path={path}|match={match}",
-                      f"tool={tool}|arg={arg}|match={match}"]
-    if source in ("composite", "schema", "assembled", "list"):
-        feats += [f"arg={arg}|key={key}|cw_{w}" for w in words]
-        feats += [f"arg={arg}|key={key}|{f}" for f in facts]
-    feats += [f"arg={arg}|{x}" for x in extra] + [f"arg={arg}|key={key}|{x}" for x in extra]
-    return tuple(feats)
+def _same(arg, source, same, words) -> tuple[str, ...]:
+    """The value a record in focus holds, and under which key."""
+    return tuple([f"arg={arg}|fact={k}" for k in same] + [f"arg={arg}|src={source}|fact={k}|cw_{w}"
+                                                           for k in same[:1] for w in words])
+
+
+@lru_cache(maxsize=1 << 14)
+def _observed_words(arg, focus, words) -> tuple[str, ...]:
+    return tuple(f"arg={arg}|obs|focus={focus}|cw_{w}" for w in words)
+
+
+@lru_cache(maxsize=1 << 14)
+def _match(tool, arg, path, match) -> tuple[str, ...]:
+    return f"arg={arg}|match={match}", f"arg={arg}|path={path}|match={match}", f"tool={tool}|arg={arg}|match={match}"
+
+
+@lru_cache(maxsize=1 << 15)
+def _ranked(arg, key, words, facts) -> tuple[str, ...]:
+    return tuple([f"arg={arg}|key={key}|cw_{w}" for w in words] + [f"arg={arg}|key={key}|{f}" for f in facts])
+
+
+@lru_cache(maxsize=1 << 14)
+def _extra(arg, key, extra) -> tuple[str, ...]:
+    return tuple([f"arg={arg}|{x}" for x in extra] + [f"arg={arg}|key={key}|{x}" for x in extra])

@@ -1,0 +1,140 @@
+"""The learner's own hashing is scikit-learn's, bit for bit, and its cheaper feature building changes no feature."""
+import random
+import string
+from collections import Counter
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from sklearn.feature_extraction import FeatureHasher
+
+from agents.learners.features import (
+    MAX_NAMED,
+    Candidate,
+    Scene,
+    _observed,
+    mentions_record,
+    naming,
+    state_tokens,
+)
+from agents.learners.hashing import Columns, Hashing
+from agents.learners.profiles import RANKED, profile_features, profile_parts
+from agents.learners.replies import labels_of
+from pipeline.learn import fit_embedded
+
+N = 2 ** 18
+
+
+@pytest.fixture(scope="module")
+def learned(space, synth_pass):
+    """A trained learner, the argument rows of its trajectories' calls, their decision states and scenes."""
+    trajectories = [c.trajectory for c in synth_pass(space, 60, seed=3).kept]
+    learner = fit_embedded(trajectories)
+    rows, labels, states, scenes = [], [], [], []
+    for traj in trajectories:
+        for i, m in enumerate(traj.messages):
+            if m.role != "assistant":
+                continue
+            history = traj.messages[:i]
+            scene = Scene.of(history, learner.writes)
+            states.append(state_tokens(history, scene, labels_of(history)))
+            scenes.append(scene)
+            if m.tool_calls:
+                learner._arg_samples(m.tool_calls[0], history, scene, rows, labels)
+    assert len(rows) > 2000 and len(states) > 200
+    return learner, rows, states, scenes
+
+
+def test_columns_are_the_feature_hashers(learned):
+    _, rows, states, _ = learned
+    feats = list(dict.fromkeys(f for t, a, p, e in rows for f in profile_features(t, a, p) + e))
+    feats += [tok for s in states for tok in s.split()]
+    rnd = random.Random(0)
+    feats += ["", " ", "é", "日本", "a" * 300]
+    feats += ["".join(rnd.choice(string.printable) for _ in range(rnd.randint(1, 40))) for _ in range(3000)]
+    for n in (N, 1000, 7):
+        want = FeatureHasher(n_features=n, input_type="string", alternate_sign=False).transform([(f,) for f in feats])
+        columns = Columns(n)
+        assert [columns[f] for f in feats] == want.indices.tolist()
+
+
+def test_rows_from_groups_are_the_feature_hashers_matrix(learned):
+    _, rows, _, _ = learned
+    groups = [profile_parts(t, a, p) + (e,) for t, a, p, e in rows]
+    groups += [g + g[:1] for g in groups[:300]]  # a group twice in a row: its features count twice
+    got = Hashing(N).rows(groups)
+    want = FeatureHasher(n_features=N, input_type="string", alternate_sign=False).transform(sum(g, ()) for g in groups)
+    assert got.max() > 1  # counts above one are there to compare
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(got, part), getattr(want, part)), part
+
+
+def test_states_are_the_hashing_vectorizers(learned):
+    learner, _, states, _ = learned
+    analyze = learner.state_vec.build_analyzer()
+    got = Hashing(N).states([analyze(s) for s in states])
+    want = learner.state_vec.transform(states)
+    assert len(set(want.data)) > 10  # normalized by rows of many lengths
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(got, part), getattr(want, part)), part
+
+
+def words_before_the_split(tool, arg, source, key, path, focus, same, words, facts, match, extra):
+    """The request-words features of a candidate as one function, as they were before ``profile_parts`` split
+    them into shared sub-parts."""
+    feats = []
+    if same:
+        feats += [f"arg={arg}|fact={k}" for k in same] + [f"arg={arg}|src={source}|fact={k}|cw_{w}"
+                                                          for k in same[:1] for w in words]
+    if source == "obs":
+        feats += [f"arg={arg}|obs|focus={focus}|cw_{w}" for w in words]
+        if match:
+            feats += [f"arg={arg}|match={match}", f"arg={arg}|path={path}|match={match}",
+                      f"tool={tool}|arg={arg}|match={match}"]
+    if source in RANKED:
+        feats += [f"arg={arg}|key={key}|cw_{w}" for w in words] + [f"arg={arg}|key={key}|{f}" for f in facts]
+    return feats + [f"arg={arg}|{x}" for x in extra] + [f"arg={arg}|key={key}|{x}" for x in extra]
+
+
+def test_the_split_profile_has_the_features_it_had(learned):
+    _, rows, _, _ = learned
+    sources = Counter()
+    for tool, arg, p, _ in rows:
+        source, key, path, focus = p[0], p[1], p[5], p[12]
+        same, words, facts, match, extra = p[19:24]
+        parts = profile_parts(tool, arg, p)
+        assert list(sum(parts[2:], ())) == words_before_the_split(tool, arg, source, key, path, focus, same, words,
+                                                                   facts, match, extra)
+        assert profile_features(tool, arg, p) == sum(parts, ())
+        sources[source] += bool(parts[2:] != ((),) * 5)
+    assert sources["obs"] and sources["composite"] and sources["schema"]  # every kind of sub-part was built
+
+
+def test_candidate_copies_are_what_dataclasses_make():
+    c = Candidate(5, "obs", "k", age=3, path="a.b", tool="t", msg=2, extra=["x"], within=(1,), match="best")
+    c.__dict__["_profile"] = ("what it read of a scene",)
+    d = c.but("5", "as_text")
+    want = replace(c, value="5", extra=["x", "as_text"])
+    assert d == want and d.__dict__ == want.__dict__ and c.extra == ["x"]
+    made = _observed([{"a": 1}], "list", "items", "res.items", "get_x", 4, (0, 2))
+    want = Candidate([{"a": 1}], "list", "items", path="res.items", tool="get_x", msg=4, within=(0, 2))
+    assert made == want and made.__dict__ == want.__dict__
+    assert made.extra is not _observed(1, "obs", "", "", "", 0, ()).extra  # a list of its own, as default_factory
+
+
+def test_values_that_name_records_are_counted_as_before(learned):
+    *_, scenes = learned
+    checked = 0
+    for scene in scenes:
+        cur = scene.dlg.current
+        if cur is None or not scene.records:
+            continue
+
+        def most_in_one(values, names, records=scene.records):
+            return max(Counter(r.msg for r in records if mentions_record(r, values, names)).values(), default=0)
+
+        want = ({v for v in (str(m.value) for m in cur.mentions) if most_in_one({v}, []) <= MAX_NAMED},
+                [nm for nm in cur.names() if most_in_one(set(), [nm]) <= MAX_NAMED])
+        assert naming(scene.records, cur) == want
+        checked += bool(want[0])
+    assert checked > 50
