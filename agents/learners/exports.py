@@ -69,7 +69,7 @@ def openai_messages(example: SFTExample, system: str = "") -> dict[str, Any]:
     for m in example.messages:
         if m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""})
-        elif m.tool_calls:  # its own role: in telecom the user calls device tools too
+        elif m.tool_calls:  # its own role: a user may call tools of its own (dual control)
             out.append({"role": m.role, "content": m.content, "tool_calls": [
                 {"id": c.id, "type": "function",
                  "function": {"name": c.name, "arguments": json.dumps(c.arguments)}} for c in m.tool_calls]})
