@@ -65,7 +65,8 @@ def missing() -> str | None:
              f"missing = [p for p in ({RUNTIME_PACKAGE!r}, {MODEL_PACKAGE!r}) if not any(True for _ in "
              "m.distributions(name=p))]\nprint(' '.join(missing))")
     try:
-        out = subprocess.run([python(), "-I", "-c", check], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([python(), "-I", "-c", check], capture_output=True, text=True, timeout=60,
+                             check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run {python()} ({exc})"
     if out.returncode != 0:
@@ -85,7 +86,7 @@ class LocalModel:
         self.base_url = ""
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "LocalModel":
+    def __enter__(self) -> LocalModel:
         self.start()
         return self
 
@@ -161,6 +162,10 @@ class LocalModel:
 def serve(n_ctx: int, threads: int, seed: int, port: int = 0) -> None:
     import threading
 
+    # the parent reads one line from stdout: everything else the C++ server prints goes to stderr (the log),
+    # so a chatty server can neither garble that line nor fill a pipe nobody reads
+    report = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     import xllamacpp as xlc
 
     params = xlc.CommonParams()
@@ -175,7 +180,8 @@ def serve(n_ctx: int, threads: int, seed: int, port: int = 0) -> None:
     params.port = port  # 0: the server picks a free port
     params.warmup = False
     server = xlc.Server(params)
-    print(json.dumps({"base_url": server.listening_address.rstrip("/") + "/v1", "model": MODEL_NAME}), flush=True)
+    report.write(json.dumps({"base_url": server.listening_address.rstrip("/") + "/v1", "model": MODEL_NAME}) + "\n")
+    report.close()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
