@@ -46,6 +46,8 @@ class RoleConfig(_Strict):
     # "prompt": tools described in the system prompt and the call read as JSON from the reply text, for
     # models whose chat template has no tool calling (agents/llm/prompt_tools.py); "native": the API's tools
     tool_calls: Literal["native", "prompt"] = "native"
+    # teacher only: model calls per rollout before it ends as `max_steps` (None: the teacher's default, 40)
+    max_steps: int | None = Field(default=None, ge=1, le=200)
 
     @field_validator("base_url")
     @classmethod

@@ -21,7 +21,8 @@ PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-pref
 
 def config(tmp_path, model) -> str:
     def role(name: str) -> str:
-        extra = ", tool_calls: prompt" if name == "teacher" else ""  # SmolLM2's template has no tool calls
+        # SmolLM2's template has no tool calls; 4 model calls per rollout bound a conversation that never ends
+        extra = ", tool_calls: prompt, max_steps: 4" if name == "teacher" else ""
         return (f"  {name}: {{provider: openai_compatible, model: {model.model}, base_url: '{model.base_url}', "
                 f"max_tokens: 192, max_invalid_retries: 1, max_retries: 1, timeout_s: 120, max_concurrency: 1"
                 f"{extra}}}\n")
