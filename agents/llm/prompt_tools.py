@@ -154,7 +154,11 @@ def parse_tool_reply(text: str, tools: list[dict[str, Any]]) -> tuple[str, list[
                              f"{', '.join(sorted(offered))[:300]})", raw=text)
     if not isinstance(args, dict):
         raise LLMOutputError(f"tool call {name}: arguments must be a JSON object, got {type(args).__name__}", raw=text)
-    problems = _schema_errors(_fn(offered[name]).get("parameters") or {"type": "object"}, args)
+    try:
+        problems = _schema_errors(_fn(offered[name]).get("parameters") or {"type": "object"}, args)
+    except Exception as exc:  # a schema jsonschema cannot use (or arguments too odd for it): a rejection, no crash
+        raise LLMOutputError(f"tool call {name}: arguments could not be checked ({type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())[:160]})", raw=text) from None
     if problems:
         raise LLMOutputError(f"tool call {name}: invalid arguments: {problems}", raw=text)
     call_id = "call_" + hashlib.sha256(body.encode()).hexdigest()[:12]  # deterministic: same reply, same id

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agents.learners.openai_agent import OpenAICompatibleAgent
 from agents.llm import LLMOutputError, make_client
@@ -140,3 +142,21 @@ def test_parse_is_strict_about_json():
         parse_tool_reply('{"name": "get_user", "name": "cancel", "arguments": {}}', TOOLS)
     assert parse_tool_reply('{"name": "cancel", "arguments": {}}', TOOLS)[1][0].name == "cancel"
     assert parse_tool_reply("I will cancel it {soon}", TOOLS) == ("I will cancel it {soon}", [])
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
+                     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=10), kids, max_size=4),
+                     max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=200), _JSON.map(json.dumps),
+                 st.dictionaries(st.sampled_from(["name", "arguments", "x"]),
+                                 st.sampled_from(["get_user", "cancel", "zzz"]) | _JSON).map(json.dumps)))
+def test_any_reply_is_a_call_a_message_or_an_output_error(reply):
+    try:
+        text, calls = parse_tool_reply(reply, TOOLS)
+    except LLMOutputError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert (text, calls) == (reply, []) or (text == "" and len(calls) == 1 and calls[0].name in {"get_user", "cancel"})
