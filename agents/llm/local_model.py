@@ -185,7 +185,10 @@ def serve(n_ctx: int, threads: int, seed: int, port: int = 0) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
+    parent = os.getppid()
+    while not stop.wait(1.0):
+        if os.getppid() != parent:  # the parent died without stopping us (killed -9): never outlive it
+            break
     os._exit(0)  # the C++ server's threads are not joined: the process ends with them
 
 
