@@ -67,9 +67,12 @@ def evaluated(run_id: str, round: int, task_set: str, batch: list[Evaluation], t
     failed = Counter((e.failed_checks or ["unknown"])[0] for e in batch if not e.success)
     n, s = before + len(batch), successes_before + ok
     tasks = "task" if total == 1 else "tasks"
-    rate = f"{s / n:.2f} on {n} {tasks}" if n == total else f"{s / n:.2f} on {n} of {total} {tasks} so far"
+    if not n:  # nothing to evaluate (e.g. a round where nothing verified has no diagnostic set)
+        rate = "no tasks"
+    else:
+        rate = f"{s / n:.2f} on {n} {tasks}" if n == total else f"{s / n:.2f} on {n} of {total} {tasks} so far"
     return StageEvent(run_id=run_id, round=round, stage=f"evaluate {task_set}", done=len(batch), kept=ok,
-                      rejected=dict(failed), total=total, detail=rate if n else "no tasks", seconds=seconds)
+                      rejected=dict(failed), total=total, detail=rate, seconds=seconds)
 
 
 def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner: EmbeddedLearner | None = None,
