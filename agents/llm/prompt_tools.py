@@ -6,8 +6,10 @@ the model answers a tool call as one JSON object in its reply text::
 
     {"name": "get_user_details", "arguments": {"user_id": "sara_doe_496"}}
 
-optionally inside a ```json fence or ``<tool_call>...</tool_call>`` tags. Any
-other reply is a message to the user. A reply that starts as a call is parsed
+or inside a ```json fence or ``<tool_call>...</tool_call>`` tags anywhere in the
+reply (the prose around them is dropped). Any other reply is a message to the
+user. The last user turn ends with a one-line reminder of that format (small
+models forget a format stated thousands of tokens earlier). A reply that starts as a call is parsed
 and validated as strictly as a native one, and more: strict JSON
 (``replies.strict_loads``), exactly the keys ``name`` and ``arguments``, a tool
 that was offered, arguments valid against that tool's JSON schema
@@ -29,6 +31,9 @@ from agents.llm.replies import strict_loads, unfence
 from agents.llm.types import LLMOutputError, ToolCallOut
 
 MODES = ("native", "prompt")
+REMINDER = ('(To call a tool, reply with only {"name": "<tool name>", "arguments": {...}}; '
+            "to talk to the user, reply in plain text.)")
+_FENCE = "```json"
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 
 
@@ -109,6 +114,8 @@ def prompt_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]])
             out.append({"role": role, "content": content})
     if not described:
         out.insert(0, {"role": "system", "content": tools_prompt(tools)})
+    if out[-1]["role"] == "user":  # small models forget a format stated thousands of tokens earlier
+        out[-1] = {"role": "user", "content": f"{out[-1]['content']}\n\n{REMINDER}"}
     return out
 
 
@@ -119,6 +126,9 @@ def _call_body(text: str) -> str | None:
         body = body.split(_OPEN, 1)[1]
         body = body.split(_CLOSE, 1)[0] if _CLOSE in body else body
         return body.strip()
+    if _FENCE in body:  # "Here is the call: ```json {...} ```": the fenced block is the call, the prose dropped
+        body = body.split(_FENCE, 1)[1]
+        return (body.split("```", 1)[0] if "```" in body else body).strip()
     body = unfence(body).strip()
     if body.startswith("```"):  # a fence without the json tag: ``` {...} ```
         body = body.strip("`").strip()

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from agents.learners.openai_agent import OpenAICompatibleAgent
 from agents.llm import LLMOutputError, make_client
-from agents.llm.prompt_tools import parse_tool_reply, prompt_messages
+from agents.llm.prompt_tools import REMINDER, parse_tool_reply, prompt_messages
 from storage.config import ConfigError, RoleConfig, validate_config
 from storage.records import Message
 from tests.fakes.openai_server import FakeLLMServer, Script, openai_reply
@@ -34,7 +34,8 @@ def client(server, mode: str = "prompt"):
     return make_client("teacher", role, cache=False, backoff_initial_s=0.01, backoff_max_s=0.05)
 
 
-@pytest.mark.parametrize("reply", [CALL, f"```json\n{CALL}\n```", f"<tool_call>\n{CALL}\n</tool_call>"])
+@pytest.mark.parametrize("reply", [CALL, f"```json\n{CALL}\n```", f"<tool_call>\n{CALL}\n</tool_call>",
+                                   f"Here is the call:\n```json\n{CALL}\n```\nDone."])
 def test_a_call_in_the_text_is_a_tool_call_and_no_tools_are_sent(reply):
     with FakeLLMServer(text(reply)) as server:
         c = client(server)
@@ -91,7 +92,8 @@ def test_history_with_calls_and_results_becomes_text():
     out = prompt_messages(history, TOOLS)
     assert [m["role"] for m in out] == ["system", "user", "assistant", "user"]
     assert json.loads(out[2]["content"]) == {"name": "get_user", "arguments": {"user_id": "u2"}}
-    assert out[3]["content"] == 'Tool result (get_user): {"name": "Ann"}'
+    assert out[3]["content"] == 'Tool result (get_user): {"name": "Ann"}\n\n' + REMINDER
+    assert out[1]["content"] == "I am u2."  # only the last user turn carries the reminder
     assert all(set(m) == {"role", "content"} for m in out)
     # no system message: the tools get one of their own
     assert prompt_messages(MSGS[1:], TOOLS)[0]["role"] == "system"
