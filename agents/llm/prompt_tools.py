@@ -31,7 +31,7 @@ from agents.llm.replies import strict_loads, unfence
 from agents.llm.types import LLMOutputError, ToolCallOut
 
 MODES = ("native", "prompt")
-REMINDER = ('(To call a tool, reply with only {"name": "<tool name>", "arguments": {...}}; '
+REMINDER = ('(To call a tool, reply with only a JSON object such as {example}; '
             "to talk to the user, reply in plain text.)")
 _FENCE = "```json"
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
@@ -115,8 +115,18 @@ def prompt_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]])
     if not described:
         out.insert(0, {"role": "system", "content": tools_prompt(tools)})
     if out[-1]["role"] == "user":  # small models forget a format stated thousands of tokens earlier
-        out[-1] = {"role": "user", "content": f"{out[-1]['content']}\n\n{REMINDER}"}
+        out[-1] = {"role": "user", "content": f"{out[-1]['content']}\n\n{reminder(tools)}"}
     return out
+
+
+def reminder(tools: list[dict[str, Any]]) -> str:
+    """The format once more, with a real tool as the example (the one with the fewest required arguments)."""
+    def required(t):
+        return (_fn(t).get("parameters") or {}).get("required") or []
+
+    tool = min(tools, key=lambda t: (len(required(t)), _fn(t)["name"]))
+    example = json.dumps({"name": _fn(tool)["name"], "arguments": {k: "..." for k in required(tool)}})
+    return REMINDER.format(example=example)
 
 
 def _call_body(text: str) -> str | None:

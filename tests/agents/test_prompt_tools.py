@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from agents.learners.openai_agent import OpenAICompatibleAgent
 from agents.llm import LLMOutputError, make_client
-from agents.llm.prompt_tools import REMINDER, parse_tool_reply, prompt_messages
+from agents.llm.prompt_tools import parse_tool_reply, prompt_messages, reminder
 from storage.config import ConfigError, RoleConfig, validate_config
 from storage.records import Message
 from tests.fakes.openai_server import FakeLLMServer, Script, openai_reply
@@ -92,7 +92,8 @@ def test_history_with_calls_and_results_becomes_text():
     out = prompt_messages(history, TOOLS)
     assert [m["role"] for m in out] == ["system", "user", "assistant", "user"]
     assert json.loads(out[2]["content"]) == {"name": "get_user", "arguments": {"user_id": "u2"}}
-    assert out[3]["content"] == 'Tool result (get_user): {"name": "Ann"}\n\n' + REMINDER
+    assert out[3]["content"] == 'Tool result (get_user): {"name": "Ann"}\n\n' + reminder(TOOLS)
+    assert '{"name": "cancel", "arguments": {}}' in reminder(TOOLS)  # the tool with the fewest required arguments
     assert out[1]["content"] == "I am u2."  # only the last user turn carries the reminder
     assert all(set(m) == {"role", "content"} for m in out)
     # no system message: the tools get one of their own
