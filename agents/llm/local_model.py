@@ -18,7 +18,7 @@ port), waits for ``/health`` within a bound, and always stops it. Sampling is
 deterministic: temperature 0 and seed 0 are the server's defaults, and one slot
 (``--parallel 1``) serves requests in order. By hand::
 
-    python agents/llm/local_model.py            # prints the base_url, serves until Ctrl-C
+    python -m agents.llm.local_model            # prints the base_url, serves until Ctrl-C
 """
 from __future__ import annotations
 
@@ -182,6 +182,7 @@ if __name__ == "__main__":
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so that `with` stops the server on a kill too
     with LocalModel(n_ctx=a.ctx, threads=a.threads, seed=a.seed) as served:
         print(json.dumps({"base_url": served.base_url, "model": served.model}), flush=True)
         try:
