@@ -115,7 +115,8 @@ def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_
     planner = LLMPlanner(clients["planner"], env, retries["planner"]) if "planner" in clients else EmbeddedPlanner()
     generator = LLMGenerator(dom, clients["generator"], env, retries["generator"]) if "generator" in clients \
         else EmbeddedGenerator(dom)
-    teacher = LLMTeacher(dom, clients["teacher"], clients.get("user"), retries=retries["teacher"]) \
+    steps = {"max_steps": roles["teacher"].max_steps} if "teacher" in clients and roles["teacher"].max_steps else {}
+    teacher = LLMTeacher(dom, clients["teacher"], clients.get("user"), retries=retries["teacher"], **steps) \
         if "teacher" in clients else EmbeddedTeacher(dom)
     embedded_teacher = teacher if isinstance(teacher, EmbeddedTeacher) else EmbeddedTeacher(dom)
     repair = LLMRepair(dom, teacher, clients["repair"], env, retries["repair"]) if "repair" in clients \

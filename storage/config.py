@@ -43,6 +43,11 @@ class RoleConfig(_Strict):
     # USD per million tokens, for a model the price table lacks (or to override it)
     input_cost_per_mtok: float | None = Field(default=None, ge=0)
     output_cost_per_mtok: float | None = Field(default=None, ge=0)
+    # "prompt": tools described in the system prompt and the call read as JSON from the reply text, for
+    # models whose chat template has no tool calling (agents/llm/prompt_tools.py); "native": the API's tools
+    tool_calls: Literal["native", "prompt"] = "native"
+    # teacher only: model calls per rollout before it ends as `max_steps` (None: the teacher's default, 40)
+    max_steps: int | None = Field(default=None, ge=1, le=200)
 
     @field_validator("base_url")
     @classmethod

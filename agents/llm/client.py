@@ -18,6 +18,10 @@ rerun, and a rejected reply is never replayed as if it were valid.
 
 A caller that wants its own calls apart (one stage's chunk, while other chunks
 share the client) passes a ``CallLog``, or uses ``client.bound()``.
+
+With ``tool_calls="prompt"`` (a role's ``tool_calls: prompt``) a call that offers
+tools sends them in the system prompt instead and reads the call from the
+reply text (``agents.llm.prompt_tools``); a bad call is an ``invalid`` row.
 """
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ from agents.llm.cache import ResponseCache, key_of, request_blob, request_key
 from agents.llm.calllog import BoundClient, CallLog, CallLogView
 from agents.llm.limits import limits_for
 from agents.llm.pricing import cost_usd
+from agents.llm.prompt_tools import MODES, parse_tool_reply, prompt_messages
 from agents.llm.providers import json_schema
 from agents.llm.replies import interpret, normalize_reply, parse_structured, read_reply  # noqa: F401 (re-exported)
 from agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, Usage
@@ -139,8 +144,11 @@ class LLMClient(CallLogView):
                  max_tokens: int | None, max_concurrency: int = 8, rpm: int | None = None, tpm: int | None = None,
                  max_retries: int = 6, price: tuple[float, float] | None = None, cache_dir: Path | None = None,
                  secrets: tuple[str, ...] = (), backoff_initial_s: float = 1.0, backoff_max_s: float = 30.0,
-                 run_id: str = "pending", round: int = 0):
+                 run_id: str = "pending", round: int = 0, tool_calls: str = "native"):
+        if tool_calls not in MODES:
+            raise ValueError(f"tool_calls: {tool_calls!r} is not one of {', '.join(MODES)}")
         self.role, self.provider, self.model, self.base_url = role, provider.name, model, base_url
+        self.tool_calls = tool_calls  # "prompt": tools in the system prompt, the call as JSON in the text
         self.temperature, self.max_tokens, self.max_retries, self.price = temperature, max_tokens, max_retries, price
         self.run_id, self.round = run_id, round
         self.limits = limits_for((provider.name, base_url or "", model), max_concurrency, rpm, tpm)
@@ -223,10 +231,13 @@ class LLMClient(CallLogView):
                     max_tokens: int | None = None, attempt: int = 0, log: CallLog | None = None) -> ChatResult:
         temperature = self.temperature if temperature is None else temperature
         max_tokens = self.max_tokens if max_tokens is None else max_tokens
+        prompted = self.tool_calls == "prompt" and bool(tools)
         request = {"provider": self.provider, "base_url": self.base_url or "", "model": self.model,
                    "messages": messages, "schema": schema_digest(schema) if schema else None,
                    "schema_name": schema.__name__ if schema else None, "tools": tools or None,
                    "temperature": temperature, "max_tokens": max_tokens, "attempt": attempt}
+        if prompted:  # only then: the keys of native calls stay those of earlier caches
+            request["tool_calls"] = "prompt"
         blob = request_blob(request)
         key = key_of(blob)
         record = functools.partial(self._record, log or self.log, role, key, attempt)
@@ -234,7 +245,9 @@ class LLMClient(CallLogView):
         reply = self._cached(key)
         cache_hit, current = reply is not None, _Try()
         if reply is None:
-            kwargs = self._provider.build(self.model, messages, schema, tools, temperature, max_tokens)
+            sent = prompt_messages(messages, tools) if prompted else messages
+            kwargs = self._provider.build(self.model, sent, schema, None if prompted else tools, temperature,
+                                          max_tokens)
             try:
                 reply = await self._send(kwargs, messages, max_tokens, record, current)
             except LLMUnavailable as exc:
@@ -254,7 +267,13 @@ class LLMClient(CallLogView):
         usage = Usage(input_tokens=reply["input_tokens"], output_tokens=reply["output_tokens"], latency_s=latency,
                       cost_usd=cost)
         try:
-            text, parsed, calls, finish = interpret(reply, schema, max_tokens)
+            if prompted:  # the call is in the text: read it as strictly as a native one (agents.llm.prompt_tools)
+                text, parsed, calls, finish = interpret(reply, None, max_tokens)
+                text, calls = parse_tool_reply(text, tools)
+                if schema is not None and not calls:
+                    parsed = parse_structured(text, schema)
+            else:
+                text, parsed, calls, finish = interpret(reply, schema, max_tokens)
         except LLMOutputError as exc:
             record(latency, usage, cache_hit, "invalid", str(exc), current.number)
             raise

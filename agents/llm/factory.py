@@ -77,4 +77,4 @@ def make_client(role: str, cfg: RoleConfig, *, cache_dir: Path | None = None, ca
     return LLMClient(role, provider, model=cfg.model, base_url=cfg.base_url, temperature=cfg.temperature,
                      max_tokens=cfg.max_tokens, max_concurrency=cfg.max_concurrency, rpm=cfg.rpm, tpm=cfg.tpm,
                      max_retries=cfg.max_retries, price=_price(cfg), cache_dir=cache_dir if cache else None,
-                     secrets=(key,), **options)
+                     secrets=(key,), tool_calls=cfg.tool_calls, **options)

