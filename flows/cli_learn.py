@@ -41,27 +41,21 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
         click.echo(f"trained the embedded learner on {fitted.n_trajectories} trajectories in {seconds:.1f}s "
                    f"(fingerprint {fitted.fingerprint}); saved {path}")
         return
-    from agents.learners.llamafactory import (
-        TrainingError,
-        find_cli,
-        run_training,
-        sft_config,
-        write_config,
-        write_dataset,
-    )
+    from agents.learners.llamafactory import TrainingError, check_learner
+    from pipeline.checkpoint import export_round, train_checkpoint
+    from pipeline.learn import run_domain
+    from storage.config import LlamaFactoryConfig
 
+    lf, domain = LlamaFactoryConfig(model=model), run_domain(store, run_id)
     try:
-        cli = find_cli()
+        check_learner(lf)
+        ckpt = export_round(store, run_id, round_, domain, lf)
+        click.echo(f"exported {ckpt.n_trajectories} examples, dropped {sum(ckpt.dropped.values())}, held out "
+                   f"{ckpt.held_out} diagnostic; config {ckpt.path.parent / 'sft.yaml'}")
+        ckpt, before = train_checkpoint(store, run_id, round_, domain, lf, log=click.echo)
     except TrainingError as exc:
         raise UserError(str(exc)) from None
-    base = store.root / "sft" / run_id / f"round={round_}"
-    n = write_dataset(examples, base / "data")
-    cfg = write_config(sft_config(model, base / "data", base / "checkpoint"), base / "sft.yaml")
-    click.echo(f"exported {n} examples; config {cfg}")
-    try:
-        run_training(cfg, cli)
-    except TrainingError as exc:
-        raise UserError(str(exc)) from None
+    click.echo(f"checkpoint {ckpt.path} ({ckpt.fingerprint}){' trained before' if before else ''}")
 
 
 @main.command()
@@ -129,8 +123,10 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
     """Write ``chosen.train`` as ``fmt`` under ``out``: (records written, reason -> examples left out)."""
     from collections import Counter
 
-    from agents.learners.exports import ExportError, openai_messages, sharegpt, tau2_tasks
+    from agents.learners.exports import dataset_info, export_rows, openai_messages, tau2_tasks
     from agents.learners.llamafactory import write_dataset
+    from envs.packs import get_domain
+    from pipeline.learn import run_domain
 
     out.mkdir(parents=True, exist_ok=True)
     examples, dropped = chosen.train, Counter()
@@ -139,19 +135,18 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
 
         result = write_hf(store, run_id, chosen, out, round_)
         return result.rows, result.dropped
-    if fmt == "sharegpt":
-        fits = []
-        for e in examples:  # a conversation LLaMA-Factory cannot take is left out, with its reason
-            try:
-                sharegpt(e)
-                fits.append(e)
-            except ExportError as exc:
-                dropped[f"not a ShareGPT conversation ({str(exc).split(': ', 1)[-1]})"] += 1
-        n = write_dataset(fits, out)
+    # the system prompt of every conversation: the policy, as the served agent gets it (harness.run_episode)
+    policy = get_domain(run_domain(store, run_id)).policy if fmt in ("sharegpt", "openai") else ""
+    if fmt == "sharegpt":  # a conversation LLaMA-Factory cannot take is left out, with its reason
+        exported = write_dataset(examples, out, system=policy)
+        n, dropped = len(exported.rows), Counter({f"not a ShareGPT conversation ({r})": k
+                                                  for r, k in exported.dropped.items()})
     elif fmt == "openai":
-        lines = [json.dumps(openai_messages(e)) for e in examples]
-        atomic.write_text(out / "train.jsonl", "\n".join(lines) + "\n")
-        n = len(lines)
+        exported = export_rows(examples, openai_messages, policy)
+        atomic.write_text(out / "train.jsonl", "".join(json.dumps(r) + "\n" for r in exported.rows))
+        atomic.write_json(out / "dataset_info.json", dataset_info("train.jsonl", formatting="openai"), indent=2)
+        n, dropped = len(exported.rows), Counter({f"not a chat conversation ({r})": k
+                                                  for r, k in exported.dropped.items()})
     else:
         ids = {e.task_id for e in examples}
         tasks = [t for t in store.read_records("tasks", run_id=run_id) if t.task_id in ids]

@@ -40,7 +40,8 @@ log = logging.getLogger("evosyn.run")
 
 
 def run_id_for(cfg: RunConfig) -> str:
-    digest = hashlib.sha256(cfg.model_dump_json(exclude={"store", "train_deployment"}).encode()).hexdigest()[:6]
+    unused = {"llamafactory"} if cfg.learner == "embedded" else set()  # ids of embedded runs stay as they were
+    digest = hashlib.sha256(cfg.model_dump_json(exclude={"store", "train_deployment", *unused}).encode()).hexdigest()[:6]
     return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
 
 
@@ -118,6 +119,10 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     say = progress or (lambda s: None)
     if cfg.backend == "llm" or any(rc.backend == "llm" for rc in cfg.roles.values()):
         check_roles(cfg)  # every LLM role's provider, model and key, before any work (the rounds use llm_roles(cfg))
+    if cfg.learner == "llamafactory":
+        from agents.learners.llamafactory import check_learner
+
+        check_learner(cfg.llamafactory, cfg.train_deployment)  # its CLI, and a GPU where the recipe needs one
     store = Store(cfg.store_root())
     run_id = run_id or run_id_for(cfg)
     run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,
@@ -146,7 +151,9 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
         if not tracker.is_logged(child):  # a resume logs only the rounds (or their parts) not logged yet
             tracker.log_metrics(child, metrics, step=r)
             tracker.log_metrics(parent, {k: v for k, v in metrics.items() if "." not in k}, step=r)
-            tracker.log_params(child, {"space_version_in": res.space_in.version, "steering": steering.kind})
+            evaluated_by = next((e.model_version for e in [*res.diagnostic, *res.test]), "")
+            tracker.log_params(child, {"space_version_in": res.space_in.version, "steering": steering.kind,
+                                       "learner": cfg.learner, "model_version": evaluated_by})
             tracker.log_space(child, res.space_out)
             if res.reflection is not None:
                 tracker.log_reflection(child, res.reflection)

@@ -68,6 +68,22 @@ class StoreConfig(_Strict):
     tracking_uri: str | None = None
 
 
+class LlamaFactoryConfig(_Strict):
+    """``learner: llamafactory``: what each round trains, and how its checkpoint is served for evaluation."""
+
+    model: str = "Qwen/Qwen3-8B"  # base model: a folder (or hub name) the training machine has
+    template: str = "qwen3"  # LLaMA-Factory's chat template, in training and in `llamafactory-cli api`
+    deepspeed: bool = True  # ZeRO-3 (agents/learners/ds_z3_config.json), as the paper trains
+    # keys of the paper's recipe to override, e.g. {max_steps: 3, bf16: false, flash_attn: disabled} on CPU
+    recipe: dict[str, Any] = Field(default_factory=dict)
+    # auto: vLLM where it is installed and a GPU is present, else `llamafactory-cli api`
+    serve: Literal["auto", "vllm", "llamafactory"] = "auto"
+    max_new_tokens: int = Field(default=1024, ge=1)  # per reply of the served checkpoint
+    max_steps: int = Field(default=40, ge=1, le=200)  # agent replies per evaluated task
+    train_timeout_s: float = Field(default=24 * 3600, gt=0)
+    serve_timeout_s: float = Field(default=900, gt=0)  # until the server answers /v1/models
+
+
 class RunConfig(_Strict):
     # a domain pack's name; "" is the default pack. Storage cannot see the packs: flows/inputs.py
     # checks the name (a known domain with an environment) and fills the default before any work
@@ -84,6 +100,7 @@ class RunConfig(_Strict):
     stop_after_static_rounds: int = Field(default=2, ge=1)
     # "flow/deployment" of the SFT flow (e.g. "sft-train/sft-train" on the gpu pool); None trains in-process
     train_deployment: str | None = Field(default=None, pattern=r"^[^/\s]+/[^/\s]+$")
+    llamafactory: LlamaFactoryConfig = Field(default_factory=LlamaFactoryConfig)  # read when learner: llamafactory
     store: StoreConfig = Field(default_factory=StoreConfig)
     roles: dict[Literal[ROLES], RoleConfig] = Field(default_factory=dict)  # type: ignore[valid-type]
 
