@@ -58,11 +58,14 @@ say "$GPUS GPU(s): $(nvidia-smi --query-gpu=name,memory.total --format=csv,nohea
 DATA=${GPU_CHECK_DATA:-}
 if [ -z "$DATA" ]; then
   command -v evosyn >/dev/null || fail "set GPU_CHECK_DATA to a ShareGPT export folder (evosyn is not installed here)"
-  evosyn --home "$WORK/h" synth --domain airline --n 80 --seed 1 >/dev/null
-  evosyn --home "$WORK/h" export --run synth-airline-s1-n80 --format sharegpt --output "$WORK/data"
+  evosyn --home "$WORK/h" synth --n 80 --seed 1 >/dev/null   # the default domain pack
+  RUN=$(evosyn --home "$WORK/h" query "select distinct run_id from sft_examples" --format csv | tail -n 1)
+  evosyn --home "$WORK/h" export --run "$RUN" --format sharegpt --output "$WORK/data"
   DATA=$WORK/data
 fi
-[ -f "$DATA/evosyn.json" ] && [ -f "$DATA/dataset_info.json" ] || fail "GPU_CHECK_DATA=$DATA has no evosyn.json + dataset_info.json"
+if [ ! -f "$DATA/evosyn.json" ] || [ ! -f "$DATA/dataset_info.json" ]; then
+  fail "GPU_CHECK_DATA=$DATA has no evosyn.json + dataset_info.json"
+fi
 say "data: $("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$DATA/evosyn.json") examples in $DATA"
 
 # ---------------------------------------------------------------- 1. the model: Qwen3-8B's shape, random weights

@@ -23,12 +23,21 @@ def _slice_table(title: str, evaluations, factor: str) -> None:
 @click.option("--run", "run_id", required=True)
 @click.option("--round", "round_", type=int, required=True)
 @click.option("--learner", type=click.Choice(["embedded", "llamafactory"]), default="embedded", show_default=True)
-@click.option("--model", default="Qwen/Qwen3-8B", show_default=True, help="llamafactory: base model path or name.")
+@click.option("--model", default=None, help="llamafactory: base model path or name [default: the config's, "
+                                             "else Qwen/Qwen3-8B].")
+@click.option("--config", "config_file", type=PATH, default=None,
+              help="llamafactory: a run config whose `llamafactory` section (model, recipe) is used.")
 @click.pass_context
-def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
+def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config_file: str | None) -> None:
     """Train the task agent on all verified training examples of rounds <= R."""
     from pipeline.datasets import examples_upto
+    from storage.config import ConfigError, load_config
 
+    try:
+        lf = load_config(config_file, env={}).llamafactory
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    lf = lf.model_copy(update={"model": model}) if model else lf
     # an unknown run is refused before the store is created
     store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
     examples = examples_upto(store, run_id, round_, "train")
@@ -44,9 +53,8 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
     from agents.learners.llamafactory import TrainingError, check_learner
     from pipeline.checkpoint import export_round, train_checkpoint
     from pipeline.learn import run_domain
-    from storage.config import LlamaFactoryConfig
 
-    lf, domain = LlamaFactoryConfig(model=model), run_domain(store, run_id)
+    domain = run_domain(store, run_id)
     try:
         check_learner(lf)
         ckpt = export_round(store, run_id, round_, domain, lf)

@@ -5,7 +5,7 @@ a trajectory, used by the exports and by the served agent's requests
 (``openai_agent.to_openai``): the system prompt is the domain policy exactly as
 ``harness.run_episode`` hands it to the agent; parallel tool calls stay one
 assistant turn and their results one observation turn; two texts in a row from
-one side are one turn; the user's own device actions (telecom) and their results
+one side are one turn; the user's own device actions and their results
 are part of the user's turn, as text. LLaMA-Factory's rules follow: the
 conversation starts on the user side, user-side turns (``human``,
 ``observation``) and assistant-side turns (``gpt``, ``function_call``) alternate,
@@ -78,9 +78,9 @@ def agent_turns(messages: list[Message], example_id: str = "", complete: bool = 
         else:
             turn = Turn("gpt", m.content or "")
         last = turns[-1] if turns else None
+        if turn.kind == "observation" and (last is None or last.kind not in ("function_call", "observation")):
+            raise ExportError(f"{example_id}: a tool result without its call")
         if last is None or last.side != turn.side:
-            if turn.kind == "observation" and (last is None or last.kind != "function_call"):
-                raise ExportError(f"{example_id}: a tool result without its call")
             if turn.kind != "observation" and last is not None and last.kind == "function_call":
                 raise ExportError(f"{example_id}: function_call followed by {turn.kind} (a call without its result)")
             turns.append(turn)
@@ -95,11 +95,9 @@ def agent_turns(messages: list[Message], example_id: str = "", complete: bool = 
     for prev, turn in zip(turns, turns[1:]):
         if turn.kind == "observation" and len(turn.results) != len(prev.calls):
             raise ExportError(f"{example_id}: {len(prev.calls)} tool calls but {len(turn.results)} results")
-    if complete:
+    if complete:  # a last call (e.g. a transfer) stays a target; its result, like a goodbye, is not one
         while turns and turns[-1].side == "user":
             turns.pop()
-        if turns and turns[-1].kind == "function_call":
-            raise ExportError(f"{example_id}: ends on a tool call without its result")
     if not turns or turns[0].kind != "human":
         raise ExportError(f"{example_id}: must start with a user message")
     return turns
@@ -157,7 +155,7 @@ class Exported:
     dropped: Counter  # reason -> examples left out
 
     def line(self, held_out: int | None = None) -> str:
-        """``exported 40, dropped 1 (ends on a tool call without its result: 1)[; held out 9 diagnostic]``"""
+        """``exported 40, dropped 1 (2 tool calls but 1 results: 1)[; held out 9 diagnostic]``"""
         why = ", ".join(f"{r}: {k}" for r, k in self.dropped.most_common())
         held = "" if held_out is None else f"; held out {held_out} diagnostic (evaluation only, never trained on)"
         return f"exported {len(self.rows)}, dropped {sum(self.dropped.values())}" + (f" ({why})" if why else "") + held
