@@ -1,7 +1,6 @@
 """`evosyn train`, `evosyn evaluate`, `evosyn export`, `evosyn bench learner`."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -131,7 +130,7 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
     """Write ``chosen.train`` as ``fmt`` under ``out``: (records written, reason -> examples left out)."""
     from collections import Counter
 
-    from agents.learners.exports import dataset_info, export_rows, openai_messages, tau2_tasks
+    from agents.learners.exports import tau2_tasks, write_openai
     from agents.learners.llamafactory import write_dataset
     from envs.packs import get_domain
     from pipeline.learn import run_domain
@@ -150,9 +149,7 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
         n, dropped = len(exported.rows), Counter({f"not a ShareGPT conversation ({r})": k
                                                   for r, k in exported.dropped.items()})
     elif fmt == "openai":
-        exported = export_rows(examples, openai_messages, policy)
-        atomic.write_text(out / "train.jsonl", "".join(json.dumps(r) + "\n" for r in exported.rows))
-        atomic.write_json(out / "dataset_info.json", dataset_info("train.jsonl", formatting="openai"), indent=2)
+        exported = write_openai(examples, out, system=policy)
         n, dropped = len(exported.rows), Counter({f"not a chat conversation ({r})": k
                                                   for r, k in exported.dropped.items()})
     else:

@@ -26,8 +26,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from storage import atomic
 from storage.records import Message, SFTExample, SynthTask, ToolCall
 
 DATASET_NAME = "evosyn"
@@ -172,13 +174,29 @@ def export_rows(examples: Iterable[SFTExample], render: Callable[..., dict[str, 
     return Exported(rows, dropped)
 
 
+OPENAI_FILE, OPENAI_LF_FILE = "train.jsonl", "llamafactory.jsonl"
+
+
+def write_openai(examples: Iterable[SFTExample], out: Path, system: str = "") -> Exported:
+    """``train.jsonl`` in OpenAI's chat fine-tuning format (tools as objects), and the same rows for
+    LLaMA-Factory in ``llamafactory.jsonl`` with ``dataset_info.json``: there ``tools`` is a JSON string,
+    because a JSON loader (Hugging Face ``datasets``, which LLaMA-Factory uses) merges a list of tool schemas
+    into one Arrow struct, giving every tool every other tool's parameters as nulls."""
+    exported = export_rows(examples, openai_messages, system)
+    atomic.write_text(out / OPENAI_FILE, "".join(json.dumps(r) + "\n" for r in exported.rows))
+    atomic.write_text(out / OPENAI_LF_FILE, "".join(json.dumps({**r, "tools": json.dumps(r["tools"])}) + "\n"
+                                                    for r in exported.rows))
+    atomic.write_json(out / "dataset_info.json", dataset_info(OPENAI_LF_FILE, formatting="openai"), indent=2)
+    return exported
+
+
 _OPENAI_TAGS = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant",
                 "observation_tag": "tool", "function_tag": "function_call", "system_tag": "system"}
 
 
 def dataset_info(file_name: str, name: str = DATASET_NAME, formatting: str = "sharegpt") -> dict[str, Any]:
-    """LLaMA-Factory's ``dataset_info.json`` entry for a ShareGPT (``evosyn.json``) or OpenAI (``train.jsonl``)
-    export: the policy is the ``system`` column (ShareGPT) or the first message (OpenAI)."""
+    """LLaMA-Factory's ``dataset_info.json`` entry for a ShareGPT (``evosyn.json``) or OpenAI
+    (``llamafactory.jsonl``) export: the policy is the ``system`` column (ShareGPT) or the first message."""
     if formatting == "openai":
         return {name: {"file_name": file_name, "formatting": "openai",
                        "columns": {"messages": "messages", "tools": "tools"}, "tags": _OPENAI_TAGS}}

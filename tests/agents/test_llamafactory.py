@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agents.learners.exports import dataset_info, export_rows, openai_messages
+from agents.learners.exports import write_openai
 from agents.learners.llamafactory import PAPER_RECIPE, deepspeed_config_path, run_training, sft_config, \
     write_config, write_dataset
 from envs.packs import get_domain
 from pipeline.datasets import sft_examples
-from storage import atomic
 
 pytestmark = pytest.mark.train
 HERE = Path(__file__).parent
@@ -90,10 +89,8 @@ def test_llamafactory_loader_keeps_every_exported_example_with_tools_and_system(
     examples = with_parallel_and_text(sft_examples([(c.task, c.trajectory) for c in result.kept], 0.0, seed=0))
     policy = get_domain("airline").policy
     sg = write_dataset(examples, tmp_path / "sharegpt", system=policy)
-    oa = export_rows(examples, openai_messages, policy)
+    oa = write_openai(examples, tmp_path / "openai", system=policy)
     assert len(sg.rows) == len(oa.rows) == len(examples) and not sg.dropped and not oa.dropped
-    atomic.write_text(tmp_path / "openai" / "train.jsonl", "".join(json.dumps(r) + "\n" for r in oa.rows))
-    atomic.write_json(tmp_path / "openai" / "dataset_info.json", dataset_info("train.jsonl", formatting="openai"))
     tokenizer = tiny_model(cli, tmp_path / "sharegpt" / "evosyn.json", tmp_path / "tiny")
     tools = [json.dumps(t, ensure_ascii=False) for t in examples[0].tools]
     calls = [[{"name": c.name, "arguments": c.arguments} for m in e.messages if m.role == "assistant"
