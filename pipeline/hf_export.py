@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agents.learners.exports import ExportError, openai_messages
+from agents.learners.exports import trajectory_messages
 from pipeline.hf_card import SLICES, card_text
 from storage import atomic
 from storage.records import SFTExample, SynthTask, Verdict
@@ -84,11 +84,6 @@ def hf_rows(examples: list[SFTExample], tasks: dict[str, SynthTask], passed: dic
             dropped["no passing verdict for its trajectory"] += 1
             continue
         seen.add(e.example_id)
-        try:
-            messages = openai_messages(e)["messages"]
-        except ExportError as exc:  # the same conversations the other exports leave out, with the same reasons
-            dropped[str(exc).split(": ", 1)[-1]] += 1
-            continue
         task = tasks.get(e.task_id)
         observed = {k: v for k, v in verdict.observed.items()}
         slices = {k: "/".join(observed.get(k) or (task.requested.get(k, []) if task else [])) for k in SLICES}
@@ -96,7 +91,7 @@ def hf_rows(examples: list[SFTExample], tasks: dict[str, SynthTask], passed: dic
                      "run_id": e.run_id, "round": e.round, "space_version": e.space_version,
                      "domain": task.domain if task else "", **slices,
                      "observed": json.dumps(observed, sort_keys=True),
-                     "messages": [_message(m) for m in messages],
+                     "messages": [_message(m) for m in trajectory_messages(e)["messages"]],
                      "tools": json.dumps(e.tools)})
     return rows, dropped
 

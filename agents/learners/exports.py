@@ -151,6 +151,20 @@ def openai_messages(example: SFTExample, system: str = "") -> dict[str, Any]:
             "tools": example.tools}
 
 
+def trajectory_messages(example: SFTExample, system: str = "") -> dict[str, Any]:
+    """The stored messages one for one as OpenAI chat messages (the HF dataset's rows: a record of the
+    trajectory, not a training conversation)."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for m in example.messages:
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""})
+        elif m.tool_calls:
+            out.append({"role": "assistant", "content": m.content, "tool_calls": openai_calls(m.tool_calls)})
+        else:
+            out.append({"role": m.role, "content": m.content or ""})
+    return {"messages": out, "tools": example.tools}
+
+
 @dataclass
 class Exported:
     rows: list[dict[str, Any]]
