@@ -59,7 +59,7 @@ DATA=${GPU_CHECK_DATA:-}
 if [ -z "$DATA" ]; then
   command -v evosyn >/dev/null || fail "set GPU_CHECK_DATA to a ShareGPT export folder (evosyn is not installed here)"
   evosyn --home "$WORK/h" synth --n 80 --seed 1 >/dev/null   # the default domain pack
-  RUN=$(evosyn --home "$WORK/h" query "select distinct run_id from sft_examples" --format csv | tail -n 1)
+  RUN=$(evosyn --home "$WORK/h" query "select distinct run_id from sft_examples" --format csv | tail -n 1 | tr -d '"')
   evosyn --home "$WORK/h" export --run "$RUN" --format sharegpt --output "$WORK/data"
   DATA=$WORK/data
 fi
