@@ -1,7 +1,6 @@
 """`evosyn train`, `evosyn evaluate`, `evosyn export`, `evosyn bench learner`."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -23,12 +22,21 @@ def _slice_table(title: str, evaluations, factor: str) -> None:
 @click.option("--run", "run_id", required=True)
 @click.option("--round", "round_", type=int, required=True)
 @click.option("--learner", type=click.Choice(["embedded", "llamafactory"]), default="embedded", show_default=True)
-@click.option("--model", default="Qwen/Qwen3-8B", show_default=True, help="llamafactory: base model path or name.")
+@click.option("--model", default=None, help="llamafactory: base model path or name [default: the config's, "
+                                             "else Qwen/Qwen3-8B].")
+@click.option("--config", "config_file", type=PATH, default=None,
+              help="llamafactory: a run config whose `llamafactory` section (model, recipe) is used.")
 @click.pass_context
-def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
+def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config_file: str | None) -> None:
     """Train the task agent on all verified training examples of rounds <= R."""
     from pipeline.datasets import examples_upto
+    from storage.config import ConfigError, load_config
 
+    try:
+        lf = load_config(config_file, env={}).llamafactory
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    lf = lf.model_copy(update={"model": model}) if model else lf
     # an unknown run is refused before the store is created
     store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
     examples = examples_upto(store, run_id, round_, "train")
@@ -41,27 +49,20 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str) -> None:
         click.echo(f"trained the embedded learner on {fitted.n_trajectories} trajectories in {seconds:.1f}s "
                    f"(fingerprint {fitted.fingerprint}); saved {path}")
         return
-    from agents.learners.llamafactory import (
-        TrainingError,
-        find_cli,
-        run_training,
-        sft_config,
-        write_config,
-        write_dataset,
-    )
+    from agents.learners.llamafactory import TrainingError, check_learner
+    from pipeline.checkpoint import export_round, train_checkpoint
+    from pipeline.learn import run_domain
 
+    domain = run_domain(store, run_id)
     try:
-        cli = find_cli()
+        check_learner(lf)
+        ckpt = export_round(store, run_id, round_, domain, lf)
+        click.echo(f"exported {ckpt.n_trajectories} examples, dropped {sum(ckpt.dropped.values())}, held out "
+                   f"{ckpt.held_out} diagnostic; config {ckpt.path.parent / 'sft.yaml'}")
+        ckpt, before = train_checkpoint(store, run_id, round_, domain, lf, log=click.echo)
     except TrainingError as exc:
         raise UserError(str(exc)) from None
-    base = store.root / "sft" / run_id / f"round={round_}"
-    n = write_dataset(examples, base / "data")
-    cfg = write_config(sft_config(model, base / "data", base / "checkpoint"), base / "sft.yaml")
-    click.echo(f"exported {n} examples; config {cfg}")
-    try:
-        run_training(cfg, cli)
-    except TrainingError as exc:
-        raise UserError(str(exc)) from None
+    click.echo(f"checkpoint {ckpt.path} ({ckpt.fingerprint}){' trained before' if before else ''}")
 
 
 OFFICIAL_ONLY = ("domain", "split", "agent", "agent_base_url", "agent_key_env", "user_spec", "user_base_url",
@@ -254,8 +255,10 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
     """Write ``chosen.train`` as ``fmt`` under ``out``: (records written, reason -> examples left out)."""
     from collections import Counter
 
-    from agents.learners.exports import ExportError, openai_messages, sharegpt, tau2_tasks
+    from agents.learners.exports import tau2_tasks, write_openai
     from agents.learners.llamafactory import write_dataset
+    from envs.packs import get_domain
+    from pipeline.learn import run_domain
 
     out.mkdir(parents=True, exist_ok=True)
     examples, dropped = chosen.train, Counter()
@@ -264,19 +267,16 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
 
         result = write_hf(store, run_id, chosen, out, round_)
         return result.rows, result.dropped
-    if fmt == "sharegpt":
-        fits = []
-        for e in examples:  # a conversation LLaMA-Factory cannot take is left out, with its reason
-            try:
-                sharegpt(e)
-                fits.append(e)
-            except ExportError as exc:
-                dropped[f"not a ShareGPT conversation ({str(exc).split(': ', 1)[-1]})"] += 1
-        n = write_dataset(fits, out)
+    # the system prompt of every conversation: the policy, as the served agent gets it (harness.run_episode)
+    policy = get_domain(run_domain(store, run_id)).policy if fmt in ("sharegpt", "openai") else ""
+    if fmt == "sharegpt":  # a conversation LLaMA-Factory cannot take is left out, with its reason
+        exported = write_dataset(examples, out, system=policy)
+        n, dropped = len(exported.rows), Counter({f"not a ShareGPT conversation ({r})": k
+                                                  for r, k in exported.dropped.items()})
     elif fmt == "openai":
-        lines = [json.dumps(openai_messages(e)) for e in examples]
-        atomic.write_text(out / "train.jsonl", "\n".join(lines) + "\n")
-        n = len(lines)
+        exported = write_openai(examples, out, system=policy)
+        n, dropped = len(exported.rows), Counter({f"not a chat conversation ({r})": k
+                                                  for r, k in exported.dropped.items()})
     else:
         ids = {e.task_id for e in examples}
         tasks = [t for t in store.read_records("tasks", run_id=run_id) if t.task_id in ids]

@@ -59,7 +59,20 @@ def _config(ctx, config_file, **overrides):
             check_official_config(cfg.official_eval, cfg.domain)
         except ConfigError as exc:
             raise UserError(str(exc)) from None
+    check_learner(cfg)
     return cfg
+
+
+def check_learner(cfg) -> None:
+    """``learner: llamafactory``: its CLI, and a GPU where the recipe needs one, before any work."""
+    if cfg.learner != "llamafactory":
+        return
+    from agents.learners.llamafactory import TrainingError, check_learner as check
+
+    try:
+        check(cfg.llamafactory, cfg.train_deployment)
+    except TrainingError as exc:
+        raise UserError(str(exc)) from None
 
 
 def prefect_api(root, meanwhile=None) -> str:
@@ -86,17 +99,19 @@ def reported_in_one_line():
     A server that cannot be used and a run id already running elsewhere are run failures (exit 1: the run
     is marked failed, a ``--resume`` continues it); a test set that cannot be built is an input error (exit 2).
     """
+    from agents.learners.llamafactory import TrainingError
     from agents.roles import StageUnavailable
     from flows.run import RunBusy, TestSetError
     from storage.locks import StoreLockTimeout
 
-    reported = (StageUnavailable, TestSetError, RunBusy, StoreLockTimeout)
+    reported = (StageUnavailable, TestSetError, RunBusy, StoreLockTimeout, TrainingError)
     quiet = _NotLoggedTwice(reported)
     for handler in logging.getLogger().handlers:  # Prefect's console handler
         handler.addFilter(quiet)
     try:
         yield
-    except (StageUnavailable, RunBusy, StoreLockTimeout) as exc:
+    except (StageUnavailable, RunBusy, StoreLockTimeout, TrainingError) as exc:  # TrainingError: its training,
+        # its server or its deployment failed (the log it names says why)
         raise RunFailed(str(exc)) from None
     except TestSetError as exc:
         raise UserError(str(exc)) from None
@@ -142,11 +157,13 @@ QUIET = click.option("--quiet", is_flag=True, help="One plain line per finished 
 @click.option("--budget", type=click.IntRange(1, 1_000_000), default=None, help="Blueprints per round.")
 @click.option("--seed", type=int, default=None)
 @click.option("--backend", type=click.Choice(["embedded", "llm"]), default=None)
+@click.option("--learner", type=click.Choice(["embedded", "llamafactory"]), default=None,
+              help="The task agent trained each round (llamafactory: the config's `llamafactory` section).")
 @click.option("--config", "config_file", type=PATH, default=None)
 @click.option("--resume", "resume", default=None, help="Continue this run id (its stored config is used).")
 @QUIET
 @click.pass_context
-def run(ctx, domain, rounds, arm, budget, seed, backend, config_file, resume, quiet) -> None:
+def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, resume, quiet) -> None:
     """Run the closed loop: rounds of design, plan, generate, rollout, verify, train, evaluate, reflect."""
     import json
 
@@ -161,9 +178,10 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, config_file, resume, qu
                             "with --config)")
         cfg = validate_config(json.loads(stored[0].config_json), source=f"stored config of {resume}")
         cfg.store.root = str(store.root)
+        check_learner(cfg)
     else:
         cfg = _config(ctx, config_file, domain=domain, rounds=rounds, arm=arm, budget=budget, seed=seed,
-                      backend=backend)
+                      backend=backend, learner=learner)
     check_store_root(cfg.store_root())
     prefect_api(cfg.store_root(), meanwhile=_import_run_flow)
     from flows import timing
@@ -195,6 +213,7 @@ def sweep(ctx, config_file, quiet) -> None:
     from flows.inputs import check_domain
 
     grid["domains"] = [check_domain(d, "sweep.domains", generator=True) for d in grid["domains"]]
+    check_learner(base)
     check_store_root(base.store_root())
     prefect_api(base.store_root(), meanwhile=_import_run_flow)
     from flows.progress import renderer

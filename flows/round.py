@@ -22,6 +22,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque, quote
 
+import pipeline.checkpoint as checkpoint
 import pipeline.loop as loop
 import pipeline.stages as stages
 from agents.designer import Steering
@@ -30,12 +31,13 @@ from flows import timing
 from flows.artifacts import publish_round
 from flows.progress import listening, publish
 from flows.train import train_via_deployment
+from pipeline.checkpoint import Checkpoint
 from pipeline.metrics import intrinsic, round_metrics, verified_samples
 from pipeline.official import OfficialResult
 from pipeline.official_agents import round_official
 from pipeline.progress import Emit, StageEvent, Tally, event_line
 from pipeline.stages import Ctx
-from storage.config import OfficialEvalConfig, RunConfig
+from storage.config import LlamaFactoryConfig, OfficialEvalConfig, RunConfig
 from storage.records import (Arm, Blueprint, Direction, Evaluation, Feedback, Reflection, SFTExample, SynthesisSpace,
                              SynthTask, Trajectory, Verdict)
 
@@ -121,8 +123,23 @@ def official_task(ctx: Ctx, learner: EmbeddedLearner, oc: OfficialEvalConfig) ->
         return round_official(ctx, learner, oc, emit=_emitter())
 
 
+@task(name="train", **STAGE_TASK)
+def train_checkpoint_task(ctx: Ctx, lf: LlamaFactoryConfig) -> Checkpoint:
+    with timing.span("fn", "train", ctx.round):
+        return checkpoint.train(ctx, lf, emit=_emitter())
+
+
+@task(name="evaluate", **STAGE_TASK)
+def evaluate_checkpoint_task(ctx: Ctx, ckpt: Checkpoint, lf: LlamaFactoryConfig, test_size: int
+                             ) -> tuple[list[Evaluation], list[Evaluation]]:
+    """The served checkpoint on both sets: one server for the two."""
+    with timing.span("fn", "evaluate", ctx.round):
+        return checkpoint.evaluate(ctx, ckpt, lf, test_size, emit=_emitter())
+
+
 @task(name="reflect", **STAGE_TASK)
-def reflect_task(ctx: Ctx, space: SynthesisSpace, arm: Arm, diagnostic: list[Evaluation], learner: EmbeddedLearner,
+def reflect_task(ctx: Ctx, space: SynthesisSpace, arm: Arm, diagnostic: list[Evaluation],
+                 learner: EmbeddedLearner | Checkpoint,
                  previous: Feedback | None):
     with timing.span("fn", "reflect", ctx.round):
         return loop.reflect(ctx, space, arm, diagnostic, learner, previous, emit=_emitter())
@@ -190,19 +207,30 @@ def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steer
         verified = verify_task.map(unmapped(c), [opaque(f) for f in generated], [opaque(f) for f in rolled], names)
         examples = [e for f in verified for e in f.result()[1]]
     # SFT on a (GPU) work pool through its deployment when configured, otherwise in this process
+    lf = quote(cfg.llamafactory)
     with timing.span("task", "train", round):
         if cfg.train_deployment:
             t0 = time.monotonic()
-            learner = train_via_deployment(ctx, cfg.train_deployment)
-            loop.trained(publish, ctx, learner, f" on deployment {cfg.train_deployment}", t0)
+            learner = train_via_deployment(ctx, cfg.train_deployment, cfg.learner, cfg.llamafactory)
+            how = f" on deployment {cfg.train_deployment}"
+            if isinstance(learner, Checkpoint):
+                checkpoint.trained_event(publish, ctx, learner, how, t0)
+            else:
+                loop.trained(publish, ctx, learner, how, t0)
+        elif cfg.learner == "llamafactory":
+            learner = train_checkpoint_task(c, lf)
         else:
             learner = train_task(c)
-    with timing.span("task", "evaluate", round):
-        diagnostic = evaluate_task(c, learner, "diagnostic", cfg.test_size)
-    with timing.span("task", "evaluate", round):
-        test = evaluate_task(c, learner, "test", cfg.test_size)
+    if isinstance(learner, Checkpoint):  # served while both sets are evaluated, then stopped
+        with timing.span("task", "evaluate", round):
+            diagnostic, test = evaluate_checkpoint_task(c, quote(learner), lf, cfg.test_size)
+    else:
+        with timing.span("task", "evaluate", round):
+            diagnostic = evaluate_task(c, learner, "diagnostic", cfg.test_size)
+        with timing.span("task", "evaluate", round):
+            test = evaluate_task(c, learner, "test", cfg.test_size)
     official = None
-    if cfg.official_eval is not None:  # tau2's official split, when the run config asks for it
+    if cfg.official_eval is not None:  # tau2's official split, when the run config asks for it (embedded learner)
         with timing.span("task", "evaluate official", round):
             official = official_task(c, learner, quote(cfg.official_eval))
     with timing.span("task", "reflect", round):
@@ -214,4 +242,6 @@ def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steer
         res.metrics = round_metrics_of(ctx, res)
         if official is not None:
             res.metrics.update(official.metrics())
+        if isinstance(learner, Checkpoint):
+            res.metrics.update(learner.metrics())
     return res

@@ -41,8 +41,10 @@ log = logging.getLogger("evosyn.run")
 
 
 def run_id_for(cfg: RunConfig) -> str:
-    # where it trains and what it also measures (official_eval) change no row the run synthesizes or learns
-    digest = hashlib.sha256(cfg.model_dump_json(exclude={"store", "train_deployment", "official_eval"}
+    # where it trains and what it also measures (official_eval) change no row the run synthesizes or learns;
+    # the llamafactory section only matters to a run that uses it (ids of embedded runs stay as they were)
+    unused = {"llamafactory"} if cfg.learner == "embedded" else set()
+    digest = hashlib.sha256(cfg.model_dump_json(exclude={"store", "train_deployment", "official_eval", *unused}
                                                 ).encode()).hexdigest()[:6]
     return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
 
@@ -123,6 +125,10 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
         check_roles(cfg)  # every LLM role's provider, model and key, before any work (the rounds use llm_roles(cfg))
     if cfg.official_eval is not None:
         check_official_config(cfg.official_eval, cfg.domain)  # its split and its LLM user, before any work
+    if cfg.learner == "llamafactory":
+        from agents.learners.llamafactory import check_learner
+
+        check_learner(cfg.llamafactory, cfg.train_deployment)  # its CLI, and a GPU where the recipe needs one
     store = Store(cfg.store_root())
     run_id = run_id or run_id_for(cfg)
     run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,
@@ -151,7 +157,9 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
         if not tracker.is_logged(child):  # a resume logs only the rounds (or their parts) not logged yet
             tracker.log_metrics(child, metrics, step=r)
             tracker.log_metrics(parent, {k: v for k, v in metrics.items() if "." not in k}, step=r)
-            tracker.log_params(child, {"space_version_in": res.space_in.version, "steering": steering.kind})
+            evaluated_by = next((e.model_version for e in [*res.diagnostic, *res.test]), "")
+            tracker.log_params(child, {"space_version_in": res.space_in.version, "steering": steering.kind,
+                                       "learner": cfg.learner, "model_version": evaluated_by})
             tracker.log_space(child, res.space_out)
             if res.reflection is not None:
                 tracker.log_reflection(child, res.reflection)

@@ -2,41 +2,33 @@
 
 Deployed to the `gpu` work pool (deployments/prefect.yaml). A round calls it
 through `run_deployment` when its config names a ``train_deployment`` and
-otherwise trains in-process; either way the trained learner lands at the same
-place in the store, so the worker that runs this flow must see the same store
-root (a shared volume or object storage).
+otherwise trains in-process; either way the trained learner (the embedded model,
+or the LLaMA-Factory checkpoint and its marker) lands at the same place in the
+store, so the worker that runs this flow must see the same store root (a shared
+volume or object storage).
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from prefect import flow, task
 
+from storage.config import LlamaFactoryConfig
 from storage.store import Store
 from pipeline import loop
 from pipeline.learn import run_domain
 from pipeline.stages import Ctx
 
 
-@task(name="export-sft")
-def export_task(store: Store, run_id: str, round: int, model: str):
-    from agents.learners.llamafactory import sft_config, write_config, write_dataset
-    from pipeline.datasets import examples_upto
-
-    base = store.root / "sft" / run_id / f"round={round}"
-    n = write_dataset(examples_upto(store, run_id, round, "train"), base / "data")
-    if n == 0:
-        raise ValueError(f"run {run_id} round {round}: no training examples in {store.root}")
-    return write_config(sft_config(model, base / "data", base / "checkpoint"), base / "sft.yaml")
-
-
 @task(name="llamafactory-train")
-def llamafactory_task(config_path: Path) -> Path:
-    from agents.learners.llamafactory import find_cli, run_training
+def llamafactory_task(store: Store, run_id: str, round: int, domain: str, lf: LlamaFactoryConfig) -> str:
+    """Export, then ``llamafactory-cli train`` (pipeline/checkpoint.py): the checkpoint's path."""
+    from agents.learners.llamafactory import check_learner
+    from pipeline.checkpoint import train_checkpoint
 
-    run_training(config_path, find_cli())
-    return config_path.parent / "checkpoint"
+    check_learner(lf)  # this worker's CLI and GPU, before the export
+    ckpt, _ = train_checkpoint(store, run_id, round, domain, lf, log=print)
+    return str(ckpt.path)
 
 
 @task(name="train")
@@ -49,26 +41,41 @@ def embedded_task(ctx: Ctx):
 
 @flow(name="sft-train")
 def sft_train(root: str, run_id: str, round: int, seed: int = 0, domain: str | None = None,
-              learner: Literal["embedded", "llamafactory"] = "embedded", model: str = "Qwen/Qwen3-8B") -> str:
-    """Returns the path of the trained model (embedded artifact or LLaMA-Factory checkpoint)."""
+              learner: Literal["embedded", "llamafactory"] = "embedded", model: str = "Qwen/Qwen3-8B",
+              llamafactory: dict[str, Any] | None = None) -> str:
+    """Returns the path of the trained model (embedded artifact or LLaMA-Factory checkpoint).
+
+    ``llamafactory``: the run's ``llamafactory`` config (``storage.config.LlamaFactoryConfig``); without it,
+    the paper's recipe on ``model``."""
     store = Store(root)
+    domain = run_domain(store, run_id, domain)
     if learner == "embedded":
-        return str(embedded_task(Ctx(store, run_id, round, seed, run_domain(store, run_id, domain))))
-    return str(llamafactory_task(export_task(store, run_id, round, model)))
+        return str(embedded_task(Ctx(store, run_id, round, seed, domain)))
+    lf = LlamaFactoryConfig.model_validate(llamafactory) if llamafactory else LlamaFactoryConfig(model=model)
+    return llamafactory_task(store, run_id, round, domain, lf)
 
 
-def train_via_deployment(ctx: Ctx, deployment: str, timeout: float | None = None):
-    """Run `sft-train` on its work pool, wait for it, and load the learner it saved in the store."""
+def train_via_deployment(ctx: Ctx, deployment: str, learner: str = "embedded",
+                         lf: LlamaFactoryConfig | None = None, timeout: float | None = None):
+    """Run `sft-train` on its work pool, wait for it, and load what it saved in the store (the embedded
+    learner, or the checkpoint's marker); a flow run that does not complete fails the round, naming it."""
     from prefect.deployments import run_deployment
 
+    from agents.learners.llamafactory import TrainingError
+    from pipeline.checkpoint import load_checkpoint
     from pipeline.learn import load_round
 
-    flow_run = run_deployment(deployment, timeout=timeout, poll_interval=2, parameters={
-        "root": str(ctx.store.root.resolve()), "run_id": ctx.run_id, "round": ctx.round, "seed": ctx.seed,
-        "domain": ctx.domain, "learner": "embedded"})
+    params: dict[str, Any] = {"root": str(ctx.store.root.resolve()), "run_id": ctx.run_id, "round": ctx.round,
+                              "seed": ctx.seed, "domain": ctx.domain, "learner": learner}
+    if learner == "llamafactory":
+        params["llamafactory"] = (lf or LlamaFactoryConfig()).model_dump(mode="json")
+    flow_run = run_deployment(deployment, timeout=timeout, poll_interval=2, parameters=params)
     if flow_run.state is None or not flow_run.state.is_completed():
         state = flow_run.state.name if flow_run.state else "unknown"
-        raise RuntimeError(f"training deployment {deployment} ended {state} (flow run {flow_run.name})")
+        raise TrainingError(f"training deployment {deployment} ended {state} (flow run {flow_run.name}): round "
+                           f"{ctx.round} of run {ctx.run_id} has no trained {learner} learner")
+    if learner == "llamafactory":
+        return load_checkpoint(ctx.store, ctx.run_id, ctx.round)
     return load_round(ctx.store, ctx.run_id, ctx.round)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agents.learners.exports import openai_messages
+from agents.learners.exports import trajectory_messages
 from pipeline.hf_card import SLICES, card_text
 from storage import atomic
 from storage.records import SFTExample, SynthTask, Verdict
@@ -91,7 +91,7 @@ def hf_rows(examples: list[SFTExample], tasks: dict[str, SynthTask], passed: dic
                      "run_id": e.run_id, "round": e.round, "space_version": e.space_version,
                      "domain": task.domain if task else "", **slices,
                      "observed": json.dumps(observed, sort_keys=True),
-                     "messages": [_message(m) for m in openai_messages(e)["messages"]],
+                     "messages": [_message(m) for m in trajectory_messages(e)["messages"]],
                      "tools": json.dumps(e.tools)})
     return rows, dropped
 

@@ -21,15 +21,18 @@ def model_path(store: Store, run_id: str, round: int) -> Path:
     return store.root / "models" / run_id / f"round={round}" / "embedded.joblib"
 
 
-def model_version(learner: EmbeddedLearner, run_id: str, round: int) -> str:
+def model_version(learner, run_id: str, round: int) -> str:
+    """``<run>/r<round>/<fingerprint>``: the embedded model's hash, or ``llamafactory-<hash>`` of a checkpoint."""
     return f"{run_id}/r{round}/{learner.fingerprint}"
 
 
 def run_domain(store: Store, run_id: str, domain: str | None = None) -> str:
-    """``domain``, else the stored run's domain, else the default domain pack."""
+    """``domain``, else the stored run's domain, else its tasks' (a synthesis pass stores no run row), else the
+    default domain pack."""
     if domain:
         return domain
-    return next((r.domain for r in store.read_records("runs", run_id=run_id)), None) or default_domain()
+    return (next((r.domain for r in store.read_records("runs", run_id=run_id)), None)
+            or next((t.domain for t in store.read_records("tasks", run_id=run_id)), None) or default_domain())
 
 
 def fit_embedded(trajectories: list[Trajectory], domain: str | None = None, seed: int = 0) -> EmbeddedLearner:
@@ -77,8 +80,10 @@ def evaluated(run_id: str, round: int, task_set: str, batch: list[Evaluation], t
 
 def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner: EmbeddedLearner | None = None,
                    cases: list[TaskCase] | None = None, domain: str | None = None,
-                   emit: Emit | None = None) -> list[Evaluation]:
-    """``emit``: a ``StageEvent`` every ``EVAL_BATCH`` tasks (stage ``evaluate <task_set>``)."""
+                   emit: Emit | None = None, max_steps: int = 40) -> list[Evaluation]:
+    """``emit``: a ``StageEvent`` every ``EVAL_BATCH`` tasks (stage ``evaluate <task_set>``). ``learner``: any
+    task agent with a ``fingerprint`` (the embedded learner, a served checkpoint); default the round's
+    embedded learner."""
     learner = learner or load_round(store, run_id, round)
     domain = run_domain(store, run_id, domain)
     if cases is None:
@@ -88,7 +93,7 @@ def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner
     for i in range(0, len(cases), EVAL_BATCH) if cases else [0]:
         t0 = time.monotonic()
         evs, trajs = evaluate(learner, cases[i:i + EVAL_BATCH], env, run_id=run_id, round=round, task_set=task_set,
-                              model_version=version, id_key=f"r{round}/{learner.fingerprint}")
+                              model_version=version, id_key=f"r{round}/{learner.fingerprint}", max_steps=max_steps)
         if emit is not None:
             emit(evaluated(run_id, round, task_set, evs, len(cases), len(evaluations),
                            sum(e.success for e in evaluations), time.monotonic() - t0))

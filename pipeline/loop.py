@@ -38,7 +38,8 @@ def train(ctx: Ctx, emit: Emit | None = None):
     return learner
 
 
-def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = 200, emit: Emit | None = None) -> list[Evaluation]:
+def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = 200, emit: Emit | None = None,
+             max_steps: int = 40) -> list[Evaluation]:
     chunk = f"eval-{task_set}"
     if ctx.done("evaluate", chunk):
         out = ctx.read("evaluations", chunk)
@@ -48,7 +49,7 @@ def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = 200, emit: Emit 
     cases = (diagnostic_cases(ctx.store, ctx.run_id, ctx.round) if task_set == "diagnostic"
              else test_cases(ctx.store, ctx.domain, n=test_size))
     out = evaluate_round(ctx.store, ctx.run_id, ctx.round, task_set, learner=learner, cases=cases, domain=ctx.domain,
-                         emit=emit)
+                         emit=emit, max_steps=max_steps)
     ctx.mark("evaluate", chunk)  # also an empty set (no diagnostic tasks yet): nothing to write, and done
     return out
 

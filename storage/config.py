@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from storage.records import Arm
 
@@ -85,6 +85,22 @@ class OfficialEvalConfig(_Strict):
     user: RoleConfig = Field(default_factory=RoleConfig)  # embedded (scripted) unless backend: llm
 
 
+class LlamaFactoryConfig(_Strict):
+    """``learner: llamafactory``: what each round trains, and how its checkpoint is served for evaluation."""
+
+    model: str = "Qwen/Qwen3-8B"  # base model: a folder (or hub name) the training machine has
+    template: str = "qwen3"  # LLaMA-Factory's chat template, in training and in `llamafactory-cli api`
+    deepspeed: bool = True  # ZeRO-3 (agents/learners/ds_z3_config.json), as the paper trains
+    # keys of the paper's recipe to override, e.g. {max_steps: 3, bf16: false, flash_attn: disabled} on CPU
+    recipe: dict[str, Any] = Field(default_factory=dict)
+    # auto: vLLM where it is installed and a GPU is present, else `llamafactory-cli api`
+    serve: Literal["auto", "vllm", "llamafactory"] = "auto"
+    max_new_tokens: int = Field(default=1024, ge=1)  # per reply of the served checkpoint
+    max_steps: int = Field(default=40, ge=1, le=200)  # agent replies per evaluated task
+    train_timeout_s: float = Field(default=24 * 3600, gt=0)
+    serve_timeout_s: float = Field(default=900, gt=0)  # until the server answers /v1/models
+
+
 class RunConfig(_Strict):
     # a domain pack's name; "" is the default pack. Storage cannot see the packs: flows/inputs.py
     # checks the name (a known domain with an environment) and fills the default before any work
@@ -103,8 +119,16 @@ class RunConfig(_Strict):
     train_deployment: str | None = Field(default=None, pattern=r"^[^/\s]+/[^/\s]+$")
     # e.g. {split: test, trials: 4}: each round also scores its learner on tau2's official split (pass^k)
     official_eval: OfficialEvalConfig | None = None
+    llamafactory: LlamaFactoryConfig = Field(default_factory=LlamaFactoryConfig)  # read when learner: llamafactory
     store: StoreConfig = Field(default_factory=StoreConfig)
     roles: dict[Literal[ROLES], RoleConfig] = Field(default_factory=dict)  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _official_needs_the_embedded_learner(self) -> "RunConfig":
+        if self.official_eval is not None and self.learner != "embedded":
+            raise ValueError("official_eval: only with learner: embedded for now; score a served checkpoint with "
+                             "`evosyn evaluate --official --agent openai_compatible:MODEL --agent-base-url URL`")
+        return self
 
     def store_root(self) -> Path:
         root = self.store.root or os.environ.get("EVOSYN_HOME") or ".evosyn"

@@ -1,11 +1,20 @@
 """A task agent served behind an OpenAI-compatible API with tool calling (vLLM, `llamafactory-cli api`).
 
+<<<<<<< HEAD
 ``tool_calls="prompt"`` serves a model whose chat template has no tool calling (a
 small GGUF on llama.cpp): the tools go in the system prompt and the call comes
 back as JSON in the reply text, validated by ``agents.llm.prompt_tools``. An
 invalid call is kept in ``rejected`` (reason and raw reply) and asked again with
 the problem shown, at most ``retries`` times; after that the reply stands as a
 plain message (so the episode goes on and the verifier scores it).
+=======
+Its requests carry the conversation as the exports write it for training
+(``exports.agent_turns``): the policy as the system prompt, alternating turns,
+the results of parallel calls as one tool message (``llamafactory-cli api``
+accepts only strictly alternating user / assistant messages; a qwen template
+renders the joined results as it renders separate ones). Parallel tool calls
+in a reply are all kept.
+>>>>>>> i16-lf
 """
 from __future__ import annotations
 
@@ -13,21 +22,12 @@ import json
 import os
 from typing import Any
 
+from agents.learners.exports import agent_turns, openai_turns
 from storage.records import Message, ToolCall
 
 
 def to_openai(messages: list[Message], system: str) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for m in messages:
-        if m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content or ""})
-        elif m.role == "assistant" and m.tool_calls:
-            out.append({"role": "assistant", "content": m.content, "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                for c in m.tool_calls]})
-        elif m.role in ("user", "assistant"):
-            out.append({"role": m.role, "content": m.content or ""})
-    return out
+    return openai_turns(agent_turns(messages, complete=False), system, merge_results=True)
 
 
 class OpenAICompatibleAgent:
@@ -70,7 +70,7 @@ class OpenAICompatibleAgent:
                     args = {"_unparsed": tc.function.arguments}  # the verifier's executable check will say why
                 calls.append(ToolCall(id=tc.id or f"call_{n}", name=tc.function.name,
                                       arguments=args if isinstance(args, dict) else {"_unparsed": args}))
-            return Message(role="assistant", content=msg.content, tool_calls=calls[:1])
+            return Message(role="assistant", content=msg.content or None, tool_calls=calls)
         return Message(role="assistant", content=msg.content or "")
 
     def _act_prompted(self, messages: list[Message]) -> Message:

@@ -41,6 +41,13 @@ def test_exports(home, tmp_path):
                                      f"held out {counts['d']} diagnostic; dropped 0"
     info = json.loads((tmp_path / "sharegpt" / "dataset_info.json").read_text())
     assert info["evosyn"]["formatting"] == "sharegpt" and info["evosyn"]["columns"]["tools"] == "tools"
+    from envs.packs import get_domain
+
+    policy = get_domain("airline").policy  # the system prompt the served agent gets, in both exports
+    assert all(r["system"] == policy for r in json.loads((tmp_path / "sharegpt" / "evosyn.json").read_text()))
+    lines = (tmp_path / "openai" / "train.jsonl").read_text().splitlines()
+    assert all(json.loads(x)["messages"][0] == {"role": "system", "content": policy} for x in lines)
+    assert json.loads((tmp_path / "openai" / "dataset_info.json").read_text())["evosyn"]["formatting"] == "openai"
     from tau2.data_model.tasks import Task
 
     tasks = json.loads((tmp_path / "tau2" / "tasks.json").read_text())
@@ -62,7 +69,7 @@ def test_a_conversation_sharegpt_cannot_hold_is_dropped_with_its_reason(home, tm
     chosen.train[0] = bad.model_copy(update={"messages": msgs})
     n, dropped = _export(store, RUN, chosen, "sharegpt", tmp_path / "s")
     assert n == len(chosen.train) - 1 and len(json.loads((tmp_path / "s" / "evosyn.json").read_text())) == n
-    assert dropped == {"not a ShareGPT conversation (one tool call per turn is supported, got 2)": 1}
+    assert dropped == {"not a ShareGPT conversation (2 tool calls but 1 results)": 1}
 
 
 def test_missing_inputs_are_one_line_errors(home):

@@ -1,0 +1,144 @@
+"""Serve a checkpoint behind an OpenAI-compatible API for as long as its evaluation lasts.
+
+vLLM (``--enable-auto-tool-choice --tool-call-parser hermes``: the Qwen3 tool-call
+format) where it is installed beside LLaMA-Factory and a GPU is present;
+``llamafactory-cli api`` (its Hugging Face engine, CPU or GPU) otherwise. The
+server listens on 127.0.0.1 on a free port, in its own process group, with its
+log next to the checkpoint; ``serving`` waits until ``/v1/models`` answers and
+stops the whole process tree when the block ends, also on an error.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import psutil
+import yaml
+
+from agents.learners.llamafactory import TrainingError, find_cli, gpu_count, with_parent
+from storage import atomic
+from storage.config import LlamaFactoryConfig
+
+SERVED_NAME = "checkpoint"  # the model name requests use (both servers are told it)
+
+
+class ServeError(TrainingError):
+    pass
+
+
+@dataclass(frozen=True)
+class Served:
+    base_url: str
+    model: str
+    engine: str
+    log: Path
+
+
+def vllm_cli(cli: str) -> str | None:
+    """vLLM's CLI beside LLaMA-Factory's (the same environment), or on PATH."""
+    beside = Path(cli).parent / "vllm"
+    return str(beside) if beside.exists() else shutil.which("vllm")
+
+
+def engine_for(lf: LlamaFactoryConfig, cli: str) -> str:
+    if lf.serve != "auto":
+        return lf.serve
+    return "vllm" if vllm_cli(cli) and gpu_count() > 0 else "llamafactory"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def command(engine: str, checkpoint: Path, lf: LlamaFactoryConfig, cli: str, port: int
+            ) -> tuple[list[str], dict[str, str]]:
+    """The server's argv and the environment it adds."""
+    if engine == "vllm":
+        vllm = vllm_cli(cli)
+        if vllm is None:
+            raise ServeError("llamafactory.serve: vllm is not installed beside llamafactory-cli nor on PATH")
+        return [vllm, "serve", str(checkpoint), "--host", "127.0.0.1", "--port", str(port),
+                "--served-model-name", SERVED_NAME, "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+                "--max-model-len", str(int(lf.recipe.get("cutoff_len", 16384)) + lf.max_new_tokens)], {}
+    cfg = checkpoint.parent / "serve.yaml"
+    atomic.write_text(cfg, yaml.safe_dump({"model_name_or_path": str(checkpoint), "template": lf.template,
+                                           "infer_backend": "huggingface", "trust_remote_code": True,
+                                           "max_new_tokens": lf.max_new_tokens}, sort_keys=False))
+    return [cli, "api", str(cfg)], {"API_HOST": "127.0.0.1", "API_PORT": str(port), "API_MODEL_NAME": SERVED_NAME,
+                                    "API_VERBOSE": "0"}
+
+
+def _stop(proc: subprocess.Popen, grace: float = 20.0) -> None:
+    try:
+        parent = psutil.Process(proc.pid)
+        tree = [parent, *parent.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    for p in tree:
+        try:
+            p.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(tree, timeout=grace)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    proc.wait(timeout=grace)
+
+
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # our own server on 127.0.0.1: no proxy
+
+
+def _answers(url: str) -> bool:
+    try:
+        with _DIRECT.open(url, timeout=5.0) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _tail(path: Path, n: int = 1) -> str:
+    lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()] if path.exists() else []
+    return " | ".join(lines[-n:])[-300:] or "(no output)"
+
+
+@contextmanager
+def serving(checkpoint: Path, lf: LlamaFactoryConfig, cli: str | None = None) -> Iterator[Served]:
+    """The checkpoint served on 127.0.0.1 while the block runs; ``ServeError`` if it does not come up."""
+    cli = find_cli(cli)
+    engine, port = engine_for(lf, cli), free_port()
+    argv, extra = command(engine, checkpoint, lf, cli, port)
+    log = checkpoint.parent / f"serve-{engine}.log"
+    env = {**os.environ, "DISABLE_VERSION_CHECK": "1", "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost",
+           **extra}
+    base = f"http://127.0.0.1:{port}/v1"
+    with log.open("w") as fh:
+        proc = subprocess.Popen(with_parent(argv), stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + lf.serve_timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise ServeError(f"{engine} server for {checkpoint} exited with {proc.returncode} before it "
+                                 f"answered ({_tail(log)}); see {log}")
+            if _answers(f"{base}/models"):
+                break
+            if time.monotonic() > deadline:
+                raise ServeError(f"{engine} server for {checkpoint} did not answer within {lf.serve_timeout_s:.0f}s "
+                                 f"(llamafactory.serve_timeout_s); see {log}")
+            time.sleep(1.0)
+        yield Served(base, SERVED_NAME, engine, log)
+    finally:
+        _stop(proc)
