@@ -46,7 +46,7 @@ class Turn:
     kind: str  # human | gpt | function_call | observation
     text: str = ""
     calls: list[ToolCall] = field(default_factory=list)
-    results: list[Message] = field(default_factory=list)  # observation: the tool messages, in call order
+    results: list[Message] = field(default_factory=list)  # observation: the tool messages, as the calls came
 
     @property
     def side(self) -> str:
@@ -158,8 +158,8 @@ def trajectory_messages(example: SFTExample, system: str = "") -> dict[str, Any]
     for m in example.messages:
         if m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""})
-        elif m.tool_calls:
-            out.append({"role": "assistant", "content": m.content, "tool_calls": openai_calls(m.tool_calls)})
+        elif m.tool_calls:  # its own role: a user may call tools of its own (dual control)
+            out.append({"role": m.role, "content": m.content, "tool_calls": openai_calls(m.tool_calls)})
         else:
             out.append({"role": m.role, "content": m.content or ""})
     return {"messages": out, "tools": example.tools}
