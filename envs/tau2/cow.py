@@ -93,6 +93,21 @@ class _Changes:
         self.lines: list[tuple[str, str]] | None = []  # sorted diff; None: to be rebuilt
         self.blob: bytes | None = None  # the lines as the digest hashes them
 
+    def refresh(self, key, value: Any, base: Any, in_base: bool, base_dumps: dict) -> None:
+        """Re-derive ``key``'s entry from its current ``value`` and its ``base`` one (``in_base``: it has one)."""
+        verdict = compare(value, base) if in_base else DIFFERENT
+        if verdict == SAME:
+            self.diff.pop(key, None)
+            return
+        dump = _dump(value)
+        if verdict != DIFFERENT:  # only a dump can tell
+            if key not in base_dumps:
+                base_dumps[key] = _dump(base)
+            if base_dumps[key] == dump:
+                self.diff.pop(key, None)
+                return
+        self.diff[key] = dump
+
 
 class CowDict(dict):
     __slots__ = ("_base", "_changes", "_mode", "_owned")
@@ -180,19 +195,8 @@ class CowDict(dict):
             return ch.lines
         for key in ch.dirty:
             if dict.__contains__(self, key):
-                value = dict.__getitem__(self, key)
-                verdict = compare(value, self._base[key]) if key in self._base else DIFFERENT
-                if verdict == SAME:
-                    ch.diff.pop(key, None)
-                    continue
-                dump = _dump(value)
-                if verdict != DIFFERENT:  # only a dump can tell
-                    if key not in base_dumps:
-                        base_dumps[key] = _dump(self._base[key])
-                    if base_dumps[key] == dump:
-                        ch.diff.pop(key, None)
-                        continue
-                ch.diff[key] = dump
+                in_base = key in self._base
+                ch.refresh(key, dict.__getitem__(self, key), self._base[key] if in_base else None, in_base, base_dumps)
             elif key in self._base:
                 ch.diff[key] = ""
             else:
@@ -307,19 +311,8 @@ class CowList(list):
         if not ch.dirty and ch.lines is not None:
             return ch.lines
         for i in ch.dirty:
-            value = list.__getitem__(self, i)
-            verdict = compare(value, self._base[i]) if i < len(self._base) else DIFFERENT
-            if verdict == SAME:
-                ch.diff.pop(i, None)
-                continue
-            dump = _dump(value)
-            if verdict != DIFFERENT:  # only a dump can tell
-                if i not in base_dumps:
-                    base_dumps[i] = _dump(self._base[i])
-                if base_dumps[i] == dump:
-                    ch.diff.pop(i, None)
-                    continue
-            ch.diff[i] = dump
+            in_base = i < len(self._base)
+            ch.refresh(i, list.__getitem__(self, i), self._base[i] if in_base else None, in_base, base_dumps)
         ch.dirty.clear()
         ch.lines, ch.blob = sorted((f"{k:08d}", v) for k, v in ch.diff.items()), None
         return ch.lines
