@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 import pyarrow as pa
 from pydantic_core import from_json
-from storage.records import STORED, Record
+from storage.canonical import STORED
+from storage.records import Record
 
 SCHEMA_FILE = "_schema.parquet"  # in each table's folder: its Arrow schema, so an empty table still has one
 
