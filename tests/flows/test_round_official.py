@@ -1,16 +1,12 @@
 """A run config's `official_eval`: checked in one line before any work; each round scores its learner on tau2's split."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 from click.testing import CliRunner
 
 from storage.config import ConfigError, OfficialEvalConfig, RoleConfig, validate_config
+from tests.flows.test_run_tracking import cli
 
-PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}")
 CONFIG = ("domain: airline\nrounds: 1\nbudget: 8\nseed: 2\ntest_size: 10\nchunk_size: 4\n"
           "official_eval: {split: test, trials: 2, max_tasks: 3}\n")
 
@@ -59,16 +55,6 @@ def test_evosyn_run_refuses_a_split_the_domain_lacks_before_any_work(tmp_path):
     assert not home.exists()
 
 
-def _cli(home, *args):
-    env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME,
-           "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    p = subprocess.run([sys.executable, "-m", "flows.cli", *args], env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return p
-
-
 @pytest.mark.slow
 def test_each_round_scores_its_learner_on_the_official_split_and_a_resume_adds_nothing(tmp_path):
     from mlflow.tracking import MlflowClient
@@ -79,7 +65,7 @@ def test_each_round_scores_its_learner_on_the_official_split_and_a_resume_adds_n
 
     home, cfg = tmp_path / "h", tmp_path / "cfg.yaml"
     cfg.write_text(CONFIG)
-    _cli(home, "run", "--config", str(cfg))
+    cli(home, "run", "--config", str(cfg))
     store = Store(home, create=False)
     run_id = next(r for r in store.runs() if not r.startswith("testset-"))
     evals = store.read_records("evaluations", run_id=run_id)
@@ -99,7 +85,7 @@ def test_each_round_scores_its_learner_on_the_official_split_and_a_resume_adds_n
         by_task.setdefault(e.task_id, []).append(is_success(e.reward))
     assert round_run.data.metrics["official_test_pass_hat_2"] == pytest.approx(pass_hat_ks(by_task)[2])
     assert round_run.data.metrics["official_test_tasks"] == 3
-    _cli(home, "run", "--resume", run_id)
+    cli(home, "run", "--resume", run_id)
     again = [e for e in Store(home, create=False).read_records("evaluations", run_id=run_id)
              if e.task_set == "official:test"]
     assert sorted(e.model_dump_json() for e in again) == sorted(e.model_dump_json() for e in official)
