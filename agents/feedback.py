@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from scipy.stats import binomtest
 
-from agents.probes import PROBES, TaskProfile, conditional_mi, nmi, tool_count_tertiles
+from agents.probes import PROBES, TaskProfile, conditional_mi, nmi, permutation_p, tool_count_tertiles
 from envs.packs import get_pack
 from storage.records import Evaluation, Feedback, Probe, ProbeBucket, SliceStat, SynthesisSpace
 
@@ -86,7 +86,9 @@ def probe_report(inp: FeedbackInputs, *, run_id: str, round: int) -> list[Probe]
             rows.append(ProbeBucket(bucket=b, count=len(idx),
                                     failure_rate=(sum(fails[i] for i in idx) / len(idx)) if idx else None,
                                     coverage=c_vals[b] / max(1, len(verified))))
-        cmi = conditional_mi(fails, d_vals, [p.stratum for p in diag]) if diag else 0.0
+        strata = [p.stratum for p in diag]
+        cmi = conditional_mi(fails, d_vals, strata) if diag else 0.0
+        p_value = permutation_p(fails, d_vals, strata, key=f"{run_id}/{round}/{name}") if diag else 1.0
         g = [tertile[p.task_id] for p in diag]
         expected = 1.0 / max(1, len(names))
         gap = max((expected - r.coverage) / expected for r in rows) if rows else 0.0
@@ -94,5 +96,6 @@ def probe_report(inp: FeedbackInputs, *, run_id: str, round: int) -> list[Probe]
                          cmi_given_space=cmi, nmi_tool_tertiles=nmi(d_vals, g) if diag else 0.0,
                          residual_cmi=conditional_mi(fails, d_vals, g) if diag else 0.0, coverage_gap=max(0.0, gap),
                          suggested_factor=name if name in realizable else "",
-                         suggested_values=names if name in realizable else [], in_space=name in in_space))
+                         suggested_values=names if name in realizable else [], in_space=name in in_space,
+                         p_value=p_value, support=sum(v in names for v in d_vals)))
     return out

@@ -7,10 +7,11 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.plans import DefaultPrior, Infeasible, Plan
+from agents.plans import DefaultPrior, Infeasible, Plan, seeded_rng
 from envs.base import Domain
 from envs.ontology import check_selection
 from envs.packs import UserPhrasing, get_pack
+from envs.properties import PROPERTIES, Call, bucket, measure_all, min_writes
 from envs.replay import gold_digest
 from envs.tau2.convert import task_from_dict
 from storage.records import Blueprint, SynthesisSpace, SynthTask
@@ -39,23 +40,75 @@ class Generator(Protocol):
     def generate(self, blueprint: Blueprint, space: SynthesisSpace) -> SynthTask: ...
 
 
-class EmbeddedGenerator:
-    """Deterministic, seeded task construction over the real environment DB (the domain pack's task builder)."""
+# the builder realizes these itself (exactly, in one plan); other selected properties are realized by planning
+# again with a new seed salt until the plan's gold actions measure as requested
+NATIVE = frozenset({"num_write", "num_read"})
 
-    def __init__(self, domain: Domain, prior: DefaultPrior | None = None):
-        self.domain = domain
+
+def plan_calls(domain: Domain, plan: Plan) -> list[Call]:
+    """A plan's gold actions as the properties see them (each write is executed while planning: it changes state)."""
+    out = []
+    for action in plan.actions:
+        who = "user" if len(action) > 2 and action[2] == "user" else "assistant"
+        out.append(Call(action[0], action[1], domain.tool_kind(action[0], who) or "unknown", by_user=who == "user"))
+    return out
+
+
+class EmbeddedGenerator:
+    """Deterministic, seeded task construction over the real environment DB (the domain pack's task builder).
+
+    A selected property the builder does not realize itself (``NATIVE``) is realized by planning again, with a
+    new seed salt, up to ``tries`` times, until the plan's gold actions measure as requested; the prior's
+    suppressed buckets of unselected properties are kept only with their keep probability.
+    """
+
+    def __init__(self, domain: Domain, prior: DefaultPrior | None = None, tries: int = 24):
+        self.domain, self.prior, self.tries = domain, prior or DefaultPrior(), tries
+        self.pack = get_pack(domain.name)
         try:
-            self.builder = get_pack(domain.name).task_builder(domain, prior or DefaultPrior())
+            self.builder = self.pack.task_builder(domain, self.prior)
         except NotImplementedError:
             raise GenerationError(f"domain {domain.name!r} has no embedded generator "
                                   "(its pack defines no task_builder)") from None
+
+    def _plan(self, sel: dict[str, list[str]], blueprint_id: str, seed: int) -> Plan:
+        want = {k: v[0] for k, v in sel.items() if k in PROPERTIES and k not in NATIVE and v}
+        suppress = {k: b for k, b in self.prior.suppress.items() if k not in sel and b}
+        if not want and not suppress:
+            return self.builder.plan(sel, blueprint_id, seed)
+        keys = [*want, *suppress]
+        # a value only writes can show, while the write count is left to the prior: ask the builder for
+        # enough writes (alternating the fewest needed and one more)
+        need = min_writes(want) if "num_write" not in sel else 0
+        last: Infeasible | None = None
+        refused = 0
+        for k in range(self.tries):
+            ask = {**sel, "num_write": [bucket(need + k % 2)]} if need else sel
+            try:
+                plan = self.builder.plan(ask, blueprint_id if k == 0 else f"{blueprint_id}#{k}", seed)
+            except Infeasible as exc:
+                last, refused = exc, refused + 1
+                if refused >= 3:  # the builder itself cannot realize the rest of the selection
+                    break
+                continue
+            got = measure_all(plan_calls(self.domain, plan), self.pack, keys)
+            missed = [f"{key}={got[key]}" for key, v in want.items() if got[key] != v]
+            if missed:
+                last = Infeasible(f"no plan in {k + 1} tries realizes {want} (last: {', '.join(missed)})")
+                continue
+            keep = [self.prior.suppress[key].get(got[key], 1.0) for key in suppress]
+            draw = seeded_rng(blueprint_id, seed, f"prior/{k}").random()
+            if all(draw < p for p in keep):
+                return plan
+            last = Infeasible(f"the prior suppresses {', '.join(f'{key}={got[key]}' for key in suppress)}")
+        raise last or Infeasible(f"no plan in {self.tries} tries")
 
     def generate(self, blueprint: Blueprint, space: SynthesisSpace) -> SynthTask:
         problems = check_selection(space, blueprint.selected_dimensions)
         if problems:
             raise GenerationError("blueprint outside the space: " + "; ".join(problems))
         try:
-            plan = self.builder.plan(blueprint.selected_dimensions, blueprint.blueprint_id, blueprint.seed)
+            plan = self._plan(blueprint.selected_dimensions, blueprint.blueprint_id, blueprint.seed)
         except Infeasible as exc:
             raise GenerationError(f"infeasible: {exc}") from None
         task_id = "syn-" + hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}".encode()).hexdigest()[:12]

@@ -12,6 +12,7 @@ from agents.plans import BUCKET_RANGE
 from envs.base import EnvSummary
 from envs.ontology import check_selection
 from envs.packs import PlannerRules, get_pack
+from envs.properties import min_writes
 from storage.records import Blueprint, DifficultyControls, Direction, SynthesisSpace
 
 ORDER = ("task_family", "expected_outcome", "num_write", "num_read", "difficulty_profile")
@@ -118,6 +119,13 @@ class EmbeddedPlanner:
                 return
             sel[key] = [rng.choice(allowed)]
 
+        need = min_writes({k: v for k, v in sel.items() if k != "num_write"})
+        if need:  # a property value that only writes can show (a multi-item write, a mixed pair of writes, ...)
+            force("expected_outcome", ["fulfill"])
+            if "num_write" in keys:
+                force("num_write", [b for b, (least, _) in BUCKET_RANGE.items() if least >= need])
+            if "num_read" in keys and sel["num_read"] == ["0"]:
+                force("num_read", [b for b in BUCKET_RANGE if b != "0"])
         if "num_read" in keys and sel["num_read"] == ["0"]:
             force("num_write", ["0"]) if "num_write" in keys else None
             force("expected_outcome", ["refuse"])

@@ -33,9 +33,16 @@ class Infeasible(ValueError):
 
 @dataclass
 class DefaultPrior:
-    """What the generator does for properties the space does not control yet (configurable)."""
+    """What the generator does for properties the space does not control yet (configurable).
+
+    ``writes``: the write-count distribution of a fulfilment when num_write is not selected.
+    ``suppress``: property -> {bucket: keep probability}: while the property is not selected, a plan
+    in that bucket is kept only with that probability (else planned again); a planted gap
+    (``evosyn bench discovery``) is such a suppression.
+    """
 
     writes: dict[int, float] = field(default_factory=lambda: {1: 0.8, 2: 0.15, 3: 0.05})
+    suppress: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 DEFAULT_PRIOR = DefaultPrior()

@@ -1,22 +1,30 @@
 """Diagnostic probes: measurable trajectory properties, and the information they carry about failure.
 
 A probe buckets a task by a property of its gold (verified teacher) solution.
-For each probe we report failure rate and coverage per bucket and
+The catalog is domain-generic: every trajectory property of ``envs/properties.py``
+(read from the task's observed factors, which the verifier measured on the
+replay) plus a few of the gold conversation itself (turns, transfers, derived
+numeric arguments, call order, kind of state change). For each probe we report
+failure rate and coverage per bucket and
   I(Y_fail; d | O_r)   conditional mutual information given the current space's
-                       stratum (task family x outcome x difficulty), App. B.10;
+                       stratum (task family x outcome x difficulty), App. B.10,
+                       with a permutation-test p-value (failures shuffled within strata);
   NMI(d, g)            normalized mutual information with tool-count tertiles g;
   I(Y_fail; d | g)     residual failure information beyond tool count, App. B.11.
 All in nats, plug-in estimates.
 """
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 
+import numpy as np
 from scipy.stats import entropy as scipy_entropy
 from sklearn.metrics import mutual_info_score, normalized_mutual_info_score
 
+from envs.properties import PROPERTIES
 from storage.records import Message
 
 
@@ -34,26 +42,24 @@ def _calls(p: TaskProfile) -> list:
     return [c for m in p.gold for c in m.tool_calls]
 
 
-def _entities(p: TaskProfile) -> str:
-    ids = {str(v) for c in _calls(p) for k, v in c.arguments.items() if k.endswith("_id")}
-    return "1" if len(ids) <= 1 else "2" if len(ids) == 2 else "3+"
-
-
 def _turns(p: TaskProfile) -> str:
     n = sum(1 for m in p.gold if m.role == "assistant")
     return "<=6" if n <= 6 else "7-12" if n <= 12 else "13+"
 
 
+def _observed(key: str, default: str) -> Callable[[TaskProfile], str]:
+    return lambda p: (p.observed.get(key) or [default])[0]
+
+
+# name -> (TaskProfile -> bucket, buckets; [] = the values seen)
 PROBES: dict[str, tuple[Callable[[TaskProfile], str], list[str]]] = {
-    "num_write": (lambda p: p.observed.get("num_write", ["0"])[0], ["0", "1", "2", "3-4", "5+"]),
-    "num_read": (lambda p: p.observed.get("num_read", ["0"])[0], ["0", "1", "2", "3-4", "5+"]),
-    "numeric_arguments": (lambda p: p.observed.get("computation", ["none"])[0], ["none", "required"]),
-    "entities_touched": (_entities, ["1", "2", "3+"]),
+    **{k: (_observed(k, "n/a"), list(prop.values)) for k, prop in PROPERTIES.items()},
     "turns": (_turns, ["<=6", "7-12", "13+"]),
     "transfers": (lambda p: "yes" if any(c.name == "transfer_to_human_agents" for c in _calls(p)) else "no",
                   ["no", "yes"]),
-    "order_pattern": (lambda p: p.observed.get("trajectory_pattern", ["none"])[0], []),
-    "state_change_type": (lambda p: p.observed.get("state_change_type", ["none"])[0], []),  # the pack's kinds
+    "numeric_arguments": (_observed("computation", "none"), ["none", "required"]),
+    "order_pattern": (_observed("trajectory_pattern", "none"), []),
+    "state_change_type": (_observed("state_change_type", "none"), []),  # the pack's kinds
 }
 
 
@@ -81,13 +87,46 @@ def mutual_information(xs: Sequence[Hashable], ys: Sequence[Hashable]) -> float:
 
 
 def conditional_mi(xs: Sequence[Hashable], ys: Sequence[Hashable], zs: Sequence[Hashable]) -> float:
-    """I(X; Y | Z) = sum_z p(z) I(X; Y | Z = z): the stratum weighting is ours, each term sklearn's."""
-    groups: dict[Hashable, list[int]] = defaultdict(list)
-    for i, z in enumerate(zs):
-        groups[z].append(i)
-    n = len(xs)
-    return sum(len(idx) / n * mutual_information([xs[i] for i in idx], [ys[i] for i in idx])
-               for idx in groups.values()) if n else 0.0
+    """I(X; Y | Z) = sum_z p(z) I(X; Y | Z = z), plug-in, in nats."""
+    if not len(xs):
+        return 0.0
+    x, y, z = (np.asarray(_codes(v)) for v in (xs, ys, zs))
+    return float(_cmi(x, y[None, :], z)[0])
+
+
+def _cmi(x: np.ndarray, ys: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """I(X; Y_b | Z) for each row b of ``ys`` (integer codes), vectorized over rows."""
+    n = x.size
+    nx, ny, nz = int(x.max()) + 1, int(ys.max()) + 1, int(z.max()) + 1
+    b = ys.shape[0]
+    cell = (z * nx + x)[None, :] * ny + ys + (np.arange(b) * nz * nx * ny)[:, None]
+    joint = np.bincount(cell.ravel(), minlength=b * nz * nx * ny).reshape(b, nz, nx, ny).astype(float)
+    n_zx = joint.sum(axis=3, keepdims=True)
+    n_zy = joint.sum(axis=2, keepdims=True)
+    n_z = joint.sum(axis=(2, 3), keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(joint > 0, joint / n * np.log(joint * n_z / (n_zx * n_zy)), 0.0)
+    return np.maximum(terms.sum(axis=(1, 2, 3)), 0.0)
+
+
+def permutation_p(xs: Sequence[Hashable], ys: Sequence[Hashable], zs: Sequence[Hashable], *, key: str,
+                  permutations: int = 999) -> float:
+    """P-value of I(X; Y | Z) against Y shuffled within each stratum of Z (the conditional null).
+
+    (1 + #{permuted >= observed}) / (1 + permutations); seeded by ``key``, so the same inputs give the
+    same p-value. 1.0 when there is nothing to test (no tasks, or X or Y constant).
+    """
+    if len(xs) < 2 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return 1.0
+    x, y, z = (np.asarray(_codes(v)) for v in (xs, ys, zs))
+    observed = _cmi(x, y[None, :], z)[0]
+    rng = np.random.default_rng(int(hashlib.sha256(key.encode()).hexdigest()[:16], 16))
+    grouped = np.argsort(z, kind="stable")  # positions, stratum by stratum
+    order = np.argsort(z[None, :] + rng.random((permutations, x.size)), axis=1)  # same strata, shuffled within
+    shuffled = np.empty((permutations, x.size), dtype=y.dtype)
+    shuffled[:, grouped] = y[order]
+    null = _cmi(x, shuffled, z)
+    return float((1 + np.sum(null >= observed - 1e-12)) / (1 + permutations))
 
 
 def nmi(xs: Sequence[Hashable], ys: Sequence[Hashable]) -> float:

@@ -5,17 +5,31 @@ Embedded decision rules:
      (coverage gap below ``gap_ok``), deprecate one that carries no failure
      information and no coverage gap, otherwise keep it experimental.
   2. If the weakness is expressible in the current space, reallocate only.
-  3. Otherwise add at most one factor from a probe that is evidence-grounded
-     (failure-driven: I(Y_fail; d | O_r) >= ``min_cmi`` with enough diagnostic
-     tasks; coverage-gap-driven only with learner evidence of failure in the
-     under-covered region), interpretable and low-cardinality (<= 6 buckets),
-     non-redundant (residual information beyond tool count >= ``min_residual``)
-     and realizable by the generator. Seed factors are never renamed, merged or deleted.
-Without learner evidence (the no-feedback control) only coverage is visible,
-and coverage alone does not say a region matters: the space is kept.
+  3. Otherwise add at most one factor, from the probes that are both
+     - controllable: the domain's generator realizes the property
+       (``suggested_factor``, the pack's ``controllable``), low-cardinality
+       (<= ``max_buckets`` buckets) and not in the space yet; and
+     - significant beyond the current space: I(Y_fail; d | O_r) >= ``min_cmi``
+       with a permutation p-value that passes Holm's step-down correction at
+       ``alpha`` over all candidates tested, residual information beyond tool
+       count >= ``min_residual``, and support (at least two buckets with
+       ``min_bucket`` diagnostic tasks each); the largest CMI wins.
+     With none significant, a coverage-gap-driven factor needs learner evidence
+     of failure in the under-covered region (an ordinal failure trend, or a
+     bucket failing more often than not on >= 3 tasks).
+     Every candidate passed over is listed with the reason (a ``no_change``
+     proposal naming it). Seed factors are never renamed, merged or deleted.
+Without learner evidence (the no-feedback control, App. B.6) nothing says where
+the learner fails, so no candidate is better supported than another: the
+control still revises the space from what it may see (the ontology, the
+environment's tools and the generator's controllable properties) by promoting
+one controllable property not yet in the space, drawn uniformly with a seed
+of the run and round, in every round the feedback arm could promote one.
 """
 from __future__ import annotations
 
+import hashlib
+import random
 from typing import Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,16 +45,19 @@ class Reflector(Protocol):
 
 class EmbeddedReflector:
     def __init__(self, min_cmi: float = 0.02, min_residual: float = 0.01, min_tasks: int = 20,
-                 gap_ok: float = 0.5, max_buckets: int = 6, min_trend: float = 0.15):
+                 gap_ok: float = 0.5, max_buckets: int = 6, min_trend: float = 0.15, alpha: float = 0.05,
+                 min_bucket: int = 5):
         self.min_cmi, self.min_residual, self.min_tasks = min_cmi, min_residual, min_tasks
-        self.min_trend = min_trend
+        self.min_trend, self.alpha, self.min_bucket = min_trend, alpha, min_bucket
         self.gap_ok, self.max_buckets = gap_ok, max_buckets
 
     def reflect(self, space: SynthesisSpace, feedback: Feedback, probes: list[Probe], *, round: int
                 ) -> tuple[Reflection, SynthesisSpace]:
         by_name = {p.probe: p for p in probes}
         reviews = self._review(space, by_name)
-        proposal = self._propose(space, feedback, probes) if feedback.with_learner_evidence else None
+        passed: dict[str, str] = {}
+        proposal = (self._propose(space, feedback, probes, passed) if feedback.with_learner_evidence
+                    else self._evidence_free(space, feedback, probes, round, passed))
         changes = [SpaceChange(kind={"promote": "promote", "deprecate": "deprecate"}.get(r.decision,
                                                                                           "keep_experimental"),
                                factor=r.dimension, reason=r.reason, evidence=r.evidence) for r in reviews]
@@ -62,6 +79,8 @@ class EmbeddedReflector:
                                                  "factors": factors, "diff": changes, "round": round,
                                                  "space_version": space.version + 1})
         proposals = [proposal] if proposal else [Proposal(action="no_change", reason=self._why_not(feedback, probes))]
+        proposals += [Proposal(action="no_change", dimension_name=name, reason=f"passed over: {why}")
+                      for name, why in passed.items() if proposal is None or name != proposal.dimension_name]
         summary = (f"added {proposal.dimension_name} ({proposal.reason})" if proposal else
                    "reallocation only: " + proposals[0].reason)
         reflection = Reflection(run_id=feedback.run_id, round=round, space_version=space.version,
@@ -90,36 +109,82 @@ class EmbeddedReflector:
                                                reason="still under-covered", evidence=f"gap {p.coverage_gap:.2f}"))
         return reviews
 
-    def _eligible(self, space: SynthesisSpace, p: Probe) -> bool:
+    def _candidates(self, space: SynthesisSpace, probes: list[Probe], passed: dict[str, str]) -> list[Probe]:
+        """Probes the Reflector may promote; every other probe outside the space goes to ``passed`` with why."""
         keys = {f.key for f in space.factors}
-        return (not p.in_space and p.probe not in keys and bool(p.suggested_factor)
-                and 2 <= len(p.suggested_values) <= self.max_buckets)
+        out = []
+        for p in probes:
+            if p.in_space or p.probe in keys:
+                continue
+            if not p.suggested_factor:
+                passed[p.probe] = f"the {space.domain} generator cannot control it"
+            elif not 2 <= len(p.suggested_values) <= self.max_buckets:
+                passed[p.probe] = f"{len(p.suggested_values)} buckets (at most {self.max_buckets})"
+            else:
+                out.append(p)
+        return out
 
-    def _propose(self, space: SynthesisSpace, feedback: Feedback, probes: list[Probe]) -> Proposal | None:
+    def _supported(self, p: Probe) -> bool:
+        return sum(b.count >= self.min_bucket for b in p.buckets) >= 2
+
+    def _propose(self, space: SynthesisSpace, feedback: Feedback, probes: list[Probe], passed: dict[str, str]
+                 ) -> Proposal | None:
+        candidates = self._candidates(space, probes, passed)
         if feedback.n_evaluated < self.min_tasks:
+            for p in candidates:
+                passed[p.probe] = f"only {feedback.n_evaluated} diagnostic tasks (at least {self.min_tasks})"
             return None
-        candidates = [p for p in probes if self._eligible(space, p)]
-        failure = sorted((p for p in candidates if p.cmi_given_space >= self.min_cmi
-                          and p.residual_cmi >= self.min_residual), key=lambda p: -p.cmi_given_space)
-        if failure:
-            p = failure[0]
+        significant = []
+        holm_open = True  # Holm's step-down: the i-th smallest p-value against alpha / (m - i), stopping at a miss
+        for i, p in enumerate(sorted(candidates, key=lambda p: (p.p_value, p.probe))):
+            threshold = self.alpha / (len(candidates) - i)
+            holm_open = holm_open and p.p_value <= threshold
+            why = _short(p) + f", Holm threshold {threshold:.4f}"
+            if not holm_open:
+                passed[p.probe] = "not significant beyond the space: " + why
+            elif p.cmi_given_space < self.min_cmi:
+                passed[p.probe] = f"CMI below {self.min_cmi}: " + why
+            elif p.residual_cmi < self.min_residual:
+                passed[p.probe] = f"redundant with tool count (residual {p.residual_cmi:.3f}): " + why
+            elif not self._supported(p):
+                passed[p.probe] = f"thin support (fewer than two buckets with {self.min_bucket} tasks): " + why
+            else:
+                significant.append(p)
+                passed[p.probe] = "significant, but a larger CMI won: " + why
+        if significant:
+            p = max(significant, key=lambda p: (p.cmi_given_space, p.probe))
             return Proposal(action="promote_probe_to_dimension", dimension_name=p.suggested_factor,
-                            values=p.suggested_values, reason="failure-driven",
-                            evidence=_evidence(p))
+                            values=p.suggested_values, reason="failure-driven", evidence=_evidence(p))
         # a severely under-covered region counts as important when the learner fails more as the probe's value
         # grows (an ordinal failure gradient), or when one bucket already shows frequent failure
         gaps = sorted((p for p in candidates if p.coverage_gap > 0.8 and (failure_trend(p) >= self.min_trend or any(
             (b.failure_rate or 0) > 0.5 and b.count >= 3 for b in p.buckets))),
-            key=lambda p: (-failure_trend(p), -p.coverage_gap))
+            key=lambda p: (-failure_trend(p), -p.coverage_gap, p.probe))
         if gaps:
             p = gaps[0]
             return Proposal(action="promote_probe_to_dimension", dimension_name=p.suggested_factor,
                             values=p.suggested_values, reason="coverage-gap-driven", evidence=_evidence(p))
         return None
 
+    def _evidence_free(self, space: SynthesisSpace, feedback: Feedback, probes: list[Probe], round: int,
+                       passed: dict[str, str]) -> Proposal | None:
+        """The no-feedback control's rule (module doc): one controllable property, drawn uniformly."""
+        candidates = sorted(self._candidates(space, probes, passed), key=lambda p: p.probe)
+        if not candidates:
+            return None
+        rng = random.Random(int(hashlib.sha256(f"{feedback.run_id}/{round}".encode()).hexdigest()[:16], 16))
+        p = rng.choice(candidates)
+        for q in candidates:
+            if q is not p:
+                passed[q.probe] = "not drawn (no learner evidence: every controllable property is equally supported)"
+        return Proposal(action="promote_probe_to_dimension", dimension_name=p.suggested_factor,
+                        values=p.suggested_values, reason="evidence-free draw",
+                        evidence=f"drawn uniformly among {len(candidates)} controllable properties not in the space "
+                                 f"({', '.join(q.probe for q in candidates)}); no learner evidence")
+
     def _why_not(self, feedback: Feedback, probes: list[Probe]) -> str:
         if not feedback.with_learner_evidence:
-            return "no learner evidence: coverage alone does not show that a region matters"
+            return "no learner evidence, and no controllable property left outside the space"
         if feedback.n_evaluated < self.min_tasks:
             return f"only {feedback.n_evaluated} diagnostic tasks"
         return "weaknesses are expressible in the current space"
@@ -146,10 +211,15 @@ def failure_trend(p: Probe) -> float:
     return float(rho) if rho == rho else 0.0
 
 
+def _short(p: Probe) -> str:
+    return f"p = {p.p_value:.3f}, CMI {p.cmi_given_space:.3f}, n = {p.support}"
+
+
 def _evidence(p: Probe) -> str:
     rates = ", ".join(f"{b.bucket}: {b.failure_rate:.2f} fail (n={b.count}, cov {b.coverage:.2f})"
                       for b in p.buckets if b.failure_rate is not None)
-    return (f"I(Y_fail; {p.probe} | O_r) = {p.cmi_given_space:.3f} nats, residual given tool-count tertile "
+    return (f"I(Y_fail; {p.probe} | O_r) = {p.cmi_given_space:.3f} nats (permutation p = {p.p_value:.3f}, "
+            f"n = {p.support}), residual given tool-count tertile "
             f"{p.residual_cmi:.3f}, NMI with tertiles {p.nmi_tool_tertiles:.2f}, failure trend "
             f"rho = {failure_trend(p):.2f}; {rates}")
 

@@ -17,6 +17,8 @@ Never taken from the plan. Rules (all deterministic, documented here):
 - ``tool_use_pattern``: the tool-use shapes of the realized calls (envs/tool_patterns.py).
 - ``task_family`` and ``policy_or_constraint_focus``: the domain pack's maps from the
   state-changing tools; with no state change, the pack's keywords of the user's request.
+- every other trajectory property of ``envs/properties.py`` (entities touched, multi-item
+  writes, money moves, ...), measured on the replayed calls.
 """
 from __future__ import annotations
 
@@ -24,15 +26,16 @@ import re
 from typing import Iterable
 
 from envs.packs import DomainPack, get_pack
+from envs.properties import BUCKETS, PROPERTIES, Call, bucket, measure_all
 from envs.replay import ReplayResult, StepRecord
 from envs.tool_patterns import tool_use_patterns
 from storage.records import Message
 
-BUCKETS = ["0", "1", "2", "3-4", "5+"]
+__all__ = ["BUCKETS", "GATED", "bucket", "observe", "pattern"]
 
-
-def bucket(n: int) -> str:
-    return "0" if n <= 0 else "1" if n == 1 else "2" if n == 2 else "3-4" if n <= 4 else "5+"
+# the observed factors the verifier's factor gate compares with a blueprint's request: every property
+# (envs/properties.py) and two derived factors
+GATED = frozenset(PROPERTIES) | {"computation", "state_change_type"}
 
 
 _REFUSAL = re.compile(r"\b(cannot|can't|can not|unable to|not able to|not eligible|not allowed|"
@@ -91,7 +94,10 @@ def observe(domain: str, replay: ReplayResult, messages: list[Message]) -> dict[
         first_user = next((m.content or "" for m in messages if m.role == "user" and m.content), "").lower()
         family = next((f for kw, f in pack.family_keywords if kw in first_user), pack.default_family)
     focus = sorted({pack.focus_by_tool.get(s.call.name) for s in writes} - {None})
+    calls = [Call(s.call.name, s.call.arguments, s.kind, by_user=s.call.requestor == "user",
+                  changed=s.changed_state and not s.error) for s in steps]
     return {
+        **{k: [v] for k, v in measure_all(calls, pack).items()},
         "num_write": [bucket(len(writes))],
         "num_read": [bucket(len(reads))],
         "trajectory_pattern": [pattern(steps, pack)],

@@ -4,10 +4,11 @@ from __future__ import annotations
 from typing import Iterable
 
 from envs.packs import UnknownDomain, get_pack
+from envs.properties import PROPERTIES
 from storage.records import Factor, SynthesisSpace
 
-# Factors the verifier can measure on a realized trajectory (envs/factors.py).
-OBSERVABLE = {"num_write", "num_read", "computation", "state_change_type", "trajectory_pattern"}
+# Factors the verifier can measure on a realized trajectory (envs/factors.py): every trajectory property too.
+OBSERVABLE = {"computation", "state_change_type", "trajectory_pattern", *PROPERTIES}
 
 
 class SpaceError(ValueError):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envs.base import Domain
-from envs.factors import observe
+from envs.factors import GATED, observe
 from envs.policies import rule_code, rules_for, waivers_for
 from envs.replay import gold_replay, replay, stored_gold_digest, task_key
 from storage.records import CheckResult, Message
@@ -127,7 +127,7 @@ def run_checks(domain: Domain, task: Any, messages: list[Message], termination: 
     observed = observe(domain.name, rep, messages)
     factor_problems = []
     for key, values in (requested or {}).items():
-        if key in ("num_write", "num_read", "computation", "state_change_type") and values:
+        if key in GATED and values:
             if sorted(values) != sorted(observed.get(key, [])):
                 factor_problems.append(f"{key}: requested {values}, observed {observed.get(key)}")
 

@@ -33,6 +33,9 @@ class Contract(BaseModel):
 OBSERVED_FACTORS: tuple[str, ...] = (
     "num_write", "num_read", "trajectory_pattern", "tool_use_pattern", "state_change_type", "computation",
     "expected_outcome", "task_family", "policy_or_constraint_focus",
+    # the trajectory properties (envs/properties.py)
+    "entities_touched", "multi_item", "money_moves", "policy_gated", "search_calls", "distinct_tools", "write_mix",
+    "interleaved", "user_actions",
 )
 
 
@@ -310,9 +313,11 @@ class Probe(Record):
     nmi_tool_tertiles: float = 0.0  # NMI(probe, tool-count tertile), App. B.11
     residual_cmi: float = 0.0  # I(Y_fail; probe | tertile)
     coverage_gap: float = 0.0
-    suggested_factor: str = ""
+    suggested_factor: str = ""  # the factor the domain's generator can realize ("" when it cannot control it)
     suggested_values: list[str] = Field(default_factory=list)
     in_space: bool = False
+    p_value: float = 1.0  # permutation test of cmi_given_space (failures shuffled within strata)
+    support: int = 0  # diagnostic tasks the probe measured
 
 
 class DimensionReview(Contract):

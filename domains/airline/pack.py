@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from envs import properties
 from envs.packs import PlannerRules, UserPhrasing
 from envs.tau2.pack import Tau2Pack
 
-BUCKETS = ["0", "1", "2", "3-4", "5+"]
 
 # Compatibility rules of the embedded planner: a refusal must name a policy focus the request
 # can violate; a task with no reads is a categorical refusal (a booking for six, a third
@@ -102,7 +102,9 @@ class AirlinePack(Tau2Pack):
     # ------------------------------------------------------------ synthesis
     planner_rules = PLANNER_RULES
     phrasing = PHRASING
-    controllable = {"num_write": BUCKETS, "num_read": BUCKETS}
+    # every bucket of each is realized (tests/domains/test_controllable.py)
+    controllable = properties.controllable("num_write", "num_read", "entities_touched", "multi_item", "money_moves",
+                                           "policy_gated", "distinct_tools", "write_mix", "interleaved")
 
     def task_builder(self, domain, prior):
         from domains.airline.generator import AirlineGenerator

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from envs import properties
 from envs.packs import PlannerRules, UserPhrasing
 from envs.tau2.pack import Tau2Pack
 
-BUCKETS = ["0", "1", "2", "3-4", "5+"]
 
 # Compatibility rules of the embedded planner (measured on the generator, tests/domains/retail/feasibility.py):
 # a refusal names a focus its family can break; a categorical refusal (an unaccepted cancellation
@@ -106,7 +106,9 @@ class RetailPack(Tau2Pack):
     # ------------------------------------------------------------ synthesis
     planner_rules = PLANNER_RULES
     phrasing = PHRASING
-    controllable = {"num_write": BUCKETS, "num_read": BUCKETS}
+    # every bucket of each is realized (tests/domains/test_controllable.py)
+    controllable = properties.controllable("num_write", "num_read", "entities_touched", "multi_item", "money_moves",
+                                           "policy_gated", "distinct_tools", "write_mix", "interleaved")
 
     def task_builder(self, domain, prior):
         from domains.retail.generator import RetailGenerator

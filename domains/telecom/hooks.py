@@ -10,12 +10,12 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from agents.plans import sample_up_to
+from envs import properties
 from envs.packs import PlannerRules, UserPhrasing
 
 if TYPE_CHECKING:
     from storage.records import ToolCall
 
-BUCKETS = ["0", "1", "2", "3-4", "5+"]
 
 PLANNER_RULES = PlannerRules(
     # the foci each refusal breaks (refusals.RULES): refuel limit and contract end are contract rules, a payment
@@ -59,7 +59,9 @@ PHRASING = UserPhrasing(
     identity_words=("phone number",),
 )
 
-CONTROLLABLE = {"num_write": BUCKETS, "num_read": BUCKETS}
+# every bucket of each is realized (tests/domains/test_controllable.py)
+CONTROLLABLE = properties.controllable("num_write", "num_read", "entities_touched", "distinct_tools", "write_mix",
+                                       "interleaved")
 
 
 def candidate_entities(domain: Any, rng: random.Random, k: int = 4) -> dict[str, Any]:

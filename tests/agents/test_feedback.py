@@ -101,12 +101,55 @@ def test_reflector_adds_one_failure_driven_factor_and_keeps_seeds(space):
     assert "I(Y_fail; num_write | O_r)" in reflection.new_proposals[0].evidence
 
 
-def test_without_learner_evidence_the_space_is_kept(space):
-    inp = inputs(space, evidence=False)
+def test_without_learner_evidence_the_control_draws_one_controllable_property(space):
+    """App. B.6: the no-feedback control revises the space without evidence: a seeded uniform draw among the
+    controllable properties not in the space, the same whatever the learner's failures are."""
+    from envs.packs import get_pack
+
+    drawn = {}
+    for fail_on_writes in (True, False):
+        for run in ("a", "b", "c", "d", "e", "f"):
+            inp = inputs(space, evidence=False, fail_on_writes=fail_on_writes)
+            fb = build_feedback(inp, run_id=run, round=1, model_version="m")
+            reflection, nxt = EmbeddedReflector().reflect(space, fb, probe_report(inp, run_id=run, round=1), round=1)
+            added = [c.factor for c in nxt.diff if c.kind == "add_factor"]
+            assert len(added) == 1 and added[0] in get_pack("airline").controllable
+            assert reflection.new_proposals[0].reason == "evidence-free draw"
+            assert drawn.setdefault(run, added[0]) == added[0]  # seeded by run and round, blind to the failures
+            passed = {p.dimension_name: p.reason for p in reflection.new_proposals[1:]}
+            assert "turns" in passed and "cannot control" in passed["turns"]
+    assert len(set(drawn.values())) > 1
+
+
+def test_candidates_are_tested_with_holm_and_each_one_passed_over_says_why(space):
+    inp = inputs(space)
     fb = build_feedback(inp, run_id="r", round=1, model_version="m")
-    reflection, nxt = EmbeddedReflector().reflect(space, fb, probe_report(inp, run_id="r", round=1), round=1)
-    assert nxt.version == space.version and reflection.new_proposals[0].action == "no_change"
-    assert "no learner evidence" in reflection.summary
+    probes = probe_report(inp, run_id="r", round=1)
+    by = {p.probe: p for p in probes}
+    assert by["num_write"].p_value < 0.01 and by["num_write"].support == 240
+    reflection, _ = EmbeddedReflector().reflect(space, fb, probes, round=1)
+    passed = {p.dimension_name: p.reason for p in reflection.new_proposals[1:]}
+    assert "num_write" not in passed and "not significant" in passed["num_read"]  # constant: p = 1
+    assert "cannot control" in passed["transfers"]
+    # the same evidence on 12 tasks: significant alone, but not after Holm over every candidate
+    small = inputs(space, n=12)
+    fb = build_feedback(small, run_id="r", round=1, model_version="m")
+    reflection, nxt = EmbeddedReflector(min_tasks=10).reflect(space, fb, probe_report(small, run_id="r", round=1),
+                                                              round=1)
+    assert all(c.kind != "add_factor" or c.reason == "coverage-gap-driven" for c in nxt.diff)
+
+
+def test_permutation_p_value_is_seeded_and_calibrated():
+    from agents.probes import permutation_p
+
+    rng = random.Random(1)
+    noise = [(rng.random() < 0.4, rng.choice("abc"), rng.choice("xy")) for _ in range(150)]
+    ys, xs, zs = zip(*noise)
+    p = permutation_p(ys, xs, zs, key="k")
+    assert p == permutation_p(ys, xs, zs, key="k") and p > 0.05
+    ys2 = [x == "a" for x in xs]  # failure is the bucket
+    assert permutation_p(ys2, xs, zs, key="k") == pytest.approx(1 / 1000)
+    assert permutation_p([1, 1, 1], ["a", "b", "c"], ["z"] * 3, key="k") == 1.0
 
 
 def test_experimental_factor_is_reviewed(space):
