@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from scipy.stats import binomtest
 
-from agents.probes import PROBES, TaskProfile, conditional_mi, nmi, permutation_p, tool_count_tertiles
+from agents.probes import PROBES, TaskProfile, coarsen, conditional_mi, nmi, permutation_p, tool_count_tertiles
 from envs.packs import get_pack
 from storage.records import Evaluation, Feedback, Probe, ProbeBucket, SliceStat, SynthesisSpace
 
@@ -75,6 +75,7 @@ def probe_report(inp: FeedbackInputs, *, run_id: str, round: int) -> list[Probe]
     verified = [inp.profiles[t] for t in inp.verified if t in inp.profiles]
     pack = get_pack(inp.space.domain)
     realizable = pack.controllable  # probes the pack's generator realizes as factors (the Reflector may promote)
+    strata = coarsen([p.stratum for p in diag])  # O_r: the space's factors, pooled where too few tasks share them
     out = []
     for name, (fn, buckets) in {**PROBES, **pack.extra_probes()}.items():
         d_vals = [fn(p) for p in diag]
@@ -86,7 +87,6 @@ def probe_report(inp: FeedbackInputs, *, run_id: str, round: int) -> list[Probe]
             rows.append(ProbeBucket(bucket=b, count=len(idx),
                                     failure_rate=(sum(fails[i] for i in idx) / len(idx)) if idx else None,
                                     coverage=c_vals[b] / max(1, len(verified))))
-        strata = [p.stratum for p in diag]
         cmi = conditional_mi(fails, d_vals, strata) if diag else 0.0
         p_value = permutation_p(fails, d_vals, strata, key=f"{run_id}/{round}/{name}") if diag else 1.0
         g = [tertile[p.task_id] for p in diag]

@@ -22,10 +22,11 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 from scipy.stats import entropy as scipy_entropy
+from scipy.stats import fisher_exact, spearmanr
 from sklearn.metrics import mutual_info_score, normalized_mutual_info_score
 
 from envs.properties import PROPERTIES
-from storage.records import Message
+from storage.records import Message, Probe
 
 
 @dataclass
@@ -61,6 +62,13 @@ PROBES: dict[str, tuple[Callable[[TaskProfile], str], list[str]]] = {
     "order_pattern": (_observed("trajectory_pattern", "none"), []),
     "state_change_type": (_observed("state_change_type", "none"), []),  # the pack's kinds
 }
+
+
+def coarsen(strata: Sequence[tuple], min_size: int = 5) -> list[tuple]:
+    """Each stratum cut to its longest prefix that at least ``min_size`` tasks share (the empty prefix pools the
+    rest): a stratum of one task carries no information about failure, and the permutation test cannot move it."""
+    counts: Counter = Counter(s[:n] for s in strata for n in range(len(s) + 1))
+    return [next((s[:n] for n in range(len(s), 0, -1) if counts[s[:n]] >= min_size), ()) for s in strata]
 
 
 def tool_count_tertiles(profiles: Sequence[TaskProfile]) -> dict[str, str]:
@@ -135,3 +143,40 @@ def nmi(xs: Sequence[Hashable], ys: Sequence[Hashable]) -> float:
     if len(set(xs)) < 2 or len(set(ys)) < 2:
         return 0.0
     return float(normalized_mutual_info_score(_codes(xs), _codes(ys), average_method="geometric"))
+
+
+# ------------------------------------------------------------------ over a probe's buckets (the Reflector's rules)
+def failure_trend(p: Probe) -> float:
+    """Spearman correlation, over diagnostic tasks, between the probe's bucket order and failure.
+
+    Positive when tasks in higher buckets (more writes, more reads, ...) fail more often;
+    0 when there are too few tasks or no variation.
+    """
+    xs: list[int] = []
+    ys: list[int] = []
+    for i, b in enumerate(p.buckets):
+        if b.count and b.failure_rate is not None:
+            fails = round(b.failure_rate * b.count)
+            xs += [i] * b.count
+            ys += [1] * fails + [0] * (b.count - fails)
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return 0.0
+    rho = spearmanr(xs, ys).statistic
+    return float(rho) if rho == rho else 0.0
+
+
+def gap_failure_p(p: Probe, min_count: int = 3) -> float:
+    """One-sided Fisher exact p-value that the learner fails more often in the probe's under-covered buckets
+    (coverage below half a uniform share) than in its other buckets; 1.0 with fewer than ``min_count``
+    diagnostic tasks in the under-covered buckets, or none elsewhere."""
+    share = 0.5 / max(1, len(p.buckets))
+    table = {True: [0, 0], False: [0, 0]}  # under-covered? -> [failures, tasks]
+    for b in p.buckets:
+        if b.count and b.failure_rate is not None:
+            row = table[b.coverage < share]
+            row[0] += round(b.failure_rate * b.count)
+            row[1] += b.count
+    (f_gap, n_gap), (f_rest, n_rest) = table[True], table[False]
+    if n_gap < min_count or not n_rest:
+        return 1.0
+    return float(fisher_exact([[f_gap, n_gap - f_gap], [f_rest, n_rest - f_rest]], alternative="greater").pvalue)

@@ -14,9 +14,10 @@ Embedded decision rules:
        ``alpha`` over all candidates tested, residual information beyond tool
        count >= ``min_residual``, and support (at least two buckets with
        ``min_bucket`` diagnostic tasks each); the largest CMI wins.
-     With none significant, a coverage-gap-driven factor needs learner evidence
-     of failure in the under-covered region (an ordinal failure trend, or a
-     bucket failing more often than not on >= 3 tasks).
+     With none significant, a coverage-gap-driven factor (coverage gap > 0.8)
+     needs learner evidence of failure in the under-covered region: its
+     under-covered buckets fail more often than its others (one-sided Fisher
+     exact test on >= 3 tasks there, Holm-corrected over those candidates).
      Every candidate passed over is listed with the reason (a ``no_change``
      proposal naming it). Seed factors are never renamed, merged or deleted.
 Without learner evidence (the no-feedback control, App. B.6) nothing says where
@@ -34,6 +35,7 @@ from typing import Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.probes import failure_trend, gap_failure_p
 from storage.records import (DimensionReview, Factor, Feedback, Probe, Proposal, Reflection, SpaceChange,
                              SynthesisSpace)
 
@@ -45,10 +47,10 @@ class Reflector(Protocol):
 
 class EmbeddedReflector:
     def __init__(self, min_cmi: float = 0.02, min_residual: float = 0.01, min_tasks: int = 20,
-                 gap_ok: float = 0.5, max_buckets: int = 6, min_trend: float = 0.15, alpha: float = 0.05,
+                 gap_ok: float = 0.5, max_buckets: int = 6, alpha: float = 0.05,
                  min_bucket: int = 5):
         self.min_cmi, self.min_residual, self.min_tasks = min_cmi, min_residual, min_tasks
-        self.min_trend, self.alpha, self.min_bucket = min_trend, alpha, min_bucket
+        self.alpha, self.min_bucket = alpha, min_bucket
         self.gap_ok, self.max_buckets = gap_ok, max_buckets
 
     def reflect(self, space: SynthesisSpace, feedback: Feedback, probes: list[Probe], *, round: int
@@ -155,15 +157,16 @@ class EmbeddedReflector:
             p = max(significant, key=lambda p: (p.cmi_given_space, p.probe))
             return Proposal(action="promote_probe_to_dimension", dimension_name=p.suggested_factor,
                             values=p.suggested_values, reason="failure-driven", evidence=_evidence(p))
-        # a severely under-covered region counts as important when the learner fails more as the probe's value
-        # grows (an ordinal failure gradient), or when one bucket already shows frequent failure
-        gaps = sorted((p for p in candidates if p.coverage_gap > 0.8 and (failure_trend(p) >= self.min_trend or any(
-            (b.failure_rate or 0) > 0.5 and b.count >= 3 for b in p.buckets))),
-            key=lambda p: (-failure_trend(p), -p.coverage_gap, p.probe))
-        if gaps:
-            p = gaps[0]
+        # a severely under-covered region counts as important when the learner fails there more often than
+        # elsewhere: a one-sided Fisher test per under-covered candidate, Holm-corrected over them
+        gaps = sorted((p for p in candidates if p.coverage_gap > 0.8), key=lambda p: (gap_failure_p(p), p.probe))
+        for i, p in enumerate(gaps):
+            p_gap = gap_failure_p(p)
+            if p_gap > self.alpha / (len(gaps) - i):
+                break
             return Proposal(action="promote_probe_to_dimension", dimension_name=p.suggested_factor,
-                            values=p.suggested_values, reason="coverage-gap-driven", evidence=_evidence(p))
+                            values=p.suggested_values, reason="coverage-gap-driven",
+                            evidence=f"under-covered buckets fail more often (Fisher p = {p_gap:.4f}); " + _evidence(p))
         return None
 
     def _evidence_free(self, space: SynthesisSpace, feedback: Feedback, probes: list[Probe], round: int,
@@ -188,27 +191,6 @@ class EmbeddedReflector:
         if feedback.n_evaluated < self.min_tasks:
             return f"only {feedback.n_evaluated} diagnostic tasks"
         return "weaknesses are expressible in the current space"
-
-
-def failure_trend(p: Probe) -> float:
-    """Spearman correlation, over diagnostic tasks, between the probe's bucket order and failure.
-
-    Positive when tasks in higher buckets (more writes, more reads, ...) fail more often;
-    0 when there are too few tasks or no variation.
-    """
-    xs: list[int] = []
-    ys: list[int] = []
-    for i, b in enumerate(p.buckets):
-        if b.count and b.failure_rate is not None:
-            fails = round(b.failure_rate * b.count)
-            xs += [i] * b.count
-            ys += [1] * fails + [0] * (b.count - fails)
-    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return 0.0
-    from scipy.stats import spearmanr
-
-    rho = spearmanr(xs, ys).statistic
-    return float(rho) if rho == rho else 0.0
 
 
 def _short(p: Probe) -> str:

@@ -139,3 +139,20 @@ def bucket_index(key: str, value: str) -> int | None:
     if p is None or not p.ordinal or value not in p.values:
         return None
     return p.values.index(value)
+
+
+def check_prior(suppress: dict[str, dict[str, float]], domain: str) -> None:
+    """``RunConfig.prior.suppress`` names properties the domain's generator controls, and their buckets
+    (one ``ConfigError`` line naming the field otherwise), before any work."""
+    from envs.packs import get_pack
+    from storage.config import ConfigError
+
+    controllable = get_pack(domain).controllable
+    for key, buckets in suppress.items():
+        if key not in controllable:
+            raise ConfigError(f"prior.suppress.{key}: the {domain} generator does not control it "
+                              f"(it controls: {', '.join(controllable) or 'nothing'})")
+        for value in buckets:
+            if value not in controllable[key]:
+                raise ConfigError(f"prior.suppress.{key}.{value}: not a bucket of {key} "
+                                  f"(its buckets: {', '.join(controllable[key])})")

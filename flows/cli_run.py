@@ -52,6 +52,12 @@ def _config(ctx, config_file, **overrides):
     from flows.inputs import check_domain
 
     cfg.domain = check_domain(cfg.domain, generator=True)  # the fixed test set is always built embedded
+    from envs.properties import check_prior
+
+    try:
+        check_prior(cfg.prior.suppress, cfg.domain)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
     if cfg.official_eval is not None:  # its split and its LLM user, before any work
         from pipeline.official_agents import check_official_config
 

@@ -22,6 +22,7 @@ from prefect import flow
 from agents.designer import ColdStart
 from agents.roles import check_roles
 from envs.ontology import load_initial_space
+from envs.properties import check_prior
 from flows import timing
 from flows.artifacts import publish_summary
 from flows.progress import listening
@@ -44,6 +45,8 @@ def run_id_for(cfg: RunConfig) -> str:
     # where it trains and what it also measures (official_eval) change no row the run synthesizes or learns;
     # the llamafactory section only matters to a run that uses it (ids of embedded runs stay as they were)
     unused = {"llamafactory"} if cfg.learner == "embedded" else set()
+    if not cfg.prior.suppress:  # the default prior: ids of runs without a planted gap stay as they were
+        unused.add("prior")
     digest = hashlib.sha256(cfg.model_dump_json(exclude={"store", "train_deployment", "official_eval", *unused}
                                                 ).encode()).hexdigest()[:6]
     return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
@@ -123,6 +126,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     say = progress or (lambda s: None)
     if cfg.backend == "llm" or any(rc.backend == "llm" for rc in cfg.roles.values()):
         check_roles(cfg)  # every LLM role's provider, model and key, before any work (the rounds use llm_roles(cfg))
+    check_prior(cfg.prior.suppress, cfg.domain)  # a planted gap names what the generator controls
     if cfg.official_eval is not None:
         check_official_config(cfg.official_eval, cfg.domain)  # its split and its LLM user, before any work
     if cfg.learner == "llamafactory":

@@ -61,6 +61,8 @@ def _inputs(ctx: Ctx, space: SynthesisSpace, diagnostic: list[Evaluation], previ
     passed = {v.task_id: v for v in store.read_records("verdicts", run_id=run) if v.passed and v.round <= ctx.round}
     trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run) if t.round <= ctx.round}
     values, profiles = {}, {}
+    # the stratum O_r: the seed factors, then every factor the space has added (its observed value if measured)
+    added = [f.key for f in space.active if f.status != "seed"]
     for tid, v in passed.items():
         task = tasks.get(tid)
         if task is None:
@@ -69,9 +71,9 @@ def _inputs(ctx: Ctx, space: SynthesisSpace, diagnostic: list[Evaluation], previ
         vals.update({k: vs for k, vs in v.observed.items() if k in ("num_write", "num_read")})
         values[tid] = vals
         gold = trajs.get(v.trajectory_id)
-        profiles[tid] = TaskProfile(tid, v.observed, tuple(vals.get(k, [""])[0] for k in
-                                                          ("task_family", "expected_outcome", "difficulty_profile")),
-                                    gold.messages if gold else [])
+        stratum = tuple((vals.get(k) or [""])[0] for k in ("task_family", "expected_outcome", "difficulty_profile"))
+        stratum += tuple((v.observed.get(k) or vals.get(k) or [""])[0] for k in added)
+        profiles[tid] = TaskProfile(tid, v.observed, stratum, gold.messages if gold else [])
     return FeedbackInputs(space=space, values=values, evaluations=diagnostic, verified=sorted(passed),
                           profiles=profiles, previous=previous, with_learner_evidence=evidence)
 

@@ -101,6 +101,34 @@ class LlamaFactoryConfig(_Strict):
     serve_timeout_s: float = Field(default=900, gt=0)  # until the server answers /v1/models
 
 
+class GeneratorPrior(_Strict):
+    """What the embedded generator does for properties the space does not select (agents/plans.DefaultPrior).
+
+    ``suppress``: property -> {bucket: keep probability in [0, 1]}: while the space does not select the
+    property, a plan in that bucket is kept only with that probability. A planted gap of `evosyn bench
+    discovery`; the default suppresses nothing. Names are checked against the domain's generator before any work.
+    """
+
+    suppress: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    @field_validator("suppress", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, value: Any) -> Any:
+        """YAML 1.1 reads the buckets yes / no as booleans: read them back as the bucket names."""
+        if isinstance(value, dict):
+            return {k: {({True: "yes", False: "no"}[b] if isinstance(b, bool) else b): p for b, p in v.items()}
+                    if isinstance(v, dict) else v for k, v in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _probabilities(self) -> "GeneratorPrior":
+        for key, buckets in self.suppress.items():
+            for value, keep in buckets.items():
+                if not 0.0 <= keep <= 1.0:
+                    raise ValueError(f"prior.suppress.{key}.{value}: a keep probability in [0, 1], got {keep}")
+        return self
+
+
 class RunConfig(_Strict):
     # a domain pack's name; "" is the default pack. Storage cannot see the packs: flows/inputs.py
     # checks the name (a known domain with an environment) and fills the default before any work
@@ -120,6 +148,7 @@ class RunConfig(_Strict):
     # e.g. {split: test, trials: 4}: each round also scores its learner on tau2's official split (pass^k)
     official_eval: OfficialEvalConfig | None = None
     llamafactory: LlamaFactoryConfig = Field(default_factory=LlamaFactoryConfig)  # read when learner: llamafactory
+    prior: GeneratorPrior = Field(default_factory=GeneratorPrior)  # the embedded generator's default prior
     store: StoreConfig = Field(default_factory=StoreConfig)
     roles: dict[Literal[ROLES], RoleConfig] = Field(default_factory=dict)  # type: ignore[valid-type]
 

@@ -165,26 +165,28 @@ def test_experimental_factor_is_reviewed(space):
 
 
 def _probe(name, buckets, gap=1.0):
+    """A probe with (diagnostic count, failure rate, coverage) per bucket."""
     from storage.records import Probe, ProbeBucket
 
     return Probe(run_id="r", round=1, space_version=1, probe=name, coverage_gap=gap, suggested_factor=name,
                  suggested_values=[str(i) for i in range(len(buckets))],
-                 buckets=[ProbeBucket(bucket=str(i), count=n, failure_rate=f) for i, (n, f) in enumerate(buckets)])
+                 buckets=[ProbeBucket(bucket=str(i), count=n, failure_rate=f, coverage=c)
+                          for i, (n, f, c) in enumerate(buckets)])
 
 
-def test_coverage_gap_prefers_the_probe_whose_failures_rise_toward_the_empty_region(space):
-    from agents.reflector import failure_trend
+def test_coverage_gap_needs_significantly_more_failure_in_the_under_covered_buckets(space):
+    from agents.probes import gap_failure_p
 
-    rising = _probe("num_write", [(14, 4 / 14), (14, 0.5), (0, None), (1, 1.0), (0, None)])
-    flat = _probe("num_read", [(0, None), (3, 1 / 3), (4, 0.75), (9, 1 / 3), (13, 5 / 13)])
-    assert failure_trend(rising) > 0.2 and failure_trend(flat) < 0.0
-    fb = build_feedback(inputs(space, n=29), run_id="r", round=1, model_version="m")
-    # both are under-covered; only num_write's failures grow toward its uncovered buckets
-    for order in ([rising, flat], [flat, rising]):
+    # under-covered buckets (coverage below half a uniform share) fail 7 of 8, the others 6 of 28
+    failing = _probe("num_write", [(14, 3 / 14, 0.5), (14, 3 / 14, 0.44), (0, None, 0.0), (8, 7 / 8, 0.06),
+                                   (0, None, 0.0)])
+    # the old rule's case: one failing task in an uncovered bucket is no evidence
+    thin = _probe("num_read", [(14, 4 / 14, 0.5), (14, 0.5, 0.45), (0, None, 0.0), (1, 1.0, 0.05), (0, None, 0.0)])
+    assert gap_failure_p(failing) < 0.01 and gap_failure_p(thin) == 1.0
+    fb = build_feedback(inputs(space, n=36), run_id="r", round=1, model_version="m")
+    for order in ([failing, thin], [thin, failing]):
         reflection, nxt = EmbeddedReflector().reflect(space, fb, order, round=1)
         assert [c.factor for c in nxt.diff if c.kind == "add_factor"] == ["num_write"]
-        assert "coverage-gap" in reflection.summary and "rho = 0.28" in reflection.new_proposals[0].evidence
-    # no gradient and no failing bucket: nothing is added
-    _, same = EmbeddedReflector().reflect(space, fb, [_probe("num_write", [(10, 0.3), (10, 0.3), (1, 0.0)])],
-                                          round=1)
+        assert "coverage-gap" in reflection.summary and "Fisher p" in reflection.new_proposals[0].evidence
+    _, same = EmbeddedReflector().reflect(space, fb, [thin], round=1)
     assert same.version == space.version
