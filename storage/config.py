@@ -114,7 +114,9 @@ class RunConfig(_Strict):
     chunk_size: int = Field(default=50, ge=1)
     test_size: int = Field(default=200, ge=1, le=10_000)  # blueprints of the fixed embedded test set
     concurrency: int = Field(default=2, ge=1, le=256)
-    stop_after_static_rounds: int = Field(default=2, ge=1)
+    # a reflecting arm stops after this many consecutive rounds without a space update (App. B.1: 2);
+    # 0 never stops early: every arm runs `rounds` rounds and `rounds x budget` blueprints (`bench learning`)
+    stop_after_static_rounds: int = Field(default=2, ge=0)
     # "flow/deployment" of the SFT flow (e.g. "sft-train/sft-train" on the gpu pool); None trains in-process
     train_deployment: str | None = Field(default=None, pattern=r"^[^/\s]+/[^/\s]+$")
     # e.g. {split: test, trials: 4}: each round also scores its learner on tau2's official split (pass^k)
