@@ -173,6 +173,14 @@ def _promoted(store, run_id: str) -> list[str]:
     return [f.key for f in spaces[-1].factors if f.key not in initial]
 
 
+def _run_seconds(store, run_id: str) -> float | None:
+    """The run's own duration, as its summary has it (also for a run reused from an earlier benchmark)."""
+    import json
+
+    path = store.root / f"summary-{run_id}.json"
+    return json.loads(path.read_text()).get("seconds") if path.is_file() else None
+
+
 def collect(plan: Plan, jobs: list[Launched]) -> list[dict]:
     """Per run: its rounds' success per shared test set, intrinsic metrics and controllability."""
     from pipeline.metrics import intrinsic, round_controllability, verified_samples
@@ -194,6 +202,7 @@ def collect(plan: Plan, jobs: list[Launched]) -> list[dict]:
                            **{k: m[k] for k in INTRINSIC},
                            "controllability": round_controllability(store, j.run_id, plan.domain, r)})
         out.append({"arm": j.arm, "seed": j.seed, "run_id": j.run_id, "reused": j.reused, "wall_s": j.wall_s,
+                    "run_seconds": _run_seconds(store, j.run_id),
                     "promoted": _promoted(store, j.run_id), "rounds": rounds, "_outcomes": outcomes})
     return out
 
