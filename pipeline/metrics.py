@@ -63,15 +63,36 @@ def ordinal_factors(domain: str) -> dict[str, list[str]]:
             **{k: list(vs) for k, vs in get_pack(domain).controllable.items()}}
 
 
+def first_rollouts(verdicts: list) -> dict[str, object]:
+    """Blueprint id -> the verdict of its task's first rollout (attempt 0): the values the verifier observed before
+    its factor gate or a repair decided anything. Rejections (no task) have none."""
+    return {v.blueprint_id: v for v in verdicts if v.task_id and v.attempt == 0}
+
+
+def requested_realized(blueprints: list, first: dict, key: str) -> tuple[list[tuple[str, str]], int]:
+    """(requested, realized) of every blueprint that requested a value of ``key`` and was rolled out, and the
+    number of requests never realized (no task, no rollout, or no observed value)."""
+    pairs, unrealized = [], 0
+    for bp in blueprints:
+        want = bp.selected_dimensions.get(key)
+        if not want:
+            continue
+        got = (first[bp.blueprint_id].observed.get(key) or []) if bp.blueprint_id in first else []
+        if got:
+            pairs.append((want[0], got[0]))
+        else:
+            unrealized += 1
+    return pairs, unrealized
+
+
 def _requests(store: Store, run_id: str, round: int) -> tuple[list, dict, list]:
-    """The round's blueprints, the first-rollout verdict of each (by blueprint id), and the directions of its
-    planning refusals (one per refused plan)."""
+    """The round's blueprints, ``first_rollouts`` of its verdicts, and the directions of its planning refusals
+    (one per refused plan)."""
     verdicts = store.read_records("verdicts", run_id=run_id, round=round)
-    first = {v.blueprint_id: v for v in verdicts if v.task_id and v.attempt == 0}
     directions = {d.direction_id: d for d in store.read_records("directions", run_id=run_id, round=round)}
     refused = [directions[v.direction_id] for v in verdicts
                if not v.task_id and (v.blueprint_id or "").startswith("unplanned-") and v.direction_id in directions]
-    return store.read_records("blueprints", run_id=run_id, round=round), first, refused
+    return store.read_records("blueprints", run_id=run_id, round=round), first_rollouts(verdicts), refused
 
 
 def controllability(store: Store, run_id: str, round: int, key: str, order: list[str] | None = None,
@@ -86,16 +107,7 @@ def controllability(store: Store, run_id: str, round: int, key: str, order: list
     ``_requests`` when the caller has read them.
     """
     blueprints, first, refused = requests or _requests(store, run_id, round)
-    pairs, unrealized = [], 0
-    for bp in blueprints:
-        want = bp.selected_dimensions.get(key)
-        if not want:
-            continue
-        got = (first[bp.blueprint_id].observed.get(key) or []) if bp.blueprint_id in first else []
-        if got:
-            pairs.append((want[0], got[0]))
-        else:
-            unrealized += 1
+    pairs, unrealized = requested_realized(blueprints, first, key)
     unrealized += sum(len(d.allowed_values.get(key, [])) == 1 for d in refused)
     return M.controllability(pairs, order or list(M.ORDINAL), unrealized)
 
