@@ -31,6 +31,7 @@ from typing import Any, get_args
 import numpy as np
 
 from benchmarks.bootstrap import LEVEL, RESAMPLES, paired, two_level
+from storage.config import ENV_OVERRIDES
 from storage.records import Arm
 
 DEFAULT_ARMS = ("evosyn", "static", "no_feedback")
@@ -118,15 +119,21 @@ def _launch_one(plan: Plan, job: Launched, work: Path) -> Launched:
     cfg.write_text(yaml.safe_dump(plan.config(job.arm, job.seed), sort_keys=False))
     log = work / f"{job.run_id}.log"
     t0 = time.perf_counter()
+    # the EVOSYN_* overrides (seed, arm, rounds, ...) would override the file: each run gets exactly its config
+    env = {k: v for k, v in os.environ.items() if k not in ENV_OVERRIDES} | {"EVOSYN_HOME": str(plan.home)}
     with log.open("w") as out:
         proc = subprocess.run([sys.executable, "-m", "flows.cli", "--home", str(plan.home), "run", "--config",
-                               str(cfg), "--quiet"], stdout=out, stderr=subprocess.STDOUT, check=False,
-                              env={**os.environ, "EVOSYN_HOME": str(plan.home)})
+                               str(cfg), "--quiet"], stdout=out, stderr=subprocess.STDOUT, check=False, env=env)
     job.wall_s = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-5:])
         raise BenchRunError(f"run {job.run_id} ({job.arm}, seed {job.seed}) exited {proc.returncode} (log {log}):"
                             f"\n{tail}")
+    from storage.store import Store
+
+    if not _finished(Store(plan.home, create=False), job.run_id):  # the run's own id is not the one hashed here
+        raise BenchRunError(f"run {job.run_id} ({job.arm}, seed {job.seed}) exited 0 but is not finished in "
+                            f"{plan.home} (log {log})")
     return job
 
 

@@ -137,7 +137,8 @@ class RunConfig(_Strict):
         return Path(root).expanduser()
 
 
-_ENV_OVERRIDES = {
+# environment variable -> the RunConfig field it overrides (`load_config`: after the file, before the flags)
+ENV_OVERRIDES = {
     "EVOSYN_DOMAIN": "domain", "EVOSYN_ARM": "arm", "EVOSYN_BACKEND": "backend",
     "EVOSYN_ROUNDS": "rounds", "EVOSYN_BUDGET": "budget", "EVOSYN_SEED": "seed",
     "EVOSYN_LEARNER": "learner",
@@ -215,7 +216,7 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: dict[str,
     data = read_config_file(path) if path is not None else {}
     if not isinstance(data, dict):
         raise ConfigError(f"invalid config {path}: the top level must be a mapping of fields")
-    for var, field in _ENV_OVERRIDES.items():
+    for var, field in ENV_OVERRIDES.items():
         if env.get(var):
             data[field] = env[var]
     for key, value in (overrides or {}).items():

@@ -85,6 +85,7 @@ def test_bench_learning_end_to_end(tmp_path, monkeypatch):
 
     monkeypatch.setenv("PREFECT_HOME", PREFECT_HOME)
     monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
+    monkeypatch.setenv("EVOSYN_SEED", "7")  # would override every run's config file: the benchmark drops it
     home, out = tmp_path / "h", tmp_path / "learning.json"
     args = ["bench", "learning", "--domain", "airline", "--seeds", "0", "--rounds", "3", "--budget", "12",
             "--test-size", "12", "--home", str(home), "--output", str(out)]
@@ -93,7 +94,8 @@ def test_bench_learning_end_to_end(tmp_path, monkeypatch):
     data = json.loads(out.read_text())
     assert data["benchmark"] == "learning-airline" and data["runs_launched"] == 3
     assert data["wall_s"] > 0 and data["cpu_s"] > 0 and data["resamples"] >= 2000
-    assert sorted(r["arm"] for r in data["runs"]) == ["evosyn", "no_feedback", "static"]
+    assert sorted((r["arm"], r["seed"]) for r in data["runs"]) == [("evosyn", 0), ("no_feedback", 0), ("static", 0)]
+    assert all("-s0-" in r["run_id"] for r in data["runs"])
     for r in data["runs"]:  # the same rounds for every arm, each evaluated on the shared test set
         assert [x["round"] for x in r["rounds"]] == [1, 2, 3], r["arm"]
         assert all("test" in x["success"] and "factor_coverage" in x for x in r["rounds"])
