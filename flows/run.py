@@ -58,6 +58,13 @@ class RunSummary:
     seconds: float = 0.0
 
 
+def stops(cfg: RunConfig, unchanged: int) -> bool:
+    """The early stop rule after a round: an arm whose Reflector may revise the space, ``unchanged`` consecutive
+    rounds without an update, and a rule that is on (``stop_after_static_rounds`` 0 never stops)."""
+    n = cfg.stop_after_static_rounds
+    return cfg.arm in REFLECTING_ARMS and n > 0 and unchanged >= n
+
+
 def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
     """The fixed test set, built (once) before any round, so a set the generator cannot fill is known now."""
     from pipeline.testset import test_cases
@@ -176,7 +183,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
         steering = steering_for(cfg.arm, res.reflection, res.feedback)
         unchanged = unchanged + 1 if res.space_out.version == res.space_in.version else 0
         space, previous = res.space_out, res.feedback
-        if cfg.arm in REFLECTING_ARMS and cfg.stop_after_static_rounds and unchanged >= cfg.stop_after_static_rounds:
+        if stops(cfg, unchanged):
             say(f"stopping: {unchanged} rounds without a space update")
             break
     store.write([run.model_copy(update={"status": "finished"})], "run")
