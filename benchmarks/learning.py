@@ -241,8 +241,8 @@ def analyze(plan: Plan, runs: list[dict], resamples: int = RESAMPLES, seed: int 
         for arm in [a for a in plan.arms if a != BASELINE]:
             seeds = sorted({r["seed"] for r in by_arm[BASELINE]} & {r["seed"] for r in by_arm[arm]})
             if seeds:
-                pick = lambda a: [r for r in by_arm[a] if r["seed"] in seeds]  # noqa: E731
-                d = paired(_matrix(pick(BASELINE), key, tasks), _matrix(pick(arm), key, tasks), resamples, seed)
+                a, b = ([r for r in by_arm[x] if r["seed"] in seeds] for x in (BASELINE, arm))
+                d = paired(_matrix(a, key, tasks), _matrix(b, key, tasks), resamples, seed)
                 diffs.append({"set": key[0], "round": key[1], "a": BASELINE, "b": arm, **d})
     intrinsic = []
     for arm in plan.arms:

@@ -85,7 +85,14 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
     per round with two-level bootstrap intervals, paired differences vs evosyn, intrinsic metrics and the
     controllability of evosyn's promoted factors."""
     from benchmarks.common import write_json
-    from benchmarks.learning import BenchInputError, BenchRunError, Plan, bench, parse_arms, parse_seeds
+    from benchmarks.learning import (
+        BenchInputError,
+        BenchRunError,
+        Plan,
+        bench,
+        parse_arms,
+        parse_seeds,
+    )
     from flows.cli_run import RunFailed
     from flows.inputs import bench_output, check_domain, check_store_root, writing
 
