@@ -7,8 +7,8 @@ learner, SFT recipe, evaluation sets, budget per round and rounds (with ``stop_a
 =============  ===============================================  =========================================
 arm            Reflector (``reflect``: may revise the space)    Designer's steering (``steering_for``)
 =============  ===============================================  =========================================
-evosyn         yes, with learner evidence (diagnostic            learner feedback; the factor just added,
-               failures, coverage, probes)                       with its verified coverage per value
+evosyn         yes, with learner evidence (diagnostic           learner feedback; the factor just added,
+               failures, coverage, probes)                      with its verified coverage per value
 static         none: the initial space, frozen                  cold start every round (frozen allocation)
 no_feedback    yes, without learner evidence (B.6: the space,   cold start (no learner feedback); the
                environment and tool schemas only)               factor just added, without coverage counts
