@@ -145,11 +145,11 @@ def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: s
     if reasons:
         print_table("rejections", ["reason", "count"], [[r, k] for r, k in reasons.most_common(15)])
     for key, rows in control(result, space).items():
-        generated = sum(r[2] for r in rows)
-        exact = sum(r[3] for r in rows)
-        print_table(f"{key}: requested vs realized (first rollout, before the factor gate): "
-                    f"{exact}/{generated} exact ({exact / max(generated, 1):.1%})",
+        requested, generated, exact = (sum(r[i] for r in rows) for i in (1, 2, 3))
+        print_table(f"{key}: requested vs realized (first rollout, before the factor gate)",
                     [key, "requested", "generated", "realized", "kept"], [list(r) for r in rows])
+        click.echo(f"{key}: {exact}/{requested} requests exact ({exact / max(requested, 1):.1%}; a blueprint that "
+                   f"became no task is a miss), {exact}/{generated} generated exact")
 
 
 @bench.command("synth")

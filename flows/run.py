@@ -6,7 +6,9 @@ passes a renderer. The run publishes a summary artifact to its flow run.
 
 Stop rules: at most ``rounds`` rounds; for arms whose Reflector may revise the
 space, stop after ``stop_after_static_rounds`` consecutive rounds without a
-space update. Rerunning a run id resumes it: finished stages are read back
+space update (0: never, so every arm of a comparison runs the same rounds and
+budget; `evosyn bench learning` runs every arm so). What else differs per arm:
+``pipeline/loop.py``. Rerunning a run id resumes it: finished stages are read back
 from the store, missing ones are computed.
 """
 from __future__ import annotations
@@ -57,6 +59,13 @@ class RunSummary:
     run_id: str
     rounds: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+
+
+def stops(cfg: RunConfig, unchanged: int) -> bool:
+    """The early stop rule after a round: an arm whose Reflector may revise the space, ``unchanged`` consecutive
+    rounds without an update, and a rule that is on (``stop_after_static_rounds`` 0 never stops)."""
+    n = cfg.stop_after_static_rounds
+    return cfg.arm in REFLECTING_ARMS and n > 0 and unchanged >= n
 
 
 def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
@@ -178,7 +187,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
         steering = steering_for(cfg.arm, res.reflection, res.feedback)
         unchanged = unchanged + 1 if res.space_out.version == res.space_in.version else 0
         space, previous = res.space_out, res.feedback
-        if cfg.arm in REFLECTING_ARMS and unchanged >= cfg.stop_after_static_rounds:
+        if stops(cfg, unchanged):
             say(f"stopping: {unchanged} rounds without a space update")
             break
     store.write([run.model_copy(update={"status": "finished"})], "run")

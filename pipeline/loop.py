@@ -1,4 +1,22 @@
-"""Train, evaluate and reflect: the learner-facing half of a round, idempotent over the store."""
+"""Train, evaluate and reflect: the learner-facing half of a round, idempotent over the store.
+
+The arms (App. B.1, "Controlled comparisons"): every arm has the same environment, tools, policy, verifier,
+learner, SFT recipe, evaluation sets, budget per round and rounds (with ``stop_after_static_rounds: 0``, as
+`evosyn bench learning` runs them, no arm stops early); each differs from ``evosyn`` only in these knobs:
+
+=============  ===============================================  =========================================
+arm            Reflector (``reflect``: may revise the space)    Designer's steering (``steering_for``)
+=============  ===============================================  =========================================
+evosyn         yes, with learner evidence (diagnostic           learner feedback; the factor just added,
+               failures, coverage, probes)                      with its verified coverage per value
+static         none: the initial space, frozen                  cold start every round (frozen allocation)
+no_feedback    yes, without learner evidence (B.6: the space,   cold start (no learner feedback); the
+               environment and tool schemas only)               factor just added, without coverage counts
+no_reflector   none: the initial space, frozen                  learner feedback
+no_designer    yes, with learner evidence                       cold start every round
+single_agent   none                                             one unconstrained direction (``design``)
+=============  ===============================================  =========================================
+"""
 from __future__ import annotations
 
 import time

@@ -54,16 +54,73 @@ def intrinsic(samples: list[dict], domain: str, union: set[str] | None = None) -
             **({"trajectory_diversity_union": M.trajectory_diversity(patterns, union)} if union is not None else {})}
 
 
-def controllability(store: Store, run_id: str, round: int, key: str) -> dict[str, float]:
-    """B.7 over every generated task of the round whose gold trajectory replayed (passed or not):
-    the value requested by the plan vs the value re-derived from the realized trajectory."""
-    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id, round=round)}
-    last = {}
-    for v in sorted(store.read_records("verdicts", run_id=run_id, round=round), key=lambda v: v.attempt):
-        last[v.task_id] = v
-    pairs = [(tasks[t].requested[key][0], v.observed[key][0]) for t, v in last.items()
-             if t in tasks and tasks[t].requested.get(key) and v.observed.get(key)]
-    return M.controllability(pairs)
+def ordinal_factors(domain: str) -> dict[str, list[str]]:
+    """Factors whose values are ordered buckets, with their order: the write and read counts, and every
+    property the domain's generator controls (its pack lists each one's buckets in order)."""
+    from envs.packs import get_pack
+
+    return {"num_write": list(M.ORDINAL), "num_read": list(M.ORDINAL),
+            **{k: list(vs) for k, vs in get_pack(domain).controllable.items()}}
+
+
+def first_rollouts(verdicts: list) -> dict[str, object]:
+    """Blueprint id -> the verdict of its task's first rollout (attempt 0): the values the verifier observed before
+    its factor gate or a repair decided anything. Rejections (no task) have none."""
+    return {v.blueprint_id: v for v in verdicts if v.task_id and v.attempt == 0}
+
+
+def requested_realized(blueprints: list, first: dict, key: str) -> tuple[list[tuple[str, str]], int]:
+    """(requested, realized) of every blueprint that requested a value of ``key`` and was rolled out, and the
+    number of requests never realized (no task, no rollout, or no observed value)."""
+    pairs, unrealized = [], 0
+    for bp in blueprints:
+        want = bp.selected_dimensions.get(key)
+        if not want:
+            continue
+        got = (first[bp.blueprint_id].observed.get(key) or []) if bp.blueprint_id in first else []
+        if got:
+            pairs.append((want[0], got[0]))
+        else:
+            unrealized += 1
+    return pairs, unrealized
+
+
+def _requests(store: Store, run_id: str, round: int) -> tuple[list, dict, list]:
+    """The round's blueprints, ``first_rollouts`` of its verdicts, and the directions of its planning refusals
+    (one per refused plan)."""
+    verdicts = store.read_records("verdicts", run_id=run_id, round=round)
+    directions = {d.direction_id: d for d in store.read_records("directions", run_id=run_id, round=round)}
+    refused = [directions[v.direction_id] for v in verdicts
+               if not v.task_id and (v.blueprint_id or "").startswith("unplanned-") and v.direction_id in directions]
+    return store.read_records("blueprints", run_id=run_id, round=round), first_rollouts(verdicts), refused
+
+
+def controllability(store: Store, run_id: str, round: int, key: str, order: list[str] | None = None,
+                    requests: tuple[list, dict, list] | None = None) -> dict[str, float]:
+    """B.7 before the verifier's factor gate, over every blueprint of the round that requested a value of ``key``.
+
+    Realized: the value the verifier re-derived from the task's first rollout (attempt 0, before the factor
+    gate or a repair decides anything). A request that was never realized counts as a miss of the exact
+    match: a blueprint the generator could not build (or whose rollout failed), and a plan the planner
+    refused for a direction that allowed one value of ``key`` only. Spearman: requested vs realized bucket
+    index over the rolled-out tasks. ``n_requested`` / ``n_realized`` count both. ``requests``: the round's
+    ``_requests`` when the caller has read them.
+    """
+    blueprints, first, refused = requests or _requests(store, run_id, round)
+    pairs, unrealized = requested_realized(blueprints, first, key)
+    unrealized += sum(len(d.allowed_values.get(key, [])) == 1 for d in refused)
+    return M.controllability(pairs, order or list(M.ORDINAL), unrealized)
+
+
+def round_controllability(store: Store, run_id: str, domain: str, round: int) -> dict[str, dict[str, float]]:
+    """``controllability`` of every ordinal factor some blueprint (or single-valued direction) of the round
+    requested: factor -> exact, spearman, n_requested, n_realized."""
+    requests, out = _requests(store, run_id, round), {}
+    for key, order in ordinal_factors(domain).items():
+        c = controllability(store, run_id, round, key, order, requests)
+        if c["n_requested"]:
+            out[key] = {k: float(c[k]) for k in ("exact", "spearman", "n_requested", "n_realized")}
+    return out
 
 
 def _evals(store: Store, run_id: str, round: int, task_set: str, task_ids: set[str] | None = None):
@@ -121,8 +178,6 @@ def round_metrics(store: Store, run_id: str, domain: str, round: int,
     out = {f"{k}": v for k, v in transition(store, run_id, domain, round, samples=samples).items()}
     out["success_gain_per_1k"] = gain_per_1k(store, run_id, round)
     out["added_train_examples"] = float(added_examples(store, run_id, round))
-    for key in ("num_write", "num_read"):
-        c = controllability(store, run_id, round, key)
-        if c["n"]:
-            out.update({f"controllability.{key}.{k}": float(v) for k, v in c.items()})
+    for key, c in round_controllability(store, run_id, domain, round).items():
+        out.update({f"controllability.{key}.{k}": v for k, v in c.items()})
     return out

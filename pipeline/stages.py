@@ -299,11 +299,19 @@ def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory
 
 
 def steering_for(arm: str, reflection, feedback) -> Steering:
-    """The Designer's signal for the next round, by arm."""
-    if arm in ("static", "single_agent", "no_designer", "no_feedback") or feedback is None:
+    """The Designer's signal for the next round, by arm (the table in ``pipeline/loop.py``).
+
+    ``no_feedback`` differs from ``evosyn`` only in evidence (B.6): the factor its Reflector added is
+    populated as evosyn's is, but without the coverage counts of the learner-facing feedback, and it is
+    otherwise never steered by learner feedback.
+    """
+    if arm in ("static", "single_agent", "no_designer") or feedback is None:
         return ColdStart()
-    if reflection is not None and reflection.steering == "new_factor":
-        added = next(p.dimension_name for p in reflection.new_proposals if p.action != "no_change")
+    added = (next((p.dimension_name for p in reflection.new_proposals if p.action != "no_change"), None)
+             if reflection is not None and reflection.steering == "new_factor" else None)
+    if arm == "no_feedback":
+        return NewFactor(factor=added) if added else ColdStart()
+    if added:
         cov = {s.value: s.count for s in feedback.coverage if s.factor == added}
         return NewFactor(factor=added, coverage=cov)
     return LearnerFeedback(feedback=feedback)

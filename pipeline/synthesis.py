@@ -157,13 +157,13 @@ def control(result: Pass, space: SynthesisSpace) -> dict[str, list[tuple[str, in
     factor -> rows (value, requested, generated, realized, kept): ``generated`` counts
     blueprints that became a task, ``realized`` those whose first rollout's observed
     value (re-derived from its replay by the verifier, before the factor gate
-    decides anything) equals the request, ``kept`` those verified in the end.
+    decides anything: ``pipeline.metrics.first_rollouts``, as the round metrics'
+    controllability reads it) equals the request, ``kept`` those verified in the end.
     """
+    from pipeline.metrics import first_rollouts
+
     observable = [f.key for f in space.active if f.observable]
-    first: dict[str, Verdict] = {}
-    for v in result.verdicts:
-        if v.attempt == 0:
-            first.setdefault(v.blueprint_id, v)
+    first = first_rollouts(result.verdicts)
     kept = {k.blueprint.blueprint_id for k in result.kept}
     tasks = {t.blueprint_id for t in result.tasks}
     out: dict[str, list[tuple[str, int, int, int, int]]] = {}

@@ -142,7 +142,9 @@ class RunConfig(_Strict):
     chunk_size: int = Field(default=50, ge=1)
     test_size: int = Field(default=200, ge=1, le=10_000)  # blueprints of the fixed embedded test set
     concurrency: int = Field(default=2, ge=1, le=256)
-    stop_after_static_rounds: int = Field(default=2, ge=1)
+    # a reflecting arm stops after this many consecutive rounds without a space update (App. B.1: 2);
+    # 0 never stops early: every arm runs `rounds` rounds and `rounds x budget` blueprints (`bench learning`)
+    stop_after_static_rounds: int = Field(default=2, ge=0)
     # "flow/deployment" of the SFT flow (e.g. "sft-train/sft-train" on the gpu pool); None trains in-process
     train_deployment: str | None = Field(default=None, pattern=r"^[^/\s]+/[^/\s]+$")
     # e.g. {split: test, trials: 4}: each round also scores its learner on tau2's official split (pass^k)
@@ -164,7 +166,8 @@ class RunConfig(_Strict):
         return Path(root).expanduser()
 
 
-_ENV_OVERRIDES = {
+# environment variable -> the RunConfig field it overrides (`load_config`: after the file, before the flags)
+ENV_OVERRIDES = {
     "EVOSYN_DOMAIN": "domain", "EVOSYN_ARM": "arm", "EVOSYN_BACKEND": "backend",
     "EVOSYN_ROUNDS": "rounds", "EVOSYN_BUDGET": "budget", "EVOSYN_SEED": "seed",
     "EVOSYN_LEARNER": "learner",
@@ -242,7 +245,7 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: dict[str,
     data = read_config_file(path) if path is not None else {}
     if not isinstance(data, dict):
         raise ConfigError(f"invalid config {path}: the top level must be a mapping of fields")
-    for var, field in _ENV_OVERRIDES.items():
+    for var, field in ENV_OVERRIDES.items():
         if env.get(var):
             data[field] = env[var]
     for key, value in (overrides or {}).items():

@@ -82,14 +82,19 @@ def size_matched_distinct(sequences: Sequence[tuple[str, ...]], n: int, draws: i
     return sum(len(set(rng.sample(list(sequences), n))) for _ in range(draws)) / draws
 
 
-def controllability(pairs: Sequence[tuple[str, str]]) -> dict[str, float]:
-    """B.7: requested vs realized values of an ordinal factor: exact match and Spearman rho."""
-    if not pairs:
-        return {"n": 0, "exact": float("nan"), "spearman": float("nan")}
-    req = [ORDINAL.index(a) for a, _ in pairs]
-    real = [ORDINAL.index(b) for _, b in pairs]
-    return {"n": len(pairs), "exact": sum(a == b for a, b in zip(req, real)) / len(pairs),
-            "spearman": spearman(req, real)}
+def controllability(pairs: Sequence[tuple[str, str]], order: Sequence[str] = ORDINAL,
+                    unrealized: int = 0) -> dict[str, float]:
+    """B.7: requested vs realized values of an ordinal factor (buckets in ``order``): exact match and Spearman rho.
+
+    ``unrealized``: requests that never became a realized value (no task, no rollout): misses of the exact
+    match, absent from the rank correlation. A realized value outside ``order`` is a miss, and unranked.
+    """
+    n = len(pairs) + unrealized
+    if not n:
+        return {"n": 0, "n_requested": 0, "n_realized": 0, "exact": float("nan"), "spearman": float("nan")}
+    ranked = [(order.index(a), order.index(b)) for a, b in pairs if a in order and b in order]
+    return {"n": n, "n_requested": n, "n_realized": len(pairs), "exact": sum(a == b for a, b in pairs) / n,
+            "spearman": spearman([a for a, _ in ranked], [b for _, b in ranked])}
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float:

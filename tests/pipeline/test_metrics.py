@@ -48,9 +48,42 @@ def test_verified_samples_one_per_task_from_its_passing_verdict(store):
 
 
 def test_controllability_counts_rejected_candidates(store):
-    # latest attempt per task: a 1->1, b 2->1 (rejected), c 1->1
-    c = TM.controllability(store, "run-a", 1, "num_write")
-    assert c["n"] == 3 and c["exact"] == pytest.approx(2 / 3)
+    # before the gate, on each blueprint's first rollout: a requested 1, first rollout 2 (its repair, 1, does
+    # not count); b 2 -> 1 (rejected); c 1 -> 1
+    st = store
+    bp = lambda b, want: rec("blueprints", 3, blueprint_id=b, selected_dimensions={"num_write": [want]})  # noqa: E731
+    st.write([bp("a", "1"), bp("b", "2"), bp("c", "1")], "b3")
+    st.write([rec("verdicts", 3, verdict_id="wa0", blueprint_id="a", task_id="a", attempt=0, observed=obs("2")),
+              rec("verdicts", 3, verdict_id="wa1", blueprint_id="a", task_id="a", attempt=1, observed=obs("1")),
+              rec("verdicts", 3, verdict_id="wb", blueprint_id="b", task_id="b", observed=obs("1")),
+              rec("verdicts", 3, verdict_id="wc", blueprint_id="c", task_id="c", observed=obs("1"))], "v3")
+    c = TM.controllability(st, "run-a", 3, "num_write")
+    assert (c["n_requested"], c["n_realized"]) == (3, 3) and c["exact"] == pytest.approx(1 / 3)
+
+
+def test_controllability_counts_an_infeasible_blueprint_as_a_miss(store):
+    from agents.synthesis import rejection_verdict, unplanned
+
+    st = store
+    bp = lambda b, want: rec("blueprints", 3, blueprint_id=b, selected_dimensions={"num_write": [want]})  # noqa: E731
+    ok = [rec("verdicts", 3, verdict_id=f"w{i}", blueprint_id=b, task_id=b, observed=obs(v))
+          for i, (b, v) in enumerate((("p", "0"), ("q", "1"), ("r", "2")))]
+    st.write([bp("p", "0"), bp("q", "1"), bp("r", "2"), bp("s", "5+")], "b3")
+    # s: the generator could not build it (a generate rejection: no task); a plan refused for a direction that
+    # allowed num_write 3-4 only: no blueprint at all
+    d = rec("directions", 3, direction_id="d-hi", allowed_values={"num_write": ["3-4"]})
+    st.write([d], "d3")
+    refused = rejection_verdict(unplanned(d, 0), "plan", "infeasible: 3-4 writes")
+    st.write(ok + [rejection_verdict(rec("blueprints", 3, blueprint_id="s"), "generate", "infeasible"), refused], "v3")
+    c = TM.controllability(st, "run-a", 3, "num_write")
+    assert (c["n_requested"], c["n_realized"]) == (5, 3)
+    assert c["exact"] == pytest.approx(3 / 5)  # every realized request matched; the two never realized did not
+    assert c["spearman"] == pytest.approx(1.0)
+    per_round = TM.round_controllability(st, "run-a", "airline", 3)
+    assert per_round["num_write"]["n_requested"] == 5 and "num_read" not in per_round
+    m = TM.round_metrics(st, "run-a", "airline", 3)
+    assert m["controllability.num_write.exact"] == pytest.approx(0.6)
+    assert m["controllability.num_write.n_realized"] == 3.0
 
 
 def test_transition_on_matched_diagnostic_tasks(store):

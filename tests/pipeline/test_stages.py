@@ -110,3 +110,23 @@ def test_a_redone_stage_leaves_no_stale_chunk(ctx):
     assert len(tasks_) == len(blueprints)
     assert ctx.read("verdicts", chunk) == []
     assert ctx.store.count("verdicts") == 0
+
+
+def test_steering_for_each_arm_differs_from_evosyn_only_as_loop_says():
+    """no_feedback populates the factor its Reflector added as evosyn does, but without the coverage counts of
+    the learner-facing feedback, and is otherwise never steered by learner feedback (pipeline/loop.py)."""
+    from agents.designer import LearnerFeedback, NewFactor
+    from storage.records import SliceStat
+    from tests.storage.samples import samples
+
+    s = samples()
+    fb = s["feedback"].model_copy(update={"coverage": [SliceStat(factor="num_write", value="1", count=4)]})
+    added = s["reflections"].model_copy(update={"steering": "new_factor"})
+    kept = s["reflections"].model_copy(update={"steering": "learner_feedback", "new_proposals": []})
+    assert stages.steering_for("evosyn", added, fb) == NewFactor(factor="num_write", coverage={"1": 4})
+    assert stages.steering_for("no_feedback", added, fb) == NewFactor(factor="num_write")
+    assert isinstance(stages.steering_for("evosyn", kept, fb), LearnerFeedback)
+    assert isinstance(stages.steering_for("no_reflector", None, fb), LearnerFeedback)
+    for arm in ("no_feedback", "static", "no_designer", "single_agent"):
+        assert stages.steering_for(arm, kept, fb) == ColdStart(), arm
+    assert stages.steering_for("static", added, fb) == ColdStart()

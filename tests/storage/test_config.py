@@ -43,3 +43,12 @@ def test_a_base_url_with_credentials_is_refused_without_echoing_them():
                                                "base_url": "https://user:sk-SECRET@vllm.example/v1"}}})
     msg = str(err.value)
     assert "roles.planner.base_url" in msg and "api_key_env" in msg and "sk-SECRET" not in msg
+
+
+def test_stop_rule_zero_means_never_and_negative_is_refused():
+    from storage.config import validate_config
+
+    assert validate_config({"stop_after_static_rounds": 0}).stop_after_static_rounds == 0
+    assert validate_config({}).stop_after_static_rounds == 2  # App. B.1: two rounds without a space update
+    with pytest.raises(ConfigError, match="stop_after_static_rounds"):
+        validate_config({"stop_after_static_rounds": -1})

@@ -1,0 +1,117 @@
+"""`evosyn bench learning`: arms x seeds of the closed loop, with bootstrap intervals (benchmarks/learning.py)."""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import click
+
+from flows.cli_app import PATH, UserError, bench
+from flows.render import print_table
+
+
+def _ci(row: dict, signed: bool = False) -> str:
+    f = "{:+.3f}" if signed else "{:.3f}"
+    return f"{f.format(row['mean'])} [{f.format(row['lo'])}, {f.format(row['hi'])}]"
+
+
+def _num(v: float) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
+
+
+def _no_nan(obj):
+    """JSON has no NaN: undefined figures (a Spearman of one bucket) become null."""
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _no_nan(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_no_nan(v) for v in obj]
+    return obj
+
+
+def print_learning(result: dict) -> None:
+    pct = int(result["level"] * 100)
+    seeds = ",".join(map(str, result["seeds"]))
+    print_table(f"test success per round: mean over seeds {seeds} [{pct}% CI, two-level bootstrap, "
+                f"{result['resamples']} resamples]",
+                ["set", "tasks", "round", "arm", "mean [CI]", "per seed"],
+                [[r["set"], r["n_tasks"], r["round"], r["arm"], _ci(r),
+                  " ".join(f"{v:.3f}" for v in r["per_seed"].values())] for r in result["success"]])
+    if result["paired"]:
+        print_table(f"paired difference (by seed and task) [{pct}% CI]", ["set", "round", "difference", "mean [CI]",
+                                                                         "CI above 0"],
+                    [[r["set"], r["round"], f"{r['a']} - {r['b']}", _ci(r, signed=True), "yes" if r["lo"] > 0 else
+                      "no"] for r in result["paired"]])
+    metrics = sorted({r["metric"] for r in result["intrinsic"]}, key=["factor_coverage", "factor_balance",
+                                                                       "interaction_coverage",
+                                                                       "trajectory_diversity"].index)
+    cells = {(r["arm"], r["round"], r["metric"]): r for r in result["intrinsic"]}
+    print_table(f"intrinsic metrics of the verified data so far: mean over seeds [{pct}% CI]",
+                ["arm", "round", *metrics],
+                [[a, rnd, *(_ci(cells[(a, rnd, m)]) for m in metrics)]
+                 for a, rnd in dict.fromkeys((r["arm"], r["round"]) for r in result["intrinsic"])])
+    if result["controllability"]:
+        print_table("controllability of evosyn's promoted factors, before the verifier's factor gate",
+                    ["factor", "round", "seeds", "exact", "spearman", "requested", "realized"],
+                    [[c["factor"], c["round"], c["seeds"], _num(c["exact"]), _num(c["spearman"]), c["n_requested"],
+                      c["n_realized"]] for c in result["controllability"]])
+    else:
+        click.echo("controllability: evosyn promoted no factor in these runs")
+    click.echo(f"{result['runs_launched']} runs launched, {result['runs_reused']} reused; wall {result['wall_s']:.1f}s"
+               f" (runs {result['runs_wall_s']:.1f}s, {result['jobs']} at a time), CPU {result['cpu_s']:.1f}s")
+
+
+@bench.command("learning")
+@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
+@click.option("--seeds", default="0-4", show_default=True, help="LO-HI (inclusive), one seed, or a list: 0,2,5.")
+@click.option("--arms", default="evosyn,static,no_feedback", show_default=True,
+              help="Comma-separated arms; the paired differences are evosyn - each other arm.")
+@click.option("--rounds", type=click.IntRange(1, 50), default=3, show_default=True)
+@click.option("--budget", type=click.IntRange(1, 1_000_000), default=200, show_default=True,
+              help="Blueprints per round, every arm.")
+@click.option("--test-size", "test_size", type=click.IntRange(1, 10_000), default=200, show_default=True,
+              help="Blueprints of each fixed test set.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="Runs at a time (each an `evosyn run` subprocess).")
+@click.option("--home", "bench_home", type=PATH, default=None,
+              help="The store of the runs (default: evosyn's --home / EVOSYN_HOME / ./.evosyn); finished runs "
+                   "in it are reused.")
+@click.option("--output", type=PATH, default=None, help="JSON (default bench-results/learning-<domain>.json).")
+@click.pass_context
+def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, bench_home, output) -> None:
+    """Every (arm, seed) as a normal run on one store (stop rule off: same rounds and budget), then test success
+    per round with two-level bootstrap intervals, paired differences vs evosyn, intrinsic metrics and the
+    controllability of evosyn's promoted factors."""
+    from benchmarks.common import write_json
+    from benchmarks.learning import (
+        BenchInputError,
+        BenchRunError,
+        Plan,
+        bench,
+        parse_arms,
+        parse_seeds,
+    )
+    from flows.cli_run import RunFailed
+    from flows.inputs import bench_output, check_domain, check_store_root, writing
+
+    try:
+        seed_list, arm_list = parse_seeds(seeds), parse_arms(arms)
+    except BenchInputError as exc:
+        raise UserError(str(exc)) from None
+    domain = check_domain(domain, generator=True)
+    home = Path(bench_home or (ctx.obj or {}).get("home") or os.environ.get("EVOSYN_HOME") or ".evosyn").expanduser()
+    check_store_root(home)
+    target = bench_output(f"learning-{domain}", output)
+    plan = Plan(domain=domain, seeds=seed_list, home=home.resolve(), arms=arm_list, rounds=rounds, budget=budget,
+                test_size=test_size, jobs=jobs)
+    try:
+        result = bench(plan, say=click.echo)
+    except BenchRunError as exc:
+        raise RunFailed(str(exc)) from None
+    result["command"] = (f"evosyn bench learning --domain {domain} --seeds {seeds} --arms {','.join(arm_list)} "
+                         f"--rounds {rounds} --budget {budget} --test-size {test_size} --jobs {jobs}")
+    print_learning(result)
+    with writing(target, "--output"):
+        click.echo(f"wrote {write_json(f'learning-{domain}', _no_nan(result), target)}")
