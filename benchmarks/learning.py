@@ -84,11 +84,13 @@ class Plan:
     budget: int = 200
     test_size: int = 200
     jobs: int = 2
+    extra: dict[str, Any] = field(default_factory=dict)  # more config fields, the same for every run (a prior)
+    name: str = "learning"  # the benchmark: its work folder under the store's bench/
 
     def config(self, arm: str, seed: int) -> dict[str, Any]:
         """The run config of one (arm, seed): the same for every arm but the arm."""
         return {"domain": self.domain, "arm": arm, "seed": seed, "rounds": self.rounds, "budget": self.budget,
-                "test_size": self.test_size, "stop_after_static_rounds": 0}
+                "test_size": self.test_size, "stop_after_static_rounds": 0, **self.extra}
 
 
 @dataclass
@@ -143,7 +145,7 @@ def launch(plan: Plan, say=lambda s: None) -> tuple[list[Launched], float]:
     from storage.store import Store
 
     store = Store(plan.home)
-    work = plan.home / "bench" / "learning"
+    work = plan.home / "bench" / plan.name
     work.mkdir(parents=True, exist_ok=True)
     jobs = [Launched(arm, seed, _run_id(plan, arm, seed)) for seed in plan.seeds for arm in plan.arms]
     todo = []

@@ -115,3 +115,64 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
     print_learning(result)
     with writing(target, "--output"):
         click.echo(f"wrote {write_json(f'learning-{domain}', _no_nan(result), target)}")
+
+
+@bench.command("discovery")
+@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
+@click.option("--seeds", default="0-2", show_default=True, help="LO-HI (inclusive), one seed, or a list: 0,2,5.")
+@click.option("--gap", "gaps", multiple=True, metavar="PROPERTY=BUCKET",
+              help="A planted gap (repeatable; default: three of the domain's controllable properties).")
+@click.option("--keep", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+              help="Probability that the generator keeps a plan in the planted bucket.")
+@click.option("--rounds", type=click.IntRange(1, 50), default=2, show_default=True)
+@click.option("--budget", type=click.IntRange(1, 1_000_000), default=200, show_default=True)
+@click.option("--test-size", "test_size", type=click.IntRange(1, 10_000), default=20, show_default=True,
+              help="Blueprints of each fixed test set (not used by recovery: keep it small).")
+@click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True)
+@click.option("--home", "bench_home", type=PATH, default=None, help="The store of the runs (finished runs reused).")
+@click.option("--output", type=PATH, default=None, help="JSON (default bench-results/discovery-<domain>.json).")
+@click.pass_context
+def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, jobs, bench_home, output) -> None:
+    """Planted-gap recovery (App. B.6): per planted gap, the seeds in which the evosyn arm and the no_feedback
+    control promote the planted property to a factor."""
+    from benchmarks.common import write_json
+    from benchmarks.discovery import GapError, bench as run_bench, gaps_for
+    from benchmarks.learning import BenchInputError, BenchRunError, parse_seeds
+    from flows.cli_run import RunFailed
+    from flows.inputs import bench_output, check_domain, check_store_root, writing
+
+    try:
+        seed_list = parse_seeds(seeds)
+    except BenchInputError as exc:
+        raise UserError(str(exc)) from None
+    domain = check_domain(domain, generator=True)
+    try:
+        planted = gaps_for(domain, list(gaps))
+    except GapError as exc:
+        raise UserError(str(exc)) from None
+    home = Path(bench_home or (ctx.obj or {}).get("home") or os.environ.get("EVOSYN_HOME") or ".evosyn").expanduser()
+    check_store_root(home)
+    target = bench_output(f"discovery-{domain}", output)
+    try:
+        result = run_bench(domain, seed_list, home.resolve(), gaps=planted, keep=keep, rounds=rounds, budget=budget,
+                           test_size=test_size, jobs=jobs, say=click.echo)
+    except BenchRunError as exc:
+        raise RunFailed(str(exc)) from None
+    result["command"] = (f"evosyn bench discovery --domain {domain} --seeds {seeds} "
+                         + "".join(f"--gap {g} " for g in result["gaps"])
+                         + f"--keep {keep} --rounds {rounds} --budget {budget} --test-size {test_size}")
+    t = result["target"]
+    print_table(f"planted-gap recovery: {domain}, seeds {seeds}, {rounds} rounds x {budget} blueprints, planted "
+                f"bucket kept with p = {keep} (target: evosyn >= {t['evosyn_at_least']}, no_feedback <= "
+                f"{t['no_feedback_at_most']} of {len(seed_list)})",
+                ["gap", "arm", "recovered", "per seed (round, rule)", "all promoted"],
+                [[r["gap"], r["arm"], f"{r['recovered']}/{r['seeds']}",
+                  " ".join(f"s{s['seed']}:{'r%d %s' % (s['round'], s['rule']) if s['recovered'] else '-'}"
+                           for s in r["per_seed"]),
+                  " | ".join(",".join(p["factor"] for p in s["promoted"]) or "-" for s in r["per_seed"])]
+                 for r in result["rows"]])
+    click.echo("met: " + ", ".join(f"{v['gap']} {'yes' if v['met'] else 'no'}" for v in result["verdicts"])
+               + f"; {result['runs_launched']} runs launched, {result['runs_reused']} reused; wall "
+               f"{result['wall_s']:.1f}s, CPU {result['cpu_s']:.1f}s")
+    with writing(target, "--output"):
+        click.echo(f"wrote {write_json(f'discovery-{domain}', _no_nan(result), target)}")

@@ -1,0 +1,98 @@
+"""`evosyn bench discovery`: planted-gap recovery, the adopted-factor recovery of App. B.6 (issue 13, item 4).
+
+A planted gap is a prior of the embedded generator (``RunConfig.prior.suppress``) that keeps plans in one
+bucket of one controllable property only with probability ``keep`` while the space does not select that
+property: the default synthesis then rarely shows it (e.g. writes that carry two or more items). For each
+gap, the evosyn arm and the no_feedback control run on the same seeds (``benchmarks/learning.py``'s runner:
+same config but the arm, stop rule off), and we count, per arm, the seeds in which the Reflector promotes the
+planted property to a factor of the space, and in which round and by which rule.
+
+The gaps are fixed before any run, from the domain's controllable properties (``DEFAULT_GAPS``, in order,
+the first three the domain's generator controls); ``--gap PROPERTY=BUCKET`` names others.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from benchmarks.learning import Plan, launch
+
+# (property, suppressed bucket), in order of preference; a domain takes the first three its generator controls
+DEFAULT_GAPS = [("multi_item", "yes"), ("entities_touched", "3+"), ("money_moves", "2+"), ("write_mix", "mixed"),
+                ("distinct_tools", "4+"), ("policy_gated", "2+")]
+ARMS = ["evosyn", "no_feedback"]
+
+
+class GapError(ValueError):
+    """A --gap that the domain's generator cannot plant (one line, naming it)."""
+
+
+def gaps_for(domain: str, named: list[str] | None = None, count: int = 3) -> list[tuple[str, str]]:
+    from envs.packs import get_pack
+
+    controllable = get_pack(domain).controllable
+    if not named:
+        return [g for g in DEFAULT_GAPS if g[0] in controllable and g[1] in controllable[g[0]]][:count]
+    out = []
+    for text in named:
+        prop, _, value = text.partition("=")
+        if prop not in controllable:
+            raise GapError(f"--gap {text}: the {domain} generator does not control {prop!r} "
+                           f"(it controls: {', '.join(controllable)})")
+        if value not in controllable[prop]:
+            raise GapError(f"--gap {text}: {value!r} is not a bucket of {prop} ({', '.join(controllable[prop])})")
+        out.append((prop, value))
+    return out
+
+
+def _promotions(store, run_id: str) -> list[dict]:
+    """Each factor the run's Reflector added: round, factor, rule (failure-driven, coverage-gap, evidence-free)."""
+    out = []
+    for r in sorted(store.read_records("reflections", run_id=run_id), key=lambda r: r.round):
+        for p in r.new_proposals:
+            if p.action == "promote_probe_to_dimension":
+                out.append({"round": r.round, "factor": p.dimension_name, "rule": p.reason})
+    return out
+
+
+def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], keep: float = 0.2, rounds: int = 2,
+          budget: int = 200, test_size: int = 20, jobs: int = 2, say=lambda s: None) -> dict[str, Any]:
+    from storage.store import Store
+
+    t0 = time.perf_counter()
+    cpu = 0.0
+    rows, runs_launched, runs_reused = [], 0, 0
+    for prop, value in gaps:
+        plan = Plan(domain=domain, seeds=seeds, home=home, arms=ARMS, rounds=rounds, budget=budget,
+                    test_size=test_size, jobs=jobs, extra={"prior": {"suppress": {prop: {value: keep}}}},
+                    name="discovery")
+        say(f"gap {prop}={value} (kept with probability {keep})")
+        launched, spent = launch(plan, say)
+        cpu += spent
+        runs_launched += sum(not j.reused for j in launched)
+        runs_reused += sum(j.reused for j in launched)
+        store = Store(home, create=False)
+        for arm in ARMS:
+            per_seed = []
+            for j in (j for j in launched if j.arm == arm):
+                promoted = _promotions(store, j.run_id)
+                hit = next((p for p in promoted if p["factor"] == prop), None)
+                per_seed.append({"seed": j.seed, "run_id": j.run_id, "recovered": hit is not None,
+                                 "round": hit["round"] if hit else None, "rule": hit["rule"] if hit else None,
+                                 "promoted": promoted})
+            rows.append({"gap": f"{prop}={value}", "property": prop, "bucket": value, "arm": arm,
+                         "recovered": sum(s["recovered"] for s in per_seed), "seeds": len(per_seed),
+                         "per_seed": per_seed})
+    n = len(seeds)
+    need, allow = math.ceil(2 * n / 3), math.floor(n / 3)  # the acceptance: 2 of 3 with feedback, at most 1 of 3
+    verdicts = []
+    for prop, value in gaps:
+        by_arm = {r["arm"]: r["recovered"] for r in rows if r["property"] == prop}
+        verdicts.append({"gap": f"{prop}={value}", "evosyn": by_arm["evosyn"], "no_feedback": by_arm["no_feedback"],
+                         "seeds": n, "met": by_arm["evosyn"] >= need and by_arm["no_feedback"] <= allow})
+    return {"domain": domain, "seeds": seeds, "keep": keep, "rounds": rounds, "budget": budget, "jobs": jobs,
+            "gaps": [f"{p}={v}" for p, v in gaps], "rows": rows, "verdicts": verdicts,
+            "target": {"evosyn_at_least": need, "no_feedback_at_most": allow},
+            "runs_launched": runs_launched, "runs_reused": runs_reused, "wall_s": time.perf_counter() - t0,
+            "cpu_s": cpu}
