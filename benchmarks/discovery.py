@@ -4,8 +4,10 @@ A planted gap is a prior of the embedded generator (``RunConfig.prior.suppress``
 bucket of one controllable property only with probability ``keep`` while the space does not select that
 property: the default synthesis then rarely shows it (e.g. writes that carry two or more items). For each
 gap, the evosyn arm and the no_feedback control run on the same seeds (``benchmarks/learning.py``'s runner:
-same config but the arm, stop rule off), and we count, per arm, the seeds in which the Reflector promotes the
-planted property to a factor of the space, and in which round and by which rule.
+same config but the arm, stop rule off), and we count, per arm, the seeds in which the planted property is
+adopted: the Reflector promotes it to a factor of the space in a round whose reflection steers a later round
+(rounds 1 .. R-1; a promotion after the last round shapes no data and is listed, not counted), with the round
+and the rule (failure-driven, coverage-gap-driven, or the control's evidence-free draw).
 
 The gaps are fixed before any run, from the domain's controllable properties (``DEFAULT_GAPS``, in order,
 the first three the domain's generator controls); ``--gap PROPERTY=BUCKET`` names others.
@@ -56,8 +58,8 @@ def _promotions(store, run_id: str) -> list[dict]:
     return out
 
 
-def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], keep: float = 0.2, rounds: int = 2,
-          budget: int = 200, test_size: int = 20, jobs: int = 2, say=lambda s: None) -> dict[str, Any]:
+def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], keep: float = 0.2, rounds: int = 3,
+          budget: int = 300, test_size: int = 20, jobs: int = 2, say=lambda s: None) -> dict[str, Any]:
     from storage.store import Store
 
     t0 = time.perf_counter()
@@ -77,7 +79,8 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
             per_seed = []
             for j in (j for j in launched if j.arm == arm):
                 promoted = _promotions(store, j.run_id)
-                hit = next((p for p in promoted if p["factor"] == prop), None)
+                # adopted: promoted by a reflection that steers a later round (the last one shapes no data)
+                hit = next((p for p in promoted if p["factor"] == prop and p["round"] < rounds), None)
                 per_seed.append({"seed": j.seed, "run_id": j.run_id, "recovered": hit is not None,
                                  "round": hit["round"] if hit else None, "rule": hit["rule"] if hit else None,
                                  "promoted": promoted})

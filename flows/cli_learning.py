@@ -124,8 +124,9 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
               help="A planted gap (repeatable; default: three of the domain's controllable properties).")
 @click.option("--keep", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="Probability that the generator keeps a plan in the planted bucket.")
-@click.option("--rounds", type=click.IntRange(1, 50), default=2, show_default=True)
-@click.option("--budget", type=click.IntRange(1, 1_000_000), default=200, show_default=True)
+@click.option("--rounds", type=click.IntRange(2, 50), default=3, show_default=True,
+              help="Rounds per run; a factor counts as adopted when a reflection of rounds 1..R-1 promotes it.")
+@click.option("--budget", type=click.IntRange(1, 1_000_000), default=300, show_default=True)
 @click.option("--test-size", "test_size", type=click.IntRange(1, 10_000), default=20, show_default=True,
               help="Blueprints of each fixed test set (not used by recovery: keep it small).")
 @click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True)
@@ -165,11 +166,12 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, j
     print_table(f"planted-gap recovery: {domain}, seeds {seeds}, {rounds} rounds x {budget} blueprints, planted "
                 f"bucket kept with p = {keep} (target: evosyn >= {t['evosyn_at_least']}, no_feedback <= "
                 f"{t['no_feedback_at_most']} of {len(seed_list)})",
-                ["gap", "arm", "recovered", "per seed (round, rule)", "all promoted"],
+                ["gap", "arm", "adopted", "per seed (round, rule)", "all promoted (round)"],
                 [[r["gap"], r["arm"], f"{r['recovered']}/{r['seeds']}",
                   " ".join(f"s{s['seed']}:{'r%d %s' % (s['round'], s['rule']) if s['recovered'] else '-'}"
                            for s in r["per_seed"]),
-                  " | ".join(",".join(p["factor"] for p in s["promoted"]) or "-" for s in r["per_seed"])]
+                  " | ".join(",".join(f"{p['factor']}({p['round']})" for p in s["promoted"]) or "-"
+                             for s in r["per_seed"])]
                  for r in result["rows"]])
     click.echo("met: " + ", ".join(f"{v['gap']} {'yes' if v['met'] else 'no'}" for v in result["verdicts"])
                + f"; {result['runs_launched']} runs launched, {result['runs_reused']} reused; wall "

@@ -1,0 +1,65 @@
+"""`evosyn bench discovery`: the planted gaps, bad input, and one tiny end-to-end run of both arms."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from benchmarks.discovery import GapError, gaps_for
+
+
+def test_default_gaps_are_three_controllable_properties_per_domain():
+    from envs.packs import get_pack
+
+    for domain in ("airline", "retail", "telecom"):
+        gaps = gaps_for(domain)
+        assert len(gaps) == 3 and len({p for p, _ in gaps}) == 3
+        assert all(v in get_pack(domain).controllable[p] for p, v in gaps)
+    assert gaps_for("airline", ["num_write=3-4"]) == [("num_write", "3-4")]
+    with pytest.raises(GapError, match="does not control 'turns'"):
+        gaps_for("airline", ["turns=13+"])
+    with pytest.raises(GapError, match="'7' is not a bucket of num_write"):
+        gaps_for("airline", ["num_write=7"])
+
+
+def test_bad_input_is_one_line_before_any_work(tmp_path):
+    from flows.cli import main
+
+    for extra, says in ((["--seeds", "2-0"], "--seeds 2-0"), (["--gap", "multi_item=maybe"], "not a bucket"),
+                        (["--domain", "mars"], "--domain mars: unknown domain")):
+        res = CliRunner().invoke(main, ["bench", "discovery", "--home", str(tmp_path / "h"), *extra])
+        assert res.exit_code == 2 and says in res.output, res.output
+        assert len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "h").exists()
+
+
+@pytest.mark.slow
+def test_bench_discovery_end_to_end(tmp_path, monkeypatch):
+    """One gap, one seed, two rounds: both arms run with the planted prior (the suppressed bucket is rare in their
+    data), the control promotes an evidence-free draw, and the JSON names what each arm adopted."""
+    from benchmarks.learning import Plan, _run_id
+    from flows.cli import main
+    from storage.store import Store
+    from tests.benchmarks.test_learning import PREFECT_HOME
+
+    monkeypatch.setenv("PREFECT_HOME", PREFECT_HOME)
+    monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
+    home, out = tmp_path / "h", tmp_path / "d.json"
+    args = ["bench", "discovery", "--domain", "airline", "--seeds", "0", "--gap", "multi_item=yes", "--keep", "0",
+            "--rounds", "2", "--budget", "30", "--test-size", "8", "--home", str(home), "--output", str(out)]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output[-3000:]
+    data = json.loads(out.read_text())
+    assert data["gaps"] == ["multi_item=yes"] and data["runs_launched"] == 2
+    rows = {r["arm"]: r for r in data["rows"]}
+    assert set(rows) == {"evosyn", "no_feedback"} and data["verdicts"][0]["seeds"] == 1
+    control = rows["no_feedback"]["per_seed"][0]
+    assert [p["rule"] for p in control["promoted"]] == ["evidence-free draw"] * 2
+    assert control["recovered"] == any(p["factor"] == "multi_item" and p["round"] < 2 for p in control["promoted"])
+    store = Store(home, create=False)
+    plan = Plan(domain="airline", seeds=[0], home=home, rounds=2, budget=30, test_size=8,
+                extra={"prior": {"suppress": {"multi_item": {"yes": 0.0}}}})
+    for row in data["rows"]:
+        run_id = row["per_seed"][0]["run_id"]
+        assert run_id == _run_id(plan, row["arm"], 0)  # the planted prior is part of each run's config
+        verdicts = [v for v in store.read_records("verdicts", run_id=run_id, round=1) if v.passed]
+        assert verdicts and all(v.observed["multi_item"] == ["no"] for v in verdicts)  # kept with p = 0
