@@ -248,7 +248,8 @@ def reflector_messages(space: SynthesisSpace, feedback: Feedback, probes: list[P
                "suggested_factor": {"name": p.suggested_factor, "values": p.suggested_values}}
         if evidence:
             row["failure_correlation"] = {
-                "cmi_given_space_nats": _r(p.cmi_given_space, 4), "residual_given_tool_tertile": _r(
+                "cmi_given_space_nats": _r(p.cmi_given_space, 4), "permutation_p_value": _r(p.p_value, 4),
+                "diagnostic_tasks": p.support, "residual_given_tool_tertile": _r(
                     p.residual_cmi, 4), "nmi_with_tool_tertiles": _r(p.nmi_tool_tertiles, 3),
                 "failure_rate_by_bucket": {b.bucket: None if b.failure_rate is None else _r(b.failure_rate, 3)
                                            for b in p.buckets}}
