@@ -80,13 +80,10 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 
 
 def with_factors(space, controllable: dict[str, list[str]], factors: tuple[str, ...]):
-    """The space plus each named factor (with the values the generator realizes), experimental and observable."""
-    from envs.ontology import OBSERVABLE
-    from storage.records import Factor
+    """The space plus each named factor (pipeline/datasets.py; here for the callers that import it from here)."""
+    from pipeline.datasets import with_factors as add
 
-    new = [Factor(key=k, values=list(controllable[k]), status="experimental", observable=k in OBSERVABLE,
-                  added_in=space.version + 1) for k in dict.fromkeys(factors) if k not in {f.key for f in space.factors}]
-    return space.model_copy(update={"version": space.version + 1, "factors": space.factors + new}) if new else space
+    return add(space, controllable, factors)
 
 
 def check_factors(domain: str, factors: tuple[str, ...]) -> None:
