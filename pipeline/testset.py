@@ -119,6 +119,11 @@ def _direction(ctx: Ctx, space: SynthesisSpace, kind: Kind, slot: int, salt: int
 def filled(store: Store, run_id: str, kind: Kind) -> dict[int, tuple[str, dict[str, list[str]]]]:
     """slot -> (task id, observed factors) of the verified task that fills it; for ``official-matched`` only a
     task observed in the slot's cell fills it."""
+    return {slot: (tid, obs) for slot, (_, tid, obs) in _fills(store, run_id, kind).items()}
+
+
+def _fills(store: Store, run_id: str, kind: Kind) -> dict[int, tuple[int, str, dict[str, list[str]]]]:
+    """slot -> (salt, task id, observed factors) of the attempt that filled it."""
     directions = {d.direction_id: d for d in store.read_records("directions", run_id=run_id)}
     out: dict[int, tuple[int, str, dict]] = {}
     for v in store.read_records("verdicts", run_id=run_id):
@@ -130,7 +135,7 @@ def filled(store: Store, run_id: str, kind: Kind) -> dict[int, tuple[str, dict[s
         slot, salt = _slot_of(d)
         if slot not in out or salt < out[slot][0]:
             out[slot] = (salt, v.task_id, v.observed)
-    return {slot: (tid, obs) for slot, (_, tid, obs) in sorted(out.items())}
+    return dict(sorted(out.items()))
 
 
 def members(store: Store, run_id: str, kind: Kind, n: int) -> dict[int, tuple[str, dict[str, list[str]]]]:
@@ -197,15 +202,17 @@ def build_test_set(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int =
             slots.update({len(slots) + i: cell for i in range(k)})
     else:
         slots = {i: _controllable_draw(space, rng_for(run_id, i)) for i in range(n)}
+    # each attempt's slots are those no earlier attempt filled, and each top-up counts only the slots of the
+    # phases before it: a resumed build (the store holding later attempts) repeats the same attempts
     phase = dict(slots)
     for topup in range(MAX_TOPUPS + 1):
         for salt in range(MAX_ATTEMPTS):
-            done = filled(store, run_id, kind)
-            todo = {s: c for s, c in phase.items() if s not in done}
+            fills = _fills(store, run_id, kind)
+            todo = {s: c for s, c in phase.items() if s not in fills or fills[s][0] >= salt}
             if not todo:
                 break
             _attempt(ctx, space, kind, todo, salt)
-        done = filled(store, run_id, kind)
+        done = {s: f for s, f in _fills(store, run_id, kind).items() if s in slots}
         missing = n - len(done)
         phase = _topup(kind, dict(official), space, run_id, slots, done, missing) if missing > 0 and topup < MAX_TOPUPS else {}
         if not phase:
