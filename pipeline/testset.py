@@ -13,8 +13,8 @@ generate, rollout, verify) and only verified tasks join the set.
   the rest (seeded from the set's ids). A slot is filled by a verified task whose
   *observed* cell is the slot's; one that is not is retried with a new salt, at
   most ``MAX_ATTEMPTS`` times. Slots a cell never fills are topped up over the
-  cells the generator did realize (same allocation, over their official mass),
-  so the set reaches its size; the cells it cannot realize are in the report.
+  cells the generator did realize or no slot tried yet (same allocation, over
+  their official mass), so the set reaches its size; the cells it cannot realize are in the report.
 - ``uniform``: the initial space plus every property the domain's generator
   controls (``get_pack(domain).controllable``), each single-valued factor drawn
   uniformly and independently per slot with the set's RNG; an infeasible draw
@@ -169,14 +169,14 @@ def _controllable_draw(space: SynthesisSpace, rng) -> dict[str, list[str]]:
 def _topup(kind: Kind, official: dict[Cell, int], space: SynthesisSpace, run_id: str, slots: dict[int, Target],
            done: dict, missing: int) -> dict[int, Target]:
     """New slots for ``missing`` tasks. Official: exactly ``missing``, over the official mass of the cells some
-    slot filled. Uniform: fresh draws, as many more as the slots so far failed to fill (at most 3x; the set
+    slot filled or none tried yet. Uniform: fresh draws, as many more as the slots so far failed to fill (at most 3x; the set
     keeps its first ``n`` filled slots, and top-up slots are drawn like the first ones)."""
     start = max(slots, default=-1) + 1
     if kind == "uniform":
         k = min(3 * missing, math.ceil(missing * len(slots) / max(1, len(done))))
         return {start + i: _controllable_draw(space, rng_for(run_id, start + i)) for i in range(k)}
-    realized = {slots[s] for s in done}
-    cells = allocate({c: k for c, k in official.items() if c in realized}, missing)
+    realized, tried = {slots[s] for s in done}, set(slots.values())  # a small set may not have tried every cell
+    cells = allocate({c: k for c, k in official.items() if c in realized or c not in tried}, missing)
     flat = [c for c, k in sorted(cells.items()) for _ in range(k)]
     return {start + i: c for i, c in enumerate(flat)}
 
