@@ -17,8 +17,12 @@ generate, rollout, verify) and only verified tasks join the set.
   their official mass), so the set reaches its size; the cells it cannot realize are in the report.
 - ``uniform``: the initial space plus every property the domain's generator
   controls (``get_pack(domain).controllable``), each single-valued factor drawn
-  uniformly and independently per slot with the set's RNG; an infeasible draw
-  (refused by the Planner, the generator or the verifier) is redrawn, boundedly.
+  uniformly and independently per slot with the set's RNG (multi-valued
+  factors by the Planner's own uniform sampling); an infeasible slot (refused
+  by the Planner, the generator or the verifier) keeps its draw of the
+  controllable properties and redraws the rest, ``MAX_ATTEMPTS`` times, and is
+  then replaced by fresh slots (top-ups); the set is its first ``size`` filled
+  slots. Its marginals are reported: the generator's feasibility skews them.
 
 The completion marker, written after the last row, holds the set's report (what
 it aimed at and what it realized). A build that died part way resumes: every
