@@ -18,8 +18,8 @@ from storage.records import Direction, Reflection, SynthesisSpace
 if TYPE_CHECKING:
     from flows.round import RoundResult
 
-SUMMARY_COLUMNS = ("verified_yield", "success_diagnostic", "success_test", "factor_coverage", "factor_balance",
-                   "interaction_coverage", "trajectory_diversity")
+SUMMARY_COLUMNS = ("verified_yield", "success_diagnostic", "success_test", "success_test_uniform",
+                   "factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity")
 
 
 def artifact_key(*parts: object) -> str:
@@ -89,7 +89,8 @@ def round_markdown(run_id: str, res: RoundResult, stages: list[StageState]) -> s
     m = res.metrics
     head = (f"# Round {res.round} of `{run_id}`\n\nverified {res.verified}/{res.blueprints} blueprints; success: "
             f"diagnostic {m.get('success_diagnostic', 0):.3f}, test {m.get('success_test', 0):.3f} "
-            f"({len(res.test)} test tasks)")
+            f"({len(res.test)} official-matched test tasks), uniform test {m.get('success_test_uniform', 0):.3f} "
+            f"({len(res.test_uniform)} tasks)")
     return "\n\n".join([head, stages_section(stages), space_section(res.space_in, res.space_out),
                         reflector_section(res.reflection), designer_section(res.directions)]) + "\n"
 

@@ -9,7 +9,8 @@ import sys
 
 import click
 
-from flows import cli_envs, cli_faults, cli_learn, cli_learning, cli_llm, cli_query, cli_run, cli_services, cli_synth, cli_view  # noqa: F401,E501
+from flows import (cli_envs, cli_faults, cli_learn, cli_learning, cli_llm, cli_query, cli_run,  # noqa: F401
+                   cli_services, cli_synth, cli_testsets, cli_view)
 from flows.cli_app import PATH, UserError, main
 from flows.inputs import store_from
 

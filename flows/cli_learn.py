@@ -72,7 +72,9 @@ OFFICIAL_ONLY = ("domain", "split", "agent", "agent_base_url", "agent_key_env", 
 @main.command()
 @click.option("--run", "run_id", default=None, help="The run whose learner is evaluated.")
 @click.option("--round", "round_", type=int, default=None, help="Its round (the learner trained on rounds <= R).")
-@click.option("--set", "task_set", type=click.Choice(["diagnostic", "test"]), default="test", show_default=True)
+@click.option("--set", "task_set", type=click.Choice(["diagnostic", "test", "test_uniform"]),
+              default="test", show_default=True,
+              help="diagnostic: the run's held-out tasks; test: the official-matched test set; test_uniform: the uniform one.")
 @click.option("--official", is_flag=True, help="Evaluate on a split of tau2's official tasks instead (--domain, "
                                                "--split; k trials each, pass^k).")
 @click.option("--domain", default=None, help="--official: the domain (default: the run's, else the default pack).")

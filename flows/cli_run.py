@@ -128,10 +128,11 @@ def reported_in_one_line():
 
 def print_summary(summary) -> None:
     print_table(f"run {summary.run_id} ({summary.seconds:.0f}s)",
-                ["round", "verified yield", "diagnostic success", "test success", "factor cov", "balance",
-                 "interaction cov", "traj diversity", "space diff"],
+                ["round", "verified yield", "diagnostic success", "test success", "uniform test success",
+                 "factor cov", "balance", "interaction cov", "traj diversity", "space diff"],
                 [[r["round"], f"{r['verified_yield']:.2f}", f"{r['success_diagnostic']:.3f}",
-                  f"{r['success_test']:.3f}", f"{r['factor_coverage']:.3f}", f"{r['factor_balance']:.3f}",
+                  f"{r['success_test']:.3f}", f"{r.get('success_test_uniform', float('nan')):.3f}",
+                  f"{r['factor_coverage']:.3f}", f"{r['factor_balance']:.3f}",
                   f"{r['interaction_coverage']:.3f}", f"{r['trajectory_diversity']:.3f}", r["diff"]]
                  for r in summary.rounds])
 

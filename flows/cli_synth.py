@@ -55,6 +55,8 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 
     domain = check_domain(domain, generator=True)
     check_factors(domain, factors)
+    if run_id is not None and run_id.startswith("testset-"):  # the fixed test sets' namespace (pipeline/testset.py)
+        raise UserError(f"--run-id {run_id}: ids starting with testset- belong to the fixed test sets; pick another")
     space = load_space_file(space_file, domain, "synth") if space_file else None
     if run_id is None:  # named by its inputs, so a rerun finds (and resumes) its own pass
         spaced = f"-space{space_digest(space)}" if space is not None else ""
@@ -80,13 +82,10 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 
 
 def with_factors(space, controllable: dict[str, list[str]], factors: tuple[str, ...]):
-    """The space plus each named factor (with the values the generator realizes), experimental and observable."""
-    from envs.ontology import OBSERVABLE
-    from storage.records import Factor
+    """The space plus each named factor (pipeline/datasets.py; here for the callers that import it from here)."""
+    from pipeline.datasets import with_factors as add
 
-    new = [Factor(key=k, values=list(controllable[k]), status="experimental", observable=k in OBSERVABLE,
-                  added_in=space.version + 1) for k in dict.fromkeys(factors) if k not in {f.key for f in space.factors}]
-    return space.model_copy(update={"version": space.version + 1, "factors": space.factors + new}) if new else space
+    return add(space, controllable, factors)
 
 
 def check_factors(domain: str, factors: tuple[str, ...]) -> None:

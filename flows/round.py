@@ -52,10 +52,11 @@ class RoundResult:
     feedback: Feedback
     reflection: Reflection | None
     diagnostic: list[Evaluation]
-    test: list[Evaluation]
+    test: list[Evaluation]  # the official-matched test set (task_set "test")
     directions: list[Direction]
     metrics: dict[str, float] = field(default_factory=dict)
     official: OfficialResult | None = None  # the run config's `official_eval`, when it asks for one
+    test_uniform: list[Evaluation] = field(default_factory=list)  # the uniform test set (task_set "test_uniform")
 
 
 def _emitter() -> Emit:
@@ -131,8 +132,8 @@ def train_checkpoint_task(ctx: Ctx, lf: LlamaFactoryConfig) -> Checkpoint:
 
 @task(name="evaluate", **STAGE_TASK)
 def evaluate_checkpoint_task(ctx: Ctx, ckpt: Checkpoint, lf: LlamaFactoryConfig, test_size: int
-                             ) -> tuple[list[Evaluation], list[Evaluation]]:
-    """The served checkpoint on both sets: one server for the two."""
+                             ) -> tuple[list[Evaluation], list[Evaluation], list[Evaluation]]:
+    """The served checkpoint on the three sets: one server for them."""
     with timing.span("fn", "evaluate", ctx.round):
         return checkpoint.evaluate(ctx, ckpt, lf, test_size, emit=_emitter())
 
@@ -155,6 +156,7 @@ def round_metrics_of(ctx: Ctx, res: RoundResult) -> dict[str, float]:
     rate = lambda evs: (sum(e.success for e in evs) / len(evs)) if evs else 0.0  # noqa: E731
     m.update({"verified_yield": res.verified / max(1, res.blueprints), "verified_total": float(len(samples)),
               "success_diagnostic": rate(res.diagnostic), "success_test": rate(res.test),
+              "success_test_uniform": rate(res.test_uniform),
               "space_version": float(res.space_out.version)})
     for s in res.feedback.performance:
         if s.factor in ("num_write", "task_family", "expected_outcome") and s.success_rate is not None:
@@ -223,12 +225,14 @@ def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steer
             learner = train_task(c)
     if isinstance(learner, Checkpoint):  # served while both sets are evaluated, then stopped
         with timing.span("task", "evaluate", round):
-            diagnostic, test = evaluate_checkpoint_task(c, quote(learner), lf, cfg.test_size)
+            diagnostic, test, test_uniform = evaluate_checkpoint_task(c, quote(learner), lf, cfg.test_size)
     else:
         with timing.span("task", "evaluate", round):
             diagnostic = evaluate_task(c, learner, "diagnostic", cfg.test_size)
         with timing.span("task", "evaluate", round):
             test = evaluate_task(c, learner, "test", cfg.test_size)
+        with timing.span("task", "evaluate", round):
+            test_uniform = evaluate_task(c, learner, "test_uniform", cfg.test_size)
     official = None
     if cfg.official_eval is not None:  # tau2's official split, when the run config asks for it (embedded learner)
         with timing.span("task", "evaluate official", round):
@@ -237,7 +241,8 @@ def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steer
         feedback, _, reflection, nxt = reflect_task(c, sp, cfg.arm, diagnostic, learner, quote(previous))
     res = RoundResult(round=round, space_in=space, space_out=nxt, blueprints=len(blueprints),
                       verified=len({e.task_id for e in examples}), feedback=feedback, reflection=reflection,
-                      diagnostic=diagnostic, test=test, directions=directions, official=official)
+                      diagnostic=diagnostic, test=test, directions=directions, official=official,
+                      test_uniform=test_uniform)
     with timing.span("own", "metrics", round):
         res.metrics = round_metrics_of(ctx, res)
         if official is not None:

@@ -69,16 +69,19 @@ def stops(cfg: RunConfig, unchanged: int) -> bool:
 
 
 def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
-    """The fixed test set, built (once) before any round, so a set the generator cannot fill is known now."""
-    from pipeline.testset import test_cases
+    """The fixed test sets (official-matched, uniform), built (once) before any round, so a set the generator
+    cannot fill is known now; each set's report line (what it aimed at, what it realized) is said."""
+    from pipeline.testset import KINDS, report_line, test_cases, test_set_report
 
-    cases = test_cases(store, cfg.domain, n=cfg.test_size)
-    if not cases:
-        raise TestSetError(f"test_size: the {cfg.domain} generator built no test task from {cfg.test_size} "
-                           "blueprints (raise test_size)")
-    if len(cases) < cfg.test_size:
-        say(f"test set: {len(cases)} tasks; the {cfg.domain} generator could not build {cfg.test_size - len(cases)} "
-            f"of the {cfg.test_size} blueprints (test_size)")
+    for kind in KINDS:
+        cases = test_cases(store, cfg.domain, n=cfg.test_size, kind=kind)
+        if not cases:
+            raise TestSetError(f"test_size: the {cfg.domain} generator built no {kind} test task for a set of "
+                               f"{cfg.test_size} (raise test_size)")
+        say(report_line(test_set_report(store, cfg.domain, n=cfg.test_size, kind=kind)))
+        if len(cases) < cfg.test_size:
+            say(f"test set {kind}: {len(cases)} tasks; the {cfg.domain} generator could not build "
+                f"{cfg.test_size - len(cases)} of the {cfg.test_size} (test_size)")
 
 
 class RunBusy(RuntimeError):
@@ -183,7 +186,8 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
             res.space_in.version else "no change"
         summary.rounds.append({"round": r, **metrics, "diff": diff})
         say(f"round {r}: verified {res.verified}/{res.blueprints}, diagnostic "
-            f"{metrics['success_diagnostic']:.3f}, test {metrics['success_test']:.3f}, space: {diff}")
+            f"{metrics['success_diagnostic']:.3f}, test {metrics['success_test']:.3f}, test uniform "
+            f"{metrics.get('success_test_uniform', 0.0):.3f}, space: {diff}")
         steering = steering_for(cfg.arm, res.reflection, res.feedback)
         unchanged = unchanged + 1 if res.space_out.version == res.space_in.version else 0
         space, previous = res.space_out, res.feedback

@@ -141,17 +141,19 @@ class ServedCheckpoint:
 
 
 def evaluate(ctx: Ctx, ckpt: Checkpoint, lf: LlamaFactoryConfig, test_size: int, emit: Emit | None = None
-             ) -> tuple[list[Evaluation], list[Evaluation]]:
-    """(diagnostic, test) evaluations of the served checkpoint; the server runs only while a set is missing."""
+             ) -> tuple[list[Evaluation], list[Evaluation], list[Evaluation]]:
+    """(diagnostic, test, test_uniform) evaluations of the served checkpoint; the server runs only while a set
+    is missing."""
     import pipeline.loop as loop
     from agents.learners.serving import serving
 
-    sets = ("diagnostic", "test")
+    sets = ("diagnostic", "test", "test_uniform")
     if all(ctx.done("evaluate", f"eval-{s}") for s in sets):
-        diag, test = (loop.evaluate(ctx, ckpt, s, test_size, emit=emit) for s in sets)
-        return diag, test
+        diag, test, uniform = (loop.evaluate(ctx, ckpt, s, test_size, emit=emit) for s in sets)
+        return diag, test, uniform
     with serving(ckpt.path, lf) as served:
         agent = ServedCheckpoint(ckpt, OpenAICompatibleAgent(served.base_url, served.model, temperature=0.0,
                                                              max_tokens=lf.max_new_tokens))
-        diag, test = (loop.evaluate(ctx, agent, s, test_size, emit=emit, max_steps=lf.max_steps) for s in sets)
-    return diag, test
+        diag, test, uniform = (loop.evaluate(ctx, agent, s, test_size, emit=emit, max_steps=lf.max_steps)
+                               for s in sets)
+    return diag, test, uniform

@@ -20,13 +20,14 @@ from storage.store import Store
 from pipeline.legend import label, legend
 from pipeline.metrics import intrinsic, pattern_union, round_metrics, verified_samples
 
-COLUMNS = ["domain", "arm", "seed", "round", "verified", "success_diagnostic", "success_test", "factor_coverage",
+COLUMNS = ["domain", "arm", "seed", "round", "verified", "success_diagnostic", "success_test", "success_test_uniform",
+           "factor_coverage",
            "factor_balance", "interaction_coverage", "trajectory_diversity", "trajectory_diversity_union",
            "distinct_tool_sequences", "distinct_size_matched", "gap_allocation_spearman", "allocation_gain_spearman",
            "targeted_improvement_rate", "success_gain_per_1k"]
 MEAN_COLUMNS = COLUMNS[COLUMNS.index("success_diagnostic"):]
 KEY_COLUMNS = COLUMNS[:COLUMNS.index("verified")]
-LEARNER_COLUMNS = ["success_diagnostic", "success_test", "gap_allocation_spearman", "allocation_gain_spearman",
+LEARNER_COLUMNS = ["success_diagnostic", "success_test", "success_test_uniform", "gap_allocation_spearman", "allocation_gain_spearman",
                    "targeted_improvement_rate", "success_gain_per_1k"]
 DATA_COLUMNS = [c for c in COLUMNS if c not in KEY_COLUMNS and c not in LEARNER_COLUMNS]
 
@@ -59,6 +60,8 @@ def compare(store: Store, run_ids: list[str], draws: int = 200) -> dict:
             row = {**info, "round": r, "verified": len(samples),
                    "success_diagnostic": _rate([e.success for e in evals if e.round == r and e.task_set == "diagnostic"]),
                    "success_test": _rate([e.success for e in evals if e.round == r and e.task_set == "test"]),
+                   "success_test_uniform": _rate([e.success for e in evals
+                                                  if e.round == r and e.task_set == "test_uniform"]),
                    **intrinsic(samples, domain, unions[domain]), **round_metrics(store, rid, domain, r, samples)}
             row["final"] = r == rounds[-1]
             row["distinct_size_matched"] = (M.size_matched_distinct([s["sequence"] for s in samples],

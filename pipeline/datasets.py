@@ -5,6 +5,7 @@ import hashlib
 from typing import Iterable
 
 from agents.learners.harness import TaskCase
+from envs.ontology import OBSERVABLE
 from envs.packs import get_domain
 from storage.records import Factor, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.store import Store
@@ -67,6 +68,15 @@ def with_count_factors(space: SynthesisSpace, keys: tuple[str, ...] = ("num_writ
     return space.model_copy(update={"version": space.version + 1, "factors": space.factors + [
         Factor(key=k, values=BUCKETS, status="experimental", observable=True, added_in=space.version + 1)
         for k in keys]})
+
+
+def with_factors(space: SynthesisSpace, controllable: dict[str, list[str]], factors: tuple[str, ...]
+                 ) -> SynthesisSpace:
+    """The space plus each named factor (with the values the generator realizes), experimental, observable when
+    the verifier measures it; factors already in the space are left as they are."""
+    new = [Factor(key=k, values=list(controllable[k]), status="experimental", observable=k in OBSERVABLE,
+                  added_in=space.version + 1) for k in dict.fromkeys(factors) if k not in {f.key for f in space.factors}]
+    return space.model_copy(update={"version": space.version + 1, "factors": space.factors + new}) if new else space
 
 
 def kept_pairs(store: Store, run_id: str) -> list[tuple[SynthTask, Verdict]]:

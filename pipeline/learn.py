@@ -14,7 +14,7 @@ from storage.records import Evaluation, Trajectory
 from storage.store import Store
 from pipeline.datasets import as_trajectories, diagnostic_cases, examples_upto
 from pipeline.progress import Emit, StageEvent
-from pipeline.testset import test_cases
+from pipeline.testset import TASK_SETS, test_cases
 
 
 def model_path(store: Store, run_id: str, round: int) -> Path:
@@ -87,7 +87,8 @@ def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner
     learner = learner or load_round(store, run_id, round)
     domain = run_domain(store, run_id, domain)
     if cases is None:
-        cases = diagnostic_cases(store, run_id, round) if task_set == "diagnostic" else test_cases(store, domain)
+        cases = diagnostic_cases(store, run_id, round) if task_set == "diagnostic" else \
+            test_cases(store, domain, kind=TASK_SETS[task_set])
     evaluations, trajectories = [], []
     env, version = get_domain(domain), model_version(learner, run_id, round)
     for i in range(0, len(cases), EVAL_BATCH) if cases else [0]:

@@ -27,8 +27,12 @@ METRICS: dict[str, Metric] = {
         "diagnostic success", "learner success rate on the diagnostic set (held-out verified tasks of the run's "
         "own rounds; it grows each round)", "0..1", "higher"),
     "success_test": Metric(
-        "test success", "learner success rate on the fixed test set (the same tasks for every run and round of "
-        "a domain)", "0..1", "higher"),
+        "test success", "learner success rate on the official-matched test set (synthetic tasks whose joint "
+        "task family / outcome / write / read counts follow tau2's official tasks; the same tasks for every run "
+        "and round of a domain)", "0..1", "higher"),
+    "success_test_uniform": Metric(
+        "uniform test success", "learner success rate on the uniform test set (every property the generator "
+        "controls drawn uniformly; the same tasks for every run and round of a domain)", "0..1", "higher"),
     "success_test_ci": Metric(
         "test success 95% CI", "Wilson score interval of test success over the test tasks (pooled over the "
         "arm's seeds when comparing)", "0..1", "-"),

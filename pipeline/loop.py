@@ -30,7 +30,7 @@ from pipeline.datasets import as_trajectories, diagnostic_cases, examples_upto
 from pipeline.learn import evaluate_round, evaluated, fit_embedded, model_path, model_version
 from pipeline.progress import Emit
 from pipeline.stages import Ctx, emit_event
-from pipeline.testset import test_cases
+from pipeline.testset import DEFAULT_SIZE, TASK_SETS, test_cases
 
 REFLECTING_ARMS = {"evosyn", "no_feedback", "no_designer"}
 
@@ -56,8 +56,12 @@ def train(ctx: Ctx, emit: Emit | None = None):
     return learner
 
 
-def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = 200, emit: Emit | None = None,
+def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = DEFAULT_SIZE, emit: Emit | None = None,
              max_steps: int = 40) -> list[Evaluation]:
+    """The learner on ``task_set``: "diagnostic" (this run's held-out tasks), "test" (the official-matched
+    test set) or "test_uniform" (the uniform test set), each test set of ``test_size`` tasks."""
+    if task_set != "diagnostic" and task_set not in TASK_SETS:
+        raise ValueError(f"task set {task_set!r}: use diagnostic or one of {', '.join(TASK_SETS)}")
     chunk = f"eval-{task_set}"
     if ctx.done("evaluate", chunk):
         out = ctx.read("evaluations", chunk)
@@ -65,7 +69,7 @@ def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = 200, emit: Emit 
             emit(evaluated(ctx.run_id, ctx.round, task_set, out, len(out), 0))
         return out
     cases = (diagnostic_cases(ctx.store, ctx.run_id, ctx.round) if task_set == "diagnostic"
-             else test_cases(ctx.store, ctx.domain, n=test_size))
+             else test_cases(ctx.store, ctx.domain, n=test_size, kind=TASK_SETS[task_set]))
     out = evaluate_round(ctx.store, ctx.run_id, ctx.round, task_set, learner=learner, cases=cases, domain=ctx.domain,
                          emit=emit, max_steps=max_steps)
     ctx.mark("evaluate", chunk)  # also an empty set (no diagnostic tasks yet): nothing to write, and done

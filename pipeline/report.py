@@ -41,7 +41,7 @@ def llm_cost_rows(store: Store, run_id: str) -> list[dict]:
 
 
 COLS = ["round", "verified", "verified_new", "success_diagnostic", "success_test", "success_test_ci",
-        "factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity", "distinct_tool_sequences",
+        "success_test_uniform", "factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity", "distinct_tool_sequences",
         "share_num_write_3plus"]
 UNION_COLS = [*COLS[:COLS.index("trajectory_diversity") + 1], "trajectory_diversity_union",
               *COLS[COLS.index("trajectory_diversity") + 1:]]

@@ -55,6 +55,7 @@ def run_rows(store: Store, run_id: str, union: set[str] | None = None) -> list[d
         row = {"round": r, "verified": len(samples), "verified_new": len(samples) - seen,
                "success_diagnostic": _rate(e.success for e in evals if e.round == r and e.task_set == "diagnostic"),
                "success_test": _rate(test), "test_n": len(test), "test_k": sum(test),
+               "success_test_uniform": _rate(e.success for e in evals if e.round == r and e.task_set == "test_uniform"),
                **intrinsic(samples, domain, union)}
         lo, hi = wilson(sum(test), len(test))
         row["success_test_ci"] = f"{lo:.3f}-{hi:.3f}" if test else "-"
@@ -72,7 +73,7 @@ def arm_success(store: Store, run_ids: list[str]) -> list[dict]:
     runs: dict[tuple[str, str, int, str], set[str]] = defaultdict(set)
     for rid, (domain, arm) in arms.items():
         for e in store.read_records("evaluations", run_id=rid):
-            if e.round > 0 and e.task_set in ("test", "diagnostic"):
+            if e.round > 0 and e.task_set in ("test", "test_uniform", "diagnostic"):
                 pooled[(domain, arm, e.round, e.task_set)].append(e.success)
                 runs[(domain, arm, e.round, e.task_set)].add(rid)
     out = []

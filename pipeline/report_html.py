@@ -112,10 +112,11 @@ def _grid(plt, n: int, width: float = 6.2, height: float = 3.0):
 
 
 def success_plot(arm_rows: list[dict]) -> str:
-    """Test and diagnostic success over rounds, one line per (domain, arm), 95% Wilson band."""
+    """Success on both test sets and the diagnostic set over rounds, one line per (domain, arm), 95% Wilson band."""
     plt = _plt()
-    fig, (left, right) = _grid(plt, 2)
-    for ax, task_set in ((left, "test"), (right, "diagnostic")):
+    sets = ("test", "test_uniform", "diagnostic")
+    fig, axes = _grid(plt, len(sets))
+    for ax, task_set in zip(axes, sets):
         by = defaultdict(list)
         for r in arm_rows:
             if r["task_set"] == task_set:

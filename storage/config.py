@@ -140,7 +140,7 @@ class RunConfig(_Strict):
     seed: int = Field(default=0, ge=0)
     learner: Literal["embedded", "llamafactory"] = "embedded"
     chunk_size: int = Field(default=50, ge=1)
-    test_size: int = Field(default=200, ge=1, le=10_000)  # blueprints of the fixed embedded test set
+    test_size: int = Field(default=300, ge=1, le=10_000)  # tasks of each fixed test set (official-matched, uniform)
     concurrency: int = Field(default=2, ge=1, le=256)
     # a reflecting arm stops after this many consecutive rounds without a space update (App. B.1: 2);
     # 0 never stops early: every arm runs `rounds` rounds and `rounds x budget` blueprints (`bench learning`)

@@ -263,8 +263,8 @@ class Evaluation(Record):
     task_id: str
     trajectory_id: str
     model_version: str
-    # the run's diagnostic set, the fixed test set, or a split of tau2's official tasks ("official:test")
-    task_set: str = Field(pattern=r"^(diagnostic|test|official(:[A-Za-z0-9_]+)?)$")
+    # diagnostic; test (the official-matched test set); test_uniform (the uniform one); official:<split>
+    task_set: str = Field(pattern=r"^(diagnostic|test|test_uniform|official(:[A-Za-z0-9_]+)?)$")
     success: bool
     reward: float
     num_steps: int = 0

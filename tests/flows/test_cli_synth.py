@@ -121,3 +121,8 @@ def test_bench_synth_recomputes_the_pass_and_reports_cpu_per_verified_task(tmp_p
         assert got["cpu_ms_per_verified"] == pytest.approx(1000 * got["cpu_seconds"] / 12)
         assert 0 < got["item_cpu_ms_per_verified"] < got["cpu_ms_per_verified"]
     assert "ms CPU per verified task" in done.stdout
+
+
+def test_the_test_sets_run_id_namespace_is_refused(tmp_path):
+    out = evosyn("synth", "--n", "4", "--run-id", "testset-uniform-airline-g1-s20260101-n300", home=tmp_path / "h")
+    assert out.returncode == 2 and out.stderr.startswith("error: --run-id testset-") and out.stderr.count("\n") == 1

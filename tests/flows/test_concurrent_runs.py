@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from pipeline.testset import KINDS
+
 pytestmark = pytest.mark.slow
 
 CONFIG = "domain: airline\nrounds: 1\nbudget: 8\nseed: {seed}\ntest_size: 10\nchunk_size: 4\narm: evosyn\n"
@@ -48,5 +50,7 @@ def test_three_concurrent_runs_on_a_fresh_store(tmp_path):
     finally:
         con.close()
     testsets = sorted(p.name for p in store.table_dir("tasks").glob("run_id=testset-*"))
-    assert len(testsets) == 1  # one shared test set, built once
-    assert len(store.files("tasks", run_id=testsets[0].split("=", 1)[1])) == 1
+    assert len(testsets) == len(KINDS)  # one shared set of each kind, built once: no task written twice
+    for name in testsets:
+        ids = [t.task_id for t in store.read_records("tasks", run_id=name.split("=", 1)[1])]
+        assert ids and len(ids) == len(set(ids)), name

@@ -35,6 +35,7 @@ def run(store: Store, run_id: str = RUN_ID, rounds: int = 2, budget: int = 16, c
         learner = loop.train(ctx)
         diagnostic = loop.evaluate(ctx, learner, "diagnostic", test_size)
         loop.evaluate(ctx, learner, "test", test_size)
+        loop.evaluate(ctx, learner, "test_uniform", test_size)
         feedback, _, reflection, space = loop.reflect(ctx, space, arm, diagnostic, learner, previous)
         steering, previous = stages.steering_for(arm, reflection, feedback), feedback
 

@@ -151,7 +151,7 @@ def test_one_value_per_metric_name(store, single, compared):
 def test_compared_runs_show_success_per_arm_with_wilson_intervals(store, compared):
     arms = D.arm_success(store, [MAIN, OTHER])
     assert {(a["arm"], a["task_set"]) for a in arms} == {(arm, ts) for arm in ("evosyn", "static")
-                                                         for ts in ("test", "diagnostic")}
+                                                         for ts in ("test", "test_uniform", "diagnostic")}
     for a in arms:
         assert a["ci_low"] <= a["success"] <= a["ci_high"] and 0 <= a["ci_low"] and a["ci_high"] <= 1
         assert a["ci_high"] - a["ci_low"] > 0

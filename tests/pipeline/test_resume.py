@@ -20,7 +20,7 @@ import pipeline.testset as testset
 from tests.pipeline.driver import RUN_ID, TINY
 
 pytestmark = pytest.mark.slow
-RUNS = [RUN_ID, testset.test_set_run_id("airline", n=TINY["test_size"])]
+RUNS = [RUN_ID, *(testset.test_set_run_id("airline", n=TINY["test_size"], kind=k) for k in testset.KINDS)]
 KILLS = [p for p in POINTS if p != "reflect"] + ["reflect@1", "reflect@2", "generate@2"]
 
 

@@ -1,0 +1,108 @@
+"""What the test sets aim at: tau2's official distribution of observed factors, and uniform draws.
+
+``official_cells``: the joint distribution of (task family, outcome, write count,
+read count) over a domain's official tasks with gold actions, each observed the
+way the verifier observes a synthetic task: the gold actions replayed as a
+trajectory (``envs.gold.gold_messages``) in the real tau2 environment and scored
+by ``envs.verify.run_checks``, whose ``observed`` is ``envs.factors.observe`` of
+the replay (as ``evosyn verify --official`` does). ``allocate`` splits a set's
+size over cells by largest remainder; ``uniform_draw`` draws the single-valued
+factors of a space uniformly and independently with a seeded RNG.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections import Counter
+from functools import lru_cache
+from typing import Iterable
+
+from envs.gold import gold_messages
+from envs.packs import get_domain
+from envs.verify import run_checks
+from storage.records import SynthesisSpace
+
+CELL = ("task_family", "expected_outcome", "num_write", "num_read")
+Cell = tuple[str, ...]
+
+
+def has_gold_actions(task) -> bool:
+    return bool(task.evaluation_criteria and task.evaluation_criteria.actions)
+
+
+def cell_of(observed: dict[str, list[str]]) -> Cell:
+    return tuple((observed.get(k) or ["none"])[0] for k in CELL)
+
+
+@lru_cache(maxsize=None)
+def _official(domain: str) -> tuple[tuple[Cell, int], ...]:
+    dom = get_domain(domain)
+    cells = Counter(cell_of(run_checks(dom, t, gold_messages(dom, t)).observed)
+                    for t in dom.tasks(None) if has_gold_actions(t))
+    return tuple(sorted(cells.items()))
+
+
+def official_cells(domain: str) -> Counter:
+    """cell -> number of the domain's official tasks (all splits, those with gold actions) observed in it."""
+    return Counter(dict(_official(domain)))
+
+
+def allocate(weights: dict[Cell, float], n: int) -> dict[Cell, int]:
+    """``n`` slots over the cells in proportion to ``weights``, by largest remainder (ties: cell order)."""
+    total = sum(weights.values())
+    if n <= 0 or total <= 0:
+        return {}
+    quotas = {c: n * w / total for c, w in sorted(weights.items())}
+    out = {c: math.floor(q) for c, q in quotas.items()}
+    for c in sorted(quotas, key=lambda c: (-(quotas[c] - out[c]), c))[:n - sum(out.values())]:
+        out[c] += 1
+    return {c: k for c, k in out.items() if k}
+
+
+def rng_for(*parts: object) -> random.Random:
+    return random.Random(int(hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:16], 16))
+
+
+def drawn_keys(space: SynthesisSpace) -> list[str]:
+    """The single-valued active factors: what a uniform draw fixes."""
+    return sorted(f.key for f in space.active if f.cardinality.min == f.cardinality.max == 1)
+
+
+def uniform_draw(space: SynthesisSpace, rng: random.Random) -> dict[str, list[str]]:
+    """One value per single-valued active factor, each uniform over its values (restrictions respected).
+
+    Multi-valued factors (policy focus, tool-use patterns, challenges) are left to the Planner, whose own
+    sampling without preferences is uniform over their size and values, seeded from the direction id.
+    """
+    out = {}
+    for key in drawn_keys(space):
+        f = space.factor(key)
+        out[key] = [rng.choice([v for v in f.values if v in space.restrictions.get(key, f.values)])]
+    return out
+
+
+def distribution(cells: Iterable[Cell]) -> dict[Cell, float]:
+    counts = Counter(cells)
+    total = sum(counts.values())
+    return {c: k / total for c, k in counts.items()} if total else {}
+
+
+def total_variation(p: dict[Cell, float], q: dict[Cell, float]) -> float:
+    return 0.5 * sum(abs(p.get(c, 0.0) - q.get(c, 0.0)) for c in set(p) | set(q))
+
+
+def marginals(rows: Iterable[dict[str, list[str]]], keys: Iterable[str]) -> dict[str, dict[str, int]]:
+    """key -> value -> count of rows whose first value of ``key`` is that value (rows lacking it: left out)."""
+    rows = list(rows)
+    out: dict[str, dict[str, int]] = {}
+    for key in keys:
+        counts = Counter(r[key][0] for r in rows if r.get(key))
+        out[key] = dict(sorted(counts.items()))
+    return out
+
+
+def tv_from_uniform(counts: dict[str, int], values: list[str]) -> float:
+    """Total-variation distance of a marginal's counts from the uniform distribution over ``values``."""
+    total = sum(counts.values())
+    return 0.5 * sum(abs(counts.get(v, 0) / total - 1 / len(values)) for v in values) if total else 1.0
