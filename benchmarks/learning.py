@@ -82,7 +82,7 @@ class Plan:
     arms: list[str] = field(default_factory=lambda: list(DEFAULT_ARMS))
     rounds: int = 3
     budget: int = 200
-    test_size: int = 200
+    test_size: int = 300
     jobs: int = 2
     extra: dict[str, Any] = field(default_factory=dict)  # more config fields, the same for every run (a prior)
     name: str = "learning"  # the benchmark: its work folder under the store's bench/

@@ -71,7 +71,7 @@ def print_learning(result: dict) -> None:
 @click.option("--rounds", type=click.IntRange(1, 50), default=3, show_default=True)
 @click.option("--budget", type=click.IntRange(1, 1_000_000), default=200, show_default=True,
               help="Blueprints per round, every arm.")
-@click.option("--test-size", "test_size", type=click.IntRange(1, 10_000), default=200, show_default=True,
+@click.option("--test-size", "test_size", type=click.IntRange(1, 10_000), default=300, show_default=True,
               help="Blueprints of each fixed test set.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True,
               help="Runs at a time (each an `evosyn run` subprocess).")

@@ -15,13 +15,18 @@ generate, rollout, verify) and only verified tasks join the set.
   most ``MAX_ATTEMPTS`` times. Slots a cell never fills are topped up over the
   cells the generator did realize or no slot tried yet (same allocation, over
   their official mass), so the set reaches its size; the cells it cannot realize are in the report.
-- ``uniform``: the initial space plus every property the domain's generator
-  controls (``get_pack(domain).controllable``), each single-valued factor drawn
-  uniformly and independently per slot with the set's RNG (multi-valued
-  factors by the Planner's own uniform sampling); an infeasible slot (refused
-  by the Planner, the generator or the verifier) keeps its draw of the
-  controllable properties and redraws the rest, ``MAX_ATTEMPTS`` times, and is
-  then replaced by fresh slots (top-ups); the set is its first ``size`` filled
+- ``uniform``: uniform over every property the domain's generator controls
+  (``get_pack(domain).controllable``), one at a time: slot ``i`` focuses on
+  property ``i mod K`` and requests its buckets in turn (so each property's
+  slots cover its buckets equally), in a space of the initial factors plus that
+  property; the initial space's single-valued factors are drawn uniformly and
+  independently per slot with the set's RNG (multi-valued ones by the Planner's
+  own uniform sampling), and the other properties are left to the generator.
+  (Drawing all K properties jointly asks mostly for combinations no task has,
+  such as a multi-item write among zero writes.) An infeasible slot (refused by
+  the Planner, the generator or the verifier) keeps its focal request and
+  redraws the rest, ``MAX_ATTEMPTS`` times, and is then replaced by fresh slots
+  (top-ups, continuing the rotation); the set is its first ``size`` filled
   slots. Its marginals are reported: the generator's feasibility skews them.
 
 The completion marker, written after the last row, holds the set's report (what
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from typing import Literal
 
 import pipeline.stages as stages
@@ -40,9 +46,8 @@ from envs.ontology import load_initial_space
 from envs.packs import default_domain, get_pack
 from pipeline.datasets import cases_for, with_count_factors, with_factors
 from pipeline.stages import Ctx
-from pipeline.testset_targets import (CELL, Cell, allocate, cell_of, distribution, marginals, official_cells,
-                                      drawn_keys, rng_for, total_variation, tv_from_uniform,
-                                      uniform_draw)
+from pipeline.testset_targets import (CELL, Cell, allocate, cell_of, distribution, drawn_keys, marginals, nearest,
+                                      official_cells, rng_for, total_variation, tv_from_uniform, uniform_draw)
 from storage.locks import store_lock
 from storage.records import TABLES, Direction, SynthesisSpace, Verdict
 from storage.store import Store
@@ -90,11 +95,14 @@ def test_set_report(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int 
     return json.loads(path.read_text()).get("report", {}) if path.is_file() else {}
 
 
-def test_set_space(domain: str, run_id: str, kind: Kind) -> SynthesisSpace:
+def test_set_space(domain: str, run_id: str, kind: Kind, focus: str | None = None) -> SynthesisSpace:
+    """The set's space; for ``uniform``, with the one ``focus`` property a slot requests (None: all of them,
+    the space its report reads)."""
     space = load_initial_space(domain, run_id=run_id)
     if kind == "official-matched":  # the cell's counts must be factors a blueprint selects (and the verifier gates)
         return with_count_factors(space)
-    return with_factors(space, get_pack(domain).controllable, tuple(get_pack(domain).controllable))
+    controllable = get_pack(domain).controllable
+    return with_factors(space, controllable, (focus,) if focus else tuple(controllable))
 
 
 # ------------------------------------------------------------------ slots and attempts
@@ -161,13 +169,25 @@ def _attempt(ctx: Ctx, space: SynthesisSpace, kind: Kind, slots: dict[int, Targe
         stages.verify_chunk(ctx, tasks, stages.rollout(ctx, tasks, name), name)
 
 
-def _controllable_keys(space: SynthesisSpace) -> list[str]:
-    return [k for k in get_pack(space.domain).controllable if k in drawn_keys(space)]
+def _focal(domain: str, slot: int) -> dict[str, list[str]]:
+    """Slot ``slot``'s request of the uniform set: property ``slot mod K``, its buckets in turn."""
+    controllable = get_pack(domain).controllable
+    keys = list(controllable)
+    key = keys[slot % len(keys)]
+    values = controllable[key]
+    return {key: [values[(slot // len(keys)) % len(values)]]}
 
 
-def _controllable_draw(space: SynthesisSpace, rng) -> dict[str, list[str]]:
-    """A uniform value of each controllable property the space holds as a single-valued factor."""
-    return {k: [rng.choice(space.factor(k).values)] for k in _controllable_keys(space)}
+def _attempt_slots(ctx: Ctx, kind: Kind, slots: dict[int, Target], salt: int) -> None:
+    """One try of ``slots``: the official cells in one space, the uniform slots grouped by their focal property."""
+    if kind == "official-matched":
+        _attempt(ctx, test_set_space(ctx.domain, ctx.run_id, kind), kind, slots, salt)
+        return
+    groups: dict[str, dict[int, Target]] = {}
+    for s, target in slots.items():
+        groups.setdefault(next(iter(target)), {})[s] = target
+    for focus, group in groups.items():
+        _attempt(ctx, test_set_space(ctx.domain, ctx.run_id, kind, focus), kind, group, salt)
 
 
 def _topup(kind: Kind, official: dict[Cell, int], space: SynthesisSpace, run_id: str, slots: dict[int, Target],
@@ -178,9 +198,14 @@ def _topup(kind: Kind, official: dict[Cell, int], space: SynthesisSpace, run_id:
     start = max(slots, default=-1) + 1
     if kind == "uniform":
         k = min(3 * missing, math.ceil(missing * len(slots) / max(1, len(done))))
-        return {start + i: _controllable_draw(space, rng_for(run_id, start + i)) for i in range(k)}
+        return {start + i: _focal(space.domain, start + i) for i in range(k)}
     realized, tried = {slots[s] for s in done}, set(slots.values())  # a small set may not have tried every cell
-    cells = allocate({c: k for c, k in official.items() if c in realized or c not in tried}, missing)
+    weights: Counter = Counter()
+    for c, k in official.items():  # a cell tried and never realized lends its mass to the nearest realized one
+        sub = c if c in realized or c not in tried else nearest(c, realized)
+        if sub is not None:
+            weights[sub] += k
+    cells = allocate(dict(weights), missing)
     flat = [c for c, k in sorted(cells.items()) for _ in range(k)]
     return {start + i: c for i, c in enumerate(flat)}
 
@@ -205,7 +230,7 @@ def build_test_set(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int =
         for cell, k in sorted(allocate(dict(official), n).items()):
             slots.update({len(slots) + i: cell for i in range(k)})
     else:
-        slots = {i: _controllable_draw(space, rng_for(run_id, i)) for i in range(n)}
+        slots = {i: _focal(domain, i) for i in range(n)}
     # each attempt's slots are those no earlier attempt filled, and each top-up counts only the slots of the
     # phases before it: a resumed build (the store holding later attempts) repeats the same attempts
     phase = dict(slots)
@@ -215,7 +240,7 @@ def build_test_set(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int =
             todo = {s: c for s, c in phase.items() if s not in fills or fills[s][0] >= salt}
             if not todo:
                 break
-            _attempt(ctx, space, kind, todo, salt)
+            _attempt_slots(ctx, kind, todo, salt)
         done = {s: f for s, f in _fills(store, run_id, kind).items() if s in slots}
         missing = n - len(done)
         phase = _topup(kind, dict(official), space, run_id, slots, done, missing) if missing > 0 and topup < MAX_TOPUPS else {}
@@ -271,8 +296,18 @@ def _report(store: Store, run_id: str, kind: Kind, space: SynthesisSpace, offici
         "tv": round(total_variation(p, q), 6),
         "official_mass_realizable": round(mass, 6),
         "tv_realizable": round(total_variation({c: w / mass for c, w in realizable.items()}, q), 6) if mass else 1.0,
+        # per factor of the cell: an unrealizable cell's mass went to its nearest realized cell, so the
+        # marginals stay close where the joint cannot
+        "tv_marginals": {k: round(total_variation(_marginal(p, i), _marginal(q, i)), 6) for i, k in enumerate(CELL)},
         "unrealized": unrealized})
     return report
+
+
+def _marginal(dist: dict[Cell, float], i: int) -> dict[tuple, float]:
+    out: dict[tuple, float] = {}
+    for c, w in dist.items():
+        out[(c[i],)] = out.get((c[i],), 0.0) + w
+    return out
 
 
 def report_line(report: dict) -> str:

@@ -5,7 +5,9 @@ read count) over a domain's official tasks with gold actions, each observed the
 way the verifier observes a synthetic task: the gold actions replayed as a
 trajectory (``envs.gold.gold_messages``) in the real tau2 environment and scored
 by ``envs.verify.run_checks``, whose ``observed`` is ``envs.factors.observe`` of
-the replay (as ``evosyn verify --official`` does). ``allocate`` splits a set's
+the replay (as ``evosyn verify --official`` does; a gold that changes nothing outside an
+information request is a refusal: ``official_cell``). A cell the generator cannot realize
+lends its official mass to the ``nearest`` realized cell when the set is topped up. ``allocate`` splits a set's
 size over cells by largest remainder; ``uniform_draw`` draws the single-valued
 factors of a space uniformly and independently with a seeded RNG.
 """
@@ -19,7 +21,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from envs.gold import gold_messages
-from envs.packs import get_domain
+from envs.packs import get_domain, get_pack
 from envs.verify import run_checks
 from storage.records import SynthesisSpace
 
@@ -35,12 +37,37 @@ def cell_of(observed: dict[str, list[str]]) -> Cell:
     return tuple((observed.get(k) or ["none"])[0] for k in CELL)
 
 
+def official_cell(domain: str, observed: dict[str, list[str]]) -> Cell:
+    """An official task's cell. Its gold is a replay with no assistant text, so the verifier's refusal wording
+    never shows: a task whose gold changes nothing and whose family is not an information request (the pack's
+    ``planner_rules.info_families``) is a request the agent must decline."""
+    cell = cell_of(observed)
+    family, outcome, writes, reads = cell
+    if writes == "0" and family not in get_pack(domain).planner_rules.info_families:
+        return family, "refuse", writes, reads
+    return cell
+
+
 @lru_cache(maxsize=None)
 def _official(domain: str) -> tuple[tuple[Cell, int], ...]:
     dom = get_domain(domain)
-    cells = Counter(cell_of(run_checks(dom, t, gold_messages(dom, t)).observed)
+    cells = Counter(official_cell(domain, run_checks(dom, t, gold_messages(dom, t)).observed)
                     for t in dom.tasks(None) if has_gold_actions(t))
     return tuple(sorted(cells.items()))
+
+
+def nearest(cell: Cell, realized: Iterable[Cell]) -> Cell | None:
+    """The realized cell closest to an unrealizable one: the same family, then outcome, then the nearest write
+    and read counts (bucket order); None when no realized cell shares its family."""
+    order = ["0", "1", "2", "3-4", "5+"]
+
+    def gap(a: str, b: str) -> int:
+        return abs(order.index(a) - order.index(b)) if a in order and b in order else 9
+
+    same = [c for c in realized if c[0] == cell[0]]
+    if not same:
+        return None
+    return min(same, key=lambda c: (c[1] != cell[1], gap(c[2], cell[2]), gap(c[3], cell[3]), c))
 
 
 def official_cells(domain: str) -> Counter:

@@ -192,7 +192,7 @@ def test_llm_server_down_fails_the_run_in_one_line(tmp_path):
     assert "designer" in errors[0] and url in errors[0] and "unavailable after 2 attempts" in errors[0]
     assert "verified" not in res.stdout + res.stderr and KEY not in res.stdout + res.stderr
     progress = res.stderr.splitlines()
-    test_line = next(i for i, ln in enumerate(progress) if ln.startswith("test set: "))
+    test_line = next(i for i, ln in enumerate(progress) if ln.startswith("test set "))
     assert test_line < next(i for i, ln in enumerate(progress) if ln.startswith("round 1/1"))  # before work
     store = Store(home, create=False)
     (run,) = store.read_records("runs")

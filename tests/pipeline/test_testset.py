@@ -7,6 +7,8 @@ import multiprocessing as mp
 
 import pytest
 
+from envs.packs import get_pack
+
 import pipeline.testset as testset
 from storage.store import Store
 
@@ -199,19 +201,23 @@ def test_every_run_and_arm_evaluates_on_the_same_sets_in_their_own_namespace(tmp
 @pytest.mark.slow
 @pytest.mark.parametrize("domain", ["airline", "retail"])
 def test_full_size_sets_match_their_targets(tmp_path, domain):
-    """n=300: the official-matched set's cells follow the official ones it can realize (measured TV 0.011
-    airline, 0.022 retail), every official cell is realized or reported; the uniform set's num_write is near
-    uniform on airline (measured TV 0.080; retail's generator cannot build 5+ writes with few reads: 0.267)."""
+    """n=300: the official-matched set follows the official cells (the mass of a cell the generator cannot
+    realize goes to its nearest realized cell, so each factor's marginal stays close), every official cell is
+    realized or reported; the uniform set requests each controllable property's buckets equally."""
     from pipeline.testset_targets import CELL, official_cells
 
     store = Store(tmp_path / "s")
     for kind in testset.KINDS:
         assert len(testset.test_cases(store, domain, n=300, kind=kind)) == 300
     official = testset.test_set_report(store, domain, n=300, kind="official-matched")
-    assert official["tv_realizable"] <= 0.05
+    # measured: TV 0.372 airline, 0.411 retail; marginals family / outcome / writes 0.105 / 0.071 / 0.078 airline,
+    # 0.042 / 0.000 / 0.094 retail. num_read is off by the mass of official tasks whose gold lists no read (0.349,
+    # 0.411): tau2's gold actions leave out the lookups an agent makes first; a synthetic fulfilment always has one
+    tv = official["tv_marginals"]
+    assert official["tv"] <= 0.45 and max(tv[k] for k in ("task_family", "expected_outcome", "num_write")) <= 0.15, tv
     cells = lambda rows: {tuple(r[k] for k in CELL) for r in rows}  # noqa: E731
     assert cells(official["realized"]) | cells(official["unrealized"]) == set(official_cells(domain))
     uniform = testset.test_set_report(store, domain, n=300, kind="uniform")
     assert set(uniform["drawn"]) >= {"num_write", "num_read", "task_family", "expected_outcome"}
-    if domain == "airline":
-        assert uniform["tv_from_uniform"]["num_write"] <= 0.12
+    for key in get_pack(domain).controllable:
+        assert uniform["tv_from_uniform"][key] <= 0.25, (key, uniform["tv_from_uniform"])
