@@ -20,17 +20,6 @@ def _num(v: float) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
 
 
-def _no_nan(obj):
-    """JSON has no NaN: undefined figures (a Spearman of one bucket) become null."""
-    if isinstance(obj, float) and math.isnan(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _no_nan(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_no_nan(v) for v in obj]
-    return obj
-
-
 def print_learning(result: dict) -> None:
     pct = int(result["level"] * 100)
     seeds = ",".join(map(str, result["seeds"]))
@@ -85,6 +74,7 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
     per round with two-level bootstrap intervals, paired differences vs evosyn, intrinsic metrics and the
     controllability of evosyn's promoted factors."""
     from benchmarks.common import write_json
+    from pipeline.compare import no_nan
     from benchmarks.learning import (
         BenchInputError,
         BenchRunError,
@@ -114,7 +104,7 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
                          f"--rounds {rounds} --budget {budget} --test-size {test_size} --jobs {jobs}")
     print_learning(result)
     with writing(target, "--output"):
-        click.echo(f"wrote {write_json(f'learning-{domain}', _no_nan(result), target)}")
+        click.echo(f"wrote {write_json(f'learning-{domain}', no_nan(result), target)}")
 
 
 @bench.command("discovery")
@@ -137,6 +127,7 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, j
     """Planted-gap recovery (App. B.6): per planted gap, the seeds in which the evosyn arm and the no_feedback
     control promote the planted property to a factor."""
     from benchmarks.common import write_json
+    from pipeline.compare import no_nan
     from benchmarks.discovery import GapError, bench as run_bench, gaps_for
     from benchmarks.learning import BenchInputError, BenchRunError, parse_seeds
     from flows.cli_run import RunFailed
@@ -177,4 +168,4 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, j
                + f"; {result['runs_launched']} runs launched, {result['runs_reused']} reused; wall "
                f"{result['wall_s']:.1f}s, CPU {result['cpu_s']:.1f}s")
     with writing(target, "--output"):
-        click.echo(f"wrote {write_json(f'discovery-{domain}', _no_nan(result), target)}")
+        click.echo(f"wrote {write_json(f'discovery-{domain}', no_nan(result), target)}")

@@ -120,20 +120,20 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _no_nan(obj):
-    """JSON has no NaN: undefined metrics become null."""
+def no_nan(obj):
+    """JSON has no NaN: undefined metrics (a Spearman of one bucket, ...) become null."""
     if isinstance(obj, float) and math.isnan(obj):
         return None
     if isinstance(obj, dict):
-        return {k: _no_nan(v) for k, v in obj.items()}
+        return {k: no_nan(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_no_nan(v) for v in obj]
+        return [no_nan(v) for v in obj]
     return obj
 
 
 def write_compare(result: dict, out_dir: Path) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    clean = _no_nan(result)
+    clean = no_nan(result)
     atomic.write_json(out_dir / "compare.json", clean, indent=2)
     atomic.write_text(out_dir / "compare.md", markdown(result))
     return out_dir / "compare.json", out_dir / "compare.md"
