@@ -131,9 +131,9 @@ def test_every_evaluation_of_both_rounds_names_its_checkpoint(ran):
     evs = store.read_records("evaluations", run_id=run_id)
     for r in (1, 2):
         mine = [e for e in evs if e.round == r]
-        assert {e.task_set for e in mine} == {"diagnostic", "test"}
+        assert {e.task_set for e in mine} == {"diagnostic", "test", "test_uniform"}
         assert {e.model_version for e in mine} == {want[r]}
-        assert len([e for e in mine if e.task_set == "test"]) == 3
+        assert all(len([e for e in mine if e.task_set == s]) == 3 for s in ("test", "test_uniform"))
     ids = [e.evaluation_id for e in evs]
     assert len(ids) == len(set(ids)), "the resume duplicated evaluation rows"
     trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run_id) if t.producer == "learner"}
