@@ -159,9 +159,10 @@ class EmbeddedReflector:
                             values=p.suggested_values, reason="failure-driven", evidence=_evidence(p))
         # a severely under-covered region counts as important when the learner fails there more often than
         # elsewhere: a one-sided Fisher test per under-covered candidate, Holm-corrected over them
-        gaps = sorted((p for p in candidates if p.coverage_gap > 0.8), key=lambda p: (gap_failure_p(p), p.probe))
+        p_gaps = {p.probe: gap_failure_p(p) for p in candidates if p.coverage_gap > 0.8}
+        gaps = sorted((p for p in candidates if p.probe in p_gaps), key=lambda p: (p_gaps[p.probe], p.probe))
         for i, p in enumerate(gaps):
-            p_gap = gap_failure_p(p)
+            p_gap = p_gaps[p.probe]
             if p_gap > self.alpha / (len(gaps) - i):
                 break
             return Proposal(action="promote_probe_to_dimension", dimension_name=p.suggested_factor,

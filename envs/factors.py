@@ -36,6 +36,7 @@ __all__ = ["BUCKETS", "GATED", "bucket", "observe", "pattern"]
 # the observed factors the verifier's factor gate compares with a blueprint's request: every property
 # (envs/properties.py) and two derived factors
 GATED = frozenset(PROPERTIES) | {"computation", "state_change_type"}
+_MEASURED = tuple(k for k in PROPERTIES if k not in ("num_write", "num_read"))  # the two counts: observe's own
 
 
 _REFUSAL = re.compile(r"\b(cannot|can't|can not|unable to|not able to|not eligible|not allowed|"
@@ -97,9 +98,9 @@ def observe(domain: str, replay: ReplayResult, messages: list[Message]) -> dict[
     calls = [Call(s.call.name, s.call.arguments, s.kind, by_user=s.call.requestor == "user",
                   changed=s.changed_state and not s.error) for s in steps]
     return {
-        **{k: [v] for k, v in measure_all(calls, pack).items()},
-        "num_write": [bucket(len(writes))],
+        "num_write": [bucket(len(writes))],  # first, as PROPERTIES orders them: the stored dicts keep this order
         "num_read": [bucket(len(reads))],
+        **{k: [v] for k, v in measure_all(calls, pack, _MEASURED).items()},
         "trajectory_pattern": [pattern(steps, pack)],
         "tool_use_pattern": tool_use_patterns(domain, steps, messages, refused=outcome == "refuse"),
         "state_change_type": [change],
