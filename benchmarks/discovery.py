@@ -59,7 +59,10 @@ def _promotions(store, run_id: str) -> list[dict]:
 
 
 def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], keep: float = 0.2, rounds: int = 3,
-          budget: int = 300, test_size: int = 20, jobs: int = 2, say=lambda s: None) -> dict[str, Any]:
+          budget: int = 300, test_size: int = 20, diagnose_size: int = 300, jobs: int = 2, say=lambda s: None
+          ) -> dict[str, Any]:
+    """``diagnose_size``: blueprints of the uniform set that ranks each planted bucket among the evosyn runs'
+    coverage gaps (``benchmarks/discovery_gaps.py``; 0: no diagnosis)."""
     from storage.store import Store
 
     t0 = time.perf_counter()
@@ -87,6 +90,14 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
             rows.append({"gap": f"{prop}={value}", "property": prop, "bucket": value, "arm": arm,
                          "recovered": sum(s["recovered"] for s in per_seed), "seeds": len(per_seed),
                          "per_seed": per_seed})
+    diagnosis = None
+    if diagnose_size:
+        from benchmarks.discovery_gaps import attach
+
+        t1 = time.process_time()
+        diagnosis = attach(Store(home, create=False), domain, rows, rounds, diagnose_size, say)
+        diagnosis["cpu_s"] = time.process_time() - t1
+        cpu += diagnosis["cpu_s"]
     n = len(seeds)
     need, allow = math.ceil(2 * n / 3), math.floor(n / 3)  # the acceptance: 2 of 3 with feedback, at most 1 of 3
     verdicts = []
@@ -96,6 +107,6 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
                          "seeds": n, "met": by_arm["evosyn"] >= need and by_arm["no_feedback"] <= allow})
     return {"domain": domain, "seeds": seeds, "keep": keep, "rounds": rounds, "budget": budget, "jobs": jobs,
             "gaps": [f"{p}={v}" for p, v in gaps], "rows": rows, "verdicts": verdicts,
-            "target": {"evosyn_at_least": need, "no_feedback_at_most": allow},
+            "target": {"evosyn_at_least": need, "no_feedback_at_most": allow}, "diagnosis": diagnosis,
             "runs_launched": runs_launched, "runs_reused": runs_reused, "wall_s": time.perf_counter() - t0,
             "cpu_s": cpu}

@@ -119,16 +119,21 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
 @click.option("--budget", type=click.IntRange(1, 1_000_000), default=300, show_default=True)
 @click.option("--test-size", "test_size", type=click.IntRange(1, 10_000), default=20, show_default=True,
               help="Blueprints of each fixed test set (not used by recovery: keep it small).")
+@click.option("--diagnose-size", "diagnose_size", type=click.IntRange(0, 10_000), default=300, show_default=True,
+              help="Blueprints of the uniform set each evosyn round's model is scored on to rank the planted "
+                   "bucket among the run's coverage gaps (0: no diagnosis).")
 @click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True)
 @click.option("--home", "bench_home", type=PATH, default=None, help="The store of the runs (finished runs reused).")
 @click.option("--output", type=PATH, default=None, help="JSON (default bench-results/discovery-<domain>.json).")
 @click.pass_context
-def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, jobs, bench_home, output) -> None:
+def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, diagnose_size, jobs, bench_home,
+                    output) -> None:
     """Planted-gap recovery (App. B.6): per planted gap, the seeds in which the evosyn arm and the no_feedback
     control promote the planted property to a factor."""
     from benchmarks.common import write_json
     from pipeline.compare import no_nan
     from benchmarks.discovery import GapError, bench as run_bench, gaps_for
+    from benchmarks.discovery_gaps import GAP_SHARE
     from benchmarks.learning import BenchInputError, BenchRunError, parse_seeds
     from flows.cli_run import RunFailed
     from flows.inputs import bench_output, check_domain, check_store_root, writing
@@ -147,12 +152,13 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, j
     target = bench_output(f"discovery-{domain}", output)
     try:
         result = run_bench(domain, seed_list, home.resolve(), gaps=planted, keep=keep, rounds=rounds, budget=budget,
-                           test_size=test_size, jobs=jobs, say=click.echo)
+                           test_size=test_size, diagnose_size=diagnose_size, jobs=jobs, say=click.echo)
     except BenchRunError as exc:
         raise RunFailed(str(exc)) from None
     result["command"] = (f"evosyn bench discovery --domain {domain} --seeds {seeds} "
                          + "".join(f"--gap {g} " for g in result["gaps"])
-                         + f"--keep {keep} --rounds {rounds} --budget {budget} --test-size {test_size}")
+                         + f"--keep {keep} --rounds {rounds} --budget {budget} --test-size {test_size} "
+                         f"--diagnose-size {diagnose_size}")
     t = result["target"]
     print_table(f"planted-gap recovery: {domain}, seeds {seeds}, {rounds} rounds x {budget} blueprints, planted "
                 f"bucket kept with p = {keep} (target: evosyn >= {t['evosyn_at_least']}, no_feedback <= "
@@ -164,6 +170,19 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, j
                   " | ".join(",".join(f"{p['factor']}({p['round']})" for p in s["promoted"]) or "-"
                              for s in r["per_seed"])]
                  for r in result["rows"]])
+    if result["diagnosis"]:
+        d = result["diagnosis"]
+        print_table(f"why (evosyn): the planted bucket among the run's coverage gaps (coverage < {GAP_SHARE:g} of a "
+                    f"uniform share, failing more than the property's other buckets) on {d['tasks']} uniform "
+                    "tasks; a gap out-ranks another by its failure excess",
+                    ["gap", "seed", "round", "planted coverage", "planted fail / elsewhere", "rank", "out-ranked by"],
+                    [[r["gap"], s["seed"], x["round"], _num(x["planted"]["coverage"]),
+                      f"{_num(x['planted']['fail'])} / {_num(x['planted']['fail_elsewhere'])} "
+                      f"(n={x['planted']['n']})",
+                      "in space" if x["in_space"] else f"{x['rank'] or '-'}/{x['gaps']}",
+                      ", ".join(f"{g['gap']} {g['fail']:.2f}" for g in x["outranked_by"][:3]) or "-"]
+                     for r in result["rows"] if r["arm"] == "evosyn" for s in r["per_seed"]
+                     for x in s.get("diagnosis", [])])
     click.echo("met: " + ", ".join(f"{v['gap']} {'yes' if v['met'] else 'no'}" for v in result["verdicts"])
                + f"; {result['runs_launched']} runs launched, {result['runs_reused']} reused; wall "
                f"{result['wall_s']:.1f}s, CPU {result['cpu_s']:.1f}s")

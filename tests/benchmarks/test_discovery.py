@@ -45,7 +45,7 @@ def test_bench_discovery_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
     home, out = tmp_path / "h", tmp_path / "d.json"
     args = ["bench", "discovery", "--domain", "airline", "--seeds", "0", "--gap", "multi_item=yes", "--keep", "0",
-            "--rounds", "2", "--budget", "30", "--test-size", "8", "--home", str(home), "--output", str(out)]
+            "--rounds", "2", "--budget", "30", "--test-size", "8", "--diagnose-size", "8", "--home", str(home), "--output", str(out)]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output[-3000:]
     data = json.loads(out.read_text())
@@ -53,6 +53,9 @@ def test_bench_discovery_end_to_end(tmp_path, monkeypatch):
     rows = {r["arm"]: r for r in data["rows"]}
     assert set(rows) == {"evosyn", "no_feedback"} and data["verdicts"][0]["seeds"] == 1
     control = rows["no_feedback"]["per_seed"][0]
+    assert data["diagnosis"]["tasks"] > 0 and "diagnosis" not in control  # only the feedback arm is diagnosed
+    (why,) = rows["evosyn"]["per_seed"][0]["diagnosis"]  # round 1: the one reflection that can adopt
+    assert why["round"] == 1 and why["planted"]["coverage"] == 0.0 and why["planted"]["n"] >= 0
     assert [p["rule"] for p in control["promoted"]] == ["evidence-free draw"] * 2
     assert control["recovered"] == any(p["factor"] == "multi_item" and p["round"] < 2 for p in control["promoted"])
     store = Store(home, create=False)
@@ -63,3 +66,23 @@ def test_bench_discovery_end_to_end(tmp_path, monkeypatch):
         assert run_id == _run_id(plan, row["arm"], 0)  # the planted prior is part of each run's config
         verdicts = [v for v in store.read_records("verdicts", run_id=run_id, round=1) if v.passed]
         assert verdicts and all(v.observed["multi_item"] == ["no"] for v in verdicts)  # kept with p = 0
+
+
+def test_gaps_rank_under_covered_buckets_by_failure_excess():
+    from collections import Counter
+
+    from benchmarks.discovery_gaps import gaps_at
+
+    buckets = {"multi_item": ["no", "yes"], "money_moves": ["0", "1", "2+"]}
+    coverage = {"multi_item": Counter(no=95, yes=5), "money_moves": Counter({"0": 60, "1": 39, "2+": 1})}
+    scored = {"multi_item": [("no", True)] * 8 + [("no", False)] * 2 + [("yes", False)] * 3 + [("yes", True)] * 2,
+              "money_moves": [("0", True)] * 9 + [("0", False)] + [("1", True)] * 5 + [("2+", False)] * 4}
+    gaps = gaps_at(coverage, scored, buckets)
+    # money_moves=2+ fails 1.00 against 0.07 elsewhere; multi_item=yes 0.60 against 0.20
+    assert [g["gap"] for g in gaps] == ["money_moves=2+", "multi_item=yes"]
+    assert gaps[1] == {"gap": "multi_item=yes", "coverage": 0.05, "fail": 0.6, "fail_elsewhere": 0.2, "excess": 0.4,
+                       "n": 5}
+    # a well-covered bucket, or one failing no more than the rest, is no gap
+    coverage["multi_item"] = Counter(no=50, yes=50)
+    scored["money_moves"] = [("0", False)] * 5 + [("2+", False)]
+    assert gaps_at(coverage, scored, buckets) == []
