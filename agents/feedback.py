@@ -30,6 +30,7 @@ class FeedbackInputs:
     profiles: dict[str, TaskProfile] = field(default_factory=dict)
     previous: Feedback | None = None
     with_learner_evidence: bool = True
+    probe_evaluations: list[Evaluation] = field(default_factory=list)  # a balanced probe set's: probes only
 
 
 def build_feedback(inp: FeedbackInputs, *, run_id: str, round: int, model_version: str) -> Feedback:
@@ -68,7 +69,8 @@ def build_feedback(inp: FeedbackInputs, *, run_id: str, round: int, model_versio
 
 def probe_report(inp: FeedbackInputs, *, run_id: str, round: int) -> list[Probe]:
     in_space = {f.key for f in inp.space.active}
-    evals = [e for e in inp.evaluations if e.task_id in inp.profiles] if inp.with_learner_evidence else []
+    evals = [e for e in inp.evaluations + inp.probe_evaluations if e.task_id in inp.profiles] \
+        if inp.with_learner_evidence else []
     diag = [inp.profiles[e.task_id] for e in evals]
     fails = [int(not e.success) for e in evals]
     tertile = tool_count_tertiles(diag)

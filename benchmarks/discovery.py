@@ -59,10 +59,11 @@ def _promotions(store, run_id: str) -> list[dict]:
 
 
 def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], keep: float = 0.2, rounds: int = 3,
-          budget: int = 300, test_size: int = 20, diagnose_size: int = 300, jobs: int = 2, say=lambda s: None
-          ) -> dict[str, Any]:
+          budget: int = 300, test_size: int = 20, diagnose_size: int = 300, probe_size: int = 0, jobs: int = 2,
+          say=lambda s: None) -> dict[str, Any]:
     """``diagnose_size``: blueprints of the uniform set that ranks each planted bucket among the evosyn runs'
-    coverage gaps (``benchmarks/discovery_gaps.py``; 0: no diagnosis)."""
+    coverage gaps (``benchmarks/discovery_gaps.py``; 0: no diagnosis). ``probe_size``: the runs'
+    ``probe_size`` (a balanced probe set per round for the feedback arm's Reflector; 0: none)."""
     from storage.store import Store
 
     t0 = time.perf_counter()
@@ -70,7 +71,8 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
     rows, runs_launched, runs_reused = [], 0, 0
     for prop, value in gaps:
         plan = Plan(domain=domain, seeds=seeds, home=home, arms=ARMS, rounds=rounds, budget=budget,
-                    test_size=test_size, jobs=jobs, extra={"prior": {"suppress": {prop: {value: keep}}}},
+                    test_size=test_size, jobs=jobs, extra={"prior": {"suppress": {prop: {value: keep}}},
+                                                        **({"probe_size": probe_size} if probe_size else {})},
                     name="discovery")
         say(f"gap {prop}={value} (kept with probability {keep})")
         launched, spent = launch(plan, say)
@@ -106,6 +108,7 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
         verdicts.append({"gap": f"{prop}={value}", "evosyn": by_arm["evosyn"], "no_feedback": by_arm["no_feedback"],
                          "seeds": n, "met": by_arm["evosyn"] >= need and by_arm["no_feedback"] <= allow})
     return {"domain": domain, "seeds": seeds, "keep": keep, "rounds": rounds, "budget": budget, "jobs": jobs,
+            "probe_size": probe_size,
             "gaps": [f"{p}={v}" for p, v in gaps], "rows": rows, "verdicts": verdicts,
             "target": {"evosyn_at_least": need, "no_feedback_at_most": allow}, "diagnosis": diagnosis,
             "runs_launched": runs_launched, "runs_reused": runs_reused, "wall_s": time.perf_counter() - t0,

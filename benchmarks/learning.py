@@ -37,7 +37,7 @@ from storage.records import Arm
 DEFAULT_ARMS = ("evosyn", "static", "no_feedback")
 BASELINE = "evosyn"
 INTRINSIC = ("factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity")
-OWN_SET = "diagnostic"  # each run's own held-out set: not shared by the runs, never compared
+OWN_SETS = ("diagnostic", "probe")  # each run's own sets (held out; a Reflector's probes): never compared
 
 
 class BenchInputError(ValueError):
@@ -168,7 +168,7 @@ def _outcomes(store, run_id: str) -> dict[tuple[str, int], dict[str, float]]:
     """(task set, round) -> task id -> success (the mean over trials, where a set has several)."""
     acc: dict[tuple[str, int], dict[str, list[float]]] = {}
     for e in store.read_records("evaluations", run_id=run_id):
-        if e.task_set != OWN_SET:
+        if e.task_set not in OWN_SETS:
             acc.setdefault((e.task_set, e.round), {}).setdefault(e.task_id, []).append(float(e.success))
     return {k: {t: sum(v) / len(v) for t, v in by_task.items()} for k, by_task in acc.items()}
 

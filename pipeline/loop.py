@@ -30,7 +30,7 @@ from pipeline.datasets import as_trajectories, diagnostic_cases, examples_upto
 from pipeline.learn import evaluate_round, evaluated, fit_embedded, model_path, model_version
 from pipeline.progress import Emit
 from pipeline.stages import Ctx, emit_event
-from pipeline.testset import DEFAULT_SIZE, TASK_SETS, test_cases
+from pipeline.testset import DEFAULT_SIZE, TASK_SETS, test_cases, test_set_run_id
 
 REFLECTING_ARMS = {"evosyn", "no_feedback", "no_designer"}
 
@@ -76,15 +76,39 @@ def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = DEFAULT_SIZE, em
     return out
 
 
-def _inputs(ctx: Ctx, space: SynthesisSpace, diagnostic: list[Evaluation], previous: Feedback | None,
-            evidence: bool) -> FeedbackInputs:
-    store, run = ctx.store, ctx.run_id
-    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run) if t.round <= ctx.round}
-    passed = {v.task_id: v for v in store.read_records("verdicts", run_id=run) if v.passed and v.round <= ctx.round}
-    trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run) if t.round <= ctx.round}
+PROBE_SEED = 7_000_000  # probe sets: seed PROBE_SEED + 1000 x run seed + round (test sets use TEST_SEED)
+
+
+def probe_seed(seed: int, round: int) -> int:
+    return PROBE_SEED + 1000 * seed + round
+
+
+def probe_evaluations(ctx: Ctx, learner, size: int, emit: Emit | None = None) -> tuple[list[Evaluation], str]:
+    """The round's learner on a balanced probe set of ``size`` blueprints: the uniform test set's builder
+    (every controllable property in turn, the run's planted prior not applied) in its own run id
+    (``probeset-uniform-...``, seeded by the run's seed and round, so every run of that seed shares it). Never
+    training data and never a test set: the Reflector reads its probes on it, beside the diagnostic set.
+    Returns the evaluations (task set ``probe``, stored with the run: a resumed round reuses them) and the
+    probe set's run id."""
+    seed = probe_seed(ctx.seed, ctx.round)
+    run_id = test_set_run_id(ctx.domain, seed, size, "uniform", "probeset")
+    chunk = "eval-probe"
+    if ctx.done("evaluate", chunk):
+        return ctx.read("evaluations", chunk), run_id
+    cases = test_cases(ctx.store, ctx.domain, n=size, seed=seed, kind="uniform", name="probeset")
+    out = evaluate_round(ctx.store, ctx.run_id, ctx.round, "probe", learner=learner, cases=cases, domain=ctx.domain,
+                         emit=emit)
+    ctx.mark("evaluate", chunk)
+    return out, run_id
+
+
+def _profiles(ctx: Ctx, run: str, upto: int, added: list[str]) -> tuple[dict, dict, dict]:
+    """(task -> factor values, task -> TaskProfile, task -> passed verdict) of run ``run``'s rounds <= ``upto``."""
+    store = ctx.store
+    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run) if t.round <= upto}
+    passed = {v.task_id: v for v in store.read_records("verdicts", run_id=run) if v.passed and v.round <= upto}
+    trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run) if t.round <= upto}
     values, profiles = {}, {}
-    # the stratum O_r: the seed factors, then every factor the space has added (its observed value if measured)
-    added = [f.key for f in space.active if f.status != "seed"]
     for tid, v in passed.items():
         task = tasks.get(tid)
         if task is None:
@@ -96,8 +120,21 @@ def _inputs(ctx: Ctx, space: SynthesisSpace, diagnostic: list[Evaluation], previ
         stratum = tuple((vals.get(k) or [""])[0] for k in ("task_family", "expected_outcome", "difficulty_profile"))
         stratum += tuple((v.observed.get(k) or vals.get(k) or [""])[0] for k in added)
         profiles[tid] = TaskProfile(tid, v.observed, stratum, gold.messages if gold else [])
+    return values, profiles, passed
+
+
+def _inputs(ctx: Ctx, space: SynthesisSpace, diagnostic: list[Evaluation], previous: Feedback | None,
+            evidence: bool, probes: tuple[list[Evaluation], str] | None = None) -> FeedbackInputs:
+    # the stratum O_r: the seed factors, then every factor the space has added (its observed value if measured)
+    added = [f.key for f in space.active if f.status != "seed"]
+    values, profiles, passed = _profiles(ctx, ctx.run_id, ctx.round, added)
+    probe_evals: list[Evaluation] = []
+    if probes is not None:  # the probe set's tasks: profiled for the probes, never coverage or performance
+        probe_evals, probe_run = probes
+        profiles = {**_profiles(ctx, probe_run, 0, added)[1], **profiles}
     return FeedbackInputs(space=space, values=values, evaluations=diagnostic, verified=sorted(passed),
-                          profiles=profiles, previous=previous, with_learner_evidence=evidence)
+                          profiles=profiles, previous=previous, with_learner_evidence=evidence,
+                          probe_evaluations=probe_evals)
 
 
 def space_change(before: SynthesisSpace, after: SynthesisSpace) -> str:
@@ -124,7 +161,10 @@ def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluati
             ctx.read("spaces", chunk)[0]
         _reflected(emit, ctx, space, out[2], out[3], t0)
         return out
-    inp = _inputs(ctx, space, diagnostic, previous, evidence=arm != "no_feedback")
+    evidence = arm != "no_feedback"
+    probes_on = probe_evaluations(ctx, learner, ctx.probe_size, emit) \
+        if ctx.probe_size and evidence and arm in REFLECTING_ARMS else None
+    inp = _inputs(ctx, space, diagnostic, previous, evidence=evidence, probes=probes_on)
     version = model_version(learner, ctx.run_id, ctx.round)
     fb = build_feedback(inp, run_id=ctx.run_id, round=ctx.round, model_version=version)
     probes = probe_report(inp, run_id=ctx.run_id, round=ctx.round)

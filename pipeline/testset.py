@@ -65,14 +65,16 @@ Target = Cell | dict  # a slot's aim: its official cell, or its draw of the cont
 MAX_TOPUPS = 4  # rounds of extra slots for those no attempt filled
 
 
-def test_set_run_id(domain: str, seed: int = TEST_SEED, n: int = DEFAULT_SIZE, kind: Kind = "official-matched") -> str:
+def test_set_run_id(domain: str, seed: int = TEST_SEED, n: int = DEFAULT_SIZE, kind: Kind = "official-matched",
+                    name: str = "testset") -> str:
+    """``name``: ``testset``, or ``probeset`` for a Reflector's probe set (pipeline/loop.py), built alike."""
     if kind not in KINDS:
         raise ValueError(f"test set kind {kind!r}: use one of {', '.join(KINDS)}")
-    return f"testset-{kind}-{domain}-g{get_pack(domain).generator_version}-s{seed}-n{n}"
+    return f"{name}-{kind}-{domain}-g{get_pack(domain).generator_version}-s{seed}-n{n}"
 
 
 def test_cases(store: Store, domain: str | None = None, n: int = DEFAULT_SIZE, seed: int = TEST_SEED,
-               kind: Kind = "official-matched") -> list[TaskCase]:
+               kind: Kind = "official-matched", name: str = "testset") -> list[TaskCase]:
     """The test set ``kind`` of ``domain``: built once (also when several runs start together), then reused.
 
     Built only when its completion marker is missing: a partial build (tasks
@@ -80,11 +82,11 @@ def test_cases(store: Store, domain: str | None = None, n: int = DEFAULT_SIZE, s
     build resumes. Never read by synthesis or the Reflector.
     """
     domain = domain or default_domain()
-    run_id = test_set_run_id(domain, seed, n, kind)
+    run_id = test_set_run_id(domain, seed, n, kind, name)
     if not store.is_complete(TEST_SET_STAGE, run_id, 0):
         with store_lock(store.root, run_id):  # concurrent first runs: one builds it, the others wait ...
             if not store.is_complete(TEST_SET_STAGE, run_id, 0):  # ... and find it built
-                build_test_set(store, domain, n, seed, kind)
+                build_test_set(store, domain, n, seed, kind, name)
     return cases_for(store, run_id, {task_id for task_id, _ in members(store, run_id, kind, n).values()})
 
 
@@ -211,14 +213,14 @@ def _topup(kind: Kind, official: dict[Cell, int], space: SynthesisSpace, run_id:
 
 
 def build_test_set(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int = TEST_SEED,
-                   kind: Kind = "official-matched") -> dict:
+                   kind: Kind = "official-matched", name: str = "testset") -> dict:
     """Build (or finish a partial build of) test set ``kind``, then mark it with its report (returned).
 
     Embedded roles only; no SFT examples (it is never training data). Its crash
     point, ``testset``, sits after a generate chunk's tasks, before their
     trajectories and verdicts (the observed factors).
     """
-    run_id = test_set_run_id(domain, seed, n, kind)
+    run_id = test_set_run_id(domain, seed, n, kind, name)
     for table in TABLES:  # a partial build of the one-chunk layout before the stages: its rows would stay beside
         store.remove_chunk(table, run_id, 0, LEGACY_CHUNK)
     ctx = Ctx(store, run_id, 0, seed, domain, diagnostic_fraction=None, source="test_set",

@@ -141,6 +141,9 @@ class RunConfig(_Strict):
     learner: Literal["embedded", "llamafactory"] = "embedded"
     chunk_size: int = Field(default=50, ge=1)
     test_size: int = Field(default=300, ge=1, le=10_000)  # tasks of each fixed test set (official-matched, uniform)
+    # blueprints of a balanced probe set per round (the uniform builder, in a seed namespace of the run's seed and
+    # round) that a Reflector with learner evidence also reads its probes on; 0: the diagnostic set only
+    probe_size: int = Field(default=0, ge=0, le=10_000)
     concurrency: int = Field(default=2, ge=1, le=256)
     # a reflecting arm stops after this many consecutive rounds without a space update (App. B.1: 2);
     # 0 never stops early: every arm runs `rounds` rounds and `rounds x budget` blueprints (`bench learning`)
@@ -153,6 +156,12 @@ class RunConfig(_Strict):
     prior: GeneratorPrior = Field(default_factory=GeneratorPrior)  # the embedded generator's default prior
     store: StoreConfig = Field(default_factory=StoreConfig)
     roles: dict[Literal[ROLES], RoleConfig] = Field(default_factory=dict)  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _probes_need_the_embedded_learner(self) -> "RunConfig":
+        if self.probe_size and self.learner != "embedded":
+            raise ValueError("probe_size: only with learner: embedded for now (set probe_size: 0)")
+        return self
 
     @model_validator(mode="after")
     def _official_needs_the_embedded_learner(self) -> "RunConfig":

@@ -263,8 +263,9 @@ class Evaluation(Record):
     task_id: str
     trajectory_id: str
     model_version: str
-    # diagnostic; test (the official-matched test set); test_uniform (the uniform one); official:<split>
-    task_set: str = Field(pattern=r"^(diagnostic|test|test_uniform|official(:[A-Za-z0-9_]+)?)$")
+    # diagnostic; test (the official-matched test set); test_uniform (the uniform one); probe (a Reflector's
+    # probe set, RunConfig.probe_size); official:<split>
+    task_set: str = Field(pattern=r"^(diagnostic|test|test_uniform|probe|official(:[A-Za-z0-9_]+)?)$")
     success: bool
     reward: float
     num_steps: int = 0
