@@ -52,3 +52,14 @@ def test_stop_rule_zero_means_never_and_negative_is_refused():
     assert validate_config({}).stop_after_static_rounds == 2  # App. B.1: two rounds without a space update
     with pytest.raises(ConfigError, match="stop_after_static_rounds"):
         validate_config({"stop_after_static_rounds": -1})
+
+
+def test_probe_size_needs_the_embedded_learner():
+    import pytest
+    from pydantic import ValidationError
+
+    from storage.config import RunConfig
+
+    assert RunConfig(probe_size=300).probe_size == 300 and RunConfig().probe_size == 0
+    with pytest.raises(ValidationError, match="probe_size: only with learner: embedded"):
+        RunConfig(probe_size=10, learner="llamafactory")
