@@ -80,7 +80,7 @@ def diagnose(store, domain: str, run_id: str, rounds: int, planted: str, promote
                                 "fail": None if fail is None else round(fail, 4),
                                 "fail_elsewhere": None if rest is None else round(rest, 4), "n": n},
                     "rank": rank, "gaps": len(gaps),
-                    "outranked_by": [g for g in gaps[:(rank - 1) if rank else len(gaps)]]})
+                    "outranked_by": [] if prop in in_space else gaps[:(rank - 1) if rank else len(gaps)]})
     return out
 
 
