@@ -55,8 +55,9 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 
     domain = check_domain(domain, generator=True)
     check_factors(domain, factors)
-    if run_id is not None and run_id.startswith(("testset-", "probeset-")):  # the fixed test sets' namespace (pipeline/testset.py)
-        raise UserError(f"--run-id {run_id}: ids starting with testset- belong to the fixed test sets; pick another")
+    if run_id is not None and run_id.startswith(("testset-", "probeset-")):  # the test and probe sets' namespace
+        raise UserError(f"--run-id {run_id}: ids starting with testset- or probeset- belong to the fixed test sets "
+                        "and the Reflector's probe sets; pick another")
     space = load_space_file(space_file, domain, "synth") if space_file else None
     if run_id is None:  # named by its inputs, so a rerun finds (and resumes) its own pass
         spaced = f"-space{space_digest(space)}" if space is not None else ""

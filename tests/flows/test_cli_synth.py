@@ -126,3 +126,5 @@ def test_bench_synth_recomputes_the_pass_and_reports_cpu_per_verified_task(tmp_p
 def test_the_test_sets_run_id_namespace_is_refused(tmp_path):
     out = evosyn("synth", "--n", "4", "--run-id", "testset-uniform-airline-g1-s20260101-n300", home=tmp_path / "h")
     assert out.returncode == 2 and out.stderr.startswith("error: --run-id testset-") and out.stderr.count("\n") == 1
+    out = evosyn("synth", "--n", "4", "--run-id", "probeset-uniform-airline-g1-s7000001-n300", home=tmp_path / "h")
+    assert out.returncode == 2 and "probeset-" in out.stderr and out.stderr.count("\n") == 1
