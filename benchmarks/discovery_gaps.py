@@ -55,6 +55,7 @@ def diagnose(store, domain: str, run_id: str, rounds: int, planted: str, promote
 
     controllable = get_pack(domain).controllable
     env = get_domain(domain)
+    passed = [v for v in store.read_records("verdicts", run_id=run_id) if v.passed]
     out = []
     for r in range(1, rounds):
         learner = load_round(store, run_id, r)
@@ -65,7 +66,7 @@ def diagnose(store, domain: str, run_id: str, rounds: int, planted: str, promote
         success = cache[learner.fingerprint]
         in_space = {p["factor"] for p in promoted if p["round"] < r}
         buckets = {k: list(v) for k, v in controllable.items() if k not in in_space}
-        verdicts = [v for v in store.read_records("verdicts", run_id=run_id) if v.passed and v.round <= r]
+        verdicts = [v for v in passed if v.round <= r]
         coverage = {k: Counter((v.observed.get(k) or ["n/a"])[0] for v in verdicts) for k in buckets}
         scored = {k: [((c.gold_observed.get(k) or ["n/a"])[0], success[c.task.task_id]) for c in cases
                       if c.task.task_id in success] for k in buckets}

@@ -45,7 +45,8 @@ def test_bench_discovery_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
     home, out = tmp_path / "h", tmp_path / "d.json"
     args = ["bench", "discovery", "--domain", "airline", "--seeds", "0", "--gap", "multi_item=yes", "--keep", "0",
-            "--rounds", "2", "--budget", "30", "--test-size", "8", "--diagnose-size", "8", "--home", str(home), "--output", str(out)]
+            "--rounds", "2", "--budget", "30", "--test-size", "8", "--diagnose-size", "8", "--home", str(home),
+            "--output", str(out)]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output[-3000:]
     data = json.loads(out.read_text())

@@ -103,6 +103,7 @@ def test_a_probe_set_feeds_the_probes_only_and_only_with_learner_evidence(tmp_pa
     nb = stages.plan(nf, space, stages.design(nf, space, ColdStart(), 30, "no_feedback"))
     nt = stages.generate(nf, space, nb)
     stages.verify_chunk(nf, nt, stages.rollout(nf, nt, "chunk-0"), "chunk-0")
-    loop.reflect(nf, space, "no_feedback", loop.evaluate(nf, loop.train(nf), "diagnostic"), loop.train(nf), None)
+    nf_learner = loop.train(nf)
+    loop.reflect(nf, space, "no_feedback", loop.evaluate(nf, nf_learner, "diagnostic"), nf_learner, None)
     assert not [e for e in nf.store.read_records("evaluations", run_id="r2") if e.task_set == "probe"]
     assert not [t for t in nf.store.read_records("tasks") if t.run_id.startswith("probeset-")]

@@ -55,11 +55,8 @@ def test_stop_rule_zero_means_never_and_negative_is_refused():
 
 
 def test_probe_size_needs_the_embedded_learner():
-    import pytest
-    from pydantic import ValidationError
+    from storage.config import validate_config
 
-    from storage.config import RunConfig
-
-    assert RunConfig(probe_size=300).probe_size == 300 and RunConfig().probe_size == 0
-    with pytest.raises(ValidationError, match="probe_size: only with learner: embedded"):
-        RunConfig(probe_size=10, learner="llamafactory")
+    assert validate_config({"probe_size": 300}).probe_size == 300 and validate_config({}).probe_size == 0
+    with pytest.raises(ConfigError, match="probe_size: only with learner: embedded"):
+        validate_config({"probe_size": 10, "learner": "llamafactory"})
