@@ -95,9 +95,11 @@ class Roles:
 
 def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_dir: Path | None = None,
                 learner_evidence: bool = True, previous_reflections: list | None = None,
-                prior: dict[str, dict[str, float]] | None = None) -> Roles:
+                prior: dict[str, dict[str, float]] | None = None,
+                prior_writes: dict[int, float] | None = None) -> Roles:
     """The six synthesis roles (plus the user simulator inside the teacher) for one stage; ``prior``: the embedded
-    generator's suppressed buckets (``RunConfig.prior.suppress``)."""
+    generator's suppressed buckets (``RunConfig.prior.suppress``), ``prior_writes`` its write counts of a
+    fulfilment (``RunConfig.prior.writes``; None: the default)."""
     from agents.plans import DefaultPrior
     from agents.designer import EmbeddedDesigner, LLMDesigner
     from agents.generator import EmbeddedGenerator, LLMGenerator
@@ -117,7 +119,8 @@ def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_
         else EmbeddedDesigner()
     planner = LLMPlanner(clients["planner"], env, retries["planner"]) if "planner" in clients else EmbeddedPlanner()
     generator = LLMGenerator(dom, clients["generator"], env, retries["generator"]) if "generator" in clients \
-        else EmbeddedGenerator(dom, DefaultPrior(suppress=dict(prior or {})))
+        else EmbeddedGenerator(dom, DefaultPrior(suppress=dict(prior or {}),
+                                                   **({"writes": dict(prior_writes)} if prior_writes else {})))
     steps = {"max_steps": roles["teacher"].max_steps} if "teacher" in clients and roles["teacher"].max_steps else {}
     teacher = LLMTeacher(dom, clients["teacher"], clients.get("user"), retries=retries["teacher"], **steps) \
         if "teacher" in clients else EmbeddedTeacher(dom)

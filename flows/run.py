@@ -46,11 +46,14 @@ log = logging.getLogger("evosyn.run")
 def run_id_for(cfg: RunConfig) -> str:
     # where it trains and what it also measures (official_eval) change no row the run synthesizes or learns;
     # the llamafactory section only matters to a run that uses it (ids of embedded runs stay as they were)
-    unused = {"llamafactory"} if cfg.learner == "embedded" else set()
-    if not cfg.prior.suppress:  # the default prior: ids of runs without a planted gap stay as they were
-        unused.add("prior")
-    digest = hashlib.sha256(cfg.model_dump_json(exclude={"store", "train_deployment", "official_eval", *unused}
-                                                ).encode()).hexdigest()[:6]
+    exclude: dict = {k: True for k in ("store", "train_deployment", "official_eval")}
+    if cfg.learner == "embedded":
+        exclude["llamafactory"] = True
+    if cfg.prior.is_default():  # the default prior: ids of runs without a planted gap stay as they were
+        exclude["prior"] = True
+    elif cfg.prior.writes is None:  # nor do those of planted gaps on the default write counts
+        exclude["prior"] = {"writes": True}
+    digest = hashlib.sha256(cfg.model_dump_json(exclude=exclude).encode()).hexdigest()[:6]
     return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
 
 

@@ -62,17 +62,19 @@ class Ctx:
     source: Literal["synthesized", "official", "test_set"] | None = None
     fault_points: dict[str, str] | None = None
     prior: dict[str, dict[str, float]] = field(default_factory=dict)  # RunConfig.prior.suppress
+    prior_writes: dict[int, float] | None = None  # RunConfig.prior.writes
     probe_size: int = 0  # RunConfig.probe_size
 
     @classmethod
     def for_run(cls, cfg: RunConfig, run_id: str, round: int) -> "Ctx":
         """A round of the run ``cfg`` (its LLM roles are those ``check_roles`` accepted before the run began)."""
         return cls(Store(cfg.store_root()), run_id, round, cfg.seed, cfg.domain or default_domain(),
-                   llm_roles=llm_roles(cfg), prior=cfg.prior.suppress, probe_size=cfg.probe_size)
+                   llm_roles=llm_roles(cfg), prior=cfg.prior.suppress, prior_writes=cfg.prior.writes,
+                   probe_size=cfg.probe_size)
 
     def roles(self, **kw: Any) -> Roles:
         return build_roles(self.llm_roles, self.domain, cache_dir=self.store.root / "llm_cache", prior=self.prior,
-                           **kw)
+                           prior_writes=self.prior_writes, **kw)
 
     def flush(self, roles: Roles, chunk: str) -> None:
         flush_calls(roles, self.store, run_id=self.run_id, round=self.round, chunk=chunk)

@@ -101,6 +101,9 @@ class LlamaFactoryConfig(_Strict):
     serve_timeout_s: float = Field(default=900, gt=0)  # until the server answers /v1/models
 
 
+MAX_PRIOR_WRITES = 6  # the top of the num_write bucket 5+ (agents/plans.BUCKET_RANGE)
+
+
 class GeneratorPrior(_Strict):
     """What the embedded generator does for properties the space does not select (agents/plans.DefaultPrior).
 
@@ -110,6 +113,9 @@ class GeneratorPrior(_Strict):
     """
 
     suppress: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # the write count of a fulfilment while the space does not select num_write: count -> weight (None: the
+    # generator's default, agents/plans.DefaultPrior, mostly single writes); `evosyn bench discovery --writes even`
+    writes: dict[int, float] | None = None
 
     @field_validator("suppress", mode="before")
     @classmethod
@@ -126,7 +132,15 @@ class GeneratorPrior(_Strict):
             for value, keep in buckets.items():
                 if not 0.0 <= keep <= 1.0:
                     raise ValueError(f"prior.suppress.{key}.{value}: a keep probability in [0, 1], got {keep}")
+        if self.writes is not None:
+            bad = [f"{n}: {w}" for n, w in self.writes.items() if not 0 <= n <= MAX_PRIOR_WRITES or w < 0]
+            if bad or not any(w > 0 for w in self.writes.values()):
+                raise ValueError(f"prior.writes: write counts 0-{MAX_PRIOR_WRITES} with weights >= 0, at least one "
+                                 f"above 0 (got {', '.join(bad) or 'no positive weight'})")
         return self
+
+    def is_default(self) -> bool:
+        return not self.suppress and self.writes is None
 
 
 class RunConfig(_Strict):

@@ -92,3 +92,33 @@ def test_a_suppressed_bucket_is_rare_unless_selected():
 
     natural, none_kept = share(DefaultPrior()), share(DefaultPrior(suppress={"multi_item": {"yes": 0.0}}))
     assert natural > 0.05 and none_kept == 0.0
+
+
+def test_prior_writes_set_the_write_counts_of_unselected_fulfilments():
+    from agents.generator import EmbeddedGenerator, plan_calls
+    from agents.planner import EmbeddedPlanner
+    from agents.plans import DefaultPrior
+    from envs.ontology import load_initial_space
+    from envs.packs import get_domain
+    from storage.records import Direction
+
+    dom, pack = get_domain("airline"), get_pack("airline")
+    space = load_initial_space("airline", run_id="t")
+    d = Direction(run_id="t", round=1, direction_id="d", condition_id="c", objective_type="exploration",
+                  objective="x", budget_level="explore")
+    blueprints = [EmbeddedPlanner().plan(d, space, None, index=i, seed=0) for i in range(60)]
+
+    def writes(prior):
+        gen, out = EmbeddedGenerator(dom, prior), []
+        for bp in blueprints:
+            try:
+                plan = gen._plan(bp.selected_dimensions, bp.blueprint_id, bp.seed)
+            except Exception:
+                continue
+            out.append(measure_all(plan_calls(dom, plan), pack, ["num_write"])["num_write"])
+        return out
+
+    default, many = writes(DefaultPrior()), writes(DefaultPrior(writes={5: 1.0}))
+    assert sum(w in ("3-4", "5+") for w in default) < len(default) / 5  # mostly one write
+    fulfilments = [w for w in many if w != "0"]  # refusals and information requests write nothing
+    assert fulfilments and all(w == "5+" for w in fulfilments)

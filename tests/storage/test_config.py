@@ -60,3 +60,32 @@ def test_probe_size_needs_the_embedded_learner():
     assert validate_config({"probe_size": 300}).probe_size == 300 and validate_config({}).probe_size == 0
     with pytest.raises(ConfigError, match="probe_size: only with learner: embedded"):
         validate_config({"probe_size": 10, "learner": "llamafactory"})
+
+
+def test_prior_writes_are_counts_with_weights_and_keep_run_ids_of_older_configs(tmp_path):
+    from flows.run import run_id_for
+
+    cfg = load_config(write(tmp_path, "domain: airline\nprior:\n  writes: {'1': 0.5, 5: 0.5}\n"))
+    assert cfg.prior.writes == {1: 0.5, 5: 0.5} and not cfg.prior.is_default()
+    for text, needle in [("prior:\n  writes: {9: 1.0}\n", "prior.writes: write counts 0-6"),
+                         ("prior:\n  writes: {1: 0.0}\n", "no positive weight"),
+                         ("prior:\n  writes: {2: -1.0}\n", "2: -1.0")]:
+        with pytest.raises(ConfigError, match=needle) as err:
+            load_config(write(tmp_path, text))
+        assert "\n" not in str(err.value)
+    # the write counts enter a run's id only when set: default and planted-gap runs keep the ids they had
+    plain = load_config(write(tmp_path, "domain: airline\n"))
+    planted = load_config(write(tmp_path, "domain: airline\nprior:\n  suppress: {multi_item: {'yes': 0.2}}\n"))
+    even = load_config(write(tmp_path, "domain: airline\nprior:\n  suppress: {multi_item: {'yes': 0.2}}\n"
+                                       "  writes: {1: 1.0}\n"))
+    assert run_id_for(plain) == "airline-evosyn-s0-" + _digest(plain, {"prior": True})
+    assert run_id_for(planted) == "airline-evosyn-s0-" + _digest(planted, {"prior": {"writes": True}})
+    assert len({run_id_for(plain), run_id_for(planted), run_id_for(even)}) == 3
+
+
+def _digest(cfg, exclude):
+    import hashlib
+
+    dump = cfg.model_dump_json(exclude={"store": True, "train_deployment": True, "official_eval": True,
+                                        "llamafactory": True, **exclude})
+    return hashlib.sha256(dump.encode()).hexdigest()[:6]
