@@ -15,7 +15,7 @@ does not parse reads as missing: that reply is asked again and appended again;
 the newest entry of a key wins. Logs are indexed on first use (key, offset);
 entries appended later by other processes are seen by a later process. Caches
 of the older one-file-per-entry layout (``<root>/<k[:2]>/<key>.json``) are still
-read. Not fsynced: a power cut may lose the newest entries, which are asked again.
+read (their file names listed with that index). Not fsynced: a power cut may lose the newest entries, which are asked again.
 """
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ class _Logs:
         self.lock = threading.Lock()
         # key -> where its entries are (log path, offset, length), oldest first
         self.index: dict[str, list[tuple[str, int, int]]] | None = None
+        self.older: frozenset[str] = frozenset()  # keys of the older layout's files (nothing writes them now)
         self._fd: int | None = None
         self._fd_pid = 0
         self._own = ""
@@ -76,8 +77,14 @@ class _Logs:
                         key = line[len(_PREFIX):_KEY_END].decode("ascii", "replace")
                         index.setdefault(key, []).append((str(path), offset, len(line)))
                     offset += len(line) + 1
+            self.older = frozenset(p.stem for p in self.root.glob("??/*.json"))
             self.index = index
         return self.index
+
+    def has_older(self, key: str) -> bool:
+        with self.lock:
+            self._load()
+            return key in self.older
 
     def get(self, key: str) -> list[bytes]:
         """The key's entries as stored, newest first (a caller takes the first that parses)."""
@@ -158,6 +165,8 @@ class ResponseCache:
                 return entry
         if lines:
             log.warning("unreadable cache entry %s: treated as missing", key[:12])
+            return None
+        if not self._logs.has_older(key):  # a miss: no file to look for (a stat per call, once per process here)
             return None
         entry = read_or_none(self.path(key), lambda p: json.loads(p.read_text())["reply"], "cache entry")
         return entry if isinstance(entry, dict) else None

@@ -124,6 +124,43 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
+def _hop(coro, loop: asyncio.AbstractEventLoop, caller: asyncio.AbstractEventLoop) -> asyncio.Future:
+    """Run ``coro`` on ``loop`` (another thread's) and hand its outcome to a future of ``caller``'s loop.
+
+    What ``wrap_future(run_coroutine_threadsafe(...))`` does, without the concurrent future in between (its
+    condition variable, lock and two chained callbacks cost about as much CPU as the rest of a call): one
+    wake-up of each loop per call. Cancelling the caller's future cancels the task on ``loop``.
+    """
+    out = caller.create_future()
+    task: list[asyncio.Task] = []
+
+    def settle(t: asyncio.Task) -> None:  # on the caller's loop
+        if out.done():
+            return
+        if t.cancelled():
+            out.cancel()
+        elif t.exception() is not None:
+            out.set_exception(t.exception())
+        else:
+            out.set_result(t.result())
+
+    def start() -> None:  # on the client's loop
+        if out.cancelled():
+            coro.close()
+            return
+        t = loop.create_task(coro)
+        task.append(t)
+        t.add_done_callback(lambda t: caller.is_closed() or caller.call_soon_threadsafe(settle, t))
+
+    def forward_cancel(f: asyncio.Future) -> None:
+        if f.cancelled() and not loop.is_closed():
+            loop.call_soon_threadsafe(lambda: task and task[0].cancel())
+
+    out.add_done_callback(forward_cancel)
+    loop.call_soon_threadsafe(start)
+    return out
+
+
 class _Try:
     """The transport attempt in progress (number and start), read by the row of a failed call."""
 
@@ -183,9 +220,10 @@ class LLMClient(CallLogView):
         kw = dict(schema=schema, tools=tools, role=role, temperature=temperature, max_tokens=max_tokens,
                   attempt=attempt, log=log)
         loop = self._io_loop()
-        if asyncio.get_running_loop() is loop:
+        caller = asyncio.get_running_loop()
+        if caller is loop:
             return await self._chat(messages, **kw)
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._chat(messages, **kw), loop))
+        return await _hop(self._chat(messages, **kw), loop, caller)
 
     def chat_sync(self, messages: list[dict], **kw: Any) -> ChatResult:
         """Blocking ``chat`` for sync code and worker threads (any number of threads at once).
@@ -285,7 +323,7 @@ class LLMClient(CallLogView):
     async def _send(self, kwargs: dict[str, Any], messages: list[dict], max_tokens: int | None, record,
                     current: _Try) -> dict[str, Any]:
         # a rough token estimate reserves tpm up front; the real count corrects it afterwards
-        estimate = len(json.dumps(messages, default=str)) // 4 + (max_tokens or 0)
+        estimate = len(json.dumps(messages, default=str)) // 4 + (max_tokens or 0) if self.limits.tpm else 0
         errors = self._provider.errors
         attempts = self.max_retries + 1
         for number in range(1, attempts + 1):

@@ -252,6 +252,30 @@ def test_cancelled_waiter_gives_its_slot_back():
     assert asyncio.run(go()) == 1
 
 
+def test_a_call_from_another_loop_returns_raises_and_cancels_across_the_hop():
+    """An async caller on its own loop: its result and errors come back, and cancelling its await cancels the
+    request on the client's loop (the slot comes back: the next call does not wait for it)."""
+    with FakeLLMServer(Script(good, FAULTS["malformed"], default=good), latency_s=1.0) as server:
+        c = client(server, "openai", max_concurrency=1, max_retries=0)
+
+        async def go():
+            ok = await c.chat(MSGS, schema=Plan)
+            with pytest.raises(LLMOutputError):
+                await c.chat(MSGS + [{"role": "user", "content": "again"}], schema=Plan)
+            slow = asyncio.ensure_future(c.chat(MSGS + [{"role": "user", "content": "slow"}], schema=Plan))
+            await asyncio.sleep(0.2)
+            slow.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await slow
+            t0 = time.perf_counter()
+            after = await asyncio.wait_for(c.chat(MSGS + [{"role": "user", "content": "next"}], schema=Plan), 5)
+            return ok, after, time.perf_counter() - t0
+
+        ok, after, waited = asyncio.run(go())
+    assert ok.parsed == Plan(**GOOD) and after.parsed == Plan(**GOOD)
+    assert waited < 1.6  # one request's latency (1 s), not two: the cancelled one gave its slot back at once
+
+
 # ---------------------------------------------------------------- store and secrets
 def test_calls_land_in_the_store_and_duckdb(store, tmp_path):
     from storage.catalog import connect
