@@ -112,8 +112,8 @@ def _condition(slot: int, salt: int) -> str:
     return f"testset-slot-{slot}-salt-{salt}"
 
 
-def _slot_of(direction: Direction) -> tuple[int, int]:
-    _, _, slot, _, salt = direction.condition_id.split("-")
+def _slot_of(condition_id: str) -> tuple[int, int]:
+    _, _, slot, _, salt = condition_id.split("-")
     return int(slot), int(salt)
 
 
@@ -138,17 +138,19 @@ def filled(store: Store, run_id: str, kind: Kind) -> dict[int, tuple[str, dict[s
 
 def _fills(store: Store, run_id: str, kind: Kind) -> dict[int, tuple[int, str, dict[str, list[str]]]]:
     """slot -> (salt, task id, observed factors) of the attempt that filled it."""
-    directions = {d.direction_id: d for d in store.read_records("directions", run_id=run_id)}
+    # called before every attempt of a build: the few fields it needs, not the records (most of a build's CPU)
+    directions = {d["direction_id"]: d for d in store.read_fields(
+        "directions", ["direction_id", "condition_id", "allowed_values"], run_id=run_id)}
     out: dict[int, tuple[int, str, dict]] = {}
-    for v in store.read_records("verdicts", run_id=run_id):
-        d = directions.get(v.direction_id or "")
-        if d is None or not v.passed or not v.task_id:
+    for v in store.read_fields("verdicts", ["direction_id", "passed", "task_id", "observed"], run_id=run_id):
+        d = directions.get(v["direction_id"] or "")
+        if d is None or not v["passed"] or not v["task_id"]:
             continue
-        if kind == "official-matched" and cell_of(v.observed) != cell_of(d.allowed_values):
+        if kind == "official-matched" and cell_of(v["observed"]) != cell_of(d["allowed_values"]):
             continue
-        slot, salt = _slot_of(d)
+        slot, salt = _slot_of(d["condition_id"])
         if slot not in out or salt < out[slot][0]:
-            out[slot] = (salt, v.task_id, v.observed)
+            out[slot] = (salt, v["task_id"], v["observed"])
     return dict(sorted(out.items()))
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from envs.gold import confirmation_request
-from storage.arrow import _loads
+from storage.arrow import loads_json as _loads
 from storage.records import TABLES, Message, ToolCall
 from tests.storage.samples import samples
 

@@ -22,6 +22,20 @@ def test_round_trip_parquet_and_duckdb(store, table):
     assert store.read(table).height == 1
 
 
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_a_chunk_reads_as_pyarrow_reads_it_and_read_fields_is_the_records_fields(store, table):
+    import pyarrow.parquet as pq
+
+    rec = samples()[table]
+    store.write([rec], chunk_id="c0")
+    (path,) = store.files(table)
+    assert pq.ParquetFile(path).read().to_pylist() == pq.read_table(path).to_pylist()  # what _read relies on
+    fields = list(TABLES[table].model_fields)
+    assert store.read_fields(table, fields) == [rec.model_dump(mode="python")]
+    with pytest.raises(KeyError, match="no field nope"):
+        store.read_fields(table, ["nope"])
+
+
 def test_empty_tables_query_as_zero_rows(tmp_path):
     fresh = Store(tmp_path / "never-written", create=False)
     for table in TABLES:
