@@ -32,7 +32,8 @@ def run_domain(store: Store, run_id: str, domain: str | None = None) -> str:
     if domain:
         return domain
     return (next((r.domain for r in store.read_records("runs", run_id=run_id)), None)
-            or next((t.domain for t in store.read_records("tasks", run_id=run_id)), None) or default_domain())
+            or next((t["domain"] for t in store.read_fields("tasks", ["domain"], run_id=run_id)), None)
+            or default_domain())
 
 
 def fit_embedded(trajectories: list[Trajectory], domain: str | None = None, seed: int = 0) -> EmbeddedLearner:

@@ -105,15 +105,17 @@ def probe_evaluations(ctx: Ctx, learner, size: int, emit: Emit | None = None) ->
 def _profiles(ctx: Ctx, run: str, upto: int, added: list[str]) -> tuple[dict, dict, dict]:
     """(task -> factor values, task -> TaskProfile, task -> passed verdict) of run ``run``'s rounds <= ``upto``."""
     store = ctx.store
-    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run) if t.round <= upto}
+    # a task's requested values only: its tau2 task (most of the row) is not parsed
+    tasks = {t["task_id"]: t["requested"] for t in store.read_fields("tasks", ["task_id", "round", "requested"],
+                                                                      run_id=run) if t["round"] <= upto}
     passed = {v.task_id: v for v in store.read_records("verdicts", run_id=run) if v.passed and v.round <= upto}
     trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run) if t.round <= upto}
     values, profiles = {}, {}
     for tid, v in passed.items():
-        task = tasks.get(tid)
-        if task is None:
+        requested = tasks.get(tid)
+        if requested is None:
             continue
-        vals = {k: list(vs) for k, vs in task.requested.items()}
+        vals = {k: list(vs) for k, vs in requested.items()}
         vals.update({k: vs for k, vs in v.observed.items() if k in ("num_write", "num_read")})
         values[tid] = vals
         gold = trajs.get(v.trajectory_id)

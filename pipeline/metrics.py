@@ -20,7 +20,7 @@ GAIN_SPLIT = "diagnostic"
 
 def verified_samples(store: Store, run_id: str, upto: int | None = None) -> list[dict]:
     """One sample per verified task of rounds <= upto (its last passing verdict)."""
-    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id)}
+    tasks = {t["task_id"]: t["requested"] for t in store.read_fields("tasks", ["task_id", "requested"], run_id=run_id)}
     trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run_id)}
     last = {}
     for v in sorted(store.read_records("verdicts", run_id=run_id), key=lambda v: (v.round, v.attempt)):
@@ -28,9 +28,9 @@ def verified_samples(store: Store, run_id: str, upto: int | None = None) -> list
             last[v.task_id] = v
     out = []
     for tid in sorted(last, key=lambda t: (last[t].round, t)):
-        v, t = last[tid], tasks[tid]
+        v, requested = last[tid], tasks[tid]
         traj = trajs.get(v.trajectory_id)
-        out.append({"round": v.round, "task_id": tid, "requested": t.requested, "observed": v.observed,
+        out.append({"round": v.round, "task_id": tid, "requested": requested, "observed": v.observed,
                     "pattern": v.observed.get("trajectory_pattern", ["none"])[0],
                     "sequence": tuple(c.name for m in (traj.messages if traj else []) for c in m.tool_calls)})
     return out
@@ -159,7 +159,7 @@ def _success(store: Store, run_id: str, round: int, task_set: str = "test") -> f
 
 
 def added_examples(store: Store, run_id: str, round: int) -> int:
-    return sum(e.split == "train" for e in store.read_records("sft_examples", run_id=run_id, round=round))
+    return sum(e["split"] == "train" for e in store.read_fields("sft_examples", ["split"], run_id=run_id, round=round))
 
 
 def gain_per_1k(store: Store, run_id: str, round: int, task_set: str = "test") -> float:
