@@ -50,17 +50,19 @@ def as_trajectories(examples: list[SFTExample]) -> list[Trajectory]:
 
 
 def cases_for(store: Store, run_id: str, task_ids: set[str]) -> list[TaskCase]:
-    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id) if t.task_id in task_ids}
+    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id,
+                                                        where=lambda row: row["task_id"] in task_ids)}
     observed: dict[str, dict] = {}
-    for v in store.read_records("verdicts", run_id=run_id):
-        if v.task_id in tasks and v.passed:
-            observed[v.task_id] = v.observed
+    for v in store.read_fields("verdicts", ["task_id", "passed", "observed"], run_id=run_id):
+        if v["task_id"] in tasks and v["passed"]:
+            observed[v["task_id"]] = v["observed"]
     return [TaskCase(tasks[t], observed.get(t, {})) for t in sorted(tasks)]
 
 
 def diagnostic_cases(store: Store, run_id: str, round: int) -> list[TaskCase]:
     """The diagnostic set: held-out verified tasks of every round <= ``round`` (accumulated)."""
-    return cases_for(store, run_id, {e.task_id for e in examples_upto(store, run_id, round, "diagnostic")})
+    held_out = store.read_fields("sft_examples", ["task_id", "round", "split"], run_id=run_id)
+    return cases_for(store, run_id, {e["task_id"] for e in held_out if e["round"] <= round and e["split"] == "diagnostic"})
 
 
 def with_count_factors(space: SynthesisSpace, keys: tuple[str, ...] = ("num_write", "num_read")) -> SynthesisSpace:

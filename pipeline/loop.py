@@ -103,25 +103,31 @@ def probe_evaluations(ctx: Ctx, learner, size: int, emit: Emit | None = None) ->
 
 
 def _profiles(ctx: Ctx, run: str, upto: int, added: list[str]) -> tuple[dict, dict, dict]:
-    """(task -> factor values, task -> TaskProfile, task -> passed verdict) of run ``run``'s rounds <= ``upto``."""
+    """(task -> factor values, task -> TaskProfile, task -> its passed verdict's fields) of run ``run``'s rounds
+    <= ``upto``."""
     store = ctx.store
     # a task's requested values only: its tau2 task (most of the row) is not parsed
     tasks = {t["task_id"]: t["requested"] for t in store.read_fields("tasks", ["task_id", "round", "requested"],
                                                                       run_id=run) if t["round"] <= upto}
-    passed = {v.task_id: v for v in store.read_records("verdicts", run_id=run) if v.passed and v.round <= upto}
-    trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run) if t.round <= upto}
+    passed = {v["task_id"]: v for v in store.read_fields(
+        "verdicts", ["task_id", "round", "passed", "observed", "trajectory_id"], run_id=run)
+        if v["passed"] and v["round"] <= upto}
+    wanted = {v["trajectory_id"] for v in passed.values()}  # only their trajectories are parsed
+    trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run,
+                                                             where=lambda row: row["trajectory_id"] in wanted)}
     values, profiles = {}, {}
     for tid, v in passed.items():
         requested = tasks.get(tid)
         if requested is None:
             continue
         vals = {k: list(vs) for k, vs in requested.items()}
-        vals.update({k: vs for k, vs in v.observed.items() if k in ("num_write", "num_read")})
+        observed = v["observed"]
+        vals.update({k: vs for k, vs in observed.items() if k in ("num_write", "num_read")})
         values[tid] = vals
-        gold = trajs.get(v.trajectory_id)
+        gold = trajs.get(v["trajectory_id"])
         stratum = tuple((vals.get(k) or [""])[0] for k in ("task_family", "expected_outcome", "difficulty_profile"))
-        stratum += tuple((v.observed.get(k) or vals.get(k) or [""])[0] for k in added)
-        profiles[tid] = TaskProfile(tid, v.observed, stratum, gold.messages if gold else [])
+        stratum += tuple((observed.get(k) or vals.get(k) or [""])[0] for k in added)
+        profiles[tid] = TaskProfile(tid, observed, stratum, gold.messages if gold else [])
     return values, profiles, passed
 
 

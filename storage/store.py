@@ -21,7 +21,7 @@ import os
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import pyarrow.parquet as pq
 
@@ -206,14 +206,16 @@ class Store:
             return pl.from_arrow(schema_of(model).empty_table())
         return pl.read_parquet(files, hive_partitioning=False)
 
-    def read_records(self, table: str, run_id: str | None = None,
-                     round: int | None = None) -> list[Record]:
+    def read_records(self, table: str, run_id: str | None = None, round: int | None = None,
+                     where: Callable[[dict], bool] | None = None) -> list[Record]:
+        """The records of ``table`` (of a run, of a round); ``where``: a test on a row's stored values (JSON
+        columns still text), so that only the rows it keeps are parsed and validated."""
         model = table_for(table)
         files = self.files(table, run_id, round)
         rows: list[dict] = []
         for f in files:
             rows.extend(_read(f).to_pylist())
-        return from_rows(rows, model)
+        return from_rows(rows if where is None else filter(where, rows), model)
 
     def read_fields(self, table: str, fields: Sequence[str], run_id: str | None = None,
                     round: int | None = None) -> list[dict]:
