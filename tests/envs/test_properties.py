@@ -65,10 +65,11 @@ def test_the_generator_realizes_a_requested_property_and_the_verifier_observes_i
     assert all(k.verdict.observed[key] == k.task.requested[key] for k in result.kept)
 
 
-def test_a_suppressed_bucket_is_rare_unless_selected():
+def _planned(prior, key: str, n: int = 80) -> list[str]:
+    """``key``'s bucket in each plan the embedded generator makes under ``prior`` for ``n`` cold-start airline
+    blueprints (the infeasible ones left out)."""
     from agents.generator import EmbeddedGenerator, plan_calls
     from agents.planner import EmbeddedPlanner
-    from agents.plans import DefaultPrior
     from envs.ontology import load_initial_space
     from envs.packs import get_domain
     from storage.records import Direction
@@ -77,48 +78,32 @@ def test_a_suppressed_bucket_is_rare_unless_selected():
     space = load_initial_space("airline", run_id="t")
     d = Direction(run_id="t", round=1, direction_id="d", condition_id="c", objective_type="exploration",
                   objective="x", budget_level="explore")
-    blueprints = [EmbeddedPlanner().plan(d, space, None, index=i, seed=0) for i in range(80)]
+    gen, out = EmbeddedGenerator(dom, prior), []
+    for i in range(n):
+        bp = EmbeddedPlanner().plan(d, space, None, index=i, seed=0)
+        try:
+            plan = gen._plan(bp.selected_dimensions, bp.blueprint_id, bp.seed)
+        except Exception:
+            continue
+        out.append(measure_all(plan_calls(dom, plan), pack, [key])[key])
+    return out
+
+
+def test_a_suppressed_bucket_is_rare_unless_selected():
+    from agents.plans import DefaultPrior
 
     def share(prior):
-        gen, hits, made = EmbeddedGenerator(dom, prior), 0, 0
-        for bp in blueprints:
-            try:
-                plan = gen._plan(bp.selected_dimensions, bp.blueprint_id, bp.seed)
-            except Exception:
-                continue
-            made += 1
-            hits += measure_all(plan_calls(dom, plan), pack, ["multi_item"])["multi_item"] == "yes"
-        return hits / made
+        made = _planned(prior, "multi_item")
+        return sum(v == "yes" for v in made) / len(made)
 
     natural, none_kept = share(DefaultPrior()), share(DefaultPrior(suppress={"multi_item": {"yes": 0.0}}))
     assert natural > 0.05 and none_kept == 0.0
 
 
 def test_prior_writes_set_the_write_counts_of_unselected_fulfilments():
-    from agents.generator import EmbeddedGenerator, plan_calls
-    from agents.planner import EmbeddedPlanner
     from agents.plans import DefaultPrior
-    from envs.ontology import load_initial_space
-    from envs.packs import get_domain
-    from storage.records import Direction
 
-    dom, pack = get_domain("airline"), get_pack("airline")
-    space = load_initial_space("airline", run_id="t")
-    d = Direction(run_id="t", round=1, direction_id="d", condition_id="c", objective_type="exploration",
-                  objective="x", budget_level="explore")
-    blueprints = [EmbeddedPlanner().plan(d, space, None, index=i, seed=0) for i in range(60)]
-
-    def writes(prior):
-        gen, out = EmbeddedGenerator(dom, prior), []
-        for bp in blueprints:
-            try:
-                plan = gen._plan(bp.selected_dimensions, bp.blueprint_id, bp.seed)
-            except Exception:
-                continue
-            out.append(measure_all(plan_calls(dom, plan), pack, ["num_write"])["num_write"])
-        return out
-
-    default, many = writes(DefaultPrior()), writes(DefaultPrior(writes={5: 1.0}))
+    default, many = _planned(DefaultPrior(), "num_write", 60), _planned(DefaultPrior(writes={5: 1.0}), "num_write", 60)
     assert sum(w in ("3-4", "5+") for w in default) < len(default) / 5  # mostly one write
     fulfilments = [w for w in many if w != "0"]  # refusals and information requests write nothing
     assert fulfilments and all(w == "5+" for w in fulfilments)
