@@ -15,7 +15,8 @@ does not parse reads as missing: that reply is asked again and appended again;
 the newest entry of a key wins. Logs are indexed on first use (key, offset);
 entries appended later by other processes are seen by a later process. Caches
 of the older one-file-per-entry layout (``<root>/<k[:2]>/<key>.json``) are still
-read (their file names listed with that index). Not fsynced: a power cut may lose the newest entries, which are asked again.
+read (their file names listed with that index). Not fsynced: a power cut may
+lose the newest entries, which are asked again.
 """
 from __future__ import annotations
 

@@ -43,6 +43,7 @@ from pydantic import BaseModel
 from agents.llm.cache import ResponseCache, key_of, request_blob, request_key
 from agents.llm.calllog import BoundClient, CallLog, CallLogView
 from agents.llm.limits import limits_for
+from agents.llm.loops import hop, new_loop, shut_down
 from agents.llm.pricing import cost_usd
 from agents.llm.prompt_tools import MODES, parse_tool_reply, prompt_messages
 from agents.llm.providers import json_schema
@@ -100,67 +101,6 @@ def schema_digest(schema: type[BaseModel]) -> str:
 
 
 # ---------------------------------------------------------------- the client
-def _shut_down(loop: asyncio.AbstractEventLoop, thread: threading.Thread, provider) -> None:
-    if loop.is_closed():
-        return
-    if thread.is_alive():
-        try:
-            asyncio.run_coroutine_threadsafe(provider.sdk.aclose(), loop).result(timeout=5)
-        except Exception:  # closing is best effort: the process may be exiting
-            pass
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=5)
-    if not thread.is_alive():
-        loop.close()
-
-
-def _new_loop() -> asyncio.AbstractEventLoop:
-    # uvloop where installed: its C event loop halves the loop's CPU per call (timers, socket
-    # callbacks), which at concurrency 256 is what bounds throughput (`evosyn bench llm`)
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
-def _hop(coro, loop: asyncio.AbstractEventLoop, caller: asyncio.AbstractEventLoop) -> asyncio.Future:
-    """Run ``coro`` on ``loop`` (another thread's) and hand its outcome to a future of ``caller``'s loop.
-
-    What ``wrap_future(run_coroutine_threadsafe(...))`` does, without the concurrent future in between (its
-    condition variable, lock and two chained callbacks cost about as much CPU as the rest of a call): one
-    wake-up of each loop per call. Cancelling the caller's future cancels the task on ``loop``.
-    """
-    out = caller.create_future()
-    task: list[asyncio.Task] = []
-
-    def settle(t: asyncio.Task) -> None:  # on the caller's loop
-        if out.done():
-            return
-        if t.cancelled():
-            out.cancel()
-        elif t.exception() is not None:
-            out.set_exception(t.exception())
-        else:
-            out.set_result(t.result())
-
-    def start() -> None:  # on the client's loop
-        if out.cancelled():
-            coro.close()
-            return
-        t = loop.create_task(coro)
-        task.append(t)
-        t.add_done_callback(lambda t: caller.is_closed() or caller.call_soon_threadsafe(settle, t))
-
-    def forward_cancel(f: asyncio.Future) -> None:
-        if f.cancelled() and not loop.is_closed():
-            loop.call_soon_threadsafe(lambda: task and task[0].cancel())
-
-    out.add_done_callback(forward_cancel)
-    loop.call_soon_threadsafe(start)
-    return out
-
-
 class _Try:
     """The transport attempt in progress (number and start), read by the row of a failed call."""
 
@@ -223,7 +163,7 @@ class LLMClient(CallLogView):
         caller = asyncio.get_running_loop()
         if caller is loop:
             return await self._chat(messages, **kw)
-        return await _hop(self._chat(messages, **kw), loop, caller)
+        return await hop(self._chat(messages, **kw), loop, caller)
 
     def chat_sync(self, messages: list[dict], **kw: Any) -> ChatResult:
         """Blocking ``chat`` for sync code and worker threads (any number of threads at once).
@@ -239,12 +179,12 @@ class LLMClient(CallLogView):
     def _io_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None:
-                self._loop = _new_loop()
+                self._loop = new_loop()
                 self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                                 name=f"evosyn-llm-{self.role or 'client'}")
                 self._thread.start()
                 # closes the SDK's connections when the client is collected or the process exits
-                self._finalizer = weakref.finalize(self, _shut_down, self._loop, self._thread, self._provider)
+                self._finalizer = weakref.finalize(self, shut_down, self._loop, self._thread, self._provider)
             return self._loop
 
     def close(self) -> None:
