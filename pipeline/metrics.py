@@ -21,17 +21,21 @@ GAIN_SPLIT = "diagnostic"
 def verified_samples(store: Store, run_id: str, upto: int | None = None) -> list[dict]:
     """One sample per verified task of rounds <= upto (its last passing verdict)."""
     tasks = {t["task_id"]: t["requested"] for t in store.read_fields("tasks", ["task_id", "requested"], run_id=run_id)}
-    trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run_id)}
     last = {}
-    for v in sorted(store.read_records("verdicts", run_id=run_id), key=lambda v: (v.round, v.attempt)):
-        if v.passed and (upto is None or v.round <= upto) and v.task_id in tasks:
-            last[v.task_id] = v
+    verdicts = store.read_fields("verdicts", ["task_id", "round", "attempt", "passed", "observed", "trajectory_id"],
+                                 run_id=run_id)
+    for v in sorted(verdicts, key=lambda v: (v["round"], v["attempt"])):
+        if v["passed"] and (upto is None or v["round"] <= upto) and v["task_id"] in tasks:
+            last[v["task_id"]] = v
+    wanted = {v["trajectory_id"] for v in last.values()}  # only these trajectories are parsed
+    trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run_id,
+                                                             where=lambda row: row["trajectory_id"] in wanted)}
     out = []
-    for tid in sorted(last, key=lambda t: (last[t].round, t)):
+    for tid in sorted(last, key=lambda t: (last[t]["round"], t)):
         v, requested = last[tid], tasks[tid]
-        traj = trajs.get(v.trajectory_id)
-        out.append({"round": v.round, "task_id": tid, "requested": requested, "observed": v.observed,
-                    "pattern": v.observed.get("trajectory_pattern", ["none"])[0],
+        traj, observed = trajs.get(v["trajectory_id"]), v["observed"]
+        out.append({"round": v["round"], "task_id": tid, "requested": requested, "observed": observed,
+                    "pattern": observed.get("trajectory_pattern", ["none"])[0],
                     "sequence": tuple(c.name for m in (traj.messages if traj else []) for c in m.tool_calls)})
     return out
 
@@ -124,8 +128,9 @@ def round_controllability(store: Store, run_id: str, domain: str, round: int) ->
 
 
 def _evals(store: Store, run_id: str, round: int, task_set: str, task_ids: set[str] | None = None):
-    return [(e.observed, e.success) for e in store.read_records("evaluations", run_id=run_id, round=round)
-            if e.task_set == task_set and (task_ids is None or e.task_id in task_ids)]
+    rows = store.read_fields("evaluations", ["task_set", "task_id", "observed", "success"], run_id=run_id, round=round)
+    return [(e["observed"], e["success"]) for e in rows
+            if e["task_set"] == task_set and (task_ids is None or e["task_id"] in task_ids)]
 
 
 def transition(store: Store, run_id: str, domain: str, round: int, task_set: str = GAIN_SPLIT,
