@@ -138,7 +138,7 @@ def filled(store: Store, run_id: str, kind: Kind) -> dict[int, tuple[str, dict[s
 
 def _fills(store: Store, run_id: str, kind: Kind) -> dict[int, tuple[int, str, dict[str, list[str]]]]:
     """slot -> (salt, task id, observed factors) of the attempt that filled it."""
-    # called before every attempt of a build: the few fields it needs, not the records (most of a build's CPU)
+    # called before every attempt of a build: only the few fields it needs, not whole records
     directions = {d["direction_id"]: d for d in store.read_fields(
         "directions", ["direction_id", "condition_id", "allowed_values"], run_id=run_id)}
     out: dict[int, tuple[int, str, dict]] = {}

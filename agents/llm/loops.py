@@ -33,9 +33,9 @@ def hop(coro, loop: asyncio.AbstractEventLoop, caller: asyncio.AbstractEventLoop
     """Run ``coro`` on ``loop`` (another thread's) and hand its outcome to a future of ``caller``'s loop.
 
     What ``wrap_future(run_coroutine_threadsafe(...))`` does, without the concurrent future in between (its
-    condition variable, lock and chained callbacks: a quarter of the client's CPU per call at concurrency 256
-    in ``evosyn bench llm``): one wake-up of each loop per call. Cancelling the caller's future cancels the
-    task on ``loop``.
+    condition variable, lock and chained callbacks): one wake-up of each loop per call. With it (and two
+    smaller cuts) ``evosyn bench llm`` at concurrency 256 went from 0.86-0.93 to 0.60-0.68 ms of client CPU a
+    call. Cancelling the caller's future cancels the task on ``loop``.
     """
     out = caller.create_future()
     task: list[asyncio.Task] = []
