@@ -30,6 +30,11 @@ ARMS = ["evosyn", "no_feedback"]
 # (mostly one write, so 3+ writes are a gap of their own), or even ones (uniform over the num_write buckets
 # 1 / 2 / 3-4 / 5+), where the planted bucket is the one gap planted
 WRITES = {"default": None, "even": {1: 0.25, 2: 0.25, 3: 0.125, 4: 0.125, 5: 0.25}}
+# the space the runs start from (`--space`): the pack's initial space, or it plus the two factors the paper's
+# Reflector adopted (App. B.6: num_write after R1, num_read after R2), so that the natural difficulty axes the
+# learner exposes first are in the space from round 1 (evenly allocated by the Designer, and part of the
+# stratum O_r the probes condition on) and a planted gap is the one weakness beyond the space
+SPACES = {"initial": [], "paper": ["num_write", "num_read"]}
 
 
 class GapError(ValueError):
@@ -66,11 +71,11 @@ def _promotions(store, run_id: str) -> list[dict]:
 
 def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], keep: float = 0.2, rounds: int = 3,
           budget: int = 300, test_size: int = 20, diagnose_size: int = 300, probe_size: int = 0, jobs: int = 2,
-          writes: str = "default", say=lambda s: None) -> dict[str, Any]:
+          writes: str = "default", space: str = "initial", say=lambda s: None) -> dict[str, Any]:
     """``diagnose_size``: blueprints of the uniform set that ranks each planted bucket among the evosyn runs'
     coverage gaps (``benchmarks/discovery_gaps.py``; 0: no diagnosis). ``probe_size``: the runs'
     ``probe_size`` (a balanced probe set per round for the feedback arm's Reflector; 0: none). ``writes``: the
-    background's write counts (``WRITES``)."""
+    background's write counts (``WRITES``). ``space``: the space the runs start from (``SPACES``)."""
     from storage.store import Store
 
     t0 = time.perf_counter()
@@ -80,7 +85,8 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
         plan = Plan(domain=domain, seeds=seeds, home=home, arms=ARMS, rounds=rounds, budget=budget,
                     test_size=test_size, jobs=jobs, extra={"prior": {"suppress": {prop: {value: keep}},
                                                                   **({"writes": WRITES[writes]} if WRITES[writes] else {})},
-                                                        **({"probe_size": probe_size} if probe_size else {})},
+                                                        **({"probe_size": probe_size} if probe_size else {}),
+                                                        **({"initial_factors": SPACES[space]} if SPACES[space] else {})},
                     name="discovery")
         say(f"gap {prop}={value} (kept with probability {keep})")
         launched, spent = launch(plan, say)
@@ -116,7 +122,7 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
         verdicts.append({"gap": f"{prop}={value}", "evosyn": by_arm["evosyn"], "no_feedback": by_arm["no_feedback"],
                          "seeds": n, "met": by_arm["evosyn"] >= need and by_arm["no_feedback"] <= allow})
     return {"domain": domain, "seeds": seeds, "keep": keep, "rounds": rounds, "budget": budget, "jobs": jobs,
-            "probe_size": probe_size, "writes": writes,
+            "probe_size": probe_size, "writes": writes, "space": space, "initial_factors": SPACES[space],
             "gaps": [f"{p}={v}" for p, v in gaps], "rows": rows, "verdicts": verdicts,
             "target": {"evosyn_at_least": need, "no_feedback_at_most": allow}, "diagnosis": diagnosis,
             "runs_launched": runs_launched, "runs_reused": runs_reused, "wall_s": time.perf_counter() - t0,

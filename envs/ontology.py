@@ -33,15 +33,40 @@ def validate_space(space: SynthesisSpace) -> SynthesisSpace:
     return space
 
 
-def load_initial_space(domain: str, run_id: str = "none", round: int = 0) -> SynthesisSpace:
+def load_initial_space(domain: str, run_id: str = "none", round: int = 0, extra: Iterable[str] = ()
+                       ) -> SynthesisSpace:
+    """The pack's initial space; ``extra`` (``RunConfig.initial_factors``) adds controllable properties of the
+    domain's generator as standard factors of v1 (checked by ``check_initial_factors``)."""
     try:
-        raw = get_pack(domain).initial_space()
+        pack = get_pack(domain)
+        raw = pack.initial_space()
     except UnknownDomain as exc:
         raise SpaceError(f"no initial synthesis space for {domain!r}: {exc}") from None
     factors = [Factor(**f, observable=f["key"] in OBSERVABLE, added_in=1) for f in raw["factors"]]
+    extra = list(extra)
+    check_initial_factors(extra, domain)
+    factors += [Factor(key=k, values=list(pack.controllable[k]), status="standard", observable=k in OBSERVABLE,
+                       added_in=1, guidance=f"in the initial space by the run's config (initial_factors): the "
+                                            f"{domain} generator's {k}") for k in extra]
     space = SynthesisSpace(run_id=run_id, round=round, space_version=1, domain=domain, version=1,
                            factors=factors, restrictions=raw.get("restrictions", {}))
     return validate_space(space)
+
+
+def check_initial_factors(names: list[str], domain: str) -> None:
+    """``RunConfig.initial_factors`` names controllable properties of the domain's generator that the initial
+    space does not have, each once (one ``ConfigError`` line naming the field otherwise), before any work."""
+    from storage.config import ConfigError
+
+    pack = get_pack(domain)
+    seed = {f["key"] for f in pack.initial_space()["factors"]}
+    for name in names:
+        if name not in pack.controllable:
+            raise ConfigError(f"initial_factors: the {domain} generator does not control {name!r} "
+                             f"(it controls: {', '.join(pack.controllable) or 'nothing'})")
+        if name in seed or names.count(name) > 1:
+            raise ConfigError(f"initial_factors: {name!r} is {'already in the initial space' if name in seed else 'named twice'}"
+                             f"; name it once, or drop it")
 
 
 def check_selection(space: SynthesisSpace, selection: dict[str, Iterable[str]]) -> list[str]:

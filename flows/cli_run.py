@@ -52,10 +52,12 @@ def _config(ctx, config_file, **overrides):
     from flows.inputs import check_domain
 
     cfg.domain = check_domain(cfg.domain, generator=True)  # the fixed test set is always built embedded
+    from envs.ontology import check_initial_factors
     from envs.properties import check_prior
 
     try:
         check_prior(cfg.prior.suppress, cfg.domain)
+        check_initial_factors(cfg.initial_factors, cfg.domain)
     except ConfigError as exc:
         raise UserError(str(exc)) from None
     if cfg.official_eval is not None:  # its split and its LLM user, before any work

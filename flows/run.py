@@ -23,7 +23,7 @@ from prefect import flow
 
 from agents.designer import ColdStart
 from agents.roles import check_roles
-from envs.ontology import load_initial_space
+from envs.ontology import check_initial_factors, load_initial_space
 from envs.properties import check_prior
 from flows import timing
 from flows.artifacts import publish_summary
@@ -53,6 +53,8 @@ def run_id_for(cfg: RunConfig) -> str:
         exclude["prior"] = True
     elif cfg.prior.writes is None:  # nor do those of planted gaps on the default write counts
         exclude["prior"] = {"writes": True}
+    if not cfg.initial_factors:  # the pack's initial space: ids stay as they were
+        exclude["initial_factors"] = True
     digest = hashlib.sha256(cfg.model_dump_json(exclude=exclude).encode()).hexdigest()[:6]
     return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
 
@@ -142,6 +144,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     if cfg.backend == "llm" or any(rc.backend == "llm" for rc in cfg.roles.values()):
         check_roles(cfg)  # every LLM role's provider, model and key, before any work (the rounds use llm_roles(cfg))
     check_prior(cfg.prior.suppress, cfg.domain)  # a planted gap names what the generator controls
+    check_initial_factors(cfg.initial_factors, cfg.domain)  # and so do the factors the initial space adds
     if cfg.official_eval is not None:
         check_official_config(cfg.official_eval, cfg.domain)  # its split and its LLM user, before any work
     if cfg.learner == "llamafactory":
@@ -159,7 +162,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
         store.write([run], "run")
     tracker = Tracker(store.root, cfg.store.tracking_uri)
     parent = tracker.start_run(run)
-    space = load_initial_space(cfg.domain, run_id=run_id)
+    space = load_initial_space(cfg.domain, run_id=run_id, extra=cfg.initial_factors)
     if not store.has_chunk("spaces", run_id, 0, "initial"):
         store.write([space], "initial")
     tracker.log_space(parent, space)  # a no-op once logged

@@ -168,6 +168,9 @@ class RunConfig(_Strict):
     official_eval: OfficialEvalConfig | None = None
     llamafactory: LlamaFactoryConfig = Field(default_factory=LlamaFactoryConfig)  # read when learner: llamafactory
     prior: GeneratorPrior = Field(default_factory=GeneratorPrior)  # the embedded generator's default prior
+    # controllable properties of the domain's generator added to the initial space (v1) as standard factors, e.g.
+    # [num_write, num_read]: `evosyn bench discovery --space paper` plants gaps beyond them; [] the pack's space
+    initial_factors: list[str] = Field(default_factory=list)
     store: StoreConfig = Field(default_factory=StoreConfig)
     roles: dict[Literal[ROLES], RoleConfig] = Field(default_factory=dict)  # type: ignore[valid-type]
 

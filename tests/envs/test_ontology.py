@@ -43,3 +43,27 @@ def test_car_bench_base_restrictions():
 def test_unknown_domain_lists_known():
     with pytest.raises(SpaceError, match="known domains: airline, car_bench, retail, telecom"):
         load_initial_space("bank")
+
+
+def test_initial_factors_join_v1_as_standard_factors():
+    from envs.packs import get_pack
+
+    space = load_initial_space("retail", extra=["num_write", "multi_item"])
+    added = space.factors[-2:]
+    assert space.version == 1 and [f.key for f in added] == ["num_write", "multi_item"]
+    assert all(f.status == "standard" and f.added_in == 1 and f.observable for f in added)
+    assert [f.values for f in added] == [get_pack("retail").controllable[k] for k in ("num_write", "multi_item")]
+    assert [f.key for f in load_initial_space("retail").factors] == [f.key for f in space.factors[:-2]]
+
+
+@pytest.mark.parametrize("names, message", [
+    (["teleports"], r"initial_factors: the telecom generator does not control 'teleports' \(it controls: num_write"),
+    (["multi_item"], "initial_factors: the telecom generator does not control 'multi_item'"),
+    (["num_read", "num_read"], "initial_factors: 'num_read' is named twice"),
+    (["task_family"], "initial_factors: the telecom generator does not control 'task_family'"),
+])
+def test_initial_factors_errors_name_the_field(names, message):
+    from storage.config import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        load_initial_space("telecom", extra=names)

@@ -83,9 +83,22 @@ def test_prior_writes_are_counts_with_weights_and_keep_run_ids_of_older_configs(
     assert len({run_id_for(plain), run_id_for(planted), run_id_for(even)}) == 3
 
 
-def _digest(cfg, exclude):
+def test_initial_factors_enter_a_run_id_only_when_set(tmp_path):
+    from flows.run import run_id_for
+
+    plain = load_config(write(tmp_path, "domain: airline\n"))
+    paper = load_config(write(tmp_path, "domain: airline\ninitial_factors: [num_write, num_read]\n"))
+    assert paper.initial_factors == ["num_write", "num_read"] and plain.initial_factors == []
+    assert run_id_for(plain) == "airline-evosyn-s0-" + _digest(plain, {"prior": True})
+    assert run_id_for(paper) == "airline-evosyn-s0-" + _digest(paper, {"prior": True}, keep_initial=True)
+    assert run_id_for(paper) != run_id_for(plain)
+    assert run_id_for(plain) == "airline-evosyn-s0-c88398"  # the id it had before initial_factors existed
+
+
+def _digest(cfg, exclude, keep_initial=False):
     import hashlib
 
     dump = cfg.model_dump_json(exclude={"store": True, "train_deployment": True, "official_eval": True,
-                                        "llamafactory": True, **exclude})
+                                        "llamafactory": True, **({} if keep_initial else {"initial_factors": True}),
+                                        **exclude})
     return hashlib.sha256(dump.encode()).hexdigest()[:6]
