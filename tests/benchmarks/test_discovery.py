@@ -34,8 +34,9 @@ def test_bad_input_is_one_line_before_any_work(tmp_path):
 
 @pytest.mark.slow
 def test_bench_discovery_end_to_end(tmp_path, monkeypatch):
-    """One gap, one seed, two rounds: both arms run with the planted prior (the suppressed bucket is rare in their
-    data), the control promotes an evidence-free draw, and the JSON names what each arm adopted."""
+    """One gap, one seed, two rounds, from the paper's space (``--space paper``: num_write and num_read in v1):
+    both arms run with the planted prior (the suppressed bucket is rare in their data), the control promotes an
+    evidence-free draw, and the JSON names what each arm adopted."""
     from benchmarks.learning import Plan, _run_id
     from flows.cli import main
     from storage.store import Store
@@ -45,12 +46,14 @@ def test_bench_discovery_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
     home, out = tmp_path / "h", tmp_path / "d.json"
     args = ["bench", "discovery", "--domain", "airline", "--seeds", "0", "--gap", "multi_item=yes", "--keep", "0",
-            "--rounds", "2", "--budget", "30", "--test-size", "8", "--diagnose-size", "8", "--home", str(home),
+            "--rounds", "2", "--budget", "30", "--test-size", "8", "--diagnose-size", "8", "--space", "paper",
+            "--home", str(home),
             "--output", str(out)]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output[-3000:]
     data = json.loads(out.read_text())
     assert data["gaps"] == ["multi_item=yes"] and data["runs_launched"] == 2
+    assert data["initial_factors"] == ["num_write", "num_read"] and "--space paper" in data["command"]
     rows = {r["arm"]: r for r in data["rows"]}
     assert set(rows) == {"evosyn", "no_feedback"} and data["verdicts"][0]["seeds"] == 1
     control = rows["no_feedback"]["per_seed"][0]
@@ -61,12 +64,18 @@ def test_bench_discovery_end_to_end(tmp_path, monkeypatch):
     assert control["recovered"] == any(p["factor"] == "multi_item" and p["round"] < 2 for p in control["promoted"])
     store = Store(home, create=False)
     plan = Plan(domain="airline", seeds=[0], home=home, rounds=2, budget=30, test_size=8,
-                extra={"prior": {"suppress": {"multi_item": {"yes": 0.0}}}})
+                extra={"prior": {"suppress": {"multi_item": {"yes": 0.0}}},
+                       "initial_factors": ["num_write", "num_read"]})
     for row in data["rows"]:
         run_id = row["per_seed"][0]["run_id"]
         assert run_id == _run_id(plan, row["arm"], 0)  # the planted prior is part of each run's config
         verdicts = [v for v in store.read_records("verdicts", run_id=run_id, round=1) if v.passed]
         assert verdicts and all(v.observed["multi_item"] == ["no"] for v in verdicts)  # kept with p = 0
+        (initial,) = store.read_records("spaces", run_id=run_id, round=0)
+        assert [(f.key, f.status) for f in initial.factors[-2:]] == [("num_write", "standard"), ("num_read", "standard")]
+        requested = [t.requested for t in store.read_records("tasks", run_id=run_id, round=1)]
+        assert requested and all(t["num_write"] and t["num_read"] for t in requested)  # round 1 steers by them
+        assert all(p["factor"] not in ("num_write", "num_read") for p in row["per_seed"][0]["promoted"])
 
 
 def test_gaps_rank_under_covered_buckets_by_failure_excess():
