@@ -12,7 +12,9 @@ and the rule (failure-driven, coverage-gap-driven, or the control's evidence-fre
 The gaps are fixed before any run, from the domain's controllable properties (``DEFAULT_GAPS``, in order,
 the first three the domain's generator controls); ``--gap PROPERTY=BUCKET`` names others. ``--writes even``
 plants them on even write counts instead of the default prior's (whose few multi-write tasks are a gap of
-their own, in front of the planted one: ``benchmarks/discovery_gaps.py`` measured it).
+their own, in front of the planted one: ``benchmarks/discovery_gaps.py`` measured it). ``--space paper``
+starts every run from the initial space plus num_write and num_read (``RunConfig.initial_factors``), so the
+gaps are planted beyond the natural difficulty axes the learner exposes first.
 """
 from __future__ import annotations
 

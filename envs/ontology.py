@@ -63,10 +63,10 @@ def check_initial_factors(names: list[str], domain: str) -> None:
     for name in names:
         if name not in pack.controllable:
             raise ConfigError(f"initial_factors: the {domain} generator does not control {name!r} "
-                             f"(it controls: {', '.join(pack.controllable) or 'nothing'})")
+                              f"(it controls: {', '.join(pack.controllable) or 'nothing'})")
         if name in seed or names.count(name) > 1:
-            raise ConfigError(f"initial_factors: {name!r} is {'already in the initial space' if name in seed else 'named twice'}"
-                             f"; name it once, or drop it")
+            why = "already in the initial space" if name in seed else "named twice"
+            raise ConfigError(f"initial_factors: {name!r} is {why}; name it once, or drop it")
 
 
 def check_selection(space: SynthesisSpace, selection: dict[str, Iterable[str]]) -> list[str]:
