@@ -56,6 +56,8 @@ def load_initial_space(domain: str, run_id: str = "none", round: int = 0, extra:
 def check_initial_factors(names: list[str], domain: str) -> None:
     """``RunConfig.initial_factors`` names controllable properties of the domain's generator that the initial
     space does not have, each once (one ``ConfigError`` line naming the field otherwise), before any work."""
+    if not names:  # the pack's space: nothing to read or check
+        return
     from storage.config import ConfigError
 
     pack = get_pack(domain)
