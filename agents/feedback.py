@@ -4,8 +4,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from scipy.stats import binomtest
-
 from agents.probes import PROBES, TaskProfile, coarsen, conditional_mi, nmi, permutation_p, tool_count_tertiles
 from envs.packs import get_pack
 from storage.records import Evaluation, Feedback, Probe, ProbeBucket, SliceStat, SynthesisSpace
@@ -15,6 +13,9 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, flo
     """Wilson score interval of a success rate; (0, 1) with no trials."""
     if n == 0:
         return 0.0, 1.0
+    # imported on use: scipy.stats is about 0.7 s of imports
+    from scipy.stats import binomtest
+
     ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
     return float(ci.low), float(ci.high)
 

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
-from scipy.stats import entropy as scipy_entropy
-from scipy.stats import fisher_exact, spearmanr
-from sklearn.metrics import mutual_info_score, normalized_mutual_info_score
 
 from envs.properties import PROPERTIES
 from storage.records import Message, Probe
+
+# scipy.stats and sklearn.metrics (about 1.1 s of imports together) are imported where they are used: a command
+# that builds the roles (synth, the first stages of a run) never needs them before its first reflection.
 
 
 @dataclass
@@ -87,10 +87,14 @@ def _codes(xs: Sequence[Hashable]) -> list[int]:
 
 
 def entropy(xs: Sequence[Hashable]) -> float:
+    from scipy.stats import entropy as scipy_entropy
+
     return float(scipy_entropy(list(Counter(xs).values()))) if len(xs) else 0.0
 
 
 def mutual_information(xs: Sequence[Hashable], ys: Sequence[Hashable]) -> float:
+    from sklearn.metrics import mutual_info_score
+
     return float(mutual_info_score(_codes(xs), _codes(ys))) if len(xs) else 0.0
 
 
@@ -142,6 +146,8 @@ def nmi(xs: Sequence[Hashable], ys: Sequence[Hashable]) -> float:
     labelings 1.0, as identical clusterings; a constant probe tells nothing about tool count)."""
     if len(set(xs)) < 2 or len(set(ys)) < 2:
         return 0.0
+    from sklearn.metrics import normalized_mutual_info_score
+
     return float(normalized_mutual_info_score(_codes(xs), _codes(ys), average_method="geometric"))
 
 
@@ -161,6 +167,8 @@ def failure_trend(p: Probe) -> float:
             ys += [1] * fails + [0] * (b.count - fails)
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return 0.0
+    from scipy.stats import spearmanr
+
     rho = spearmanr(xs, ys).statistic
     return float(rho) if rho == rho else 0.0
 
@@ -179,4 +187,6 @@ def gap_failure_p(p: Probe, min_count: int = 3) -> float:
     (f_gap, n_gap), (f_rest, n_rest) = table[True], table[False]
     if n_gap < min_count or not n_rest:
         return 1.0
+    from scipy.stats import fisher_exact
+
     return float(fisher_exact([[f_gap, n_gap - f_gap], [f_rest, n_rest - f_rest]], alternative="greater").pvalue)

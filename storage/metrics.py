@@ -13,8 +13,6 @@ import random
 from collections import Counter
 from typing import Mapping, Sequence
 
-from scipy.stats import entropy, spearmanr
-
 Sample = Mapping[str, Sequence[str]]
 Reference = Mapping[str, Sequence[str]]
 ORDINAL = ["0", "1", "2", "3-4", "5+"]
@@ -22,6 +20,9 @@ ORDINAL = ["0", "1", "2", "3-4", "5+"]
 
 def _entropy(counts: Counter) -> float:
     """Shannon entropy in nats of the distribution the counts give (0 for no counts)."""
+    # imported on use: scipy.stats is about 0.7 s of imports
+    from scipy.stats import entropy
+
     return float(entropy(list(counts.values()))) if sum(counts.values()) else 0.0
 
 
@@ -101,6 +102,8 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float:
     """Spearman rho; NaN when undefined (fewer than 3 points or a constant side)."""
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return float("nan")
+    from scipy.stats import spearmanr
+
     return float(spearmanr(xs, ys).statistic)
 
 
