@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from benchmarks.learning import BenchInputError, Plan, analyze, parse_arms, parse_seeds
-
-PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}")
+from tests.prefect_home import PREFECT_HOME
 
 
 def test_seed_ranges_and_lists():

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from click.testing import CliRunner
 
 from benchmarks.run import STAGES, breakdown
+from tests.prefect_home import PREFECT_HOME
 
-PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}")
 RUN, ROUND = ["flow:run", "body:run"], ["flow:run", "body:run", "flow:round", "body:round"]
 
 

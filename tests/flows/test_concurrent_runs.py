@@ -8,11 +8,11 @@ import sys
 import pytest
 
 from pipeline.testset import KINDS
+from tests.prefect_home import PREFECT_HOME
 
 pytestmark = pytest.mark.slow
 
 CONFIG = "domain: airline\nrounds: 1\nbudget: 8\nseed: {seed}\ntest_size: 10\nchunk_size: 4\narm: evosyn\n"
-PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}")
 SEEDS = (1, 2, 3)
 
 

@@ -14,10 +14,10 @@ import pytest
 
 from benchmarks.fake_llm_server import FakeLLMServer
 from benchmarks.llm_script import Faulty, RoleScript
+from tests.prefect_home import PREFECT_HOME
 
 KEY = "sk-test-SECRET123"
 ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
-PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}")
 
 
 def config(tmp_path, base_url: str, model: str = "gpt-4o-mini", name: str = "llm.yaml"):

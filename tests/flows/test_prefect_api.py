@@ -24,9 +24,9 @@ import pytest
 
 from flows.prefect_api import PrefectApiError, ensure_prefect_api, start_ephemeral
 from flows.services import Service, save_state
+from tests.prefect_home import PREFECT_HOME
 
 REPO = Path(__file__).resolve().parents[2]
-PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}")
 
 
 def free_port() -> int:

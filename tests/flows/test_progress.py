@@ -13,6 +13,7 @@ import pytest
 
 from flows.progress import LineRenderer, LiveRenderer, listening, publish, renderer
 from pipeline.progress import StageEvent
+from tests.prefect_home import PREFECT_HOME
 
 REPO = Path(__file__).resolve().parents[2]
 STAGES = ("design", "plan", "generate", "rollout", "verify", "train", "evaluate diagnostic", "evaluate test",
@@ -75,7 +76,7 @@ def test_the_renderer_is_plain_off_a_terminal_or_quiet():
 
 def _cli(home, *args):
     env = {**os.environ, "EVOSYN_HOME": str(home),
-           "PREFECT_HOME": os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}"),
+           "PREFECT_HOME": PREFECT_HOME,
            "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
     return [sys.executable, "-m", "flows.cli", *args], env
 

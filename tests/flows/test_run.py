@@ -8,12 +8,11 @@ import time
 
 import pytest
 
+from tests.prefect_home import PREFECT_HOME
+
 pytestmark = pytest.mark.slow
 
 CONFIG = "domain: airline\nrounds: 2\nbudget: 36\nseed: {seed}\ntest_size: 30\nchunk_size: 6\narm: {arm}\n"
-
-
-PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}")
 
 
 def start(home, *args):

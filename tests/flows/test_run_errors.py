@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}")
+from tests.prefect_home import PREFECT_HOME
 
 
 def test_stage_unavailable_survives_pickling_with_its_message():

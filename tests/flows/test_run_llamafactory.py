@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from tests.agents.test_llamafactory import cli_or_skip, tiny_model
+from tests.prefect_home import PREFECT_HOME
 
 pytestmark = pytest.mark.train
-PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}")
 RECIPE = {"bf16": False, "flash_attn": "disabled", "cutoff_len": 1024, "max_steps": 2, "num_train_epochs": 1.0,
           "preprocessing_num_workers": 1, "logging_steps": 1, "plot_loss": False, "save_strategy": "no"}
 

@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
+from tests.prefect_home import PREFECT_HOME
+
 pytestmark = pytest.mark.slow
 
 CONFIG = "domain: airline\nrounds: 2\nbudget: 8\nseed: 5\ntest_size: 10\nchunk_size: 4\narm: evosyn\n"
-PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}")
 
 
 def cli(home, *args):

@@ -1,7 +1,6 @@
 """Process bookkeeping of `evosyn up` / `down`, on real processes (the full stack: test_e2e_ui.py)."""
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from flows.services import (
     stop,
     up,
 )
+from tests.prefect_home import PREFECT_HOME
 
 # a parent that starts a grandchild and both ignore SIGINT: only SIGTERM/SIGKILL (or the session) stops them
 TREE = ("import signal, subprocess, sys, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
@@ -94,8 +94,7 @@ def test_pools_without_an_online_worker_are_named_with_the_command_that_starts_o
     from flows.prefect_api import start_ephemeral
 
     # the migrated database the slow flow tests share (tests/flows/test_prefect_api.py)
-    monkeypatch.setenv("PREFECT_HOME", os.path.join(os.environ.get("TMPDIR", "/tmp"),
-                                                    f"evosyn-test-prefect-{os.getuid()}"))
+    monkeypatch.setenv("PREFECT_HOME", PREFECT_HOME)
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     api = start_ephemeral()
     tag = uuid.uuid4().hex[:8]  # the database is shared: names of this test only
