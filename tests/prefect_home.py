@@ -9,5 +9,6 @@ from __future__ import annotations
 
 import os
 
-PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"evosyn-test-prefect-{os.getuid()}"
-                            + (f"-{os.environ['PYTEST_XDIST_WORKER']}" if os.environ.get("PYTEST_XDIST_WORKER") else ""))
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # gw0, gw1, ... under xdist; unset in a serial run
+PREFECT_HOME = os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                            f"evosyn-test-prefect-{os.getuid()}" + (f"-{_WORKER}" if _WORKER else ""))
