@@ -50,23 +50,27 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
 
     from flows.inputs import check_output, writing
     from storage.catalog import query as run_query
+    from storage.catalog import query_rows
 
     if fmt == "parquet" and not output:
         raise UserError("--format parquet needs --output PATH")
     target = check_output(output, "--output") if output else None
+    store = store_from(ctx, create=False)
+    as_rows = fmt in ("table", "json")  # as Python rows: no pyarrow to import; csv and parquet by pyarrow's writers
     try:
-        result = run_query(sql, store_from(ctx, create=False))
+        result = query_rows(sql, store, limit if fmt == "table" else None) if as_rows else run_query(sql, store)
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"SQL: {first}") from None
-    from flows.render import write_result
+    from flows.render import write_result, write_rows
 
+    write = write_rows if as_rows else write_result
     if target is None:
-        write_result(result, fmt, None, limit)
+        write(result, fmt, None, limit)
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     with writing(target, "--output"):
-        write_result(result, fmt, target, limit)
+        write(result, fmt, target, limit)
 
 
 def run() -> None:  # console-script entry point

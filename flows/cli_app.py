@@ -29,7 +29,8 @@ class UserError(click.ClickException):
 @click.pass_context
 def main(ctx: click.Context, home: str | None) -> None:
     """EvoSyn: closed-loop synthesis of training data for tool-using agents."""
-    from storage.config import ConfigError, load_dotenv_secrets
+    # not from storage.config: it imports pydantic (0.1 s), which `evosyn query` does without
+    from storage.userfiles import ConfigError, load_dotenv_secrets
 
     try:
         load_dotenv_secrets()

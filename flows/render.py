@@ -9,8 +9,10 @@ import click
 
 from storage import atomic
 
-if TYPE_CHECKING:  # pyarrow costs ~0.1 s to import: `evosyn --help` and the table printers do without it
+if TYPE_CHECKING:  # pyarrow costs ~0.2 s to import: `evosyn --help`, the table printers and `query` do without it
     import pyarrow as pa
+
+    from storage.catalog import Rows
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -25,12 +27,27 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
     Console(width=200).print(table)
 
 
-def write_result(result: pa.Table, fmt: str, output: Path | None, limit: int = 50) -> None:
+def write_rows(result: Rows, fmt: str, output: Path | None, limit: int = 50) -> None:
+    """A result as a table (its first ``limit`` rows) or JSON lines (all of them: ``result`` holds them all)."""
     if fmt == "table":
-        rows = result.slice(0, limit).to_pylist()
-        print_table(None, result.column_names, [list(r.values()) for r in rows])
+        print_table(None, result.columns, result.rows[:limit])
         if result.num_rows > limit:
             click.echo(f"({result.num_rows} rows, first {limit} shown)")
+        return
+    if fmt != "json":
+        raise ValueError(f"write_rows writes table or json, not {fmt!r} (write_result writes every format)")
+    text = "\n".join(json.dumps(dict(zip(result.columns, row)), default=str) for row in result.rows)
+    if output:
+        atomic.write_text(output, text + "\n")
+    else:
+        click.echo(text)
+
+
+def write_result(result: pa.Table, fmt: str, output: Path | None, limit: int = 50) -> None:
+    if fmt in ("table", "json"):
+        from storage.catalog import arrow_rows
+
+        write_rows(arrow_rows(result, None if fmt == "json" else limit), fmt, output, limit)
         return
     if fmt == "parquet":
         import pyarrow.parquet as pq
@@ -49,12 +66,5 @@ def write_result(result: pa.Table, fmt: str, output: Path | None, limit: int = 5
             buf = io.BytesIO()
             pacsv.write_csv(result, buf)
             click.echo(buf.getvalue().decode(), nl=False)
-        return
-    elif fmt == "json":
-        text = "\n".join(json.dumps(r, default=str) for r in result.to_pylist())
-        if output:
-            atomic.write_text(output, text + "\n")
-        else:
-            click.echo(text)
         return
     click.echo(f"wrote {result.num_rows} rows to {output}")

@@ -10,84 +10,43 @@ when rows are read back into records.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import types
 import typing
-from datetime import datetime
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 import pyarrow as pa
 from pydantic_core import from_json
 from storage.canonical import STORED
 from storage.records import Record
+from storage.schemas import (BOOL, DOUBLE, INT64, STRING, STRING_LIST, TIMESTAMP, column_type, derived_columns,
+                             describe, fingerprint)
 
-SCHEMA_FILE = "_schema.parquet"  # in each table's folder: its Arrow schema, so an empty table still has one
-
-_SCALARS: dict[type, pa.DataType] = {
-    str: pa.string(),
-    int: pa.int64(),
-    float: pa.float64(),
-    bool: pa.bool_(),
-    datetime: pa.timestamp("us", tz="UTC"),
+# storage/schemas.py names each column's type as Arrow does (tests/storage/test_schemas.py checks the names)
+ARROW_TYPES: dict[str, pa.DataType] = {
+    STRING: pa.string(), INT64: pa.int64(), DOUBLE: pa.float64(), BOOL: pa.bool_(),
+    TIMESTAMP: pa.timestamp("us", tz="UTC"), STRING_LIST: pa.list_(pa.string()),
 }
-
-
-def _strip_optional(annotation: Any) -> tuple[Any, bool]:
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return args[0], True
-    return annotation, False
 
 
 def arrow_type(annotation: Any) -> tuple[pa.DataType, bool]:
     """Arrow type of a field annotation and whether the column holds JSON."""
-    annotation, _ = _strip_optional(annotation)
-    if annotation in _SCALARS:
-        return _SCALARS[annotation], False
-    origin = typing.get_origin(annotation)
-    if origin is Literal:
-        return pa.string(), False
-    if origin is list and typing.get_args(annotation) == (str,):
-        return pa.list_(pa.string()), False
-    return pa.string(), True
-
-
-@lru_cache(maxsize=None)
-def derived_columns(model: type[Record]) -> tuple[tuple[str, str, str], ...]:
-    """(column, field, key) of every typed column derived from a ``sliced`` field's key."""
-    out = []
-    for field, keys in model.sliced.items():
-        if field not in model.model_fields:
-            raise TypeError(f"{model.__name__}.sliced names {field!r}, which is not a field")
-        for key in keys:
-            column = f"{field}_{key}"
-            if column in model.model_fields:
-                raise TypeError(f"{model.__name__}: derived column {column!r} would hide the field of that name")
-            out.append((column, field, key))
-    return tuple(out)
+    name, is_json = column_type(annotation)
+    return ARROW_TYPES[name], is_json
 
 
 @lru_cache(maxsize=None)
 def schema_of(model: type[Record]) -> pa.Schema:
     fields = []
-    for name, info in model.model_fields.items():
-        dtype, is_json = arrow_type(info.annotation)
-        meta = {b"json": b"1"} if is_json else None
-        fields.append(pa.field(name, dtype, nullable=True, metadata=meta))
-    for column, field, _ in derived_columns(model):
-        fields.append(pa.field(column, pa.list_(pa.string()), nullable=True, metadata={b"derived": field.encode()}))
+    for c in describe(model).columns:
+        meta = {b"json": b"1"} if c.json else {b"derived": c.derived.encode()} if c.derived else None
+        fields.append(pa.field(c.name, ARROW_TYPES[c.type], nullable=True, metadata=meta))
     return pa.schema(fields, metadata={b"evosyn_record": model.__name__.encode()})
 
 
-@lru_cache(maxsize=None)
 def schema_fingerprint(model: type[Record]) -> str:
     """A short hash of a table's Arrow schema (field metadata included): it names the table's schema file."""
-    text = schema_of(model).to_string(show_field_metadata=True, show_schema_metadata=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return fingerprint(describe(model))
 
 
 @lru_cache(maxsize=None)

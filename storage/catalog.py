@@ -17,18 +17,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
 
-from storage.arrow import derived_columns, schema_of
-from storage.locks import store_lock
-from storage.records import TABLES
+from storage.table_schemas import TABLE_SCHEMAS
 
 if TYPE_CHECKING:  # a Store opens (and keeps current) its catalog: this module only receives one
+    import pyarrow as pa
+
     from storage.store import Store
 
 CATALOG_FILE = "catalog.duckdb"
@@ -62,33 +63,32 @@ def _fallback_sql(con: duckdb.DuckDBPyConnection, store: Store, table: str) -> s
         return None
     read = f"read_parquet({_glob(store, table)}, hive_partitioning=false, union_by_name=true)"
     have = {name for name, *_ in con.execute(f"DESCRIBE SELECT * FROM {read}").fetchall()}
-    derived = {column: (field, key) for column, field, key in derived_columns(TABLES[table])}
     select = []
-    for f in schema_of(TABLES[table]):
-        if f.name in derived and f.name not in have:
-            field, key = derived[f.name]
-            select.append(f"CAST(json_extract({field}, {_sql_str('$.' + key)}) AS VARCHAR[]) AS \"{f.name}\"")
-        elif f.name in have:
-            select.append(f'"{f.name}"')
+    for c in TABLE_SCHEMAS[table].columns:
+        if c.derived and c.name not in have:
+            key = c.name.removeprefix(f"{c.derived}_")  # the sliced key it is derived from (storage/schemas.py)
+            select.append(f"CAST(json_extract({c.derived}, {_sql_str('$.' + key)}) AS VARCHAR[]) AS \"{c.name}\"")
+        elif c.name in have:
+            select.append(f'"{c.name}"')
         else:
-            select.append(f'CAST(NULL AS {_DUCK_TYPES[str(f.type)]}) AS "{f.name}"')
+            select.append(f'CAST(NULL AS {_DUCK_TYPES[c.type]}) AS "{c.name}"')
     return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {", ".join(select)} FROM {read}'
 
 
 def _empty_sql(table: str) -> str:
     # plain SQL, not a registered Arrow table: registering makes DuckDB import pandas (0.3 s of start-up)
-    cols = ", ".join(f'CAST(NULL AS {_DUCK_TYPES[str(f.type)]}) AS "{f.name}"' for f in schema_of(TABLES[table]))
+    cols = ", ".join(f'CAST(NULL AS {_DUCK_TYPES[c.type]}) AS "{c.name}"' for c in TABLE_SCHEMAS[table].columns)
     return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {cols} LIMIT 0'
 
 
 def _forms(store: Store) -> tuple[str, ...]:
     """Which kind of view each table gets now: over current files, a fallback over older ones, or empty."""
     return tuple("current" if store.has_current_schema(t) else
-                 "fallback" if any(store.table_dir(t).glob("**/*.parquet")) else "empty" for t in TABLES)
+                 "fallback" if any(store.table_dir(t).glob("**/*.parquet")) else "empty" for t in TABLE_SCHEMAS)
 
 
 def attach_views(con: duckdb.DuckDBPyConnection, store: Store) -> None:
-    for table in TABLES:  # a root nobody wrote to yet: a typed, empty relation
+    for table in TABLE_SCHEMAS:  # a root nobody wrote to yet: a typed, empty relation
         con.execute(_view_sql(store, table) or _fallback_sql(con, store, table) or _empty_sql(table))
 
 
@@ -118,7 +118,7 @@ def connect(store: Store) -> duckdb.DuckDBPyConnection:
 
 def _catalog_views(store: Store) -> dict[str, str]:
     store._ensure_schema_files()  # every table has a file, so every view is a glob over its folder
-    return {table: _view_sql(store, table) for table in TABLES}
+    return {table: _view_sql(store, table) for table in TABLE_SCHEMAS}
 
 
 def _fingerprint(sql: str) -> str:
@@ -178,6 +178,8 @@ def ensure_catalog_file(store: Store) -> Path:
         return path
     want = {t: _fingerprint(sql) for t, sql in _catalog_views(store).items()}
     if _views_in(path) != want:
+        from storage.locks import store_lock
+
         with store_lock(store.root, "catalog"):  # concurrent first runs: one writes, the others find it
             if _views_in(path) != want:
                 write_catalog_file(store)
@@ -185,7 +187,7 @@ def ensure_catalog_file(store: Store) -> Path:
     return path
 
 
-def query(sql: str, store: Store):
+def query(sql: str, store: Store) -> pa.Table:
     """Run SQL against the catalog; returns a pyarrow Table. Raises duckdb.Error on bad SQL."""
     con = connect(store)
     try:
@@ -195,5 +197,49 @@ def query(sql: str, store: Store):
 
             return pa.table({})
         return rel.to_arrow_table()
+    finally:
+        con.close()
+
+
+class Rows(NamedTuple):
+    """A query's result as Python values: its column names, its first rows and how many rows it has."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    num_rows: int
+
+
+def arrow_rows(table: pa.Table, limit: int | None = None) -> Rows:
+    """The first ``limit`` rows of an Arrow table (all: None), by position (a name may repeat in a result)."""
+    head = table if limit is None else table.slice(0, limit)
+    return Rows(table.column_names, list(zip(*(c.to_pylist() for c in head.columns))), table.num_rows)
+
+
+# DuckDB types whose Python values (fetchall) are the ones pyarrow's to_pylist gives for the same result, and lists
+# of them (tests/storage/test_catalog.py); others (HUGEINT: an int, not a Decimal; INTERVAL, MAP, UUID, STRUCT, ...)
+# go through Arrow. Checked before the query runs, from the relation's types.
+_AS_ARROW = re.compile(r'(BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|FLOAT|DOUBLE|'
+                       r'DECIMAL\(\d+,\d+\)|VARCHAR|BLOB|DATE|TIME|TIMESTAMP|TIMESTAMP WITH TIME ZONE|"NULL")(\[\])*')
+
+
+def query_rows(sql: str, store: Store, limit: int | None = None) -> Rows:
+    """Run SQL against the catalog; its first ``limit`` rows (all: None) with the values ``query(...).to_pylist()``
+    holds. Raises duckdb.Error on bad SQL.
+
+    Fetched by DuckDB's own conversion when every column's type converts as pyarrow's does: pyarrow is
+    imported (a third of `evosyn query`'s start-up) only for a result with a column of another type.
+    """
+    con = connect(store)
+    try:
+        rel = con.sql(sql)
+        if rel is None:  # a statement without a result (e.g. SET)
+            return Rows([], [], 0)
+        if not all(_AS_ARROW.fullmatch(str(t)) for t in rel.types):
+            return arrow_rows(rel.to_arrow_table(), limit)
+        if limit is None:
+            rows = rel.fetchall()
+            return Rows(list(rel.columns), rows, len(rows))
+        held = rel.materialize()  # run once: the rows shown and the count come from the same run
+        return Rows(list(rel.columns), held.limit(limit).fetchall(), len(held))
     finally:
         con.close()

@@ -13,12 +13,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from storage.records import Arm
+from storage.userfiles import ConfigError, load_dotenv_secrets, read_text_file  # noqa: F401 (their home before)
 
 ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector", "task_agent")
-
-
-class ConfigError(ValueError):
-    """A one-line, user-facing configuration error."""
 
 
 class _Strict(BaseModel):
@@ -221,32 +218,6 @@ def validate_config(data: Any, source: str = "config") -> RunConfig:
         raise ConfigError(f"invalid {source}: " + "; ".join(_describe(e) for e in exc.errors())) from None
 
 
-def read_text_file(path: str | os.PathLike[str], what: str = "config", prefix: str | None = None) -> str:
-    """The UTF-8 text of a file the user named, or one ConfigError line naming the path and the fix.
-
-    The line starts with ``prefix`` (default ``invalid <what> <path>``).
-    """
-    p = Path(path)
-    head = prefix or f"invalid {what} {p}"
-    if p.is_symlink() and not p.exists():
-        raise ConfigError(f"{head}: a broken symlink (to {os.readlink(p)}); point it at a file or pass the file itself")
-    if p.is_dir():
-        raise ConfigError(f"{head}: a folder, not a file (pass the path of the file in it)")
-    if not p.exists():
-        raise ConfigError(f"{head}: no such file (check the path)")
-    if not p.is_file():
-        raise ConfigError(f"{head}: not a regular file (pass the path of a file)")
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{head}: cannot read it ({exc.strerror}; check its permissions)") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{head}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-                          "save it as UTF-8") from None
-
-
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     import yaml  # here: every command loads this module at start-up, few read a YAML file
 
@@ -278,13 +249,3 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: dict[str,
         if value is not None:
             data[key] = value
     return validate_config(data, source=f"config {path}" if path else "config")
-
-
-def load_dotenv_secrets(path: str | os.PathLike[str] = ".env") -> None:
-    """Load API keys from a `.env` file into the environment (never overriding what is set)."""
-    import io
-
-    from dotenv import load_dotenv
-
-    if Path(path).is_file():  # a bad .env is one ConfigError line (raised below), not a UnicodeDecodeError
-        load_dotenv(stream=io.StringIO(read_text_file(path, ".env file")), override=False)

@@ -20,19 +20,22 @@ import json
 import os
 import re
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-import pyarrow.parquet as pq
-
 from storage.atomic import atomic_path, write_text
-from storage.arrow import SCHEMA_FILE, from_rows, json_columns, loads_json, schema_fingerprint, schema_of, to_table
-from storage.locks import store_lock
-from storage.records import TABLES, Record
+from storage.schemas import check_generated, fingerprint
+from storage.table_schemas import TABLE_SCHEMAS
 
-if TYPE_CHECKING:  # imported where used: `evosyn query` starts without it
+# Imported where used: a store opened to read (`evosyn query`) has its layout from storage/table_schemas.py,
+# and starts without pyarrow and pydantic (0.35 s); reading or writing rows imports them.
+if TYPE_CHECKING:
     import polars as pl
 
+    from storage.records import Record
+
+SCHEMA_FILE = "_schema.parquet"  # an older layout's schema file, in the table's folder (removed by `_migrate`)
 SCHEMA_DIR = Path("_schema") / "run_id=" / "round=0"  # see the module doc
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
@@ -51,18 +54,32 @@ def _check_id(kind: str, value: str) -> str:
 def _read(path: Path, columns: list[str] | None = None):
     """One chunk file as a table: ``ParquetFile.read`` (half the CPU of ``pq.read_table``, which builds a dataset
     and its partitioning for every file; the same rows, tests/storage/test_store.py)."""
+    import pyarrow.parquet as pq
+
     with pq.ParquetFile(path) as f:
         return f.read(columns=columns)
 
 
+@cache
+def _check_table_schemas() -> None:  # once per process: the generated file does not change while it runs
+    check_generated(TABLE_SCHEMAS)
+
+
+def _check_table(name: str) -> str:
+    if name not in TABLE_SCHEMAS:
+        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(sorted(TABLE_SCHEMAS))}")
+    return name
+
+
 def table_for(name: str) -> type[Record]:
-    try:
-        return TABLES[name]
-    except KeyError:
-        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(sorted(TABLES))}") from None
+    from storage.records import TABLES
+
+    return TABLES[_check_table(name)]
 
 
 def _atomic_write(table, path: Path) -> None:
+    import pyarrow.parquet as pq
+
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
 
@@ -83,26 +100,28 @@ class Store:
 
     # ------------------------------------------------------------ layout
     def table_dir(self, table: str) -> Path:
-        table_for(table)
-        return self.tables_dir / table
+        return self.tables_dir / _check_table(table)
 
     def partition_dir(self, table: str, run_id: str, round: int) -> Path:
         return self.table_dir(table) / f"run_id={_check_id('run_id', run_id)}" / f"round={int(round)}"
 
     def schema_path(self, table: str) -> Path:
         """The table's schema file for the current schema (present once every file of the table has it)."""
-        return self.table_dir(table) / SCHEMA_DIR / f"{schema_fingerprint(table_for(table))}.parquet"
+        return self.table_dir(table) / SCHEMA_DIR / f"{fingerprint(TABLE_SCHEMAS[table])}.parquet"
 
     def has_current_schema(self, table: str) -> bool:
         return self.schema_path(table).is_file()
 
     def _stale_schema_files(self) -> list[str]:
-        return [name for name in TABLES if not self.has_current_schema(name)]
+        return [name for name in TABLE_SCHEMAS if not self.has_current_schema(name)]
 
     def _ensure_schema_files(self) -> None:
         """A schema file per table, every data file in the current schema (a migration, once per schema change)."""
+        _check_table_schemas()  # schema files are named from storage/table_schemas.py: it must describe the records
         if not self._stale_schema_files():
             return
+        from storage.locks import store_lock
+
         with store_lock(self.root, "schema"):  # concurrent first runs: one writes, the others find them
             for name in self._stale_schema_files():
                 self._migrate(name)
@@ -114,6 +133,10 @@ class Store:
         defaults; ``to_table`` adds the derived columns), so the rewritten rows are the ones the current
         code writes, and digests do not change. Interrupted, it redoes only the files still to rewrite.
         """
+        import pyarrow.parquet as pq
+
+        from storage.arrow import from_rows, schema_of, to_table
+
         model, schema = table_for(table), schema_of(table_for(table))
         for path in self.files(table):
             try:
@@ -137,8 +160,10 @@ class Store:
         _check_id("chunk_id", chunk_id)
         if not records:
             return []
+        from storage.arrow import to_table
+
         model = type(records[0])
-        if model.table not in TABLES:
+        if model.table not in TABLE_SCHEMAS:
             raise TypeError(f"{model.__name__} is not a store record")
         groups: dict[tuple[str, int], list[Record]] = defaultdict(list)
         for rec in records:
@@ -164,7 +189,7 @@ class Store:
         """Remove every partition and completion marker of one run (used by tests and `--force` reruns)."""
         import shutil
 
-        parts = [self.table_dir(name) / f"run_id={_check_id('run_id', run_id)}" for name in TABLES]
+        parts = [self.table_dir(name) / f"run_id={_check_id('run_id', run_id)}" for name in TABLE_SCHEMAS]
         for part in [self.markers_dir / f"run_id={run_id}", *parts]:  # markers first: never a marker without data
             if part.exists():
                 shutil.rmtree(part)
@@ -200,6 +225,8 @@ class Store:
     def read(self, table: str, run_id: str | None = None, round: int | None = None) -> pl.DataFrame:
         import polars as pl
 
+        from storage.arrow import schema_of
+
         model = table_for(table)
         files = self.files(table, run_id, round)
         if not files:
@@ -210,6 +237,8 @@ class Store:
                      where: Callable[[dict], bool] | None = None) -> list[Record]:
         """The records of ``table`` (of a run, of a round); ``where``: a test on a row's stored values (JSON
         columns still text), so that only the rows it keeps are parsed and validated."""
+        from storage.arrow import from_rows
+
         model = table_for(table)
         files = self.files(table, run_id, round)
         rows: list[dict] = []
@@ -221,6 +250,8 @@ class Store:
                     round: int | None = None) -> list[dict]:
         """Only ``fields`` of each row, as plain values (JSON columns parsed), without building the records:
         for callers that scan a whole run for a few fields (a test set's fills read every attempt's verdicts)."""
+        from storage.arrow import json_columns, loads_json
+
         model = table_for(table)
         unknown = [f for f in fields if f not in model.model_fields]
         if unknown:
@@ -241,9 +272,13 @@ class Store:
         path = self.partition_dir(table, run_id, round) / f"{_check_id('chunk_id', chunk_id)}.parquet"
         if not path.is_file():
             return []
+        from storage.arrow import from_rows
+
         return from_rows(_read(path).to_pylist(), table_for(table))
 
     def count(self, table: str, run_id: str | None = None, round: int | None = None) -> int:
+        import pyarrow.parquet as pq
+
         return sum(pq.read_metadata(f).num_rows for f in self.files(table, run_id, round))
 
     def runs(self) -> list[str]:

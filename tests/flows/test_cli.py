@@ -39,6 +39,32 @@ def test_query_formats(tmp_path, store):
     assert out.returncode == 0 and target.exists()
 
 
+def test_query_table_shows_every_column_of_its_rows(tmp_path):
+    out = evosyn("query", "select 1 as a, 2 as a, 'x' as b union all select 3, 4, NULL", "--limit", "1",
+                 home=tmp_path / "h")
+    assert out.returncode == 0, out.stderr
+    assert "│ 1 │ 2 │ x │" in out.stdout and "(2 rows, first 1 shown)" in out.stdout
+
+
+@pytest.mark.parametrize("root", ["fresh", "written"])
+def test_query_starts_without_pyarrow_or_pydantic(tmp_path, store, root):
+    """`evosyn query` in table and json formats: DuckDB's rows, the views from storage/table_schemas.py."""
+    from tests.storage.samples import samples
+
+    store.write([samples()["verdicts"]], "c")
+    home = tmp_path / "h" if root == "fresh" else store.root
+    code = ("import sys\nfrom flows.cli import main\n"
+            "for fmt in ('table', 'json'):\n"
+            "    main(['query', 'select count(*) as n from verdicts', '--format', fmt], standalone_mode=False)\n"
+            "print([m for m in ('pyarrow', 'pydantic', 'numpy', 'rich.table') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
+                         env={**os.environ, "EVOSYN_HOME": str(home)})
+    assert out.returncode == 0, out.stderr
+    n = "0" if root == "fresh" else "1"
+    assert f"│ {n} │" in out.stdout and f'{{"n": {n}}}' in out.stdout
+    assert out.stdout.splitlines()[-1] == "['rich.table']"
+
+
 @pytest.mark.parametrize("sql", ["selec 1", "select * from no_such_table"])
 def test_bad_sql_is_one_line_exit_2_and_writes_nothing(tmp_path, sql):
     target = tmp_path / "o.csv"

@@ -66,3 +66,43 @@ def test_a_client_holding_the_catalog_open_does_not_block_a_rewrite(store):
     assert out.strip() == "1"  # its views are globs: it sees the new row too
     assert _external(path, "select count(*) from runs") == [(1,)]
     assert not [p.name for p in store.root.iterdir() if p.name.endswith((".tmp", ".wal"))]
+
+
+ROW_TYPES = ("select 1 as a, 2 as a, 'x' as s, [1, 2] as l, [['a'], NULL] as ll, 1.5::float as f, "
+             "2.25::decimal(10,3) d, DATE '2024-01-02' as dt, NULL as n, TIME '01:02:03' as tm, "
+             "TIMESTAMP '2024-01-01 01:02:03.5' as ts, "
+             "TIMESTAMPTZ '2024-01-01 01:02:03+02' as tz, true as b, 'abc'::blob as bl, 255::utinyint as u, "
+             "-1::tinyint as t, 18446744073709551615::ubigint as ub, 2::smallint as sm, NULL::double as nd")
+ARROW_TYPES = ("select 3::hugeint as h", "select {'a': 1} as s", "select INTERVAL 1 day as i",
+               "select map([1], ['a']) as m", "select '00000000-0000-0000-0000-000000000000'::uuid as u")
+
+
+def _arrow_rows(table):
+    return list(zip(*(c.to_pylist() for c in table.columns)))
+
+
+def test_query_rows_has_the_values_of_the_arrow_result(store):
+    from storage.catalog import query, query_rows
+
+    store.write([samples()["verdicts"]], "c1")
+    store.write([samples()["runs"]], "c1")
+    for sql in (ROW_TYPES, *ARROW_TYPES, "select * from verdicts", "select * from runs", "select * from tasks",
+                "select * from range(5)", "set enable_progress_bar = false"):
+        want = query(sql, store)
+        got = query_rows(sql, store)
+        assert (got.columns, got.rows, got.num_rows) == (want.column_names, _arrow_rows(want), want.num_rows), sql
+        assert [tuple(map(type, r)) for r in got.rows] == [tuple(map(type, r)) for r in _arrow_rows(want)], sql
+    head = query_rows("select * from range(7) t(x)", store, limit=3)
+    assert head.rows == [(0,), (1,), (2,)] and head.num_rows == 7
+
+
+def test_a_read_only_query_imports_neither_pyarrow_nor_pydantic(store):
+    from storage.catalog import query_rows
+
+    store.write([samples()["verdicts"]], "c1")
+    code = ("import sys; from storage.store import Store; from storage.catalog import query_rows; "
+            f"r = query_rows('select count(*) as n from verdicts', Store({str(store.root)!r}, create=False)); "
+            "print(r.rows, [m for m in ('pyarrow', 'pydantic', 'numpy', 'storage.records') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["[(1,)]", "[]"]
+    assert query_rows("select 3::hugeint as h", store).rows == [(3,)]  # a type pyarrow converts: imported then

@@ -73,13 +73,13 @@ def test_interrupted_write_leaves_no_partial_file(store, monkeypatch):
 
 
 def test_where_keeps_only_the_rows_it_passes_and_parses_only_those(store, monkeypatch):
-    import storage.store as S
+    import storage.arrow as A  # the store imports from_rows from it where it reads
 
     base = samples()["tasks"]
     store.write([base.model_copy(update={"task_id": f"t{i}"}) for i in range(4)], "c")
     parsed = []
-    real = S.from_rows
-    monkeypatch.setattr(S, "from_rows", lambda rows, model: parsed.extend(rows := list(rows)) or real(rows, model))
+    real = A.from_rows
+    monkeypatch.setattr(A, "from_rows", lambda rows, model: parsed.extend(rows := list(rows)) or real(rows, model))
     kept = store.read_records("tasks", where=lambda row: row["task_id"] in {"t1", "t3"})
     assert [t.task_id for t in kept] == ["t1", "t3"] and [r["task_id"] for r in parsed] == ["t1", "t3"]
     assert kept == [t for t in store.read_records("tasks") if t.task_id in {"t1", "t3"}]

@@ -6,11 +6,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from storage.arrow import SCHEMA_FILE, derived_columns, schema_of, to_table
+from storage.arrow import derived_columns, schema_of, to_table
 from storage.catalog import query
 from storage.digest import table_digests
 from storage.records import OBSERVED_FACTORS, TABLES, Evaluation, Verdict
-from storage.store import Store
+from storage.store import SCHEMA_FILE, Store
 from tests.storage.samples import samples
 
 
