@@ -8,6 +8,7 @@ view; the view lists each round as a row with the headline metrics as columns. S
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -51,8 +52,23 @@ def mlflow_ui(tmp_path, monkeypatch):
                 time.sleep(0.5)
         yield url, tracker.experiment_id
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        _stop(server)
+
+
+def _stop(server: subprocess.Popen) -> None:
+    """SIGTERM to the server's process group (it runs its workers as children), SIGKILL if it is still up after 30 s
+    (on a loaded machine it was once still up 30 s after SIGTERM: the teardown failed)."""
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(server.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            server.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    server.wait(timeout=10)
 
 
 def test_the_experiment_page_links_to_the_rounds_table_with_metric_columns(mlflow_ui, tmp_path):
