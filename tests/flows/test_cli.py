@@ -39,6 +39,28 @@ def test_query_formats(tmp_path, store):
     assert out.returncode == 0 and target.exists()
 
 
+def test_query_csv_writes_lists_structs_and_maps_as_json_text(tmp_path, store):
+    """Arrow's CSV writer refuses nested columns (it raised a traceback): they are written as JSON text."""
+    import csv
+    import io
+
+    from tests.storage.samples import samples
+
+    store.write([samples()["verdicts"]], "c")
+    sql = ("select ['x', 'y'] as l, {'a': 1, 'b': [1, 2]} as s, map([1], ['x']) as m, NULL::int[] as n, "
+           "2.5 as f, 'q\"uote' as t")
+    target = tmp_path / "out.csv"
+    for extra in ((), ("--output", str(target))):
+        out = evosyn("query", sql, "--format", "csv", *extra, home=store.root)
+        assert out.returncode == 0 and not out.stderr, out.stderr
+        text = target.read_text() if extra else out.stdout
+        assert list(csv.reader(io.StringIO(text))) == [
+            ["l", "s", "m", "n", "f", "t"], ['["x", "y"]', '{"a": 1, "b": [1, 2]}', '{"1": "x"}', "", "2.5", 'q"uote']]
+    out = evosyn("query", "select * from verdicts", "--format", "csv", home=store.root)
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert out.returncode == 0 and len(rows) == 1 and json.loads(rows[0]["observed_num_write"]) == ["1"]
+
+
 def test_query_table_shows_every_column_of_its_rows(tmp_path):
     out = evosyn("query", "select 1 as a, 2 as a, 'x' as b union all select 3, 4, NULL", "--limit", "1",
                  home=tmp_path / "h")
