@@ -14,6 +14,7 @@ documented on each method and live in ``agents/plans.py``.
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import pkgutil
@@ -232,4 +233,19 @@ def get_domain(name: str) -> "Domain":
     pack = get_pack(name)
     if name not in _INSTANCES:
         _INSTANCES[name] = pack.environment()
+        _settle()
     return _INSTANCES[name]
+
+
+def _settle() -> None:
+    """Move what the process holds now, the domain's base DB above all, out of the cyclic collector's way.
+
+    A domain's DB is hundreds of thousands of objects that live as long as the process and never change
+    (episodes copy on write). Each full collection walked them all (about 0.1 s each): measured, 0.6 s of a
+    3.4 s synthesis pass of 500 blueprints (README). ``gc.freeze`` moves every tracked object to the
+    permanent generation, which collections skip; the collection before it frees the garbage cycles of the
+    moment, so that none is frozen (it runs once per domain per process). What is frozen is still freed by
+    reference counting.
+    """
+    gc.collect()
+    gc.freeze()
