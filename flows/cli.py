@@ -42,7 +42,8 @@ def config_validate(file: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]),
               default="table", show_default=True)
 @click.option("--output", type=PATH, help="Write the result to this file.")
-@click.option("--limit", type=int, default=50, show_default=True, help="Rows shown in table format.")
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Rows shown in table format.")
 @click.pass_context
 def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int) -> None:
     """Run SQL over every store table (runs, tasks, verdicts, …) with DuckDB."""
@@ -62,15 +63,29 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"SQL: {first}") from None
+    except Exception as exc:
+        _arrow_error(exc)
+        raise
     from flows.render import write_result, write_rows
 
     write = write_rows if as_rows else write_result
-    if target is None:
-        write(result, fmt, None, limit)
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with writing(target, "--output"):
-        write(result, fmt, target, limit)
+    try:
+        if target is None:
+            write(result, fmt, None, limit)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with writing(target, "--output"):
+            write(result, fmt, target, limit)
+    except Exception as exc:
+        _arrow_error(exc)
+        raise
+
+
+def _arrow_error(exc: Exception) -> None:
+    """pyarrow's refusal of a result column (converting or writing it) as one line naming the fix."""
+    if type(exc).__module__.startswith("pyarrow"):
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"SQL: a result column cannot be converted ({first}); cast it, e.g. col::VARCHAR") from None
 
 
 def run() -> None:  # console-script entry point

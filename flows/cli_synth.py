@@ -185,9 +185,10 @@ def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None
     per_task = sum(stage_cpu.get(k, 0.0) for k in ("generate", "rollout", "verify")) / kept
     payload = {"domain": domain, "blueprints": len(result.blueprints), "verified": len(result.kept),
                "seconds": total, "cpu_seconds": cpu, "verified_per_second": len(result.kept) / total,
-               "cpu_ms_per_verified": 1000 * cpu / kept, "item_cpu_ms_per_verified": 1000 * per_task,
-               "stages": stages, "stage_cpu": stage_cpu, "domain_load_seconds": load,
-               "domain_load_cpu_seconds": load_cpu, "cpu_ms_per_verified_with_domain_load": 1000 * (cpu + load_cpu) / kept}
+               # as before the domain's load was timed apart: it is in this figure (in the design stage it was)
+               "cpu_ms_per_verified": 1000 * (cpu + load_cpu) / kept,
+               "cpu_ms_per_verified_without_domain_load": 1000 * cpu / kept, "item_cpu_ms_per_verified": 1000 * per_task,
+               "stages": stages, "stage_cpu": stage_cpu, "domain_load_seconds": load, "domain_load_cpu_seconds": load_cpu}
     print_table(f"synthesis benchmark: {domain}, {n} blueprints, seed {seed}",
                 ["stage", "seconds", "share", "CPU s", "CPU ms per verified task"],
                 [[k, f"{v:.2f}", f"{v / total:.0%}", f"{stage_cpu.get(k, 0.0):.2f}",
@@ -196,7 +197,7 @@ def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None
                    ["domain load (once per process, not in the total)", f"{load:.2f}", "", f"{load_cpu:.2f}",
                     f"{1000 * load_cpu / kept:.2f}"]])
     click.echo(f"verified: {len(result.kept)} ({len(result.kept) / total:.1f} verified tasks/s; "
-               f"{1000 * cpu / kept:.2f} ms CPU per verified task, {1000 * per_task:.2f} ms in generate, rollout "
-               f"and verify; {1000 * (cpu + load_cpu) / kept:.2f} ms with the domain's load)")
+               f"{1000 * (cpu + load_cpu) / kept:.2f} ms CPU per verified task with the domain's load, "
+               f"{1000 * cpu / kept:.2f} ms without it, {1000 * per_task:.2f} ms in generate, rollout and verify)")
     with writing(target, "--output"):
         click.echo(f"wrote {write_json(f'synth-{domain}', payload, target)}")

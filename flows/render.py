@@ -72,26 +72,18 @@ def write_result(result: pa.Table, fmt: str, output: Path | None, limit: int = 5
 
 
 def csv_ready(result: pa.Table) -> pa.Table:
-    """The table with each column CSV cannot hold (lists, structs, maps, intervals: Arrow's CSV writer refuses them)
-    as JSON text, a null staying empty; every other column as it is."""
+    """The table with each column Arrow's CSV writer refuses as text: lists, structs, maps and intervals as JSON
+    (maps as objects); bytes (BLOB, BIT) and extension types (e.g. DuckDB's VARINT) as their Python values' text,
+    as ``--format json`` writes them; a null stays empty and every other column is kept as it is."""
     import pyarrow as pa
 
     columns = []
     for column in result.columns:
         t = column.type
-        if pa.types.is_nested(t) or pa.types.is_interval(t):
-            column = pa.array([None if v is None else json.dumps(_plain(v), default=str) for v in column.to_pylist()],
-                              pa.string())
+        if isinstance(t, pa.BaseExtensionType) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            column = pa.array([None if v is None else str(v) for v in column.to_pylist()], pa.string())
+        elif pa.types.is_nested(t) or pa.types.is_interval(t):
+            column = pa.array([None if v is None else json.dumps(v, default=str)
+                               for v in column.to_pylist(maps_as_pydicts="lossy")], pa.string())
         columns.append(column)
     return pa.Table.from_arrays(columns, names=result.column_names)
-
-
-def _plain(value: Any) -> Any:
-    """A map's Python value (a list of key-value tuples) as a JSON object where its keys allow it."""
-    if isinstance(value, list) and value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
-        return {str(k): _plain(v) for k, v in value}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value

@@ -123,16 +123,17 @@ def chunks(items: list, size: int) -> list[list]:
 def _map(fn: Callable, items: list, roles: Roles, role: str) -> list:
     """``fn`` over items in order; LLM-backed roles run up to their ``max_concurrency`` calls at once.
 
-    The cyclic collector is paused over one chunk's items (agents/learners/collector.py): its collections
-    were 7-9% of a synthesis pass's CPU, and a chunk leaves a few thousand objects in cycles (about 60 per
-    blueprint), collected once the pause ends."""
+    Items run one after the other (an embedded role, CPU-bound) with the cyclic collector paused
+    (agents/learners/collector.py): its collections were 7-9% of a synthesis pass's CPU, and a chunk leaves
+    a few thousand objects in cycles (about 60 per blueprint), collected once the pause ends. Concurrent LLM
+    calls are not paused: a chunk of them can take minutes, and the collector is process-wide."""
     client = roles.clients.get(role)
     workers = client.limits.slots.limit if client is not None else 1
-    with collector_paused():
-        if workers <= 1 or len(items) <= 1:
+    if workers <= 1 or len(items) <= 1:
+        with collector_paused():
             return [fn(x) for x in items]
-        with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-            return list(pool.map(fn, items))
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))
 
 
 def _attempt(fn: Callable, *args: Any, bug: str = "") -> tuple[Any, str]:

@@ -19,7 +19,7 @@ import pyarrow as pa
 from pydantic_core import from_json
 from storage.canonical import STORED
 from storage.records import Record
-from storage.schemas import (BOOL, DOUBLE, INT64, STRING, STRING_LIST, TIMESTAMP, column_type, derived_columns,
+from storage.schemas import (BOOL, DOUBLE, INT64, STRING, STRING_LIST, TIMESTAMP, derived_columns,
                              describe, fingerprint)
 
 # storage/schemas.py names each column's type as Arrow does (tests/storage/test_schemas.py checks the names)
@@ -27,12 +27,6 @@ ARROW_TYPES: dict[str, pa.DataType] = {
     STRING: pa.string(), INT64: pa.int64(), DOUBLE: pa.float64(), BOOL: pa.bool_(),
     TIMESTAMP: pa.timestamp("us", tz="UTC"), STRING_LIST: pa.list_(pa.string()),
 }
-
-
-def arrow_type(annotation: Any) -> tuple[pa.DataType, bool]:
-    """Arrow type of a field annotation and whether the column holds JSON."""
-    name, is_json = column_type(annotation)
-    return ARROW_TYPES[name], is_json
 
 
 @lru_cache(maxsize=None)

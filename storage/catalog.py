@@ -218,7 +218,7 @@ def arrow_rows(table: pa.Table, limit: int | None = None) -> Rows:
 # DuckDB types whose Python values (fetchall) are the ones pyarrow's to_pylist gives for the same result, and lists
 # of them (tests/storage/test_catalog.py); others (HUGEINT: an int, not a Decimal; INTERVAL, MAP, UUID, STRUCT, ...)
 # go through Arrow. Checked before the query runs, from the relation's types.
-_AS_ARROW = re.compile(r'(BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|FLOAT|DOUBLE|'
+_SAME_AS_ARROW = re.compile(r'(BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|FLOAT|DOUBLE|'
                        r'DECIMAL\(\d+,\d+\)|VARCHAR|BLOB|DATE|TIME|TIMESTAMP|TIMESTAMP WITH TIME ZONE|"NULL")(\[\])*')
 
 
@@ -234,7 +234,7 @@ def query_rows(sql: str, store: Store, limit: int | None = None) -> Rows:
         rel = con.sql(sql)
         if rel is None:  # a statement without a result (e.g. SET)
             return Rows([], [], 0)
-        if not all(_AS_ARROW.fullmatch(str(t)) for t in rel.types):
+        if not all(_SAME_AS_ARROW.fullmatch(str(t)) for t in rel.types):
             return arrow_rows(rel.to_arrow_table(), limit)
         if limit is None:
             rows = rel.fetchall()

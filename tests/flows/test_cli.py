@@ -40,7 +40,8 @@ def test_query_formats(tmp_path, store):
 
 
 def test_query_csv_writes_lists_structs_and_maps_as_json_text(tmp_path, store):
-    """Arrow's CSV writer refuses nested columns (it raised a traceback): they are written as JSON text."""
+    """Arrow's CSV writer refuses nested columns and bytes that are not UTF-8 (it raised a traceback): they are
+    written as text, nested ones as JSON."""
     import csv
     import io
 
@@ -48,17 +49,37 @@ def test_query_csv_writes_lists_structs_and_maps_as_json_text(tmp_path, store):
 
     store.write([samples()["verdicts"]], "c")
     sql = ("select ['x', 'y'] as l, {'a': 1, 'b': [1, 2]} as s, map([1], ['x']) as m, NULL::int[] as n, "
-           "2.5 as f, 'q\"uote' as t")
+           "2.5 as f, 'q\"uote' as t, map([]::int[], []::varchar[]) as em, [map([2], ['z'])] as lm, "
+           "'\\xAA'::blob as b, '101'::bit as bt")
     target = tmp_path / "out.csv"
     for extra in ((), ("--output", str(target))):
         out = evosyn("query", sql, "--format", "csv", *extra, home=store.root)
         assert out.returncode == 0 and not out.stderr, out.stderr
         text = target.read_text() if extra else out.stdout
         assert list(csv.reader(io.StringIO(text))) == [
-            ["l", "s", "m", "n", "f", "t"], ['["x", "y"]', '{"a": 1, "b": [1, 2]}', '{"1": "x"}', "", "2.5", 'q"uote']]
+            ["l", "s", "m", "n", "f", "t", "em", "lm", "b", "bt"],
+            ['["x", "y"]', '{"a": 1, "b": [1, 2]}', '{"1": "x"}', "", "2.5", 'q"uote', "{}", '[{"2": "z"}]',
+             "b'\\xaa'", "b'\\x05\\xfd'"]]  # bytes as --format json writes them
     out = evosyn("query", "select * from verdicts", "--format", "csv", home=store.root)
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
     assert out.returncode == 0 and len(rows) == 1 and json.loads(rows[0]["observed_num_write"]) == ["1"]
+
+
+def test_query_limit_below_zero_is_refused(tmp_path):
+    out = evosyn("query", "select 1", "--limit", "-1", home=tmp_path / "h")
+    assert out.returncode == 2 and "--limit" in out.stderr
+
+
+def test_a_column_pyarrow_refuses_is_one_line_naming_the_cast():
+    import click
+    import pyarrow as pa
+
+    from flows.cli import _arrow_error
+
+    with pytest.raises(click.ClickException, match=r"^SQL: a result column cannot be converted \(Unsupported x\); "
+                                                    r"cast it, e.g. col::VARCHAR$"):
+        _arrow_error(pa.ArrowInvalid("Unsupported x\nmore"))
+    _arrow_error(ValueError("not pyarrow's"))  # anything else is left to raise as it is
 
 
 def test_query_table_shows_every_column_of_its_rows(tmp_path):
