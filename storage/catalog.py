@@ -218,8 +218,9 @@ def arrow_rows(table: pa.Table, limit: int | None = None) -> Rows:
 # DuckDB types whose Python values (fetchall) are the ones pyarrow's to_pylist gives for the same result, and lists
 # of them (tests/storage/test_catalog.py); others (HUGEINT: an int, not a Decimal; INTERVAL, MAP, UUID, STRUCT, ...)
 # go through Arrow. Checked before the query runs, from the relation's types.
-_SAME_AS_ARROW = re.compile(r'(BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|FLOAT|DOUBLE|'
-                       r'DECIMAL\(\d+,\d+\)|VARCHAR|BLOB|DATE|TIME|TIMESTAMP|TIMESTAMP WITH TIME ZONE|"NULL")(\[\])*')
+_SAME_AS_ARROW = re.compile(r'(BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|FLOAT|'
+                            r'DOUBLE|DECIMAL\(\d+,\d+\)|VARCHAR|BLOB|DATE|TIME|TIMESTAMP|TIMESTAMP WITH TIME ZONE|'
+                            r'"NULL")(\[\])*')
 
 
 def query_rows(sql: str, store: Store, limit: int | None = None) -> Rows:
