@@ -61,8 +61,7 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
     try:
         result = query_rows(sql, store, limit if fmt == "table" else None) if as_rows else run_query(sql, store)
     except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"SQL: {first}") from None
+        raise UserError(f"SQL: {_first_line(exc)}") from None
     except Exception as exc:
         _arrow_error(exc)
         raise
@@ -84,8 +83,13 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
 def _arrow_error(exc: Exception) -> None:
     """pyarrow's refusal of a result column (converting or writing it) as one line naming the fix."""
     if type(exc).__module__.startswith("pyarrow"):
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"SQL: a result column cannot be converted ({first}); cast it, e.g. col::VARCHAR") from None
+        raise UserError(f"SQL: a result column cannot be converted ({_first_line(exc)}); "
+                        "cast it, e.g. col::VARCHAR") from None
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def run() -> None:  # console-script entry point

@@ -1,4 +1,5 @@
-"""Python's cyclic garbage collector paused over the embedded learner's long loops (training, evaluation)."""
+"""Python's cyclic garbage collector paused over long CPU-bound loops: the embedded learner's training and
+evaluation, and the synthesis stages' chunks run by embedded roles (pipeline/stages.py)."""
 from __future__ import annotations
 
 import gc
