@@ -6,10 +6,10 @@ reads a glob of its table's files. It is rebuilt only when the view definitions 
 table, a moved root: the globs are absolute paths). ``connect`` builds the same views on an
 in-memory connection for our own queries, so reading never writes and never waits on a lock.
 
-A view reads its table hive-partitioned, so a filter on ``run_id`` / ``round`` opens only the
-matching partitions' files, and without ``union_by_name``: every file has the record's schema (the
-store migrates older files when it is opened for writing; storage/store.py), so DuckDB reads one
-footer for the schema instead of all of them. A store not yet migrated (opened read-only by newer
+A view reads its table hive-partitioned with a glob of fixed depth, so a filter on ``run_id`` /
+``round`` lists and opens only the matching partitions' files, and without ``union_by_name``: every
+file has the record's schema (the store migrates older files when it is opened for writing;
+storage/store.py), so DuckDB reads one footer for the schema instead of all of them. A store not yet migrated (opened read-only by newer
 code) gets a fallback view: by column name, every partition opened, the derived columns computed
 from the JSON they come from, so the same queries run, only slower.
 """
@@ -40,15 +40,17 @@ def _sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _glob(store: Store, table: str) -> str:
-    return _sql_str(str((store.table_dir(table) / "**" / "*.parquet").resolve()))
+def _glob(store: Store, table: str, depth: str = "**") -> str:
+    """Every Parquet file of a table, at any depth (``**``), or at the partitions' depth (``*/*``: every file of
+    the current layout, storage/store.py; DuckDB prunes partitions while it lists them)."""
+    return _sql_str(str((store.table_dir(table) / depth / "*.parquet").resolve()))
 
 
 def _view_sql(store: Store, table: str) -> str | None:
     """The view over a table whose files all have the current schema; None when they may not."""
     if not store.has_current_schema(table):
         return None
-    return (f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet({_glob(store, table)}, '
+    return (f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet({_glob(store, table, "*/*")}, '
             "hive_partitioning=true, hive_types={'run_id': VARCHAR, 'round': BIGINT}, union_by_name=false)")
 
 

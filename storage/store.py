@@ -5,10 +5,13 @@ idempotent per chunk id: writing chunk ``c`` again replaces ``c.parquet``, it
 never adds a second copy. Reads return polars DataFrames.
 
 Each table also holds an empty Parquet file with its schema, named by the
-schema's fingerprint, at ``_schema/run_id=/round=0/<fingerprint>.parquet``: a
-partition-shaped path, so one hive-partitioned glob of the table always matches
-at least that file (DuckDB refuses an empty glob) and every file it matches has
-the same partition keys. A store written with an older schema is migrated when
+schema's fingerprint, at ``run_id=/round=0/<fingerprint>.parquet`` (an empty run
+id, which no run can have): a partition-shaped path at the data files' depth, so
+one hive-partitioned glob of fixed depth (``*/*/*.parquet``) always matches at
+least that file (DuckDB refuses an empty glob), every file it matches has the
+same partition keys, and DuckDB prunes the partitions a filter on ``run_id`` /
+``round`` excludes while it lists the folders (a recursive ``**`` glob lists
+every file first). Listings of runs skip it (``RUN_DIRS``). A store written with an older schema is migrated when
 it is opened for writing: each file of another schema is rewritten from its
 records (so its rows are exactly what the current code writes), then the schema
 file is replaced. Until then, readers fall back to reading by column name
@@ -36,7 +39,9 @@ if TYPE_CHECKING:
     from storage.records import Record
 
 SCHEMA_FILE = "_schema.parquet"  # an older layout's schema file, in the table's folder (removed by `_migrate`)
-SCHEMA_DIR = Path("_schema") / "run_id=" / "round=0"  # see the module doc
+SCHEMA_DIR = Path("run_id=") / "round=0"  # see the module doc
+OLD_SCHEMA_DIR = Path("_schema") / "run_id=" / "round=0"  # an older layout's (removed by `_migrate`)
+RUN_DIRS = "run_id=?*"  # a glob of a table's run partitions: not the schema file's empty run id
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
@@ -150,8 +155,15 @@ class Store:
             _atomic_write(to_table(records, model), path)
         base = self.table_dir(table)
         target = self.schema_path(table)
-        for old in [base / SCHEMA_FILE, *(p for p in (base / SCHEMA_DIR).glob("*.parquet") if p != target)]:
+        olds = [base / SCHEMA_FILE, *(base / OLD_SCHEMA_DIR).glob("*.parquet"),
+                *(p for p in (base / SCHEMA_DIR).glob("*.parquet") if p != target)]
+        for old in olds:  # first: the glob never matches two schema files
             old.unlink(missing_ok=True)
+        for folder in (OLD_SCHEMA_DIR, OLD_SCHEMA_DIR.parent, OLD_SCHEMA_DIR.parent.parent):
+            try:
+                (base / folder).rmdir()
+            except OSError:  # absent, or holds something that is not ours
+                pass
         _atomic_write(schema.empty_table(), target)
 
     # ------------------------------------------------------------ writes
@@ -218,7 +230,7 @@ class Store:
     # ------------------------------------------------------------ reads
     def files(self, table: str, run_id: str | None = None, round: int | None = None) -> list[Path]:
         base = self.table_dir(table)
-        run_glob = f"run_id={_check_id('run_id', run_id)}" if run_id is not None else "run_id=*"
+        run_glob = f"run_id={_check_id('run_id', run_id)}" if run_id is not None else RUN_DIRS
         round_glob = f"round={int(round)}" if round is not None else "round=*"
         return sorted(base.glob(f"{run_glob}/{round_glob}/*.parquet"))
 
@@ -283,4 +295,4 @@ class Store:
 
     def runs(self) -> list[str]:
         base = self.table_dir("runs")
-        return sorted(p.name.split("=", 1)[1] for p in base.glob("run_id=*") if p.is_dir())
+        return sorted(p.name.split("=", 1)[1] for p in base.glob(RUN_DIRS) if p.is_dir())

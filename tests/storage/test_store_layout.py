@@ -10,7 +10,7 @@ from storage.arrow import derived_columns, schema_of, to_table
 from storage.catalog import query
 from storage.digest import table_digests
 from storage.records import OBSERVED_FACTORS, TABLES, Evaluation, Verdict
-from storage.store import SCHEMA_FILE, Store
+from storage.store import OLD_SCHEMA_DIR, SCHEMA_DIR, SCHEMA_FILE, Store
 from tests.storage.samples import samples
 
 
@@ -93,6 +93,41 @@ def test_an_old_store_reads_as_it_is_and_is_migrated_when_opened_for_writing(tmp
     again = {p: p.read_bytes() for p in (root / "tables").rglob("*.parquet")}
     Store(root)  # migrated once: a second open rewrites nothing
     assert {p: p.read_bytes() for p in (root / "tables").rglob("*.parquet")} == again
+
+
+def test_schema_files_sit_at_the_partitions_depth_and_no_listing_of_runs_shows_them(store):
+    store.write([_evaluation("run-a", i, num_write=["1"]) for i in range(2)], "c1")
+    schema_file = store.schema_path("evaluations")
+    assert schema_file.parent == store.table_dir("evaluations") / SCHEMA_DIR
+    assert len(schema_file.relative_to(store.table_dir("evaluations")).parts) == 3  # run_id=/round=0/<fp>.parquet
+    assert schema_file not in store.files("evaluations") and schema_file not in store.files("evaluations", round=0)
+    store.write([samples(run_id="run-a")["runs"]], "c1")
+    assert store.runs() == ["run-a"]
+    assert query("select count(*) as n, count(distinct run_id) as runs from evaluations", store).to_pylist() == \
+        [{"n": 2, "runs": 1}]
+
+
+def test_a_store_of_the_previous_schema_folder_moves_it_without_rewriting_data(tmp_path):
+    root = tmp_path / "prev"
+    store = Store(root)
+    store.write([_evaluation("run-a", i, num_write=["2"]) for i in range(3)], "c1")
+    for table in TABLES:  # as the layout before: the schema file one folder deeper, under _schema/
+        current = store.schema_path(table)
+        (store.table_dir(table) / OLD_SCHEMA_DIR).mkdir(parents=True)
+        current.rename(store.table_dir(table) / OLD_SCHEMA_DIR / current.name)
+        current.parent.rmdir()
+        current.parent.parent.rmdir()
+    data = {p: p.read_bytes() for p in store.files("evaluations")}
+    reader = Store(root, create=False)  # reading: fallback views over the old folder, nothing moved
+    assert query("select count(*) as n from evaluations", reader).to_pylist() == [{"n": 3}]
+    assert not reader.has_current_schema("evaluations")
+
+    moved = Store(root)
+    for table in TABLES:
+        assert moved.has_current_schema(table)
+        assert not (moved.table_dir(table) / "_schema").exists()
+    assert {p: p.read_bytes() for p in moved.files("evaluations")} == data
+    assert query("select count(*) as n from evaluations where run_id = 'run-a'", moved).to_pylist() == [{"n": 3}]
 
 
 def test_every_factor_the_verifier_observes_has_its_typed_column():
