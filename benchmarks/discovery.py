@@ -14,7 +14,8 @@ the first three the domain's generator controls); ``--gap PROPERTY=BUCKET`` name
 plants them on even write counts instead of the default prior's (whose few multi-write tasks are a gap of
 their own, in front of the planted one: ``benchmarks/discovery_gaps.py`` measured it). ``--space paper``
 starts every run from the initial space plus num_write and num_read (``RunConfig.initial_factors``), so the
-gaps are planted beyond the natural difficulty axes the learner exposes first.
+gaps are planted beyond the natural difficulty axes the learner exposes first; ``--factor NAME`` adds another
+controllable property to that space (a domain's own natural gap, so the planted ones lie beyond it too).
 """
 from __future__ import annotations
 
@@ -61,6 +62,22 @@ def gaps_for(domain: str, named: list[str] | None = None, count: int = 3) -> lis
     return out
 
 
+def check_factors(domain: str, factors: list[str], gaps: list[tuple[str, str]]) -> tuple[str, ...]:
+    """``--factor`` names: properties the domain's generator controls, none of them a planted gap's (a factor in
+    the space from round 1 cannot be promoted)."""
+    from envs.packs import get_pack
+
+    controllable = get_pack(domain).controllable
+    for name in factors:
+        if name not in controllable:
+            raise GapError(f"--factor {name}: the {domain} generator does not control {name!r} "
+                           f"(it controls: {', '.join(controllable)})")
+        if any(name == prop for prop, _ in gaps):
+            raise GapError(f"--factor {name}: it is a planted gap's property; a factor in the space from round 1 "
+                           "cannot be promoted (drop the --factor or the --gap)")
+    return tuple(dict.fromkeys(factors))
+
+
 def _promotions(store, run_id: str) -> list[dict]:
     """Each factor the run's Reflector added: round, factor, rule (failure-driven, coverage-gap, evidence-free)."""
     out = []
@@ -73,13 +90,16 @@ def _promotions(store, run_id: str) -> list[dict]:
 
 def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], keep: float = 0.2, rounds: int = 3,
           budget: int = 300, test_size: int = 20, diagnose_size: int = 300, probe_size: int = 0, jobs: int = 2,
-          writes: str = "default", space: str = "initial", say=lambda s: None) -> dict[str, Any]:
+          writes: str = "default", space: str = "initial", factors: tuple[str, ...] = (),
+          say=lambda s: None) -> dict[str, Any]:
     """``diagnose_size``: blueprints of the uniform set that ranks each planted bucket among the evosyn runs'
     coverage gaps (``benchmarks/discovery_gaps.py``; 0: no diagnosis). ``probe_size``: the runs'
     ``probe_size`` (a balanced probe set per round for the feedback arm's Reflector; 0: none). ``writes``: the
-    background's write counts (``WRITES``). ``space``: the space the runs start from (``SPACES``)."""
+    background's write counts (``WRITES``). ``space``: the space the runs start from (``SPACES``), plus ``factors``
+    (controllable properties, none of them a planted one: ``check_factors``)."""
     from storage.store import Store
 
+    initial = [*SPACES[space], *(f for f in factors if f not in SPACES[space])]
     t0 = time.perf_counter()
     cpu = 0.0
     rows, runs_launched, runs_reused = [], 0, 0
@@ -88,7 +108,7 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
                     test_size=test_size, jobs=jobs, extra={"prior": {"suppress": {prop: {value: keep}},
                                                                   **({"writes": WRITES[writes]} if WRITES[writes] else {})},
                                                         **({"probe_size": probe_size} if probe_size else {}),
-                                                        **({"initial_factors": SPACES[space]} if SPACES[space] else {})},
+                                                        **({"initial_factors": initial} if initial else {})},
                     name="discovery")
         say(f"gap {prop}={value} (kept with probability {keep})")
         launched, spent = launch(plan, say)
@@ -124,7 +144,8 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
         verdicts.append({"gap": f"{prop}={value}", "evosyn": by_arm["evosyn"], "no_feedback": by_arm["no_feedback"],
                          "seeds": n, "met": by_arm["evosyn"] >= need and by_arm["no_feedback"] <= allow})
     return {"domain": domain, "seeds": seeds, "keep": keep, "rounds": rounds, "budget": budget, "jobs": jobs,
-            "probe_size": probe_size, "writes": writes, "space": space, "initial_factors": SPACES[space],
+            "probe_size": probe_size, "writes": writes, "space": space, "factors": list(factors),
+            "initial_factors": initial,
             "gaps": [f"{p}={v}" for p, v in gaps], "rows": rows, "verdicts": verdicts,
             "target": {"evosyn_at_least": need, "no_feedback_at_most": allow}, "diagnosis": diagnosis,
             "runs_launched": runs_launched, "runs_reused": runs_reused, "wall_s": time.perf_counter() - t0,

@@ -131,17 +131,20 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
 @click.option("--space", "space", type=click.Choice(["initial", "paper"]), default="initial", show_default=True,
               help="The space the runs start from: the pack's initial space, or it plus num_write and num_read "
                    "(the paper's adopted factors; initial_factors), so gaps are planted beyond them.")
+@click.option("--factor", "factors", multiple=True, metavar="PROPERTY",
+              help="A controllable property added to the space the runs start from (repeatable; not a planted "
+                   "gap's), e.g. a natural gap of the domain, so the planted gaps lie beyond it.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True)
 @click.option("--home", "bench_home", type=PATH, default=None, help="The store of the runs (finished runs reused).")
 @click.option("--output", type=PATH, default=None, help="JSON (default bench-results/discovery-<domain>.json).")
 @click.pass_context
 def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, diagnose_size, probe_size, writes,
-                    space, jobs, bench_home, output) -> None:
+                    space, factors, jobs, bench_home, output) -> None:
     """Planted-gap recovery (App. B.6): per planted gap, the seeds in which the evosyn arm and the no_feedback
     control promote the planted property to a factor."""
     from benchmarks.common import write_json
     from pipeline.compare import no_nan
-    from benchmarks.discovery import GapError, bench as run_bench, gaps_for
+    from benchmarks.discovery import GapError, bench as run_bench, check_factors, gaps_for
     from benchmarks.discovery_gaps import GAP_SHARE
     from benchmarks.learning import BenchInputError, BenchRunError, parse_seeds
     from flows.cli_run import RunFailed
@@ -154,6 +157,7 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, d
     domain = check_domain(domain, generator=True)
     try:
         planted = gaps_for(domain, list(gaps))
+        added = check_factors(domain, list(factors), planted)
     except GapError as exc:
         raise UserError(str(exc)) from None
     home = Path(bench_home or (ctx.obj or {}).get("home") or os.environ.get("EVOSYN_HOME") or ".evosyn").expanduser()
@@ -162,18 +166,20 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, d
     try:
         result = run_bench(domain, seed_list, home.resolve(), gaps=planted, keep=keep, rounds=rounds, budget=budget,
                            test_size=test_size, diagnose_size=diagnose_size, probe_size=probe_size, jobs=jobs,
-                           writes=writes, space=space, say=click.echo)
+                           writes=writes, space=space, factors=added, say=click.echo)
     except BenchRunError as exc:
         raise RunFailed(str(exc)) from None
     result["command"] = (f"evosyn bench discovery --domain {domain} --seeds {seeds} "
                          + "".join(f"--gap {g} " for g in result["gaps"])
                          + f"--keep {keep} --rounds {rounds} --budget {budget} --test-size {test_size} "
-                         f"--diagnose-size {diagnose_size} --probe-size {probe_size} --writes {writes} --space {space}")
+                         f"--diagnose-size {diagnose_size} --probe-size {probe_size} --writes {writes} --space {space}"
+                         + "".join(f" --factor {f}" for f in added))
     t = result["target"]
     print_table(f"planted-gap recovery: {domain}, seeds {seeds}, {rounds} rounds x {budget} blueprints, "
                 f"{f'a probe set of {probe_size} per round, ' if probe_size else ''}"
                 f"{'even write counts, ' if writes == 'even' else ''}"
-                f"{'num_write and num_read in the space, ' if space == 'paper' else ''}planted "
+                f"{'num_write and num_read in the space, ' if space == 'paper' else ''}"
+                f"{''.join(f'{f} in the space, ' for f in added)}planted "
                 f"bucket kept with p = {keep} (target: evosyn >= {t['evosyn_at_least']}, no_feedback <= "
                 f"{t['no_feedback_at_most']} of {len(seed_list)})",
                 ["gap", "arm", "adopted", "per seed (round, rule)", "all promoted (round)"],

@@ -4,7 +4,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.discovery import GapError, gaps_for
+from benchmarks.discovery import GapError, check_factors, gaps_for
 
 
 def test_default_gaps_are_three_controllable_properties_per_domain():
@@ -21,10 +21,20 @@ def test_default_gaps_are_three_controllable_properties_per_domain():
         gaps_for("airline", ["num_write=7"])
 
 
+def test_added_factors_are_controllable_and_not_planted():
+    assert check_factors("retail", ["multi_item", "multi_item"], [("money_moves", "2+")]) == ("multi_item",)
+    with pytest.raises(GapError, match="--factor turns: the retail generator does not control 'turns'"):
+        check_factors("retail", ["turns"], [])
+    with pytest.raises(GapError, match="--factor money_moves: it is a planted gap's property"):
+        check_factors("retail", ["money_moves"], [("money_moves", "2+")])
+
+
 def test_bad_input_is_one_line_before_any_work(tmp_path):
     from flows.cli import main
 
     for extra, says in ((["--seeds", "2-0"], "--seeds 2-0"), (["--gap", "multi_item=maybe"], "not a bucket"),
+                        (["--factor", "turns"], "--factor turns"),
+                        (["--gap", "multi_item=yes", "--factor", "multi_item"], "--factor multi_item"),
                         (["--domain", "mars"], "--domain mars: unknown domain")):
         res = CliRunner().invoke(main, ["bench", "discovery", "--home", str(tmp_path / "h"), *extra])
         assert res.exit_code == 2 and says in res.output, res.output
