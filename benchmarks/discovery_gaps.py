@@ -3,7 +3,8 @@
 For each reflection that could adopt a factor (rounds 1 .. R-1) of a feedback run, the round's trained model
 is scored on an independent balanced sample, the domain's ``uniform`` test set (300 tasks by default, built
 once per store; never read by synthesis or the Reflector, and used here only by the benchmark). Every
-controllable property not yet in the space is then read two ways:
+controllable property not yet in the space (neither in the space the run started from nor promoted since) is
+then read two ways:
 
 - coverage of each bucket in the run's verified data of rounds <= r (what the Reflector sees), and
 - the learner's failure rate in that bucket on the balanced sample (what the Reflector cannot see with
@@ -56,6 +57,8 @@ def diagnose(store, domain: str, run_id: str, rounds: int, planted: str, promote
     controllable = get_pack(domain).controllable
     env = get_domain(domain)
     passed = [v for v in store.read_records("verdicts", run_id=run_id) if v.passed]
+    # the space the run started from: its initial factors (``initial_factors``) are no gaps the Reflector can fill
+    start = {f.key for s in store.read_records("spaces", run_id=run_id, round=0)[:1] for f in s.factors}
     out = []
     for r in range(1, rounds):
         learner = load_round(store, run_id, r)
@@ -64,7 +67,7 @@ def diagnose(store, domain: str, run_id: str, rounds: int, planted: str, promote
                               model_version=learner.fingerprint, id_key=f"diagnose/{learner.fingerprint}")
             cache[learner.fingerprint] = {e.task_id: e.success for e in evs}
         success = cache[learner.fingerprint]
-        in_space = {p["factor"] for p in promoted if p["round"] < r}
+        in_space = start | {p["factor"] for p in promoted if p["round"] < r}
         buckets = {k: list(v) for k, v in controllable.items() if k not in in_space}
         verdicts = [v for v in passed if v.round <= r]
         coverage = {k: Counter((v.observed.get(k) or ["n/a"])[0] for v in verdicts) for k in buckets}
@@ -80,7 +83,7 @@ def diagnose(store, domain: str, run_id: str, rounds: int, planted: str, promote
                     "planted": {"coverage": round(coverage[prop][bucket] / total, 4) if prop in coverage else None,
                                 "fail": None if fail is None else round(fail, 4),
                                 "fail_elsewhere": None if rest is None else round(rest, 4), "n": n},
-                    "rank": rank, "gaps": len(gaps),
+                    "rank": rank, "gaps": len(gaps), "properties": sorted(buckets),
                     "outranked_by": [] if prop in in_space else gaps[:(rank - 1) if rank else len(gaps)]})
     return out
 

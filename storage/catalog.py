@@ -9,9 +9,10 @@ in-memory connection for our own queries, so reading never writes and never wait
 A view reads its table hive-partitioned with a glob of fixed depth, so a filter on ``run_id`` /
 ``round`` lists and opens only the matching partitions' files, and without ``union_by_name``: every
 file has the record's schema (the store migrates older files when it is opened for writing;
-storage/store.py), so DuckDB reads one footer for the schema instead of all of them. A store not yet migrated (opened read-only by newer
-code) gets a fallback view: by column name, every partition opened, the derived columns computed
-from the JSON they come from, so the same queries run, only slower.
+storage/store.py), so DuckDB reads one footer for the schema instead of all of them. A store not
+yet migrated (opened read-only by newer code) gets a fallback view: by column name, every partition
+opened, the derived columns computed from the JSON they come from, so the same queries run, only
+slower.
 """
 from __future__ import annotations
 

@@ -11,10 +11,11 @@ one hive-partitioned glob of fixed depth (``*/*/*.parquet``) always matches at
 least that file (DuckDB refuses an empty glob), every file it matches has the
 same partition keys, and DuckDB prunes the partitions a filter on ``run_id`` /
 ``round`` excludes while it lists the folders (a recursive ``**`` glob lists
-every file first). Listings of runs skip it (``RUN_DIRS``). A store written with an older schema is migrated when
-it is opened for writing: each file of another schema is rewritten from its
-records (so its rows are exactly what the current code writes), then the schema
-file is replaced. Until then, readers fall back to reading by column name
+every file first). Listings of runs skip it (``RUN_DIRS``). A store written
+with an older schema is migrated when it is opened for writing: each file of
+another schema is rewritten from its records (so its rows are exactly what the
+current code writes), then the schema file is replaced (a store of the previous
+layout, with it under ``_schema/``, only moves it). Until then, readers fall back to reading by column name
 (storage/catalog.py).
 """
 from __future__ import annotations

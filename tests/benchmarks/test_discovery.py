@@ -70,6 +70,8 @@ def test_bench_discovery_end_to_end(tmp_path, monkeypatch):
     assert data["diagnosis"]["tasks"] > 0 and "diagnosis" not in control  # only the feedback arm is diagnosed
     (why,) = rows["evosyn"]["per_seed"][0]["diagnosis"]  # round 1: the one reflection that can adopt
     assert why["round"] == 1 and why["planted"]["coverage"] == 0.0 and why["planted"]["n"] >= 0
+    # the factors the runs started with are in the space: no gap of theirs is counted against the planted one
+    assert "multi_item" in why["properties"] and not {"num_write", "num_read"} & set(why["properties"])
     assert [p["rule"] for p in control["promoted"]] == ["evidence-free draw"] * 2
     assert control["recovered"] == any(p["factor"] == "multi_item" and p["round"] < 2 for p in control["promoted"])
     store = Store(home, create=False)
