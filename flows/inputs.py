@@ -112,7 +112,8 @@ def stored_runs(store, any_table: bool = False) -> list[str]:
     """Run ids of the ``runs`` table, or (``any_table``) with a partition in any table, e.g. `evosyn synth` passes."""
     if not any_table:
         return store.runs()
-    from storage.store import RUN_DIRS  # imported here, as above: a CLI command's start-up stays light
+    # imported here, as above: a CLI command's start-up stays light
+    from storage.store import RUN_DIRS
 
     return sorted({p.name.split("=", 1)[1] for p in store.tables_dir.glob(f"*/{RUN_DIRS}") if p.is_dir()})
 
