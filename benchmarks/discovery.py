@@ -67,15 +67,18 @@ def check_factors(domain: str, factors: list[str], gaps: list[tuple[str, str]]) 
     the space from round 1 cannot be promoted)."""
     from envs.packs import get_pack
 
-    controllable = get_pack(domain).controllable
+    pack = get_pack(domain)
+    controllable, seed = pack.controllable, {f["key"] for f in pack.initial_space()["factors"]}
     for name in factors:
         if name not in controllable:
             raise GapError(f"--factor {name}: the {domain} generator does not control {name!r} "
                            f"(it controls: {', '.join(controllable)})")
+        if name in seed:
+            raise GapError(f"--factor {name}: it is already in the {domain} initial space; drop it")
         if any(name == prop for prop, _ in gaps):
             raise GapError(f"--factor {name}: it is a planted gap's property; a factor in the space from round 1 "
                            "cannot be promoted (drop the --factor or the --gap)")
-    return tuple(dict.fromkeys(factors))
+    return tuple(sorted(set(factors)))  # sorted: the runs' configs (and ids) do not depend on the flags' order
 
 
 def _promotions(store, run_id: str) -> list[dict]:

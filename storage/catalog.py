@@ -6,8 +6,9 @@ reads a glob of its table's files. It is rebuilt only when the view definitions 
 table, a moved root: the globs are absolute paths). ``connect`` builds the same views on an
 in-memory connection for our own queries, so reading never writes and never waits on a lock.
 
-A view reads its table hive-partitioned with a glob of fixed depth, so a filter on ``run_id`` /
-``round`` lists and opens only the matching partitions' files, and without ``union_by_name``: every
+A view reads its table hive-partitioned, so a filter on ``run_id`` / ``round`` opens only the
+matching partitions' files, through a glob of fixed depth (DuckDB walks the folders of a recursive
+``**`` glob twice, of ``*/*/*.parquet`` once), and without ``union_by_name``: every
 file has the record's schema (the store migrates older files when it is opened for writing;
 storage/store.py), so DuckDB reads one footer for the schema instead of all of them. A store not
 yet migrated (opened read-only by newer code) gets a fallback view: by column name, every partition
@@ -43,7 +44,7 @@ def _sql_str(value: str) -> str:
 
 def _glob(store: Store, table: str, depth: str = "**") -> str:
     """Every Parquet file of a table, at any depth (``**``), or at the partitions' depth (``*/*``: every file of
-    the current layout, storage/store.py; DuckDB prunes partitions while it lists them)."""
+    the current layout, storage/store.py; DuckDB walks its folders once, a ``**`` glob's twice)."""
     return _sql_str(str((store.table_dir(table) / depth / "*.parquet").resolve()))
 
 

@@ -8,10 +8,10 @@ Each table also holds an empty Parquet file with its schema, named by the
 schema's fingerprint, at ``run_id=/round=0/<fingerprint>.parquet`` (an empty run
 id, which no run can have): a partition-shaped path at the data files' depth, so
 one hive-partitioned glob of fixed depth (``*/*/*.parquet``) always matches at
-least that file (DuckDB refuses an empty glob), every file it matches has the
-same partition keys, and DuckDB prunes the partitions a filter on ``run_id`` /
-``round`` excludes while it lists the folders (a recursive ``**`` glob lists
-every file first). Listings of runs skip it (``RUN_DIRS``). A store written
+least that file (DuckDB refuses an empty glob) and every file it matches has the
+same partition keys. DuckDB walks the folders of such a glob once (a recursive
+``**`` glob, twice), and a filter on ``run_id`` / ``round`` opens only the
+matching partitions' files. Listings of runs skip it (``RUN_DIRS``). A store written
 with an older schema is migrated when it is opened for writing: each file of
 another schema is rewritten from its records (so its rows are exactly what the
 current code writes), then the schema file is replaced (a store of the previous

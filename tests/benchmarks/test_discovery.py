@@ -23,10 +23,25 @@ def test_default_gaps_are_three_controllable_properties_per_domain():
 
 def test_added_factors_are_controllable_and_not_planted():
     assert check_factors("retail", ["multi_item", "multi_item"], [("money_moves", "2+")]) == ("multi_item",)
+    assert check_factors("retail", ["write_mix", "multi_item"], []) == ("multi_item", "write_mix")
     with pytest.raises(GapError, match="--factor turns: the retail generator does not control 'turns'"):
         check_factors("retail", ["turns"], [])
     with pytest.raises(GapError, match="--factor money_moves: it is a planted gap's property"):
         check_factors("retail", ["money_moves"], [("money_moves", "2+")])
+
+
+def test_added_factors_reach_every_runs_config(tmp_path, monkeypatch):
+    import benchmarks.discovery as discovery
+
+    plans = []
+    monkeypatch.setattr(discovery, "launch", lambda plan, say: (plans.append(plan), ([], 0.0))[1])
+    got = discovery.bench("retail", [0], tmp_path, gaps=[("money_moves", "2+")], keep=0.0, diagnose_size=0,
+                          space="paper", factors=("multi_item",))
+    assert [p.extra["initial_factors"] for p in plans] == [["num_write", "num_read", "multi_item"]]
+    assert got["factors"] == ["multi_item"] and got["initial_factors"] == ["num_write", "num_read", "multi_item"]
+    discovery.bench("retail", [0], tmp_path, gaps=[("money_moves", "2+")], keep=0.0, diagnose_size=0,
+                    factors=("multi_item",))
+    assert plans[-1].extra["initial_factors"] == ["multi_item"]
 
 
 def test_bad_input_is_one_line_before_any_work(tmp_path):

@@ -2,7 +2,7 @@
 import json
 from collections import defaultdict
 
-from storage.store import Store
+from storage.store import RUN_DIRS, Store
 from tests.flows.test_cli import evosyn
 
 
@@ -22,7 +22,7 @@ def test_bench_query_builds_reuses_and_agrees(tmp_path):
         by[e.observed["num_write"][0]].append(e.success)
     assert {s["num_write"]: (s["n"], round(s["success"], 9)) for s in data["slices"]} == \
         {k: (len(v), round(sum(v) / len(v), 9)) for k, v in by.items()}
-    assert {p.parent.name for p in root.glob("tables/evaluations/run_id=*/round=*/*.parquet")} == {"round=0", "round=1"}
+    assert {p.parent.name for p in root.glob(f"tables/evaluations/{RUN_DIRS}/round=*/*.parquet")} == {"round=0", "round=1"}
     again = evosyn(*args, home=tmp_path)
     assert again.returncode in (0, 1), again.stderr
     assert json.loads(target.read_text())["build_s"] == 0  # the same store, reused
