@@ -110,12 +110,7 @@ def writing(path: Path, option: str) -> Iterator[None]:
 
 def stored_runs(store, any_table: bool = False) -> list[str]:
     """Run ids of the ``runs`` table, or (``any_table``) with a partition in any table, e.g. `evosyn synth` passes."""
-    if not any_table:
-        return store.runs()
-    # imported here, as above: a CLI command's start-up stays light
-    from storage.store import RUN_DIRS
-
-    return sorted({p.name.split("=", 1)[1] for p in store.tables_dir.glob(f"*/{RUN_DIRS}") if p.is_dir()})
+    return store.runs(any_table)
 
 
 def unknown_run(rid: str, option: str, root: Path, known: list[str]) -> str:

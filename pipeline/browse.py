@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from storage.arrow import from_rows
 from storage.catalog import connect
 from storage.records import TABLES, Blueprint, Record, SynthTask, Trajectory, Verdict
-from storage.store import RUN_DIRS, Store
+from storage.store import Store
 
 # (kind, table, own id column), in pipeline order: what `show` prints first comes first
 KINDS: tuple[tuple[str, str, str], ...] = (
@@ -121,7 +121,7 @@ def run_overview(store: Store) -> list[RunRow]:
             'GROUP BY run_id, round ORDER BY run_id, round')}  # the last round of each run stays
     finally:
         con.close()
-    ids = sorted({p.name.split("=", 1)[1] for p in store.tables_dir.glob(f"*/{RUN_DIRS}") if p.is_dir()} | set(runs))
+    ids = sorted(set(store.runs(any_table=True)) | set(runs))
     out = []
     for rid in ids:
         rnd, rate = tests.get(rid, (None, None))
