@@ -51,10 +51,14 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0) -> 
                       # CPU time (this process): the figures the acceptance lines are in, robust to a shared machine
                       "train_cpu_seconds": c1 - c0, "eval_cpu_seconds": c2 - c1,
                       "train_cpu_ms_per_trajectory": 1000 * (c1 - c0) / len(train) if train else None,
+                      # where the fit's CPU went (agents/learners/fitclock.py); the rest of train_cpu_seconds is
+                      # reading the tool schemas and the collector's pause
+                      "train_cpu_by_phase": dict(learner.fit_cpu),
                       "eval_cpu_ms_per_task": 1000 * (c2 - c1) / len(cases)})
     largest = max(curve, key=lambda r: r["size"])
     return {"domain": domain, "test_tasks": len(cases), "seed": seed, "pool": len(trajectories), "curve": curve,
             "largest": {"size": largest["size"], "train_cpu_seconds": largest["train_cpu_seconds"],
+                        "train_cpu_by_phase": largest["train_cpu_by_phase"],
                         "train_cpu_ms_per_trajectory": largest["train_cpu_ms_per_trajectory"],
                         "eval_cpu_ms_per_task": largest["eval_cpu_ms_per_task"]}}
 

@@ -43,6 +43,7 @@ from agents.learners.candidates import (
 )
 from agents.learners.collector import collector_paused
 from agents.learners.features import Candidate, Scene, state_tokens
+from agents.learners.fitclock import FitClock
 from agents.learners.profiles import candidate_json, candidate_profile
 from agents.learners.replies import (
     ARGS_SLOT,
@@ -97,6 +98,7 @@ class EmbeddedLearner(Scoring):
         self.asked = self.constant_asked = None
         self.asked_args: dict[str, dict[str, Any]] = {}
         self._pending: ToolCall | None = None
+        self.fit_cpu = FitClock()  # the last fit's CPU by phase (not saved)
 
     # ------------------------------------------------------------ what the data says before fitting
     def _read_conventions(self, trajectories: list[Trajectory]) -> None:
@@ -124,9 +126,25 @@ class EmbeddedLearner(Scoring):
         self.tools = {t["function"]["name"]: t["function"] for t in (tools or [])}
         self.fingerprint, self.n_trajectories = fingerprint(trajectories), len(trajectories)
         self._fast = {}
-        self._read_conventions(trajectories)
-        self._learn_constants(trajectories)
-        self._learn_values(trajectories)
+        clock = self.fit_cpu = FitClock()
+        with clock.phase("conventions"):
+            self._read_conventions(trajectories)
+            self._learn_constants(trajectories)
+            self._learn_values(trajectories)
+        with clock.phase("features"):
+            rows = self._training_rows(trajectories)
+        states, actions, write_states, writes, arg_feats, arg_labels, report_feats, report_labels, asked_states, \
+            asked_tools, styles = rows
+        self.action, self.constant_action = self._classifier(states, actions)
+        self.write, self.constant_write = self._classifier(write_states, writes)
+        self.asked, self.constant_asked = self._classifier(asked_states, asked_tools)
+        self.argument = self._binary(arg_feats, arg_labels)
+        self.report = self._binary(report_feats, report_labels)
+        self.cents = styles[True] > styles[False]
+        return self
+
+    def _training_rows(self, trajectories: list[Trajectory]) -> tuple:
+        """Every decision's state and label, and the candidate rows of the argument and report models."""
         states, actions, write_states, writes, arg_feats, arg_labels = [], [], [], [], [], []
         report_feats, report_labels, asked_states, asked_tools = [], [], [], []
         styles = Counter()  # how the told numbers were written: as they are, or with two decimals
@@ -157,13 +175,8 @@ class EmbeddedLearner(Scoring):
                         plain, cents = (norm_text(render(c.value, k)) in said for k in (False, True))
                         report_labels.append(int(plain or cents))
                         styles[cents and not plain] += isinstance(c.value, float) and (plain or cents)
-        self.action, self.constant_action = self._classifier(states, actions)
-        self.write, self.constant_write = self._classifier(write_states, writes)
-        self.asked, self.constant_asked = self._classifier(asked_states, asked_tools)
-        self.argument = self._binary(arg_feats, arg_labels)
-        self.report = self._binary(report_feats, report_labels)
-        self.cents = styles[True] > styles[False]
-        return self
+        return (states, actions, write_states, writes, arg_feats, arg_labels, report_feats, report_labels,
+                asked_states, asked_tools, styles)
 
     def _sgd(self) -> SGDClassifier:
         return SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=EPOCHS, tol=None, random_state=self.seed,
@@ -172,14 +185,20 @@ class EmbeddedLearner(Scoring):
     def _binary(self, rows, labels):
         if not labels or len(set(labels)) < 2:
             return None
-        return self._sgd().fit(self._hashed(rows), labels)
+        with self.fit_cpu.phase("hashing"):
+            X = self._hashed(rows)
+        with self.fit_cpu.phase("sgd"):
+            return self._sgd().fit(X, labels)
 
     def _classifier(self, states, labels):
         if not labels:
             return None, None
         if len(set(labels)) == 1:
             return None, labels[0]
-        return self._sgd().fit(self._states(states), labels), None
+        with self.fit_cpu.phase("hashing"):
+            X = self._states(states)
+        with self.fit_cpu.phase("sgd"):
+            return self._sgd().fit(X, labels), None
 
     def _report_candidates(self, label: str, scene: Scene) -> list[tuple[Candidate, tuple]]:
         """Short scalar values from observations (and composites) that a reply could tell the user."""
@@ -335,7 +354,12 @@ class EmbeddedLearner(Scoring):
 
     # ------------------------------------------------------------ persistence
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "_fast"}  # derived: rebuilt on first use
+        # _fast is derived (rebuilt on first use); fit_cpu measures one process's fit
+        return {k: v for k, v in self.__dict__.items() if k not in ("_fast", "fit_cpu")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.fit_cpu = FitClock()
 
     def save(self, path: Path) -> Path:
         """The model (joblib) and its JSON sidecar, each written atomically: a crash leaves the old file or none."""

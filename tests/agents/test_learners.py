@@ -81,6 +81,20 @@ def test_learner_sees_no_gold(kept, tmp_path):
     assert not any(g in blob for g in list(gold_ids)[:50])
 
 
+def test_fit_cpu_by_phase_is_measured_and_never_saved(kept, tmp_path):
+    from agents.learners.embedded import EmbeddedLearner
+
+    a = fit_embedded([c.trajectory for c in kept[:40]])
+    assert list(a.fit_cpu) == ["conventions", "features", "hashing", "sgd"]
+    assert a.fit_cpu["features"] > 0 and a.fit_cpu["sgd"] > 0
+    b = fit_embedded([c.trajectory for c in kept[:40]])
+    assert a.fit_cpu != b.fit_cpu  # two measurements of the same fit
+    # the saved model is the same bytes for the same fit: the measurement is not part of it
+    assert a.save(tmp_path / "a.joblib").read_bytes() == b.save(tmp_path / "b.joblib").read_bytes()
+    loaded = EmbeddedLearner.load(tmp_path / "a.joblib")
+    assert loaded.fit_cpu == dict.fromkeys(a.fit_cpu, 0.0) and loaded.fingerprint == a.fingerprint
+
+
 def test_sharegpt_export_alternates_and_openai_keeps_tool_calls(kept):
     tools = [t.openai_schema() for t in get_domain("airline").tools("assistant")]
     for c in kept:

@@ -93,3 +93,8 @@ def test_bench_learner_reports_cpu_per_trajectory_and_per_task(tmp_path):
     assert trained["train_cpu_ms_per_trajectory"] == pytest.approx(1000 * trained["train_cpu_seconds"] / 12)
     assert data["largest"]["size"] == 12
     assert data["largest"]["train_cpu_seconds"] == trained["train_cpu_seconds"]
+    phases = trained["train_cpu_by_phase"]
+    assert list(phases) == ["conventions", "features", "hashing", "sgd"] and phases["sgd"] > 0
+    assert all(v >= 0 for v in phases.values()) and sum(phases.values()) <= trained["train_cpu_seconds"] + 1e-6
+    assert empty["train_cpu_by_phase"]["hashing"] == empty["train_cpu_by_phase"]["sgd"] == 0.0  # no model fitted
+    assert "its training CPU by phase: conventions" in out.stdout
