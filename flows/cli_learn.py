@@ -322,7 +322,8 @@ def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: i
     click.echo(f"training {big['size']} trajectories: {big['train_cpu_seconds']:.1f} s CPU "
                f"({per(big['train_cpu_ms_per_trajectory'])} ms each); evaluation {per(big['eval_cpu_ms_per_task'])} "
                "ms CPU per task")
-    click.echo("  its training CPU by phase: " + ", ".join(f"{k} {v:.1f} s" for k, v in big["train_cpu_by_phase"].items()))
+    phases = big["train_cpu_by_phase"].items()
+    click.echo("  its training CPU by phase: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases))
     if ablation_size:
         result.update(multi_write_ablation(store, domain, ablation_size, test_size))
         print_table(f"multi-write ablation ({ablation_size} training tasks each)",

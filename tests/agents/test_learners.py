@@ -88,7 +88,6 @@ def test_fit_cpu_by_phase_is_measured_and_never_saved(kept, tmp_path):
     assert list(a.fit_cpu) == ["conventions", "features", "hashing", "sgd"]
     assert a.fit_cpu["features"] > 0 and a.fit_cpu["sgd"] > 0
     b = fit_embedded([c.trajectory for c in kept[:40]])
-    assert a.fit_cpu != b.fit_cpu  # two measurements of the same fit
     # the saved model is the same bytes for the same fit: the measurement is not part of it
     assert a.save(tmp_path / "a.joblib").read_bytes() == b.save(tmp_path / "b.joblib").read_bytes()
     loaded = EmbeddedLearner.load(tmp_path / "a.joblib")
