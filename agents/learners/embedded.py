@@ -131,10 +131,37 @@ class EmbeddedLearner(Scoring):
             self._read_conventions(trajectories)
             self._learn_constants(trajectories)
             self._learn_values(trajectories)
-        with clock.phase("features"):
-            rows = self._training_rows(trajectories)
-        states, actions, write_states, writes, arg_feats, arg_labels, report_feats, report_labels, asked_states, \
-            asked_tools, styles = rows
+        with clock.phase("features"):  # every decision's state and label, the candidate rows
+            states, actions, write_states, writes, arg_feats, arg_labels = [], [], [], [], [], []
+            report_feats, report_labels, asked_states, asked_tools = [], [], [], []
+            styles = Counter()  # how the told numbers were written: as they are, or with two decimals
+            for traj in trajectories:
+                msgs = traj.messages
+                for i, m in enumerate(msgs):
+                    if m.role != "assistant":
+                        continue
+                    history = msgs[:i]
+                    scene = Scene.of(history, self.writes)  # one per decision: state, arguments and report share it
+                    label = label_of(m)
+                    states.append(state_tokens(history, scene, labels_of(history)))
+                    actions.append(label)
+                    if label in self.requests and (asked := asked_call(msgs, i)) is not None:
+                        asked_states.append(states[-1])
+                        asked_tools.append(asked.name)
+                    if label == "say:confirm":
+                        nxt = next((x for x in msgs[i + 1:] if x.tool_calls), None)
+                        if nxt is not None:
+                            write_states.append(states[-1])
+                            writes.append(nxt.tool_calls[0].name)
+                    if m.tool_calls:
+                        self._arg_samples(m.tool_calls[0], history, scene, arg_feats, arg_labels)
+                    elif label in self.slots:
+                        said = norm_text(m.content or "")
+                        for c, row in self._report_candidates(label, scene):
+                            report_feats.append(row)
+                            plain, cents = (norm_text(render(c.value, k)) in said for k in (False, True))
+                            report_labels.append(int(plain or cents))
+                            styles[cents and not plain] += isinstance(c.value, float) and (plain or cents)
         self.action, self.constant_action = self._classifier(states, actions)
         self.write, self.constant_write = self._classifier(write_states, writes)
         self.asked, self.constant_asked = self._classifier(asked_states, asked_tools)
@@ -142,41 +169,6 @@ class EmbeddedLearner(Scoring):
         self.report = self._binary(report_feats, report_labels)
         self.cents = styles[True] > styles[False]
         return self
-
-    def _training_rows(self, trajectories: list[Trajectory]) -> tuple:
-        """Every decision's state and label, and the candidate rows of the argument and report models."""
-        states, actions, write_states, writes, arg_feats, arg_labels = [], [], [], [], [], []
-        report_feats, report_labels, asked_states, asked_tools = [], [], [], []
-        styles = Counter()  # how the told numbers were written: as they are, or with two decimals
-        for traj in trajectories:
-            msgs = traj.messages
-            for i, m in enumerate(msgs):
-                if m.role != "assistant":
-                    continue
-                history = msgs[:i]
-                scene = Scene.of(history, self.writes)  # one per decision: state, arguments and report share it
-                label = label_of(m)
-                states.append(state_tokens(history, scene, labels_of(history)))
-                actions.append(label)
-                if label in self.requests and (asked := asked_call(msgs, i)) is not None:
-                    asked_states.append(states[-1])
-                    asked_tools.append(asked.name)
-                if label == "say:confirm":
-                    nxt = next((x for x in msgs[i + 1:] if x.tool_calls), None)
-                    if nxt is not None:
-                        write_states.append(states[-1])
-                        writes.append(nxt.tool_calls[0].name)
-                if m.tool_calls:
-                    self._arg_samples(m.tool_calls[0], history, scene, arg_feats, arg_labels)
-                elif label in self.slots:
-                    said = norm_text(m.content or "")
-                    for c, row in self._report_candidates(label, scene):
-                        report_feats.append(row)
-                        plain, cents = (norm_text(render(c.value, k)) in said for k in (False, True))
-                        report_labels.append(int(plain or cents))
-                        styles[cents and not plain] += isinstance(c.value, float) and (plain or cents)
-        return (states, actions, write_states, writes, arg_feats, arg_labels, report_feats, report_labels,
-                asked_states, asked_tools, styles)
 
     def _sgd(self) -> SGDClassifier:
         return SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=EPOCHS, tol=None, random_state=self.seed,
