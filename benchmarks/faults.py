@@ -116,7 +116,7 @@ def _digests(home: Path) -> dict[str, str]:
     from storage.store import Store
 
     store = Store(home, create=False)
-    return table_digests(store, _all_runs(store))
+    return table_digests(store, store.runs(any_table=True))
 
 
 def _run_id(home: Path) -> str | None:
@@ -290,7 +290,7 @@ def concurrent_runs(b: Bench, n: int = 3, budget: int = 12, test_size: int = 20)
     mlflow.set_tracking_uri(f"sqlite:///{home / 'mlflow.db'}")
     ml = mlflow.search_runs(experiment_names=["evosyn"])
     parents = int((ml["tags.evosyn.level"] == "run").sum()) if len(ml) else 0
-    testsets = [r for r in _all_runs(store) if r.startswith("testset-")]
+    testsets = [r for r in store.runs(any_table=True) if r.startswith("testset-")]
     from pipeline.testset import KINDS
 
     ok = len(finished) == n and not dupes and parents == n and len(testsets) == len(KINDS)  # each set built once
@@ -306,18 +306,13 @@ def _duplicate_keys(store) -> list[str]:
 
     out = []
     for table in sorted(TABLES):
-        for run_id in _all_runs(store):  # per run: two runs may hold equal rows (the same initial space)
+        for run_id in store.runs(any_table=True):  # per run: two runs may hold equal rows (the same initial space)
             rows = normalized_rows(store, table, run_id)
             if len(rows) != len(set(rows)):
                 out.append(f"{table} of {run_id}")
     return out
 
 
-def _all_runs(store) -> list[str]:
-    """Every run id with a partition in any table (the test set has no `runs` row)."""
-    from flows.inputs import stored_runs
-
-    return stored_runs(store, any_table=True)
 
 
 # ---------------------------------------------------------------- secrets

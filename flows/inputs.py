@@ -108,11 +108,6 @@ def writing(path: Path, option: str) -> Iterator[None]:
                         "pick a writable location") from None
 
 
-def stored_runs(store, any_table: bool = False) -> list[str]:
-    """Run ids of the ``runs`` table, or (``any_table``) with a partition in any table, e.g. `evosyn synth` passes."""
-    return store.runs(any_table)
-
-
 def unknown_run(rid: str, option: str, root: Path, known: list[str]) -> str:
     """The line for a run that is not in the store: where it looked, what is near, how to look elsewhere."""
     import difflib
@@ -143,7 +138,7 @@ def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs
         raise UserError(f"store root {root}: a file, not a folder; pass a folder with --home or EVOSYN_HOME")
     wanted = list(dict.fromkeys(runs))
     if wanted:
-        known = stored_runs(Store(root, create=False), any_table)
+        known = Store(root, create=False).runs(any_table)
         for rid in wanted:
             if rid not in known:
                 raise UserError(unknown_run(rid, option, root, known))

@@ -295,6 +295,7 @@ class Store:
         return sum(pq.read_metadata(f).num_rows for f in self.files(table, run_id, round))
 
     def runs(self, any_table: bool = False) -> list[str]:
-        """Run ids of the ``runs`` table, or (``any_table``) with a partition in any table (e.g. synthesis passes)."""
+        """Run ids of the ``runs`` table, or (``any_table``) with a partition in any table (synthesis passes and
+        test sets have no ``runs`` row)."""
         base, pattern = (self.tables_dir, f"*/{RUN_DIRS}") if any_table else (self.table_dir("runs"), RUN_DIRS)
         return sorted({p.name.split("=", 1)[1] for p in base.glob(pattern) if p.is_dir()})
