@@ -48,18 +48,28 @@ class Hashing:
         self.n_features = n_features
         self.known = Columns(n_features)  # feature -> its column
 
-    def rows(self, rows: Sequence[Sequence[tuple[str, ...]]]) -> sp.csr_matrix:
+    def rows(self, rows: Sequence[Sequence[tuple[str, ...]]], index: Sequence[int] | None = None
+             ) -> sp.csr_matrix:
         """``FeatureHasher.transform`` of rows given as their groups of features (a row's features are its
-        groups concatenated)."""
+        groups concatenated); with ``index``, of the rows ``rows[i] for i in index`` (a row may recur), without
+        building the distinct rows' matrix first."""
         ids: dict[int, int] = {}  # id(group) -> its row in G; every group is alive (held by ``rows``) meanwhile
         groups: list[tuple[str, ...]] = []
+        flat: list[int] = []  # each row's groups (as rows of G), empty groups left out: they add no feature
+        ends = [0]
         for row in rows:
             for g in row:
-                if id(g) not in ids:
-                    ids[id(g)] = len(groups)
-                    groups.append(g)
-        flat = np.fromiter((ids[id(g)] for row in rows for g in row), dtype=np.int64)
-        R = sp.csr_matrix((np.ones(len(flat)), flat, _offsets(rows)), shape=(len(rows), len(groups)))
+                if g:
+                    i = ids.get(id(g))
+                    if i is None:
+                        i = ids[id(g)] = len(groups)
+                        groups.append(g)
+                    flat.append(i)
+            ends.append(len(flat))
+        R = sp.csr_matrix((np.ones(len(flat)), np.array(flat, dtype=np.int64), np.array(ends, dtype=np.int64)),
+                          shape=(len(rows), len(groups)))
+        if index is not None:
+            R = R[np.asarray(index, dtype=np.int64)]
         cols = self.columns([f for g in groups for f in g])
         G = sp.csr_matrix((np.ones(len(cols)), cols, _offsets(groups)), shape=(len(groups), self.n_features))
         X = (R @ G).tocsr()

@@ -37,8 +37,8 @@ class Scoring:
         groups of features, each distinct group hashed once (``hashing.Hashing``)."""
         at: dict[tuple, int] = {}
         index = [at.setdefault(r, len(at)) for r in rows]
-        X = self._hashing().rows([profile_parts(tool, arg, p) + (extra,) for tool, arg, p, extra in at])
-        return X if len(at) == len(rows) else X[np.array(index)]
+        return self._hashing().rows([profile_parts(tool, arg, p) + (extra,) for tool, arg, p, extra in at],
+                                    None if len(at) == len(rows) else index)
 
     def _states(self, states: list[str]):
         """``state_vec.transform(states)``, each token hashed once (``hashing.Hashing``)."""

@@ -69,6 +69,19 @@ def test_rows_from_groups_are_the_feature_hashers_matrix(learned):
         assert np.array_equal(getattr(got, part), getattr(want, part)), part
 
 
+def test_recurring_rows_by_index_are_the_feature_hashers_matrix(learned):
+    _, rows, _, _ = learned
+    distinct = [profile_parts(t, a, p) + (e,) for t, a, p, e in dict.fromkeys(rows)]
+    rnd = random.Random(1)
+    index = [rnd.randrange(len(distinct)) for _ in range(3 * len(distinct))]  # rows recur, in any order
+    got = Hashing(N).rows(distinct, index)
+    want = FeatureHasher(n_features=N, input_type="string", alternate_sign=False).transform(
+        sum(distinct[i], ()) for i in index)
+    assert got.shape == want.shape and len(set(index)) < len(index)
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(got, part), getattr(want, part)), part
+
+
 def test_states_are_the_hashing_vectorizers(learned):
     learner, _, states, _ = learned
     analyze = learner.state_vec.build_analyzer()
