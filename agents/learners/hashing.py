@@ -14,6 +14,8 @@ token's column and L2-normalizes the rows with the routine ``HashingVectorizer(n
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
+from operator import methodcaller
 
 import numpy as np
 import scipy.sparse as sp
@@ -53,24 +55,21 @@ class Hashing:
         """``FeatureHasher.transform`` of rows given as their groups of features (a row's features are its
         groups concatenated); with ``index``, of the rows ``rows[i] for i in index`` (a row may recur), without
         building the distinct rows' matrix first."""
-        ids: dict[int, int] = {}  # id(group) -> its row in G; every group is alive (held by ``rows``) meanwhile
-        groups: list[tuple[str, ...]] = []
-        flat: list[int] = []  # each row's groups (as rows of G), empty groups left out: they add no feature
-        ends = [0]
-        for row in rows:
-            for g in row:
-                if g:
-                    i = ids.get(id(g))
-                    if i is None:
-                        i = ids[id(g)] = len(groups)
-                        groups.append(g)
-                    flat.append(i)
-            ends.append(len(flat))
-        R = sp.csr_matrix((np.ones(len(flat)), np.array(flat, dtype=np.int64), np.array(ends, dtype=np.int64)),
-                          shape=(len(rows), len(groups)))
+        # every group is alive (held by ``rows``) meanwhile, so its id names it; empty groups add no feature.
+        # The loops run in C (chain, filter, map, zip): a row is a handful of groups, and there are millions.
+        present = list(filter(None, chain.from_iterable(rows)))
+        by_id = dict(zip(map(id, present), present))  # id(group) -> group, in order of first appearance
+        groups = list(by_id.values())
+        position = dict(zip(by_id, range(len(groups))))  # id(group) -> its row in G
+        flat = np.fromiter(map(position.__getitem__, map(id, present)), dtype=np.int64, count=len(present))
+        sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        sizes -= np.fromiter(map(methodcaller("count", ()), rows), dtype=np.int64, count=len(rows))
+        ends = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=ends[1:])
+        R = sp.csr_matrix((np.ones(len(flat)), flat, ends), shape=(len(rows), len(groups)))
         if index is not None:
             R = R[np.asarray(index, dtype=np.int64)]
-        cols = self.columns([f for g in groups for f in g])
+        cols = self.columns(list(chain.from_iterable(groups)))
         G = sp.csr_matrix((np.ones(len(cols)), cols, _offsets(groups)), shape=(len(groups), self.n_features))
         X = (R @ G).tocsr()
         X.sort_indices()  # FeatureHasher's rows hold their columns sorted
@@ -92,5 +91,5 @@ class Hashing:
 def _offsets(parts: Sequence[Sequence]) -> np.ndarray:
     """CSR ``indptr`` of rows of these lengths."""
     out = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in parts], out=out[1:])
+    np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=out[1:])
     return out

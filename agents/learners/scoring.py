@@ -37,7 +37,8 @@ class Scoring:
         groups of features, each distinct group hashed once (``hashing.Hashing``)."""
         at: dict[tuple, int] = {}
         index = [at.setdefault(r, len(at)) for r in rows]
-        return self._hashing().rows([profile_parts(tool, arg, p) + (extra,) for tool, arg, p, extra in at],
+        parts = profile_parts.__wrapped__  # uncached: a fit's distinct rows would each miss the cache, and evict
+        return self._hashing().rows([parts(tool, arg, p) + (extra,) for tool, arg, p, extra in at],
                                     None if len(at) == len(rows) else index)
 
     def _states(self, states: list[str]):
