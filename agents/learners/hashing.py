@@ -55,13 +55,16 @@ class Hashing:
         """``FeatureHasher.transform`` of rows given as their groups of features (a row's features are its
         groups concatenated); with ``index``, of the rows ``rows[i] for i in index`` (a row may recur), without
         building the distinct rows' matrix first."""
-        # every group is alive (held by ``rows``) meanwhile, so its id names it; empty groups add no feature.
-        # The loops run in C (chain, filter, map, zip): a row is a handful of groups, and there are millions.
+        # Every group is alive (held by ``rows``) meanwhile, so its id names it; empty groups add no feature. The
+        # loops run in C (chain, filter, map) and numpy: a row is a handful of groups, and there are millions.
         present = list(filter(None, chain.from_iterable(rows)))
-        by_id = dict(zip(map(id, present), present))  # id(group) -> group, in order of first appearance
-        groups = list(by_id.values())
-        position = dict(zip(by_id, range(len(groups))))  # id(group) -> its row in G
-        flat = np.fromiter(map(position.__getitem__, map(id, present)), dtype=np.int64, count=len(present))
+        ids = np.fromiter(map(id, present), dtype=np.int64, count=len(present))
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        order = np.argsort(first)  # the distinct groups in order of first appearance: the rows of G
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        flat = rank[inverse]  # each present group's row in G
+        groups = [present[i] for i in first[order].tolist()]
         sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         sizes -= np.fromiter(map(methodcaller("count", ()), rows), dtype=np.int64, count=len(rows))
         ends = np.zeros(len(rows) + 1, dtype=np.int64)
