@@ -60,11 +60,11 @@ class Hashing:
         present = list(filter(None, chain.from_iterable(rows)))
         ids = np.fromiter(map(id, present), dtype=np.int64, count=len(present))
         _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-        order = np.argsort(first)  # the distinct groups in order of first appearance: the rows of G
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
+        by_first = np.argsort(first)  # the distinct groups as they first appear: the rows of G
+        rank = np.empty(len(by_first), dtype=np.int64)
+        rank[by_first] = np.arange(len(by_first))
         flat = rank[inverse]  # each present group's row in G
-        groups = [present[i] for i in first[order].tolist()]
+        groups = [present[i] for i in first[by_first].tolist()]
         sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         sizes -= np.fromiter(map(methodcaller("count", ()), rows), dtype=np.int64, count=len(rows))
         ends = np.zeros(len(rows) + 1, dtype=np.int64)
