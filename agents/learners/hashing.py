@@ -59,17 +59,12 @@ class Hashing:
         # loops run in C (chain, filter, map) and numpy: a row is a handful of groups, and there are millions.
         present = list(filter(None, chain.from_iterable(rows)))
         ids = np.fromiter(map(id, present), dtype=np.int64, count=len(present))
-        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-        by_first = np.argsort(first)  # the distinct groups as they first appear: the rows of G
-        rank = np.empty(len(by_first), dtype=np.int64)
-        rank[by_first] = np.arange(len(by_first))
-        flat = rank[inverse]  # each present group's row in G
-        groups = [present[i] for i in first[by_first].tolist()]
+        # the distinct groups are the rows of G, by id: any arrangement gives X's entries, exact counts
+        _, first, flat = np.unique(ids, return_index=True, return_inverse=True)
+        groups = [present[i] for i in first.tolist()]
         sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         sizes -= np.fromiter(map(methodcaller("count", ()), rows), dtype=np.int64, count=len(rows))
-        ends = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=ends[1:])
-        R = sp.csr_matrix((np.ones(len(flat)), flat, ends), shape=(len(rows), len(groups)))
+        R = sp.csr_matrix((np.ones(len(flat)), flat, _indptr(sizes)), shape=(len(rows), len(groups)))
         if index is not None:
             R = R[np.asarray(index, dtype=np.int64)]
         cols = self.columns(list(chain.from_iterable(groups)))
@@ -93,6 +88,11 @@ class Hashing:
 
 def _offsets(parts: Sequence[Sequence]) -> np.ndarray:
     """CSR ``indptr`` of rows of these lengths."""
-    out = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=out[1:])
+    return _indptr(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
+
+
+def _indptr(sizes: np.ndarray) -> np.ndarray:
+    """CSR ``indptr`` of rows of these sizes."""
+    out = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out[1:])
     return out
