@@ -74,21 +74,29 @@ def _numbers(value) -> list[float]:
     return []
 
 
+def _derived(writes: list[StepRecord], messages: list[Message]) -> bool:
+    """A numeric argument of a state-changing write is not a number the user stated."""
+    numbers = [n for s in writes for n in _numbers(s.call.arguments)]
+    if not numbers:
+        return False
+    user_text = " ".join(m.content or "" for m in messages if m.role == "user")
+    stated = {float(x) for x in _NUMBER.findall(user_text)}
+    return any(n not in stated for n in numbers)
+
+
 def observe(domain: str, replay: ReplayResult, messages: list[Message]) -> dict[str, list[str]]:
     pack = get_pack(domain)
     steps = replay.steps
     writes = [s for s in steps if s.kind == "write" and s.changed_state and not s.error]
     reads = [s for s in steps if s.kind == "read"]
-    user_text = " ".join(m.content or "" for m in messages if m.role == "user")
-    stated = {float(x) for x in _NUMBER.findall(user_text)}
-    computed = any(s.call.name in pack.compute_tools for s in steps) or any(
-        n not in stated for s in writes for n in _numbers(s.call.arguments))
+    computed = any(s.call.name in pack.compute_tools for s in steps) or _derived(writes, messages)
     kinds = set()
     for s in writes:
         kinds.add(next((k for prefix, k in pack.change_kind_by_prefix if s.call.name.startswith(prefix)), "modify"))
     change = "none" if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
-    refused = any(m.role == "assistant" and m.content and _REFUSAL.search(m.content) for m in messages)
-    outcome = "fulfill" if writes or not refused else "refuse"
+    # a state change is a fulfilment whatever was said: the refusal wording is searched only without one
+    refused = not writes and any(m.role == "assistant" and m.content and _REFUSAL.search(m.content) for m in messages)
+    outcome = "refuse" if refused else "fulfill"
     families = pack.family_by_tool
     family = next((families[s.call.name] for s in writes if s.call.name in families), None)
     if family is None:

@@ -72,7 +72,7 @@ def _official_waivers(domain: Domain, task: Any) -> dict[str, str]:
         return {}
     official = domain.official_task(task.id)
     # only the unmodified official task earns its waiver, never a synthesized look-alike
-    return waivers if official is not None and task_key(official) == task_key(task) else {}
+    return waivers if official is not None and (official is task or task_key(official) == task_key(task)) else {}
 
 
 def run_checks(domain: Domain, task: Any, messages: list[Message], termination: str = "agent_stop",

@@ -7,7 +7,8 @@ trajectory (``envs.gold.gold_messages``) in the real tau2 environment and scored
 by ``envs.verify.run_checks``, whose ``observed`` is ``envs.factors.observe`` of
 the replay (as ``evosyn verify --official`` does; a gold that changes nothing outside an
 information request is a refusal: ``official_cell``). A cell the generator cannot realize
-lends its official mass to the ``nearest`` realized cell when the set is topped up. ``allocate`` splits a set's
+lends its official mass to the ``nearest`` realized cell when the set is topped up, or, with no realized
+cell of its family, is asked again with any read count (``relaxed``). ``allocate`` splits a set's
 size over cells by largest remainder; ``uniform_draw`` draws the single-valued
 factors of a space uniformly and independently with a seeded RNG.
 """
@@ -35,6 +36,26 @@ def has_gold_actions(task) -> bool:
 
 def cell_of(observed: dict[str, list[str]]) -> Cell:
     return tuple((observed.get(k) or ["none"])[0] for k in CELL)
+
+
+ANY_READS = "any"  # a relaxed cell's read count: the Planner picks it, and any observed one matches
+
+
+def relaxed(cell: Cell) -> Cell:
+    """``cell`` with its read count left to the generator. tau2's gold action lists often omit the lookups an
+    agent makes first (a domain's golds may list none), so an official read count may be one no synthetic
+    task of that family, outcome and write count can show."""
+    return (*cell[:3], ANY_READS)
+
+
+def target_of(allowed: dict[str, list[str]]) -> Cell:
+    """The cell an official-matched direction asked for (its ``allowed_values``; no read count: relaxed)."""
+    return tuple((allowed.get(k) or [ANY_READS if k == "num_read" else "none"])[0] for k in CELL)
+
+
+def in_cell(observed: dict[str, list[str]], cell: Cell) -> bool:
+    """A task observed in ``cell`` (a relaxed cell takes any read count)."""
+    return all(o == c for o, c in zip(cell_of(observed), cell) if c != ANY_READS)
 
 
 def official_cell(domain: str, observed: dict[str, list[str]]) -> Cell:

@@ -221,3 +221,50 @@ def test_full_size_sets_match_their_targets(tmp_path, domain):
     assert set(uniform["drawn"]) >= {"num_write", "num_read", "task_family", "expected_outcome"}
     for key in get_pack(domain).controllable:
         assert uniform["tv_from_uniform"][key] <= 0.25, (key, uniform["tv_from_uniform"])
+
+
+def test_an_official_cell_of_a_family_never_realized_is_asked_again_with_its_reads_left_free():
+    """tau2's gold action lists often leave out the lookups (every telecom gold does): a tried cell no task
+    realized, whose family has no realized cell to lend its mass to, is retried once with any read count; a
+    relaxed cell that fails too is dropped, and a family with a realized cell still lends to the nearest one."""
+    from pipeline.testset_targets import ANY_READS, in_cell, relaxed, target_of
+
+    a0, a3, b0 = ("a", "fulfill", "1", "0"), ("a", "fulfill", "1", "3-4"), ("b", "fulfill", "2", "0")
+    official = {a0: 3, b0: 5}
+    slots = {0: a0, 1: a3, 2: b0}
+    topup = testset._topup("official-matched", official, None, "r", slots, {1: "t"}, 8)
+    assert sorted(set(topup.values())) == [a3, relaxed(b0)] and relaxed(b0) == ("b", "fulfill", "2", ANY_READS)
+    slots.update(topup)
+    dead = testset._topup("official-matched", official, None, "r", slots, {1: "t"}, 8)  # the relaxed one failed too
+    assert set(dead.values()) == {a3} and sum(1 for c in dead.values() if c == a3) == 8
+
+    observed = {"task_family": ["b"], "expected_outcome": ["fulfill"], "num_write": ["2"], "num_read": ["5+"]}
+    assert in_cell(observed, relaxed(b0)) and not in_cell(observed, b0)
+    allowed = {k: [v] for k, v in zip(("task_family", "expected_outcome", "num_write"), b0)}
+    assert target_of(allowed) == relaxed(b0) and target_of({**allowed, "num_read": ["0"]}) == b0
+
+
+def test_telecoms_official_matched_set_builds_though_no_gold_lists_a_read(tmp_path):
+    from pipeline.testset_targets import CELL, official_cells
+
+    official = official_cells("telecom")
+    assert {c[CELL.index("num_read")] for c in official} == {"0"}  # tau2's telecom golds: no lookup listed
+    cases = testset.test_cases(Store(tmp_path / "s"), "telecom", n=N)
+    assert len(cases) == N
+    families = {c[:2] for c in official}
+    assert all((c.gold_observed["task_family"][0], c.gold_observed["expected_outcome"][0]) in families for c in cases)
+    report = testset.test_set_report(Store(tmp_path / "s"), "telecom", n=N)
+    assert report["tasks"] == N and report["reads_left_free"] == N and report["tv_marginals"]["task_family"] <= 0.5
+
+
+def test_a_set_marked_empty_by_older_code_is_built_again_from_scratch(tmp_path, monkeypatch):
+    from storage.digest import table_digests
+
+    run_id = testset.test_set_run_id("telecom", n=N)
+    old = Store(tmp_path / "old")
+    monkeypatch.setattr(testset, "relaxed", lambda cell: cell)  # the code before: no relaxed cell, nothing built
+    assert testset.test_cases(old, "telecom", n=N) == [] and old.is_complete(testset.TEST_SET_STAGE, run_id, 0)
+    monkeypatch.undo()
+    fresh = Store(tmp_path / "fresh")
+    assert _summary(testset.test_cases(old, "telecom", n=N)) == _summary(testset.test_cases(fresh, "telecom", n=N))
+    assert table_digests(old, [run_id]) == table_digests(fresh, [run_id])
