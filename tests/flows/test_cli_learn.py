@@ -98,3 +98,15 @@ def test_bench_learner_reports_cpu_per_trajectory_and_per_task(tmp_path):
     assert all(v >= 0 for v in phases.values()) and sum(phases.values()) <= trained["train_cpu_seconds"] + 1e-6
     assert empty["train_cpu_by_phase"]["hashing"] == empty["train_cpu_by_phase"]["sgd"] == 0.0  # no model fitted
     assert "its training CPU by phase: conventions" in out.stdout
+
+
+def test_bench_learner_without_a_test_task_is_a_one_line_error(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import pipeline.testset as testset
+    from flows.cli import main
+
+    monkeypatch.setattr(testset, "test_cases", lambda *args, **kwargs: [])  # a generator that builds no test task
+    out = CliRunner().invoke(main, ["--home", str(tmp_path / "h"), "bench", "learner", "--domain", "airline",
+                                    "--sizes", "0", "--test-size", "4", "--ablation-size", "0"])
+    assert out.exit_code == 2 and "--test-size 4: the airline generator built no official-matched test task" in out.output
