@@ -345,4 +345,4 @@ def report_line(report: dict) -> str:
             f"(TV {report['tv_realizable']:.3f} over the cells it realizes, "
             f"{report['official_mass_realizable']:.0%} of official mass); "
             f"{len(report['unrealized'])} cells unrealized" + (f": {cells}{more}" if cells else "")
-            + (f"; {report['reads_left_free']} tasks asked with any read count" if report.get("reads_left_free") else ""))
+            + (f"; {n} tasks asked with any read count" if (n := report.get("reads_left_free")) else ""))

@@ -109,4 +109,5 @@ def test_bench_learner_without_a_test_task_is_a_one_line_error(tmp_path, monkeyp
     monkeypatch.setattr(testset, "test_cases", lambda *args, **kwargs: [])  # a generator that builds no test task
     out = CliRunner().invoke(main, ["--home", str(tmp_path / "h"), "bench", "learner", "--domain", "airline",
                                     "--sizes", "0", "--test-size", "4", "--ablation-size", "0"])
-    assert out.exit_code == 2 and "--test-size 4: the airline generator built no official-matched test task" in out.output
+    assert out.exit_code == 2
+    assert "--test-size 4: the airline generator built no official-matched test task" in out.output
