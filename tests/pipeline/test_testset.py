@@ -244,6 +244,7 @@ def test_an_official_cell_of_a_family_never_realized_is_asked_again_with_its_rea
     assert target_of(allowed) == relaxed(b0) and target_of({**allowed, "num_read": ["0"]}) == b0
 
 
+@pytest.mark.slow  # telecom's official cells replay its 2,285 gold trajectories once per process (~12 s)
 def test_telecoms_official_matched_set_builds_though_no_gold_lists_a_read(tmp_path):
     from pipeline.testset_targets import CELL, official_cells
 
@@ -257,6 +258,7 @@ def test_telecoms_official_matched_set_builds_though_no_gold_lists_a_read(tmp_pa
     assert report["tasks"] == N and report["reads_left_free"] == N and report["tv_marginals"]["task_family"] <= 0.5
 
 
+@pytest.mark.slow  # telecom's official cells replay its 2,285 gold trajectories once per process (~12 s)
 def test_a_set_marked_empty_by_older_code_is_built_again_from_scratch(tmp_path, monkeypatch):
     from storage.digest import table_digests
 
