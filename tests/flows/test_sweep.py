@@ -86,3 +86,18 @@ def test_a_named_domain_must_be_runnable(registry, tmp_path):
     for name in ("bank", "retail", "car"):  # unknown, no environment, no generator: refused before any run
         with pytest.raises(ConfigError, match=rf"sweep\.domains': '{name}' is not a domain pack"):
             S.load_sweep(write(tmp_path, f"  domains: [airline, {name}]\n"), None)
+
+
+def test_the_shipped_configs_store_where_home_or_evosyn_home_points(tmp_path, monkeypatch):
+    """deployments/configs name no store root, so `--home` and EVOSYN_HOME decide where a run writes."""
+    from pathlib import Path
+
+    from storage.config import load_config
+
+    configs = Path(__file__).resolve().parents[2] / "deployments" / "configs"
+    monkeypatch.setenv("EVOSYN_HOME", str(tmp_path / "env-home"))
+    base, _ = S.load_sweep(str(configs / "sweep.yaml"))
+    assert Path(base.store_root()) == tmp_path / "env-home"
+    base, _ = S.load_sweep(str(configs / "sweep.yaml"), str(tmp_path / "cli-home"))
+    assert Path(base.store_root()) == tmp_path / "cli-home"
+    assert Path(load_config(str(configs / "run.yaml")).store_root()) == tmp_path / "env-home"
