@@ -25,13 +25,14 @@ def pool(store, domain: str, name: str, budget: int, seed: int, space=None, stee
     return run_pass(Ctx(store, run_id, 0, seed, domain), space, steering or ColdStart(), budget)
 
 
-def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0) -> dict[str, Any]:
+def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cases=None) -> dict[str, Any]:
+    """``cases``: the test set, when the caller has read it already (else read here)."""
     from agents.learners.harness import evaluate, success_by_slice
     from envs.packs import get_domain
     from pipeline.learn import fit_embedded
     from pipeline.testset import test_cases
 
-    cases = test_cases(store, domain, n=test_size)
+    cases = cases if cases is not None else test_cases(store, domain, n=test_size)
     kept = pool(store, domain, "bench-learner", int(max(sizes) * 1.05) + 12, seed).kept
     trajectories = [c.trajectory for c in kept]
     random.Random(seed).shuffle(trajectories)  # the pool is in family order: a prefix would miss families

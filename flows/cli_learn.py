@@ -309,10 +309,11 @@ def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: i
     store = store_from(ctx)
     from pipeline.testset import test_cases
 
-    if not test_cases(store, domain, n=test_size):  # built once per store; run() reads it back
+    cases = test_cases(store, domain, n=test_size)
+    if not cases:
         raise UserError(f"--test-size {test_size}: the {domain} generator built no official-matched test task "
                         "(raise --test-size)")
-    result = run(store, domain, [int(s) for s in sizes.split(",")], test_size)
+    result = run(store, domain, [int(s) for s in sizes.split(",")], test_size, cases=cases)
     buckets = ["0", "1", "2", "3-4", "5+"]
     def per(v: float | None) -> str:
         return "" if v is None else f"{v:.1f}"

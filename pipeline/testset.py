@@ -97,18 +97,23 @@ def test_cases(store: Store, domain: str | None = None, n: int = DEFAULT_SIZE, s
     return cases_for(store, run_id, {task_id for task_id, _ in members(store, run_id, kind, n).values()})
 
 
+def _marker(store: Store, run_id: str) -> dict:
+    """What a finished build stored in its completion marker ({} before the set is built)."""
+    path = store.marker_path(TEST_SET_STAGE, run_id, 0)
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def _built(store: Store, run_id: str) -> bool:
     """Marked complete with a task in it. A set marked empty (by the code before a cell with no realized family
     was relaxed) is built again from scratch: its attempts' ids would name other cells."""
-    path = store.marker_path(TEST_SET_STAGE, run_id, 0)
-    return path.is_file() and json.loads(path.read_text()).get("n_tasks", 1) > 0
+    marker = _marker(store, run_id)
+    return bool(marker) and marker.get("n_tasks", 1) > 0
 
 
 def test_set_report(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int = TEST_SEED,
                     kind: Kind = "official-matched") -> dict:
     """The report a finished build stored in its marker ({} before the set is built)."""
-    path = store.marker_path(TEST_SET_STAGE, test_set_run_id(domain, seed, n, kind), 0)
-    return json.loads(path.read_text()).get("report", {}) if path.is_file() else {}
+    return _marker(store, test_set_run_id(domain, seed, n, kind)).get("report", {})
 
 
 def test_set_space(domain: str, run_id: str, kind: Kind, focus: str | None = None) -> SynthesisSpace:
