@@ -13,13 +13,18 @@ Embedded decision rules:
        with a permutation p-value that passes Holm's step-down correction at
        ``alpha`` over all candidates tested, residual information beyond tool
        count >= ``min_residual``, and support (at least two buckets with
-       ``min_bucket`` diagnostic tasks each); the largest CMI wins.
-     With none significant, a coverage-gap-driven factor (coverage gap > 0.8)
-     needs learner evidence of failure in the under-covered region: its
-     under-covered buckets fail more often than its others (one-sided Fisher
-     exact test on >= 3 tasks there, Holm-corrected over those candidates).
-     Every candidate passed over is listed with the reason (a ``no_change``
-     proposal naming it). Seed factors are never renamed, merged or deleted.
+       ``min_bucket`` diagnostic tasks each); or
+     - a coverage gap the learner fails in: coverage gap > 0.8 and its
+       under-covered buckets fail more often than its others (one-sided Fisher
+       exact test on >= 3 tasks there, Holm-corrected over those candidates).
+     High failure and low coverage goes first (the paper's R2 -> R3 evidence):
+     a failing region the data barely holds is where steered data adds what
+     the learner has not seen, while a failing axis the data already covers
+     is still fed as the data grows. So a coverage gap the learner fails in
+     wins (the smallest Fisher p), and otherwise the largest CMI among the
+     significant candidates. Every candidate passed over is listed with the
+     reason (a ``no_change`` proposal naming it). Seed factors are never
+     renamed, merged or deleted.
 Without learner evidence (the no-feedback control, App. B.6) nothing says where
 the learner fails, so no candidate is better supported than another: the
 control still revises the space from what it may see (the ontology, the
@@ -153,21 +158,41 @@ class EmbeddedReflector:
             else:
                 significant.append(p)
                 passed[p.probe] = "significant, but a larger CMI won: " + why
+        gap = self._failing_gap(candidates, passed)
+        if gap is not None:  # high failure and low coverage first (module doc)
+            p, p_gap = gap
+            for q in significant:
+                passed[q.probe] = ("significant, but a coverage gap the learner fails in goes first: "
+                                   + _short(q))
+            return Proposal(action="promote_probe_to_dimension", dimension_name=p.suggested_factor,
+                            values=p.suggested_values, reason="coverage-gap-driven",
+                            evidence=f"under-covered buckets fail more often (Fisher p = {p_gap:.4f}); " + _evidence(p))
         if significant:
             p = max(significant, key=lambda p: (p.cmi_given_space, p.probe))
             return Proposal(action="promote_probe_to_dimension", dimension_name=p.suggested_factor,
                             values=p.suggested_values, reason="failure-driven", evidence=_evidence(p))
-        # a severely under-covered region counts as important when the learner fails there more often than
-        # elsewhere: a one-sided Fisher test per under-covered candidate, Holm-corrected over them
+        return None
+
+    def _failing_gap(self, candidates: list[Probe], passed: dict[str, str]) -> tuple[Probe, float] | None:
+        """The severely under-covered candidate (coverage gap > 0.8) whose under-covered buckets fail more often
+        than its others, by the smallest one-sided Fisher p that passes Holm over those candidates; else None.
+        Every other gap candidate's reason in ``passed`` gains its Fisher test."""
         p_gaps = {p.probe: gap_failure_p(p) for p in candidates if p.coverage_gap > 0.8}
         gaps = sorted((p for p in candidates if p.probe in p_gaps), key=lambda p: (p_gaps[p.probe], p.probe))
+
+        def note(q: Probe, text: str) -> None:
+            passed[q.probe] = "; ".join(filter(None, [passed.get(q.probe, ""), text]))
+
         for i, p in enumerate(gaps):
-            p_gap = p_gaps[p.probe]
-            if p_gap > self.alpha / (len(gaps) - i):
-                break
-            return Proposal(action="promote_probe_to_dimension", dimension_name=p.suggested_factor,
-                            values=p.suggested_values, reason="coverage-gap-driven",
-                            evidence=f"under-covered buckets fail more often (Fisher p = {p_gap:.4f}); " + _evidence(p))
+            threshold = self.alpha / (len(gaps) - i)
+            if p_gaps[p.probe] <= threshold:
+                for q in gaps[i + 1:]:
+                    note(q, f"coverage gap failing more (Fisher p = {p_gaps[q.probe]:.4f}), but a smaller p won")
+                return p, p_gaps[p.probe]
+            for q in gaps[i:]:
+                note(q, f"coverage gap without significantly more failure there (Fisher p = {p_gaps[q.probe]:.4f}, "
+                        f"Holm threshold {threshold:.4f})")
+            break
         return None
 
     def _evidence_free(self, space: SynthesisSpace, feedback: Feedback, probes: list[Probe], round: int,
