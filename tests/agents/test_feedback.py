@@ -190,3 +190,29 @@ def test_coverage_gap_needs_significantly_more_failure_in_the_under_covered_buck
         assert "coverage-gap" in reflection.summary and "Fisher p" in reflection.new_proposals[0].evidence
     _, same = EmbeddedReflector().reflect(space, fb, [thin], round=1)
     assert same.version == space.version
+
+
+def test_a_coverage_gap_the_learner_fails_in_goes_before_the_largest_cmi(space):
+    """High failure and low coverage first: a significant failure axis the data already covers waits while an
+    under-covered region the learner fails in (Fisher, Holm) is promoted; without that gap the axis wins."""
+    covered = _probe("interleaved", [(18, 0.2, 0.5), (18, 0.8, 0.5)], gap=0.0).model_copy(
+        update={"cmi_given_space": 0.12, "residual_cmi": 0.05, "p_value": 0.001, "support": 36})
+    uncovered = _probe("write_mix", [(14, 3 / 14, 0.5), (14, 3 / 14, 0.44), (8, 7 / 8, 0.06)]).model_copy(
+        update={"cmi_given_space": 0.004, "residual_cmi": 0.003, "p_value": 0.6, "support": 36})
+    fb = build_feedback(inputs(space, n=36), run_id="r", round=1, model_version="m")
+    for order in ([covered, uncovered], [uncovered, covered]):
+        reflection, nxt = EmbeddedReflector().reflect(space, fb, order, round=1)
+        assert [c.factor for c in nxt.diff if c.kind == "add_factor"] == ["write_mix"]
+        assert reflection.new_proposals[0].reason == "coverage-gap-driven"
+        passed = {p.dimension_name: p.reason for p in reflection.new_proposals[1:]}
+        assert "coverage gap the learner fails in goes first" in passed["interleaved"]
+    reflection, nxt = EmbeddedReflector().reflect(space, fb, [covered], round=1)
+    assert [c.factor for c in nxt.diff if c.kind == "add_factor"] == ["interleaved"]
+    assert reflection.new_proposals[0].reason == "failure-driven"
+    # a gap the learner does not fail in more often is no evidence: the covered axis wins, and the gap says why
+    flat = uncovered.model_copy(update={"buckets": _probe("write_mix", [(14, 0.3, 0.5), (14, 0.3, 0.44),
+                                                                        (8, 0.25, 0.06)]).buckets})
+    reflection, nxt = EmbeddedReflector().reflect(space, fb, [covered, flat], round=1)
+    assert [c.factor for c in nxt.diff if c.kind == "add_factor"] == ["interleaved"]
+    passed = {p.dimension_name: p.reason for p in reflection.new_proposals[1:]}
+    assert "without significantly more failure" in passed["write_mix"]
