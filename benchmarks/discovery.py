@@ -91,6 +91,20 @@ def _promotions(store, run_id: str) -> list[dict]:
     return out
 
 
+def weakness(rows: list[dict], gap: str) -> dict[str, Any]:
+    """Whether suppressing the planted bucket made it a weakness of the feedback arm's learner: in how many of the
+    diagnosed reflections (the property not yet in the space) the round's model fails the planted bucket of the
+    independent uniform sample more often than the property's other buckets. ``weakness``: "yes" (every one),
+    "no" (none), "mixed", or None without a diagnosis. Reported beside the adoption counts, which it never
+    changes: no evidence can point a Reflector at a bucket its learner does not fail more often in."""
+    seen = [x["planted"] for r in rows if r["arm"] == "evosyn" and r["gap"] == gap for s in r["per_seed"]
+            for x in s.get("diagnosis", []) if not x["in_space"] and x["planted"]["fail"] is not None
+            and x["planted"]["fail_elsewhere"] is not None]
+    weaker = sum(d["fail"] > d["fail_elsewhere"] for d in seen)
+    label = None if not seen else "yes" if weaker == len(seen) else "no" if weaker == 0 else "mixed"
+    return {"weakness": label, "weaker_in": weaker, "diagnosed": len(seen)}
+
+
 def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], keep: float = 0.2, rounds: int = 3,
           budget: int = 300, test_size: int = 20, diagnose_size: int = 300, probe_size: int = 0, jobs: int = 2,
           writes: str = "default", space: str = "initial", factors: tuple[str, ...] = (),
@@ -145,7 +159,8 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
     for prop, value in gaps:
         by_arm = {r["arm"]: r["recovered"] for r in rows if r["property"] == prop}
         verdicts.append({"gap": f"{prop}={value}", "evosyn": by_arm["evosyn"], "no_feedback": by_arm["no_feedback"],
-                         "seeds": n, "met": by_arm["evosyn"] >= need and by_arm["no_feedback"] <= allow})
+                         "seeds": n, "met": by_arm["evosyn"] >= need and by_arm["no_feedback"] <= allow,
+                         **weakness(rows, f"{prop}={value}")})
     return {"domain": domain, "seeds": seeds, "keep": keep, "rounds": rounds, "budget": budget, "jobs": jobs,
             "probe_size": probe_size, "writes": writes, "space": space, "factors": list(factors),
             "initial_factors": initial,

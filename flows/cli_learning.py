@@ -202,8 +202,17 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, d
                       ", ".join(f"{g['gap']} {g['fail']:.2f}" for g in x["outranked_by"][:3]) or "-"]
                      for r in result["rows"] if r["arm"] == "evosyn" for s in r["per_seed"]
                      for x in s.get("diagnosis", [])])
-    click.echo("met: " + ", ".join(f"{v['gap']} {'yes' if v['met'] else 'no'}" for v in result["verdicts"])
+    click.echo("met: " + ", ".join(f"{v['gap']} {'yes' if v['met'] else 'no'}" + _weakness(v) for v in result["verdicts"])
                + f"; {result['runs_launched']} runs launched, {result['runs_reused']} reused; wall "
                f"{result['wall_s']:.1f}s, CPU {result['cpu_s']:.1f}s")
     with writing(target, "--output"):
         click.echo(f"wrote {write_json(f'discovery-{domain}', no_nan(result), target)}")
+
+
+def _weakness(verdict: dict) -> str:
+    """`` (not a weakness: ...)`` after a gap whose planted bucket the learner never fails more often in."""
+    if verdict.get("weakness") in (None, "yes"):
+        return ""
+    return (f" ({'not a weakness' if verdict['weakness'] == 'no' else 'a weakness'} of the learner: it fails the "
+            f"planted bucket more often than elsewhere in {verdict['weaker_in']} of {verdict['diagnosed']} "
+            "diagnosed reflections)")

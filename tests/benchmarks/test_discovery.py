@@ -123,3 +123,22 @@ def test_gaps_rank_under_covered_buckets_by_failure_excess():
     coverage["multi_item"] = Counter(no=50, yes=50)
     scored["money_moves"] = [("0", False)] * 5 + [("2+", False)]
     assert gaps_at(coverage, scored, buckets) == []
+
+
+def test_a_planted_bucket_the_learner_does_not_fail_more_often_in_is_reported_as_no_weakness():
+    from benchmarks.discovery import weakness
+
+    def row(arm, diagnoses):
+        return {"arm": arm, "gap": "entities_touched=3+", "per_seed": [{"diagnosis": diagnoses}]}
+
+    def d(fail, rest, in_space=False):
+        return {"in_space": in_space, "planted": {"fail": fail, "fail_elsewhere": rest}}
+
+    less = [row("evosyn", [d(0.19, 0.26), d(0.25, 0.25), d(0.9, 0.1, in_space=True)]),
+            row("no_feedback", [d(0.9, 0.1)])]  # the control is never diagnosed: ignored
+    assert weakness(less, "entities_touched=3+") == {"weakness": "no", "weaker_in": 0, "diagnosed": 2}
+    more = [row("evosyn", [d(0.74, 0.54), d(0.72, 0.50)])]
+    assert weakness(more, "entities_touched=3+")["weakness"] == "yes"
+    assert weakness([row("evosyn", [d(0.74, 0.54), d(0.2, 0.5)])], "entities_touched=3+")["weakness"] == "mixed"
+    assert weakness([row("evosyn", [])], "entities_touched=3+")["weakness"] is None
+    assert weakness(more, "money_moves=2+")["weakness"] is None  # another gap's rows
