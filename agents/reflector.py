@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from typing import Protocol, Union
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Protocol
 
 from agents.probes import failure_trend, gap_failure_p
 from storage.records import (DimensionReview, Factor, Feedback, Probe, Proposal, Reflection, SpaceChange,
@@ -65,26 +63,7 @@ class EmbeddedReflector:
         passed: dict[str, str] = {}
         proposal = (self._propose(space, feedback, probes, passed) if feedback.with_learner_evidence
                     else self._evidence_free(space, feedback, probes, round, passed))
-        changes = [SpaceChange(kind={"promote": "promote", "deprecate": "deprecate"}.get(r.decision,
-                                                                                          "keep_experimental"),
-                               factor=r.dimension, reason=r.reason, evidence=r.evidence) for r in reviews]
-        factors = [f.model_copy() for f in space.factors]
-        for r in reviews:
-            for f in factors:
-                if f.key == r.dimension and r.decision in ("promote", "deprecate"):
-                    f.status = "standard" if r.decision == "promote" else "deprecated"
-        if proposal is not None:
-            factors.append(Factor(key=proposal.dimension_name, values=proposal.values, status="experimental",
-                                  observable=True, added_in=space.version + 1,
-                                  guidance=f"promoted from the {proposal.dimension_name} probe: {proposal.evidence}"))
-            changes.append(SpaceChange(kind="add_factor", factor=proposal.dimension_name, values=proposal.values,
-                                       reason=proposal.reason, evidence=proposal.evidence))
-        changed = any(c.kind in ("add_factor", "promote", "deprecate") for c in changes)
-        new_space = space
-        if changed:
-            new_space = space.model_copy(update={"version": space.version + 1, "parent_version": space.version,
-                                                 "factors": factors, "diff": changes, "round": round,
-                                                 "space_version": space.version + 1})
+        new_space = apply_reflection(space, reviews, proposal, round=round)
         proposals = [proposal] if proposal else [Proposal(action="no_change", reason=self._why_not(feedback, probes))]
         proposals += [Proposal(action="no_change", dimension_name=name, reason=f"passed over: {why}")
                       for name, why in passed.items() if proposal is None or name != proposal.dimension_name]
@@ -232,113 +211,6 @@ def _evidence(p: Probe) -> str:
             f"rho = {failure_trend(p):.2f}; {rates}")
 
 
-# ------------------------------------------------------------------ LLM-backed Reflector
-class ReflectorOut(BaseModel):
-    """The App. D output schema."""
-
-    model_config = ConfigDict(extra="forbid")
-    round_id: str = ""
-    synthesis_space_version_in: Union[int, str] = 0
-    dimension_reviews: list[DimensionReview] = Field(default_factory=list)
-    new_proposals: list[Proposal] = Field(default_factory=list)
-    summary: str = ""
-
-
-NO_EVIDENCE = ("NOTE: no learner evidence is available this round (no-feedback control). Only the coverage of the "
-               "synthesized data is shown; learner success and failure association are withheld.")
-
-
-_r = round  # the builtin (``round`` is a parameter below)
-
-
-def reflector_messages(space: SynthesisSpace, feedback: Feedback, probes: list[Probe], *, round: int,
-                       previous: list[Reflection] | None = None, evidence: bool = True) -> list[dict]:
-    """The audit package; with ``evidence=False`` (App. B.6 control) every learner-side number is left out."""
-    from agents.ask import render
-
-    cov = {(s.factor, s.value): s for s in feedback.coverage}
-    perf = {(s.factor, s.value): s for s in feedback.performance}
-    report = {}
-    for key in sorted(set(cov) | set(perf)):
-        row = {"coverage": f"{cov[key].coverage:.2f} ({cov[key].count} examples)"
-               if key in cov and cov[key].coverage is not None else "n/a"}
-        if evidence and key in perf and perf[key].success_rate is not None:
-            p = perf[key]
-            row["task_agent_performance"] = f"{p.success_rate:.2f} on {p.count} tasks"
-            row["before_after_training_change"] = f"{p.delta:+.2f}" if p.delta is not None else "n/a"
-        report[f"{key[0]}={key[1]}"] = row
-    probe_view = {}
-    for p in probes:
-        row = {"distribution": {b.bucket: b.count for b in p.buckets}, "coverage_gap": _r(p.coverage_gap, 3),
-               "in_space": p.in_space,
-               "suggested_factor": {"name": p.suggested_factor, "values": p.suggested_values}}
-        if evidence:
-            row["failure_correlation"] = {
-                "cmi_given_space_nats": _r(p.cmi_given_space, 4), "permutation_p_value": _r(p.p_value, 4),
-                "diagnostic_tasks": p.support, "residual_given_tool_tertile": _r(
-                    p.residual_cmi, 4), "nmi_with_tool_tertiles": _r(p.nmi_tool_tertiles, 3),
-                "failure_rate_by_bucket": {b.bucket: None if b.failure_rate is None else _r(b.failure_rate, 3)
-                                           for b in p.buckets}}
-        probe_view[p.probe] = row
-    experimental = [{"key": f.key, "values": f.values, "added_in": f.added_in, "guidance": f.guidance}
-                    for f in space.factors if f.status == "experimental"]
-    prev = [{"round": r.round, "summary": r.summary,
-             "reviews": [f"{d.dimension}: {d.decision}" for d in r.dimension_reviews]} for r in previous or []]
-    text = render("reflector.md", version=str(space.version),
-                  space={f.key: {"values": f.values, "status": f.status} for f in space.factors},
-                  performance=report, probes=probe_view, experimental=experimental or "none",
-                  previous=prev or "none", evidence_note="" if evidence else NO_EVIDENCE,
-                  round_id=f"{feedback.run_id}/r{round}")
-    return [{"role": "user", "content": text}]
-
-
-def parse_reflector(out: ReflectorOut, space: SynthesisSpace, probes: list[Probe], *, max_buckets: int = 6
-                    ) -> tuple[list[DimensionReview], Proposal | None]:
-    """Reviews of experimental factors and at most one realizable change; seed factors are never touched."""
-    from agents.ask import Invalid
-
-    by_key = {f.key: f for f in space.factors}
-    seen = set()
-    for r in out.dimension_reviews:
-        f = by_key.get(r.dimension)
-        if f is None:
-            raise Invalid(f"dimension_reviews names {r.dimension!r}, which is not a factor of the space")
-        if f.status != "experimental":
-            raise Invalid(f"dimension_reviews may only review experimental factors; {r.dimension!r} is {f.status}")
-        if r.dimension in seen:
-            raise Invalid(f"dimension_reviews reviews {r.dimension!r} twice")
-        seen.add(r.dimension)
-    changes = [p for p in out.new_proposals if p.action != "no_change"]
-    if len(changes) > 1:
-        raise Invalid(f"at most one new factor or value per round, got {len(changes)} proposals")
-    if not changes:
-        return out.dimension_reviews, None
-    p = changes[0]
-    if p.action == "add_value":
-        f = by_key.get(p.dimension_name)
-        if f is None:
-            raise Invalid(f"add_value names {p.dimension_name!r}, which is not a factor of the space")
-        if f.status in ("seed", "standard"):
-            raise Invalid(f"add_value would change the meaning of the {f.status} factor {f.key!r}; only experimental "
-                          f"factors may gain values")
-        new = [v for v in p.values if v not in f.values]
-        if not new or len(f.values) + len(new) > max_buckets:
-            raise Invalid(f"add_value must add 1..{max_buckets - len(f.values)} new values to {f.key!r}")
-        return out.dimension_reviews, p.model_copy(update={"values": new})
-    if p.dimension_name in by_key:
-        raise Invalid(f"{p.dimension_name!r} is already a factor: existing factors are never renamed or redefined")
-    realizable = {q.suggested_factor: q for q in probes if q.suggested_factor and not q.in_space}
-    if p.dimension_name not in realizable:
-        raise Invalid(f"a new factor must be a probe's suggested factor (realizable by the generator and "
-                      f"measurable by the verifier): one of {sorted(realizable) or 'none'}")
-    want = realizable[p.dimension_name].suggested_values
-    if list(p.values) != list(want):
-        raise Invalid(f"{p.dimension_name} must keep the probe's buckets {want}, got {p.values}")
-    if not 2 <= len(want) <= max_buckets:
-        raise Invalid(f"a new factor needs 2..{max_buckets} values")
-    return out.dimension_reviews, p
-
-
 def apply_reflection(space: SynthesisSpace, reviews: list[DimensionReview], proposal: Proposal | None, *,
                      round: int) -> SynthesisSpace:
     """The next space version (or the same one when nothing changed)."""
@@ -366,37 +238,3 @@ def apply_reflection(space: SynthesisSpace, reviews: list[DimensionReview], prop
     return space.model_copy(update={"version": space.version + 1, "parent_version": space.version,
                                     "factors": factors, "diff": changes, "round": round,
                                     "space_version": space.version + 1})
-
-
-class LLMReflector:
-    """The Reflector as an LLM. ``learner_evidence=False`` is the App. B.6 no-feedback control: the same
-    prompt with every learner-side number withheld (also applied when the feedback carries none)."""
-
-    def __init__(self, client, retries: int = 2, learner_evidence: bool = True,
-                 previous: list[Reflection] | None = None):
-        self.client, self.retries, self.learner_evidence = client, retries, learner_evidence
-        self.previous = previous or []
-        self.raw = ""
-
-    def reflect(self, space: SynthesisSpace, feedback: Feedback, probes: list[Probe], *, round: int
-                ) -> tuple[Reflection, SynthesisSpace]:
-        from agents.ask import RoleRejected, ask
-
-        evidence = self.learner_evidence and feedback.with_learner_evidence
-        msgs = reflector_messages(space, feedback, probes, round=round, previous=self.previous, evidence=evidence)
-        try:
-            ans = ask(self.client, msgs, schema=ReflectorOut, role="reflector", retries=self.retries,
-                      validate=lambda out: parse_reflector(out, space, probes))
-            (reviews, proposal), summary = ans.value, ans.parsed.summary
-            self.raw = ans.raw
-        except RoleRejected as exc:  # a rejected reflection keeps the space: recorded, never a crash
-            reviews, proposal, summary = [], None, f"LLM reflector output rejected, space kept: {exc}"
-        new_space = apply_reflection(space, reviews, proposal, round=round)
-        proposals = [proposal] if proposal else [Proposal(action="no_change", reason=summary[:300])]
-        added = proposal is not None and proposal.action == "promote_probe_to_dimension"
-        reflection = Reflection(run_id=feedback.run_id, round=round, space_version=space.version,
-                                round_id=f"{feedback.run_id}/r{round}", synthesis_space_version_in=space.version,
-                                synthesis_space_version_out=new_space.version, dimension_reviews=reviews,
-                                new_proposals=proposals, summary=summary or "reallocation only",
-                                steering="new_factor" if added else "learner_feedback")
-        return reflection, new_space

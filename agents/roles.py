@@ -104,7 +104,8 @@ def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_
     from agents.designer import EmbeddedDesigner, LLMDesigner
     from agents.generator import EmbeddedGenerator, LLMGenerator
     from agents.planner import EmbeddedPlanner, LLMPlanner
-    from agents.reflector import EmbeddedReflector, LLMReflector
+    from agents.reflector import EmbeddedReflector
+    from agents.reflector_llm import LLMReflector
     from agents.repair import EmbeddedRepair, LLMRepair
     from agents.teacher import EmbeddedTeacher, LLMTeacher
     from envs.packs import get_domain

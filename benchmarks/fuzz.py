@@ -102,7 +102,7 @@ def _schema(role: str):
     from agents.designer import DesignerOut
     from agents.generator import GeneratorOut
     from agents.planner import PlannerOut
-    from agents.reflector import ReflectorOut
+    from agents.reflector_llm import ReflectorOut
     from agents.repair import RepairOut
 
     return {"designer": DesignerOut, "planner": PlannerOut, "generator": GeneratorOut, "repair": RepairOut,
@@ -121,7 +121,8 @@ def _validate(role: str, parsed: Any, calls: list, text: str, fx: Fixture) -> No
     from agents.designer import ColdStart, parse_designer
     from agents.generator import parse_generator
     from agents.planner import parse_planner
-    from agents.reflector import apply_reflection, parse_reflector
+    from agents.reflector import apply_reflection
+    from agents.reflector_llm import parse_reflector
     from agents.repair import parse_repair
     from agents.teacher import tool_turn
     from envs.tau2.convert import task_from_dict

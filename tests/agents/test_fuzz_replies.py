@@ -123,7 +123,7 @@ def _designer(client):
 
 
 def _reflector(client):
-    from agents.reflector import LLMReflector
+    from agents.reflector_llm import LLMReflector
     from storage.records import Feedback
 
     fx = fixture()

@@ -6,7 +6,7 @@ import pytest
 from agents.designer import ColdStart, DesignError, LLMDesigner
 from agents.generator import GenerationError, LLMGenerator
 from agents.planner import LLMPlanner, PlanError
-from agents.reflector import LLMReflector, reflector_messages
+from agents.reflector_llm import LLMReflector, reflector_messages
 from agents.repair import LLMRepair
 from agents.roles import env_context
 from agents.teacher import EmbeddedTeacher, LLMTeacher
