@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import socket
-from typing import Any
 
 from benchmarks.fake_llm_server import Reply, Request, Responder, _load
 

@@ -14,7 +14,10 @@ Reported, from the store:
 - per arm, set and round: mean success over seeds and its 95% interval by a two-level bootstrap (seeds, then
   tasks within a seed: ``benchmarks.bootstrap``); per other arm, the paired difference ``evosyn - arm`` (by
   seed and task) with its interval; the intrinsic metrics' mean and seed-bootstrap interval;
-- evosyn's promoted factors (those its Reflector added) and their controllability per round.
+- evosyn's promoted factors (those its Reflector added) and their controllability per round;
+- at the last round, where the paired differences come from: per slice of each test set (one value of one
+  observed factor of its tasks) each arm's success and ``evosyn - arm`` with its interval, and the slices no
+  arm solves in any round (``benchmarks.learning_slices``).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from typing import Any, get_args
 import numpy as np
 
 from benchmarks.bootstrap import LEVEL, RESAMPLES, paired, two_level
+from benchmarks.learning_slices import slices
 from storage.config import ENV_OVERRIDES
 from storage.records import Arm
 
@@ -164,13 +168,16 @@ def launch(plan: Plan, say=lambda s: None) -> tuple[list[Launched], float]:
     return jobs, cpu
 
 
-def _outcomes(store, run_id: str) -> dict[tuple[str, int], dict[str, float]]:
-    """(task set, round) -> task id -> success (the mean over trials, where a set has several)."""
+def _outcomes(store, run_id: str) -> tuple[dict[tuple[str, int], dict[str, float]], dict[str, dict[str, dict]]]:
+    """(task set, round) -> task id -> success (the mean over trials, where a set has several); and
+    task set -> task id -> the task's observed factors."""
     acc: dict[tuple[str, int], dict[str, list[float]]] = {}
+    observed: dict[str, dict[str, dict]] = {}
     for e in store.read_records("evaluations", run_id=run_id):
         if e.task_set not in OWN_SETS:
             acc.setdefault((e.task_set, e.round), {}).setdefault(e.task_id, []).append(float(e.success))
-    return {k: {t: sum(v) / len(v) for t, v in by_task.items()} for k, by_task in acc.items()}
+            observed.setdefault(e.task_set, {})[e.task_id] = e.observed
+    return {k: {t: sum(v) / len(v) for t, v in by_task.items()} for k, by_task in acc.items()}, observed
 
 
 def _promoted(store, run_id: str) -> list[str]:
@@ -200,7 +207,7 @@ def collect(plan: Plan, jobs: list[Launched]) -> list[dict]:
     union = {s["pattern"] for ss in samples.values() for s in ss}
     out = []
     for j in jobs:
-        outcomes = _outcomes(store, j.run_id)
+        outcomes, observed = _outcomes(store, j.run_id)
         rounds = []
         for r in sorted({r for _, r in outcomes} | {s["round"] for s in samples[j.run_id]}):
             m = intrinsic([s for s in samples[j.run_id] if s["round"] <= r], plan.domain, union)
@@ -212,7 +219,8 @@ def collect(plan: Plan, jobs: list[Launched]) -> list[dict]:
                            "controllability": round_controllability(store, j.run_id, plan.domain, r)})
         out.append({"arm": j.arm, "seed": j.seed, "run_id": j.run_id, "reused": j.reused, "wall_s": j.wall_s,
                     "run_seconds": _run_seconds(store, j.run_id),
-                    "promoted": _promoted(store, j.run_id), "rounds": rounds, "_outcomes": outcomes})
+                    "promoted": _promoted(store, j.run_id), "rounds": rounds, "_outcomes": outcomes,
+                    "_observed": observed})
     return out
 
 
@@ -255,7 +263,8 @@ def analyze(plan: Plan, runs: list[dict], resamples: int = RESAMPLES, seed: int 
                 intrinsic.append({"arm": arm, "round": rnd, "metric": metric, "mean": ci["mean"], "lo": ci["lo"],
                                   "hi": ci["hi"], "n_seeds": ci["n_seeds"]})
     return {"test_sets": sets, "success": success, "paired": diffs, "intrinsic": intrinsic,
-            "controllability": _controllability(runs)}
+            "controllability": _controllability(runs),
+            "slices": slices(runs, plan.arms, BASELINE, resamples, seed)}
 
 
 def _controllability(runs: list[dict]) -> list[dict]:
@@ -284,6 +293,7 @@ def bench(plan: Plan, say=lambda s: None, resamples: int = RESAMPLES) -> dict[st
     result = analyze(plan, runs, resamples)
     for r in runs:
         r.pop("_outcomes")
+        r.pop("_observed", None)
     return {"domain": plan.domain, "seeds": plan.seeds, "arms": plan.arms, "rounds": plan.rounds,
             "budget": plan.budget, "test_size": plan.test_size, "jobs": plan.jobs, "home": str(plan.home),
             "stop_after_static_rounds": 0, "resamples": resamples, "level": LEVEL,

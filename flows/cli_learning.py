@@ -48,8 +48,25 @@ def print_learning(result: dict) -> None:
                       c["n_realized"]] for c in result["controllability"]])
     else:
         click.echo("controllability: evosyn promoted no factor in these runs")
+    _print_slices(result.get("slices") or {"rows": [], "unsolved": []}, pct)
     click.echo(f"{result['runs_launched']} runs launched, {result['runs_reused']} reused; wall {result['wall_s']:.1f}s"
                f" (runs {result['runs_wall_s']:.1f}s, {result['jobs']} at a time), CPU {result['cpu_s']:.1f}s")
+
+
+def _print_slices(found: dict, pct: int) -> None:
+    from benchmarks.learning_slices import largest
+
+    rows = largest(found["rows"])
+    if rows:
+        print_table(f"where the last round's paired difference comes from: the slices that weigh most [{pct}% CI]",
+                    ["set", "round", "slice", "tasks", "success per arm", "difference", "mean [CI]",
+                     "share of the set's difference"],
+                    [[r["set"], r["round"], f"{r['factor']}={r['value']}", r["n_tasks"],
+                      " ".join(f"{a} {v:.3f}" for a, v in r["success"].items()), f"{r['a']} - {r['b']}",
+                      _ci(r, signed=True), f"{r['contribution']:+.3f}"] for r in rows])
+    for u in found["unsolved"]:
+        click.echo(f"no arm solves a task of {u['factor']}={u['value']} on {u['set']} in any round "
+                   f"({u['n_tasks']} tasks, {u['share']:.0%} of the set)")
 
 
 @bench.command("learning")
