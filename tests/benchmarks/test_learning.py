@@ -109,6 +109,10 @@ def test_bench_learning_end_to_end(tmp_path, monkeypatch):
     assert {r["metric"] for r in data["intrinsic"]} == {"factor_coverage", "factor_balance", "interaction_coverage",
                                                          "trajectory_diversity"}
     assert "controllability" in data and "error" not in res.output
+    # the last round's difference split by slice of the test set, from the tasks' observed factors
+    assert {(r["set"], r["round"]) for r in data["slices"]["rows"]} >= {("test", 3)}
+    assert {r["b"] for r in data["slices"]["rows"]} == {"static", "no_feedback"}
+    assert "where the last round's paired difference comes from" in res.output
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0, again.output[-3000:]
     assert json.loads(out.read_text())["runs_reused"] == 3
