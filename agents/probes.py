@@ -16,7 +16,7 @@ All in nats, plug-in estimates.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 

@@ -57,7 +57,7 @@ def parse_agent(spec: str, base_url: str | None = None, api_key_env: str | None 
     try:
         RoleConfig(base_url=base_url)
     except Exception:
-        raise OfficialError(f"--agent-base-url: must be an http(s) URL with a host and no credentials, e.g. "
+        raise OfficialError("--agent-base-url: must be an http(s) URL with a host and no credentials, e.g. "
                             "http://127.0.0.1:8000/v1") from None
     if api_key_env and not os.environ.get(api_key_env):
         raise OfficialError(f"--agent-key-env: environment variable {api_key_env} is not set (export it or "

@@ -36,7 +36,7 @@ def test_every_domain_synthesizes_and_reports_requested_vs_realized(tmp_path, do
     (exact, requested), (exact_g, generated) = (map(int, x.split("/")) for x in (of_requests, of_generated))
     assert generated >= 30 and exact_g == exact == generated  # re-derived from each replay, before the gate
     assert requested == 36 >= generated  # every blueprint requested a value; one that became no task is a miss
-    q = evosyn("query", f"select count(distinct domain) as d, min(domain) as name from tasks", "--format", "json",
+    q = evosyn("query", "select count(distinct domain) as d, min(domain) as name from tasks", "--format", "json",
                home=home)
     assert json.loads(q.stdout) == {"d": 1, "name": domain}
     wrong = evosyn("synth", "--domain", domain, "--n", "3", "--factor", "nope", home=tmp_path / "other")

@@ -9,12 +9,16 @@ import os
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import pytest
 
 from benchmarks.fake_llm_server import FakeLLMServer
 from benchmarks.llm_script import Faulty, RoleScript
 from tests.prefect_home import PREFECT_HOME
+
+if TYPE_CHECKING:
+    from storage.config import RoleConfig
 
 KEY = "sk-test-SECRET123"
 ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
