@@ -34,7 +34,7 @@ from typing import Any, get_args
 import numpy as np
 
 from benchmarks.bootstrap import LEVEL, RESAMPLES, paired, two_level
-from benchmarks.learning_slices import slices
+from benchmarks.learning_slices import common_tasks, slices
 from storage.config import ENV_OVERRIDES
 from storage.records import Arm
 
@@ -235,7 +235,7 @@ def analyze(plan: Plan, runs: list[dict], resamples: int = RESAMPLES, seed: int 
     success, diffs, sets = [], [], {}
     for key in keys:
         have = [r for r in runs if key in r["_outcomes"]]
-        tasks = sorted(set.intersection(*(set(r["_outcomes"][key]) for r in have)))
+        tasks = common_tasks(runs, key)
         sets.setdefault(key[0], len(tasks))
         if not tasks:
             continue

@@ -21,11 +21,13 @@ from benchmarks.bootstrap import RESAMPLES, paired
 SKIP = ("trajectory_pattern", "tool_use_pattern")  # one value per task: a slice of one task says nothing
 
 
-def observed_value(values: list[str]) -> str:
+def _value(values: list[str]) -> str:
+    """A task's value of a factor as one slice name (a factor with several values: joined)."""
     return "+".join(values) if values else "-"
 
 
-def _common_tasks(runs: list[dict], key: tuple[str, int]) -> list[str]:
+def common_tasks(runs: list[dict], key: tuple[str, int]) -> list[str]:
+    """The tasks of (set, round) ``key`` that every run evaluated there."""
     have = [r for r in runs if key in r["_outcomes"]]
     return sorted(set.intersection(*(set(r["_outcomes"][key]) for r in have))) if have else []
 
@@ -48,7 +50,7 @@ def slices(runs: list[dict], arms: list[str], baseline: str, resamples: int = RE
     for set_name in sorted({k[0] for r in runs for k in r["_outcomes"]}):
         last = max(k[1] for r in runs for k in r["_outcomes"] if k[0] == set_name)
         key = (set_name, last)
-        tasks = _common_tasks(runs, key)
+        tasks = common_tasks(runs, key)
         observed = {}
         for r in runs:
             observed.update(r.get("_observed", {}).get(set_name, {}))
@@ -60,7 +62,7 @@ def slices(runs: list[dict], arms: list[str], baseline: str, resamples: int = RE
         for factor in factors:
             groups: dict[str, list[int]] = {}
             for i, t in enumerate(tasks):
-                groups.setdefault(observed_value(observed.get(t, {}).get(factor, [])), []).append(i)
+                groups.setdefault(_value(observed.get(t, {}).get(factor, [])), []).append(i)
             if len(groups) < 2:
                 continue
             for value, idx in sorted(groups.items()):

@@ -48,7 +48,7 @@ def print_learning(result: dict) -> None:
                       c["n_realized"]] for c in result["controllability"]])
     else:
         click.echo("controllability: evosyn promoted no factor in these runs")
-    _print_slices(result.get("slices") or {"rows": [], "unsolved": []}, pct)
+    _print_slices(result["slices"], pct)
     click.echo(f"{result['runs_launched']} runs launched, {result['runs_reused']} reused; wall {result['wall_s']:.1f}s"
                f" (runs {result['runs_wall_s']:.1f}s, {result['jobs']} at a time), CPU {result['cpu_s']:.1f}s")
 
