@@ -55,11 +55,14 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cas
                       # where the fit's CPU went (agents/learners/fitclock.py); the rest of train_cpu_seconds is
                       # reading the tool schemas and the collector's pause
                       "train_cpu_by_phase": dict(learner.fit_cpu),
+                      # the sgd phase model by model: rows, stored nonzeros, classes, CPU seconds
+                      "train_sgd_by_model": dict(learner.fit_cpu.models),
                       "eval_cpu_ms_per_task": 1000 * (c2 - c1) / len(cases)})
     largest = max(curve, key=lambda r: r["size"])
     return {"domain": domain, "test_tasks": len(cases), "seed": seed, "pool": len(trajectories), "curve": curve,
             "largest": {"size": largest["size"], "train_cpu_seconds": largest["train_cpu_seconds"],
                         "train_cpu_by_phase": largest["train_cpu_by_phase"],
+                        "train_sgd_by_model": largest["train_sgd_by_model"],
                         "train_cpu_ms_per_trajectory": largest["train_cpu_ms_per_trajectory"],
                         "eval_cpu_ms_per_task": largest["eval_cpu_ms_per_task"]}}
 

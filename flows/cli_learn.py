@@ -330,6 +330,10 @@ def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: i
                "ms CPU per task")
     phases = big["train_cpu_by_phase"].items()
     click.echo("  its training CPU by phase: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases))
+    if big["train_sgd_by_model"]:
+        click.echo("  its sgd by model: " + "; ".join(
+            f"{k} {m['cpu_seconds']:.1f} s ({m['rows']:,} rows, {m['nonzeros']:,} nonzeros, {m['classes']} classes)"
+            for k, m in big["train_sgd_by_model"].items()))
     if ablation_size:
         result.update(multi_write_ablation(store, domain, ablation_size, test_size))
         print_table(f"multi-write ablation ({ablation_size} training tasks each)",

@@ -162,11 +162,11 @@ class EmbeddedLearner(Scoring):
                             plain, cents = (norm_text(render(c.value, k)) in said for k in (False, True))
                             report_labels.append(int(plain or cents))
                             styles[cents and not plain] += isinstance(c.value, float) and (plain or cents)
-        self.action, self.constant_action = self._classifier(states, actions)
-        self.write, self.constant_write = self._classifier(write_states, writes)
-        self.asked, self.constant_asked = self._classifier(asked_states, asked_tools)
-        self.argument = self._binary(arg_feats, arg_labels)
-        self.report = self._binary(report_feats, report_labels)
+        self.action, self.constant_action = self._classifier("action", states, actions)
+        self.write, self.constant_write = self._classifier("write", write_states, writes)
+        self.asked, self.constant_asked = self._classifier("asked", asked_states, asked_tools)
+        self.argument = self._binary("argument", arg_feats, arg_labels)
+        self.report = self._binary("report", report_feats, report_labels)
         self.cents = styles[True] > styles[False]
         return self
 
@@ -174,22 +174,22 @@ class EmbeddedLearner(Scoring):
         return SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=EPOCHS, tol=None, random_state=self.seed,
                              average=True)
 
-    def _binary(self, rows, labels):
+    def _binary(self, model: str, rows, labels):
         if not labels or len(set(labels)) < 2:
             return None
         with self.fit_cpu.phase("hashing"):
             X = self._hashed(rows)
-        with self.fit_cpu.phase("sgd"):
+        with self.fit_cpu.sgd(model, X, labels):
             return self._sgd().fit(X, labels)
 
-    def _classifier(self, states, labels):
+    def _classifier(self, model: str, states, labels):
         if not labels:
             return None, None
         if len(set(labels)) == 1:
             return None, labels[0]
         with self.fit_cpu.phase("hashing"):
             X = self._states(states)
-        with self.fit_cpu.phase("sgd"):
+        with self.fit_cpu.sgd(model, X, labels):
             return self._sgd().fit(X, labels), None
 
     def _report_candidates(self, label: str, scene: Scene) -> list[tuple[Candidate, tuple]]:

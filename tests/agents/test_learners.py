@@ -87,11 +87,19 @@ def test_fit_cpu_by_phase_is_measured_and_never_saved(kept, tmp_path):
     a = fit_embedded([c.trajectory for c in kept[:40]])
     assert list(a.fit_cpu) == ["conventions", "features", "hashing", "sgd"]
     assert a.fit_cpu["features"] > 0 and a.fit_cpu["sgd"] > 0
+    # the sgd phase model by model: every fitted model once, with the size of its matrix, adding up to the phase
+    models = a.fit_cpu.models
+    assert {"action", "argument"} <= set(models) <= {"action", "write", "asked", "argument", "report"}
+    assert all(getattr(a, name) is not None for name in models)
+    assert models["argument"]["classes"] == 2 and models["action"]["classes"] == len(a.action.classes_)
+    assert all(m["rows"] > 0 and m["nonzeros"] >= m["rows"] for m in models.values())
+    assert sum(m["cpu_seconds"] for m in models.values()) == pytest.approx(a.fit_cpu["sgd"], abs=1e-6)
     b = fit_embedded([c.trajectory for c in kept[:40]])
     # the saved model is the same bytes for the same fit: the measurement is not part of it
     assert a.save(tmp_path / "a.joblib").read_bytes() == b.save(tmp_path / "b.joblib").read_bytes()
     loaded = EmbeddedLearner.load(tmp_path / "a.joblib")
     assert loaded.fit_cpu == dict.fromkeys(a.fit_cpu, 0.0) and loaded.fingerprint == a.fingerprint
+    assert loaded.fit_cpu.models == {}
 
 
 def test_sharegpt_export_alternates_and_openai_keeps_tool_calls(kept):

@@ -98,6 +98,10 @@ def test_bench_learner_reports_cpu_per_trajectory_and_per_task(tmp_path):
     assert all(v >= 0 for v in phases.values()) and sum(phases.values()) <= trained["train_cpu_seconds"] + 1e-6
     assert empty["train_cpu_by_phase"]["hashing"] == empty["train_cpu_by_phase"]["sgd"] == 0.0  # no model fitted
     assert "its training CPU by phase: conventions" in out.stdout
+    by_model = trained["train_sgd_by_model"]
+    assert "argument" in by_model and by_model["argument"]["rows"] > 0 and empty["train_sgd_by_model"] == {}
+    assert sum(m["cpu_seconds"] for m in by_model.values()) == pytest.approx(phases["sgd"], abs=1e-6)
+    assert "its sgd by model: " in out.stdout and "argument" in out.stdout.split("its sgd by model: ")[1]
 
 
 def test_bench_learner_without_a_test_task_is_a_one_line_error(tmp_path, monkeypatch):
