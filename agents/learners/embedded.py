@@ -179,17 +179,18 @@ class EmbeddedLearner(Scoring):
             return None
         with self.fit_cpu.phase("hashing"):
             X = self._hashed(rows)
-        with self.fit_cpu.sgd(model, X, labels):
+        with self.fit_cpu.sgd(model, X, 2):
             return self._sgd().fit(X, labels)
 
     def _classifier(self, model: str, states, labels):
         if not labels:
             return None, None
-        if len(set(labels)) == 1:
+        classes = len(set(labels))
+        if classes == 1:
             return None, labels[0]
         with self.fit_cpu.phase("hashing"):
             X = self._states(states)
-        with self.fit_cpu.sgd(model, X, labels):
+        with self.fit_cpu.sgd(model, X, classes):
             return self._sgd().fit(X, labels), None
 
     def _report_candidates(self, label: str, scene: Scene) -> list[tuple[Candidate, tuple]]:
