@@ -6,9 +6,22 @@ concurrency (3.1 s; at least 95% of that throughput, and 90% at concurrency
 256, 0.8 s); the same calls again, from a fresh client over the warm cache,
 must make zero HTTP requests. The server runs in its own process (its
 own CPU and GIL; one event loop, ``benchmarks.fast_llm_server``), so the
-figure measures the client, not the fake. Beside it, the same requests from a
-bare aiohttp session: what the transport alone reaches on this machine (on a
-quiet 2-core machine about 95% at 64 and 90% at 256, the targets themselves).
+figure measures the client, not the fake. Beside it, three figures that say
+where the client's throughput goes:
+
+- the same requests from a bare aiohttp session: what the transport alone
+  reaches on this machine;
+- the same requests from a bare asyncio protocol on keep-alive sockets (no HTTP
+  library): about the least CPU a call can take in Python, so the most any
+  client in this process reaches against this server here;
+- the client's own work per call with no HTTP at all (its transport swapped
+  for replies built before the timing): the hop between loops, the cache key
+  and write, the body, the reply's checks and schema validation, the call row.
+
+Why CPU per call sets the throughput: the calls leave together and the server
+answers them together after its latency, so each wave of replies waits for the
+client to handle the whole wave (concurrency x CPU per call) before its next
+requests go out.
 """
 from __future__ import annotations
 
@@ -133,6 +146,110 @@ async def _floor(port: int, calls: int, concurrency: int) -> tuple[float, float]
         return time.perf_counter() - t0, time.process_time() - cpu0
 
 
+class _RawConnection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection of the raw floor: a request out, its Content-Length body back."""
+
+    def __init__(self) -> None:
+        self.buffer, self.waiter, self.transport = b"", None, None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = self.buffer[:end].lower()
+        at = head.find(b"content-length:")
+        length = int(head[at + 15:].split(b"\r\n", 1)[0]) if at >= 0 else 0
+        if len(self.buffer) < end + 4 + length:
+            return
+        body, self.buffer = self.buffer[end + 4:end + 4 + length], self.buffer[end + 4 + length:]
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(body)
+
+    def connection_lost(self, exc) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(ConnectionError("the fake server closed the connection"))
+
+
+async def _raw_floor(port: int, calls: int, concurrency: int) -> tuple[float, float]:
+    """The same requests written on ``concurrency`` keep-alive sockets by a bare asyncio protocol (no HTTP
+    library, each body JSON-decoded): about the least client CPU a call can take in Python, so the most
+    throughput any client in this process can reach against this server on this machine."""
+    loop = asyncio.get_running_loop()
+    pool = [(await loop.create_connection(_RawConnection, "127.0.0.1", port))[1] for _ in range(concurrency)]
+
+    async def one(i: int) -> None:
+        conn = pool.pop()
+        body = json.dumps({"model": "m", "messages": planner_messages(i)}).encode()
+        conn.waiter = loop.create_future()
+        conn.transport.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                             b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        json.loads(await conn.waiter)
+        pool.append(conn)
+
+    try:
+        await asyncio.gather(*[one(-1 - j) for j in range(concurrency)])  # warm, outside the timing
+        gate = asyncio.Semaphore(concurrency)
+
+        async def gated(i: int) -> None:
+            async with gate:
+                await one(i)
+
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        await asyncio.gather(*[gated(i) for i in range(calls)])
+        return time.perf_counter() - t0, time.process_time() - cpu0
+    finally:
+        for conn in pool:
+            conn.transport.close()
+
+
+class _InProcess:
+    """A transport answering from replies built before the timing (the server's own responder): the
+    client's work per call (hop between loops, cache key and write, body, reply checks, schema
+    validation, the call's row) with no HTTP and no reply decoding."""
+
+    def __init__(self, replies: dict[str, Any]):
+        self.replies = replies
+
+    async def post(self, path: str, body: dict[str, Any]) -> Any:
+        return self.replies[body["messages"][-1]["content"]]
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _client_work(cfg, calls: int) -> float:
+    """CPU ms a call of the client's own work (``_InProcess``), cache misses all, from another loop as in
+    the timed pass."""
+    from agents.llm import make_client
+    from benchmarks.fake_llm_server import Request
+
+    warm, asked = planner_messages(-1), [planner_messages(10_000_000 + i) for i in range(calls)]
+    replies = {m[-1]["content"]: planner_reply(Request("/v1/chat/completions", {"messages": m}, {}))
+               for m in [warm, *asked]}
+    with tempfile.TemporaryDirectory(prefix="evosyn-bench-llm-work-") as cache_dir:
+        client = make_client("planner", cfg, cache_dir=Path(cache_dir))
+        client._provider.sdk = _InProcess(replies)
+
+        async def timed() -> float:
+            await client.chat(warm, schema=PlannedBlueprint)  # the loop, the schema's JSON: outside the timing
+            cpu0 = time.process_time()
+            results = await asyncio.gather(*[client.chat(m, schema=PlannedBlueprint) for m in asked])
+            cpu = time.process_time() - cpu0
+            if not all(isinstance(r.parsed, PlannedBlueprint) for r in results):
+                raise RuntimeError("the in-process replies did not validate")
+            return cpu
+
+        try:
+            return asyncio.run(timed()) / calls * 1000
+        finally:
+            client.close()
+
+
 async def _pass(client, calls: int) -> tuple[float, float, list]:
     t0, cpu0 = time.perf_counter(), time.process_time()
     results = await asyncio.gather(*[client.chat(planner_messages(i), schema=PlannedBlueprint)
@@ -171,6 +288,8 @@ def run(calls: int = 1000, concurrency: int = 64, latency_s: float = 0.2,
             after_warm = server.requests()
             peak = server.stats()["max_in_flight"]
             floor_s, floor_cpu = asyncio.run(_floor(server.port, calls, concurrency))  # after the counts
+            raw_s, raw_cpu = _run_on_new_loop(_raw_floor(server.port, calls, concurrency))
+        work_ms = _client_work(cfg, calls) if provider != "anthropic" else None
     finally:
         server.close()
     ideal_s = calls * latency_s / concurrency
@@ -179,13 +298,26 @@ def run(calls: int = 1000, concurrency: int = 64, latency_s: float = 0.2,
     return {"provider": provider, "calls": calls, "concurrency": concurrency, "latency_s": latency_s,
             "ideal_s": ideal_s, "cold_s": cold_s, "cold_calls_per_s": calls / cold_s,
             "efficiency": ideal_s / cold_s, "floor_s": floor_s, "floor_efficiency": ideal_s / floor_s,
-            "floor_cpu_ms_per_call": floor_cpu / calls * 1000, "cold_http_requests": after_cold - before, "valid_outputs": valid,
+            "floor_cpu_ms_per_call": floor_cpu / calls * 1000, "raw_floor_s": raw_s,
+            "raw_floor_efficiency": ideal_s / raw_s, "raw_floor_cpu_ms_per_call": raw_cpu / calls * 1000,
+            "client_work_cpu_ms_per_call": work_ms, "cold_http_requests": after_cold - before, "valid_outputs": valid,
             "server_max_in_flight": peak, "client_cpu_ms_per_call": cold_cpu / calls * 1000,
             "server_cpu_ms_per_call": server_cpu / calls * 1000, "load_average": os.getloadavg(), "warm_s": warm_s, "warm_http_requests": after_warm - after_cold,
             "warm_cache_hits": sum(r.cache_hit for r in warm),
             "warm_identical": all(a.parsed == b.parsed for a, b in zip(cold, warm)),
             "target": target(concurrency),
             "passed": ideal_s / cold_s >= target(concurrency) and after_warm == after_cold and valid == calls}
+
+
+def _run_on_new_loop(coro):
+    """``asyncio.run`` on the loop the client's I/O runs on (uvloop where installed)."""
+    from agents.llm.loops import new_loop
+
+    loop = new_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()
 
 
 def target(concurrency: int) -> float:
@@ -202,4 +334,10 @@ def rows(result: dict[str, Any]) -> list[list[str]]:
              result["warm_http_requests"], f"{result['warm_cache_hits']}/{n} cache hits", ""],
             [c, "bare aiohttp (floor)", f"{result['floor_s']:.2f} s", f"{n / result['floor_s']:.0f}/s",
              f"{result['floor_efficiency']:.1%}", n, "", f"{result['floor_cpu_ms_per_call']:.2f} ms"],
+            [c, "raw asyncio sockets (floor)", f"{result['raw_floor_s']:.2f} s",
+             f"{n / result['raw_floor_s']:.0f}/s", f"{result['raw_floor_efficiency']:.1%}", n, "",
+             f"{result['raw_floor_cpu_ms_per_call']:.2f} ms"],
+            *([[c, "client work, no HTTP", "", "", "", 0, f"{n}/{n} valid",
+                f"{result['client_work_cpu_ms_per_call']:.2f} ms"]]
+              if result.get("client_work_cpu_ms_per_call") is not None else []),
             [c, "ideal", f"{result['ideal_s']:.2f} s", f"{n / result['ideal_s']:.0f}/s", "100%", n, "", ""]]

@@ -188,6 +188,28 @@ def breakdown(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def learner_work(store_root: Path) -> dict[str, Any]:
+    """What the job's learner stages worked through, read back from its store: the tasks it evaluated (every
+    set, every round) and the trajectories it trained on (a round trains on every training example of its
+    rounds so far, so each example counts once per round that trains on it)."""
+    from storage.store import Store
+
+    store = Store(store_root)
+    evaluated, trained, per_round = 0, 0, []
+    for run_id in store.runs():
+        added: dict[int, int] = {}
+        for e in store.read_fields("sft_examples", ["round", "split"], run_id=run_id):
+            added[e["round"]] = added.get(e["round"], 0) + (e["split"] == "train")
+        so_far = 0
+        for r in sorted({*added, *(e["round"] for e in store.read_fields("evaluations", ["round"], run_id=run_id))}):
+            so_far += added.get(r, 0)
+            n_eval = store.count("evaluations", run_id=run_id, round=r)
+            per_round.append({"run_id": run_id, "round": r, "trained_on": so_far, "evaluated": n_eval})
+            evaluated += n_eval
+            trained += so_far
+    return {"evaluated_tasks": evaluated, "trained_trajectories": trained, "per_round": per_round}
+
+
 def run(domain: str, rounds: int, seed: int, budget: int | None = None, workdir: str | None = None
         ) -> dict[str, Any]:
     """Launch the job once and take its time apart (a ``workdir`` is kept; the default temporary one is not)."""
@@ -195,10 +217,15 @@ def run(domain: str, rounds: int, seed: int, budget: int | None = None, workdir:
     base.mkdir(parents=True, exist_ok=True)
     try:
         data = launch(base, domain, rounds, seed, budget)
+        work = learner_work(base / "store")
     finally:
         if not workdir:
             shutil.rmtree(base, ignore_errors=True)
     result = breakdown(data)
+    stage_cpu = {r["part"]: r["cpu_s"] for r in result["rows"] if r["group"] == "stages"}
+    work.update(evaluate_cpu_ms_per_task=1000 * stage_cpu["evaluate"] / max(1, work["evaluated_tasks"]),
+                train_cpu_ms_per_trajectory=1000 * stage_cpu["train"] / max(1, work["trained_trajectories"]))
+    result["learner_work"] = work
     result.update(domain=domain, rounds=rounds, seed=seed, budget=budget,
                   command="evosyn " + " ".join(data["args"][2:]),  # without --home <the fresh store>
                   store=str(base / "store") if workdir else None)

@@ -41,7 +41,10 @@ def bench_llm(calls: int, concurrency: str, latency: float, provider: str, outpu
                    f"of ideal throughput (target >= {r['target']:.0%}), {r['warm_http_requests']} HTTP requests on "
                    f"the warm rerun (target 0); CPU per call: client {r['client_cpu_ms_per_call']:.2f} ms, server "
                    f"{r['server_cpu_ms_per_call']:.2f} ms; a bare aiohttp session reaches {r['floor_efficiency']:.1%} "
-                   f"({r['floor_cpu_ms_per_call']:.2f} ms CPU per call)")
+                   f"({r['floor_cpu_ms_per_call']:.2f} ms CPU per call), raw asyncio sockets "
+                   f"{r['raw_floor_efficiency']:.1%} ({r['raw_floor_cpu_ms_per_call']:.2f} ms)"
+                   + (f"; the client's own work without HTTP {r['client_work_cpu_ms_per_call']:.2f} ms a call"
+                      if r.get("client_work_cpu_ms_per_call") is not None else ""))
     click.echo(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     payload = {**results[0], "runs": results, "passed": all(r["passed"] for r in results)}
     with writing(target, "--output"):

@@ -328,5 +328,9 @@ def bench_run(domain: str | None, rounds: int, seed: int, budget: int | None, wo
     click.echo(f"start-up + exit {result['startup_wall_s']:.2f}s, orchestration {result['orchestration_wall_s']:.2f}s:"
                f" {result['overhead_wall_share']:.1%} of wall; start-up, exit and Prefect "
                f"{result['overhead_cpu_share']:.1%} of CPU")
+    work = result["learner_work"]
+    click.echo(f"learner work: {work['evaluated_tasks']} tasks evaluated ({work['evaluate_cpu_ms_per_task']:.1f} ms "
+               f"of evaluate's CPU a task), {work['trained_trajectories']} trajectories trained on over the rounds "
+               f"({work['train_cpu_ms_per_trajectory']:.1f} ms of train's CPU a trajectory)")
     with writing(target, "--output"):
         click.echo(f"wrote {write_json(f'run-{domain}', result, target)}")

@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from benchmarks.run import STAGES, breakdown
+from storage.store import Store
 from tests.prefect_home import PREFECT_HOME
 
 RUN, ROUND = ["flow:run", "body:run"], ["flow:run", "body:run", "flow:round", "body:round"]
@@ -86,3 +87,38 @@ def test_bench_run_times_a_real_job_in_a_fresh_store(tmp_path, monkeypatch):
     assert got["cpu_s"] > got["cpu_self_s"] > 0 and 0 < got["overhead_wall_share"] < 1
     assert (tmp_path / "w" / "store" / "tables" / "runs").is_dir()  # the job wrote its rows to the fresh store
     assert "total" in res.output and "of wall" in res.output
+    work = got["learner_work"]  # the job's own store, read back: both test sets and the diagnostic set
+    store = Store(tmp_path / "w" / "store")
+    assert work["evaluated_tasks"] == sum(store.count("evaluations", run_id=r) for r in store.runs()) > 0
+    assert work["trained_trajectories"] > 0 and work["evaluate_cpu_ms_per_task"] > 0
+    assert "tasks evaluated" in res.output
+
+
+def test_learner_work_counts_evaluations_and_every_round_s_training_set(tmp_path):
+    from benchmarks.run import learner_work
+    from storage.records import Evaluation, Message, Run, SFTExample
+    from storage.store import Store
+
+    store = Store(tmp_path / "s")
+    store.write([Run(run_id="r", round=0, domain="airline", rounds=2, budget=4)], "run")
+
+    def example(rnd: int, i: int, split: str) -> SFTExample:
+        return SFTExample(run_id="r", round=rnd, example_id=f"x{rnd}-{i}", task_id=f"t{rnd}-{i}",
+                          trajectory_id=f"tr{rnd}-{i}", split=split, messages=[Message(role="user", content="hi")])
+
+    def evaluation(rnd: int, i: int, task_set: str) -> Evaluation:
+        return Evaluation(run_id="r", round=rnd, evaluation_id=f"e{rnd}-{task_set}-{i}", task_id=f"t{i}",
+                          trajectory_id=f"te{rnd}-{task_set}-{i}", model_version="m", task_set=task_set,
+                          success=True, reward=1.0)
+
+    store.write([example(1, i, "train") for i in range(3)] + [example(1, 9, "diagnostic")], "sft-1")
+    store.write([example(2, i, "train") for i in range(2)], "sft-2")
+    store.write([evaluation(1, i, "test") for i in range(5)] + [evaluation(1, i, "diagnostic") for i in range(2)], "e1")
+    store.write([evaluation(2, i, "test") for i in range(5)], "e2")
+    # a test set's own run (no runs row) is not the job's learner work
+    store.write([Evaluation(run_id="testset-x", round=1, evaluation_id="o", task_id="o", trajectory_id="o",
+                            model_version="m", task_set="test", success=False, reward=0.0)], "other")
+    work = learner_work(tmp_path / "s")
+    assert work["evaluated_tasks"] == 12
+    assert work["trained_trajectories"] == 3 + 5  # round 1 on its 3, round 2 on those and its own 2
+    assert [(w["round"], w["trained_on"], w["evaluated"]) for w in work["per_round"]] == [(1, 3, 7), (2, 5, 5)]

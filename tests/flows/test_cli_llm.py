@@ -16,8 +16,11 @@ def test_bench_llm_measures_each_concurrency(tmp_path):
         assert r["warm_http_requests"] == 0 and r["warm_cache_hits"] == 24 and r["warm_identical"]
         assert r["server_max_in_flight"] <= r["concurrency"]
         assert r["floor_s"] > 0 and 0 < r["floor_efficiency"] and r["floor_cpu_ms_per_call"] > 0
+        assert r["raw_floor_s"] > 0 and 0 < r["raw_floor_efficiency"] and r["raw_floor_cpu_ms_per_call"] > 0
+        assert r["client_work_cpu_ms_per_call"] > 0  # the client's own work, its transport answering in-process
     assert data["passed"] == all(r["passed"] for r in data["runs"])
     assert "at concurrency 16" in out.stdout and "bare aiohttp (floor)" in out.stdout
+    assert "raw asyncio sockets (floor)" in out.stdout and "client work, no HTTP" in out.stdout
 
 
 def test_bench_llm_refuses_a_bad_concurrency(tmp_path):
