@@ -97,7 +97,6 @@ def test_bench_run_times_a_real_job_in_a_fresh_store(tmp_path, monkeypatch):
 def test_learner_work_counts_evaluations_and_every_round_s_training_set(tmp_path):
     from benchmarks.run import learner_work
     from storage.records import Evaluation, Message, Run, SFTExample
-    from storage.store import Store
 
     store = Store(tmp_path / "s")
     store.write([Run(run_id="r", round=0, domain="airline", rounds=2, budget=4)], "run")
