@@ -27,6 +27,7 @@ from agents.llm.types import LLMOutputError
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
+@functools.lru_cache(maxsize=256)
 def schema_name(schema: type[BaseModel]) -> str:
     return _NAME.sub("_", schema.__name__)[:64] or "output"
 

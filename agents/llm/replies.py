@@ -54,6 +54,8 @@ def storable(text: str) -> str:
 # ---------------------------------------------------------------- strict JSON
 def json_depth(text: str) -> int:
     """The deepest bracket nesting of a JSON text (strings skipped), without parsing it."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:  # strings included: the openings can only be fewer
+        return MAX_DEPTH
     brackets = _NOT_BRACKET.sub("", _STRINGS.sub("", text))
     if brackets.count("[") + brackets.count("{") <= MAX_DEPTH:  # cannot be deeper than its openings
         return MAX_DEPTH
@@ -63,6 +65,14 @@ def json_depth(text: str) -> int:
         if depth > MAX_DEPTH:
             return depth
     return MAX_DEPTH
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _reject_constant(name: str):
@@ -112,7 +122,8 @@ def strict_loads(text: str, what: str = "JSON") -> Any:
     except (ValueError, RecursionError, OverflowError, TypeError) as exc:
         raise LLMOutputError(f"invalid {what}: {_one_line(exc)}", raw=text) from None
     try:  # escaped lone surrogates ("\ud800") parse, but no UTF-8 file can hold them
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
+        if "\\u" in text or not _encodable(text):  # else no string in ``data`` can hold one
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         raise LLMOutputError(f"invalid {what}: a string holds an unpaired surrogate (invalid unicode)",
                              raw=storable(text)) from None

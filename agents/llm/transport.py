@@ -9,6 +9,10 @@ not the server, held throughput to 87% of the ideal, and 256 could not reach
 the organization / project headers and the proxy the SDK takes from the environment) on
 aiohttp directly, the library the SDK itself runs on here, in a fraction of that.
 
+A plain ``http://`` base URL that no proxy intercepts (a local vLLM, ``llamafactory-cli api`` or llama.cpp
+server) goes out on keep-alive sockets with no HTTP library at all (``agents.llm.rawhttp``): at concurrency
+256 aiohttp's request path was most of the transport's CPU a call. HTTPS and proxies stay on aiohttp.
+
 Failures keep the SDK's meaning, in classes of the same names: a refused or
 reset connection and a timeout are an ``APIConnectionError``; an HTTP error is
 an ``APIStatusError`` with ``status_code`` and the ``response`` headers (for
@@ -73,6 +77,15 @@ class ChatTransport:
                 self.headers[header] = os.environ[env]
         self.proxy = env_proxy(self.base_url)
         self._session = None
+        # plain http with no proxy (a local model server): keep-alive sockets without aiohttp (agents/llm/rawhttp.py)
+        parts = urlsplit(self.base_url)
+        self._raw_target = (parts.hostname, parts.port or 80, parts.path.rstrip("/")) \
+            if parts.scheme == "http" and parts.hostname and self.proxy is None else None
+        self._raw = None
+        if self._raw_target is not None:
+            host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+            self._raw_head = "".join(f"{k}: {v}\r\n" for k, v in {
+                "Host": host, **self.headers, "Accept-Encoding": "identity"}.items()).encode("latin-1")
 
     def _get(self):
         if self._session is None:
@@ -86,17 +99,37 @@ class ChatTransport:
                 timeout=aiohttp.ClientTimeout(total=self.timeout), json_serialize=json.dumps)
         return self._session
 
-    async def post(self, path: str, body: dict[str, Any]) -> Any:
-        import aiohttp
+    async def _post_raw(self, path: str, data: bytes) -> tuple[bytes, int, Any]:
+        from agents.llm.rawhttp import RawPool, ReplyTimeout
 
-        session = self._get()
+        host, port, prefix = self._raw_target
+        if self._raw is None:
+            self._raw = RawPool(host, port, self.timeout)
+        request = (b"POST %s HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n" % (
+            (prefix + path).encode("latin-1"), self._raw_head, len(data))) + data
         try:
-            async with session.post(self.base_url + path, data=json.dumps(body).encode(), proxy=self.proxy) as resp:
-                raw, status = await resp.read(), resp.status
-        except TimeoutError:  # aiohttp's total timeout (asyncio.TimeoutError is TimeoutError)
+            reply = await self._raw.post(request)
+        except (ReplyTimeout, TimeoutError):
             raise APIConnectionError("Request timed out.") from None
-        except aiohttp.ClientError as exc:
+        except (ConnectionError, OSError) as exc:
             raise APIConnectionError(f"Connection error: {type(exc).__name__}: {exc}") from None
+        return reply.body, reply.status, reply
+
+    async def post(self, path: str, body: dict[str, Any]) -> Any:
+        data = json.dumps(body).encode()
+        if self._raw_target is not None:
+            raw, status, resp = await self._post_raw(path, data)
+        else:
+            import aiohttp
+
+            session = self._get()
+            try:
+                async with session.post(self.base_url + path, data=data, proxy=self.proxy) as resp:
+                    raw, status = await resp.read(), resp.status
+            except TimeoutError:  # aiohttp's total timeout (asyncio.TimeoutError is TimeoutError)
+                raise APIConnectionError("Request timed out.") from None
+            except aiohttp.ClientError as exc:
+                raise APIConnectionError(f"Connection error: {type(exc).__name__}: {exc}") from None
         text = raw.decode("utf-8", "replace")
         try:
             data = json.loads(text)
@@ -108,6 +141,9 @@ class ChatTransport:
         return data
 
     async def aclose(self) -> None:
+        if self._raw is not None:
+            raw, self._raw = self._raw, None
+            raw.close()
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()

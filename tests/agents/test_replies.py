@@ -21,6 +21,8 @@ class Answer(BaseModel):
     ('{"a": ' + "9" * 100 + "}", "a number with 100 digits"),
     ('{"a": 1, "a": 2}', "duplicate key 'a'"),
     ('{"a": "\\ud800"}', "unpaired surrogate"),
+    ('{"a": "\\uDC00 x"}', "unpaired surrogate"),  # upper-case escape
+    ('{"a": "\ud800"}', "unpaired surrogate"),  # the surrogate itself in the text, not escaped
     ("[" * 5000 + "]" * 5000, "nested more than 64 levels"),
     ('{"a": [1, 2', "malformed JSON"),
 ])
@@ -42,3 +44,10 @@ def test_a_fenced_answer_is_read_and_an_unclosed_fence_is_rejected_at_once():
             parse_structured(text, Answer)
         # the old lazy-regex fence took 1-141 s on these; linear string work takes milliseconds
         assert time.perf_counter() - t0 < 1.0
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting():
+    """The quick count of openings includes those in strings; past it, the exact count skips strings."""
+    deep_text = "[" * 500 + "{" * 500
+    assert strict_loads('{"a": "%s"}' % deep_text) == {"a": deep_text}
+    assert strict_loads('{"a": "\\u00e9t\\u00e9"}') == {"a": "\u00e9t\u00e9"}  # paired escapes: fine
