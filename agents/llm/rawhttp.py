@@ -179,7 +179,9 @@ class RawPool:
         deadline = loop.time() + self.timeout
         while self.idle:
             conn = self.idle.pop()
-            if not conn.closed:
+            if conn.closed:  # the server closed it while idle
+                self.all.discard(conn)
+            else:
                 try:
                     return await self._exchange(conn, request, deadline)
                 except (ConnectionError, OSError):

@@ -83,7 +83,7 @@ class ChatTransport:
             if parts.scheme == "http" and parts.hostname and self.proxy is None else None
         self._raw = None
         if self._raw_target is not None:
-            host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+            host = parts.netloc.rpartition("@")[2]  # as the URL writes it: "[::1]:8000", "localhost"
             self._raw_head = "".join(f"{k}: {v}\r\n" for k, v in {
                 "Host": host, **self.headers, "Accept-Encoding": "identity"}.items()).encode("latin-1")
 
