@@ -11,9 +11,10 @@ where the client's throughput goes:
 
 - the same requests from a bare aiohttp session: what the transport alone
   reaches on this machine;
-- the same requests from a bare asyncio protocol on keep-alive sockets (no HTTP
-  library): about the least CPU a call can take in Python, so the most any
-  client in this process reaches against this server here;
+- the same requests on keep-alive sockets, with no HTTP library and nothing
+  else of the client (``agents.llm.rawhttp``'s pool): about the least CPU a
+  call can take in Python, so the most any client in this process reaches
+  against this server here;
 - the client's own work per call with no HTTP at all (its transport swapped
   for replies built before the timing): the hop between loops, the cache key
   and write, the body, the reply's checks and schema validation, the call row.
@@ -146,53 +147,21 @@ async def _floor(port: int, calls: int, concurrency: int) -> tuple[float, float]
         return time.perf_counter() - t0, time.process_time() - cpu0
 
 
-class _RawConnection(asyncio.Protocol):
-    """One keep-alive HTTP/1.1 connection of the raw floor: a request out, its Content-Length body back."""
-
-    def __init__(self) -> None:
-        self.buffer, self.waiter, self.transport = b"", None, None
-
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0:
-            return
-        head = self.buffer[:end].lower()
-        at = head.find(b"content-length:")
-        length = int(head[at + 15:].split(b"\r\n", 1)[0]) if at >= 0 else 0
-        if len(self.buffer) < end + 4 + length:
-            return
-        body, self.buffer = self.buffer[end + 4:end + 4 + length], self.buffer[end + 4 + length:]
-        waiter, self.waiter = self.waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(body)
-
-    def connection_lost(self, exc) -> None:
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(ConnectionError("the fake server closed the connection"))
-
-
 async def _raw_floor(port: int, calls: int, concurrency: int) -> tuple[float, float]:
-    """The same requests written on ``concurrency`` keep-alive sockets by a bare asyncio protocol (no HTTP
-    library, each body JSON-decoded): about the least client CPU a call can take in Python, so the most
-    throughput any client in this process can reach against this server on this machine."""
-    loop = asyncio.get_running_loop()
-    pool = [(await loop.create_connection(_RawConnection, "127.0.0.1", port))[1] for _ in range(concurrency)]
+    """The same requests on ``concurrency`` keep-alive sockets with no HTTP library (``agents.llm.rawhttp``'s
+    pool, each body JSON-decoded) and nothing of the client: about the least client CPU a call can take in
+    Python, so the most throughput any client in this process can reach against this server here."""
+    from agents.llm.rawhttp import RawPool
+
+    pool = RawPool("127.0.0.1", port, timeout=60)
 
     async def one(i: int) -> None:
-        conn = pool.pop()
         body = json.dumps({"model": "m", "messages": planner_messages(i)}).encode()
-        conn.waiter = loop.create_future()
-        conn.transport.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                             b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-        json.loads(await conn.waiter)
-        pool.append(conn)
+        json.loads((await pool.post(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                    b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))).body)
 
     try:
-        await asyncio.gather(*[one(-1 - j) for j in range(concurrency)])  # warm, outside the timing
+        await asyncio.gather(*[one(-1 - j) for j in range(concurrency)])  # its connections, outside the timing
         gate = asyncio.Semaphore(concurrency)
 
         async def gated(i: int) -> None:
@@ -203,8 +172,7 @@ async def _raw_floor(port: int, calls: int, concurrency: int) -> tuple[float, fl
         await asyncio.gather(*[gated(i) for i in range(calls)])
         return time.perf_counter() - t0, time.process_time() - cpu0
     finally:
-        for conn in pool:
-            conn.transport.close()
+        pool.close()
 
 
 class _InProcess:

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -200,10 +201,11 @@ def learner_work(store_root: Path) -> dict[str, Any]:
         added: dict[int, int] = {}
         for e in store.read_fields("sft_examples", ["round", "split"], run_id=run_id):
             added[e["round"]] = added.get(e["round"], 0) + (e["split"] == "train")
+        evals = Counter(e["round"] for e in store.read_fields("evaluations", ["round"], run_id=run_id))
         so_far = 0
-        for r in sorted({*added, *(e["round"] for e in store.read_fields("evaluations", ["round"], run_id=run_id))}):
+        for r in sorted({*added, *evals}):
             so_far += added.get(r, 0)
-            n_eval = store.count("evaluations", run_id=run_id, round=r)
+            n_eval = evals[r]
             per_round.append({"run_id": run_id, "round": r, "trained_on": so_far, "evaluated": n_eval})
             evaluated += n_eval
             trained += so_far

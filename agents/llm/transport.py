@@ -99,7 +99,7 @@ class ChatTransport:
                 timeout=aiohttp.ClientTimeout(total=self.timeout), json_serialize=json.dumps)
         return self._session
 
-    async def _post_raw(self, path: str, data: bytes) -> tuple[bytes, int, Any]:
+    async def _post_raw(self, path: str, data: bytes):
         from agents.llm.rawhttp import RawPool, ReplyTimeout
 
         host, port, prefix = self._raw_target
@@ -113,12 +113,13 @@ class ChatTransport:
             raise APIConnectionError("Request timed out.") from None
         except (ConnectionError, OSError) as exc:
             raise APIConnectionError(f"Connection error: {type(exc).__name__}: {exc}") from None
-        return reply.body, reply.status, reply
+        return reply
 
     async def post(self, path: str, body: dict[str, Any]) -> Any:
         data = json.dumps(body).encode()
         if self._raw_target is not None:
-            raw, status, resp = await self._post_raw(path, data)
+            resp = await self._post_raw(path, data)
+            raw, status = resp.body, resp.status
         else:
             import aiohttp
 
