@@ -3,7 +3,7 @@
 The map is the copy bundled with the installed litellm (``LITELLM_LOCAL_MODEL_COST_MAP``,
 set before litellm is imported, so nothing is fetched), read in a child process and kept
 here as (provider, mode, input and output cost per token) per model: importing litellm
-takes seconds and leaves about 340,000 objects in the process (45,000 before it in a
+takes seconds and leaves about 340,000 more objects in the process (44,000 before it in a
 client's process), which every full collection of the cyclic garbage collector then
 walks while the LLM client works (`evosyn bench llm`). A model is priced when the map
 lists it, or the dated snapshot or ``-latest`` alias of a listed model, under the
