@@ -1,4 +1,4 @@
-"""The per-item pieces the synthesis stages share (pipeline/stages.py): verify with repair, rejection verdicts."""
+"""The per-item pieces the synthesis stages share (tasks/stages.py): verify with repair, rejection verdicts."""
 from __future__ import annotations
 
 import hashlib

@@ -291,7 +291,7 @@ def concurrent_runs(b: Bench, n: int = 3, budget: int = 12, test_size: int = 20)
     ml = mlflow.search_runs(experiment_names=["evosyn"])
     parents = int((ml["tags.evosyn.level"] == "run").sum()) if len(ml) else 0
     testsets = [r for r in store.runs(any_table=True) if r.startswith("testset-")]
-    from pipeline.testset import KINDS
+    from tasks.testset import KINDS
 
     ok = len(finished) == n and not dupes and parents == n and len(testsets) == len(KINDS)  # each set built once
     return Check("concurrent first use", f"{n} runs at once on a fresh store", ok,

@@ -17,8 +17,8 @@ def pool(store, domain: str, name: str, budget: int, seed: int, space=None, stee
     built once per store, read back by a rerun of the benchmark."""
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
-    from pipeline.stages import Ctx
-    from pipeline.synthesis import run_pass
+    from tasks.stages import Ctx
+    from tasks.synthesis import run_pass
 
     run_id = f"{name}-{domain}-s{seed}-n{budget}"
     space = (space or load_initial_space(domain, run_id=run_id)).model_copy(update={"run_id": run_id})
@@ -29,8 +29,8 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cas
     """``cases``: the test set, when the caller has read it already (else read here)."""
     from agents.learners.harness import evaluate, success_by_slice
     from envs.packs import get_domain
-    from pipeline.learn import fit_embedded
-    from pipeline.testset import test_cases
+    from tasks.learn import fit_embedded
+    from tasks.testset import test_cases
 
     cases = cases if cases is not None else test_cases(store, domain, n=test_size)
     kept = pool(store, domain, "bench-learner", int(max(sizes) * 1.05) + 12, seed).kept
@@ -81,9 +81,9 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
     from agents.learners.harness import evaluate, success_by_slice
     from envs.ontology import load_initial_space
     from envs.packs import get_domain
-    from pipeline.datasets import with_count_factors
-    from pipeline.learn import fit_embedded
-    from pipeline.testset import test_cases
+    from tasks.datasets import with_count_factors
+    from tasks.learn import fit_embedded
+    from tasks.testset import test_cases
 
     cases = test_cases(store, domain, n=test_size)
     space = with_count_factors(load_initial_space(domain, run_id="bench-ablation"), ("num_write",))

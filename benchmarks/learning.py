@@ -2,7 +2,7 @@
 
 Each (arm, seed) is a normal run (`evosyn run`, in parallel subprocesses, ``jobs`` at a time) of the same
 config but its arm and seed, with the stop rule off (``stop_after_static_rounds: 0``), so every arm runs the
-same rounds and blueprints (the per-arm knobs: ``pipeline/loop.py``). Run ids hash the config, so a rerun of
+same rounds and blueprints (the per-arm knobs: ``tasks/loop.py``). Run ids hash the config, so a rerun of
 the benchmark reuses each finished run and resumes an unfinished one.
 
 Reported, from the store:
@@ -199,7 +199,7 @@ def _run_seconds(store, run_id: str) -> float | None:
 
 def collect(plan: Plan, jobs: list[Launched]) -> list[dict]:
     """Per run: its rounds' success per shared test set, intrinsic metrics and controllability."""
-    from pipeline.metrics import intrinsic, round_controllability, verified_samples
+    from tasks.metrics import intrinsic, round_controllability, verified_samples
     from storage.store import Store
 
     store = Store(plan.home, create=False)

@@ -156,7 +156,7 @@ class DomainPack:
     # (what the Reflector may promote, and what a uniform test set can draw)
     controllable: dict[str, list[str]] = {}
     # names the generator's behaviour: a pack bumps it when the tasks it builds change, so the fixed test sets
-    # (pipeline/testset.py, whose run ids carry it) are built anew rather than mixed across versions
+    # (tasks/testset.py, whose run ids carry it) are built anew rather than mixed across versions
     generator_version: str = "1"
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from pipeline.progress import StageState, counts
+from tasks.progress import StageState, counts
 from storage.records import Direction, Reflection, SynthesisSpace
 
 if TYPE_CHECKING:

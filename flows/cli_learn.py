@@ -29,7 +29,7 @@ def _slice_table(title: str, evaluations, factor: str) -> None:
 @click.pass_context
 def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config_file: str | None) -> None:
     """Train the task agent on all verified training examples of rounds <= R."""
-    from pipeline.datasets import examples_upto
+    from tasks.datasets import examples_upto
     from storage.config import ConfigError, load_config
 
     try:
@@ -43,15 +43,15 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config
     if not examples:
         raise UserError(f"--run {run_id} --round {round_}: no training examples in the store")
     if learner == "embedded":
-        from pipeline.learn import train_round
+        from tasks.learn import train_round
 
         fitted, path, seconds = train_round(store, run_id, round_)
         click.echo(f"trained the embedded learner on {fitted.n_trajectories} trajectories in {seconds:.1f}s "
                    f"(fingerprint {fitted.fingerprint}); saved {path}")
         return
     from agents.learners.llamafactory import TrainingError, check_learner
-    from pipeline.checkpoint import export_round, train_checkpoint
-    from pipeline.learn import run_domain
+    from tasks.checkpoint import export_round, train_checkpoint
+    from tasks.learn import run_domain
 
     domain = run_domain(store, run_id)
     try:
@@ -100,7 +100,7 @@ def evaluate(ctx, run_id: str | None, round_: int | None, task_set: str, officia
     """Evaluate the round's task agent on the diagnostic or test set (or tau2's official split); rows go to
     `evaluations`."""
     from flows.progress import renderer
-    from pipeline.learn import evaluate_round
+    from tasks.learn import evaluate_round
 
     if official:
         if ctx.get_parameter_source("task_set").name != "DEFAULT":
@@ -135,7 +135,7 @@ class EvaluationFailed(UserError):
 def _run_official(store, agent, user, quiet: bool, **kw):
     from agents.roles import StageUnavailable
     from flows.progress import renderer
-    from pipeline.official import evaluate_official
+    from tasks.official import evaluate_official
 
     try:
         import openai
@@ -160,9 +160,9 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
     """`evaluate --official`: every input checked (one line each) before the first conversation."""
     from envs.packs import get_domain
     from flows.inputs import check_domain
-    from pipeline.official import official_tasks
-    from pipeline.official_agents import OfficialError, build_agent, build_user, flush_user, log_official
-    from pipeline.official_agents import parse_agent, parse_user
+    from tasks.official import official_tasks
+    from tasks.official_agents import OfficialError, build_agent, build_user, flush_user, log_official
+    from tasks.official_agents import parse_agent, parse_user
 
     for option, value in (("--trials", trials), ("--max-tasks", max_tasks), ("--max-steps", max_steps)):
         if value is not None and value < 1:
@@ -178,7 +178,7 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
     except OfficialError as exc:
         raise UserError(str(exc)) from None
     if domain is None and run_id is not None:  # the run's domain (an unknown run is one line here)
-        from pipeline.learn import run_domain
+        from tasks.learn import run_domain
 
         domain = run_domain(store_from(ctx, create=False, runs=(run_id,), option="--run", any_table=True), run_id)
     domain = check_domain(domain)
@@ -228,7 +228,7 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
 def export(ctx, run_id: str, round_: int | None, fmt: str, output: str, hub_repo: str | None) -> None:
     """Export verified training data (LLaMA-Factory ShareGPT, OpenAI messages JSONL, tau2 tasks, HF dataset)."""
     from flows.inputs import check_output, writing
-    from pipeline.hf_export import select_examples
+    from tasks.hf_export import select_examples
 
     if hub_repo and fmt != "hf":
         raise UserError(f"--push-to-hub {hub_repo}: only with --format hf")
@@ -244,7 +244,7 @@ def export(ctx, run_id: str, round_: int | None, fmt: str, output: str, hub_repo
     click.echo(f"exported {n} {what} ({fmt}) to {out}; held out {chosen.held_out} diagnostic; "
                f"dropped {sum(dropped.values())}{why}")
     if hub_repo:
-        from pipeline.hf_export import PushError, push_to_hub
+        from tasks.hf_export import PushError, push_to_hub
 
         try:
             url = push_to_hub(out, hub_repo)
@@ -260,12 +260,12 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
     from agents.learners.exports import tau2_tasks, write_openai
     from agents.learners.llamafactory import write_dataset
     from envs.packs import get_domain
-    from pipeline.learn import run_domain
+    from tasks.learn import run_domain
 
     out.mkdir(parents=True, exist_ok=True)
     examples, dropped = chosen.train, Counter()
     if fmt == "hf":
-        from pipeline.hf_export import write_hf
+        from tasks.hf_export import write_hf
 
         result = write_hf(store, run_id, chosen, out, round_)
         return result.rows, result.dropped
@@ -307,7 +307,7 @@ def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: i
     domain = check_domain(domain, generator=True)
     target = bench_output(f"learner-{domain}", output)
     store = store_from(ctx)
-    from pipeline.testset import test_cases
+    from tasks.testset import test_cases
 
     cases = test_cases(store, domain, n=test_size)
     if not cases:

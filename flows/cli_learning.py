@@ -91,7 +91,7 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
     per round with two-level bootstrap intervals, paired differences vs evosyn, intrinsic metrics and the
     controllability of evosyn's promoted factors."""
     from benchmarks.common import write_json
-    from pipeline.compare import no_nan
+    from tasks.compare import no_nan
     from benchmarks.learning import (
         BenchInputError,
         BenchRunError,
@@ -160,7 +160,7 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, d
     """Planted-gap recovery (App. B.6): per planted gap, the seeds in which the evosyn arm and the no_feedback
     control promote the planted property to a factor."""
     from benchmarks.common import write_json
-    from pipeline.compare import no_nan
+    from tasks.compare import no_nan
     from benchmarks.discovery import GapError, bench as run_bench, check_factors, gaps_for
     from benchmarks.discovery_gaps import GAP_SHARE
     from benchmarks.learning import BenchInputError, BenchRunError, parse_seeds

@@ -61,7 +61,7 @@ def _config(ctx, config_file, **overrides):
     except ConfigError as exc:
         raise UserError(str(exc)) from None
     if cfg.official_eval is not None:  # its split and its LLM user, before any work
-        from pipeline.official_agents import check_official_config
+        from tasks.official_agents import check_official_config
 
         try:
             check_official_config(cfg.official_eval, cfg.domain)
@@ -244,7 +244,7 @@ def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> No
     """A self-contained HTML report (success over rounds, slices, allocation, probes, evolution trace, sample
     chats, legend) and a Markdown summary of a run."""
     from flows.inputs import check_output, writing
-    from pipeline.report import write_report
+    from tasks.report import write_report
 
     store = store_from(ctx, create=False, runs=(run_id, *compare))
     out = check_output(output or store.root / "reports" / run_id, "--output", kind="dir")
@@ -255,8 +255,8 @@ def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> No
 
 def print_compare(result: dict) -> None:
     """Two tables per view (the learner's metrics, the verified data's), so every heading fits unabridged."""
-    from pipeline.compare import DATA_COLUMNS, KEY_COLUMNS, LEARNER_COLUMNS, _cell, legend_lines
-    from pipeline.legend import label
+    from tasks.compare import DATA_COLUMNS, KEY_COLUMNS, LEARNER_COLUMNS, _cell, legend_lines
+    from tasks.legend import label
 
     union = ", ".join(f"{d} {len(u)}" for d, u in result["pattern_union"].items())
     matched = ", ".join(f"{d} {n}" for d, n in result["size_matched_n"].items())
@@ -280,8 +280,8 @@ def print_compare(result: dict) -> None:
 def compare(ctx, run_ids: tuple[str, ...], output: str | None) -> None:
     """One table of every run (arm, seed) x round on shared normalizations, plus per-arm final means."""
     from flows.inputs import check_output, writing
-    from pipeline.compare import compare as compare_runs
-    from pipeline.compare import write_compare
+    from tasks.compare import compare as compare_runs
+    from tasks.compare import write_compare
 
     store = store_from(ctx, create=False, runs=run_ids)
     out = check_output(output or store.root / "reports" / f"compare-{run_ids[0]}", "--output", kind="dir")

@@ -36,7 +36,7 @@ def load_space_file(path: str, domain: str, run_id: str):
 def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None,
               chunk_size: int = 50, fresh: bool = False, llm_roles: dict[str, RoleConfig] | None = None,
               factors: tuple[str, ...] = (), quiet: bool = False):
-    """One pass of the round's stages into the store (pipeline/synthesis.py): a rerun resumes it.
+    """One pass of the round's stages into the store (tasks/synthesis.py): a rerun resumes it.
 
     ``llm_roles``: role -> RoleConfig of the roles that run on an LLM (checked by ``check_roles``), as in a
     round; the others are embedded. ``fresh``: the run's earlier pass is deleted first, so all of it is
@@ -48,8 +48,8 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
     from envs.packs import get_pack
-    from pipeline.stages import Ctx
-    from pipeline.synthesis import PassConflict, backends, claim, run_pass
+    from tasks.stages import Ctx
+    from tasks.synthesis import PassConflict, backends, claim, run_pass
 
     from flows.inputs import check_domain
 
@@ -83,8 +83,8 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 
 
 def with_factors(space, controllable: dict[str, list[str]], factors: tuple[str, ...]):
-    """The space plus each named factor (pipeline/datasets.py; here for the callers that import it from here)."""
-    from pipeline.datasets import with_factors as add
+    """The space plus each named factor (tasks/datasets.py; here for the callers that import it from here)."""
+    from tasks.datasets import with_factors as add
 
     return add(space, controllable, factors)
 
@@ -127,7 +127,7 @@ def space_digest(space) -> str:
 def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None, chunk_size: int,
           backend: str | None, config_file: str | None, factors: tuple[str, ...], quiet: bool) -> None:
     """One synthesis pass (design, plan, generate, rollout, verify, repair) into the store; a rerun resumes it."""
-    from pipeline.synthesis import control, summary
+    from tasks.synthesis import control, summary
 
     llm = None
     if backend or config_file:  # the run's config rules: roles, checked before any work, as `evosyn run` does
@@ -167,7 +167,7 @@ def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None
 
     domain = check_domain(domain, generator=True)
     target = bench_output(f"synth-{domain}", output)
-    import pipeline.synthesis  # noqa: F401 - start-up (imports), not synthesis: before the clocks start
+    import tasks.synthesis  # noqa: F401 - start-up (imports), not synthesis: before the clocks start
 
     from envs.packs import get_domain
 

@@ -14,7 +14,7 @@ def _marginal(counts: dict[str, int]) -> str:
 
 def show(report: dict) -> None:
     """The report of one set: the one-line summary, then its cells (official-matched) or marginals (uniform)."""
-    from pipeline.testset import report_line
+    from tasks.testset import report_line
 
     click.echo(report_line(report))
     if report["kind"] == "uniform":
@@ -41,7 +41,7 @@ def show(report: dict) -> None:
 def testsets(ctx, domain: str | None, n: int) -> None:
     """Build (once per store) or show the domain's two fixed test sets and what each realized."""
     from flows.inputs import check_domain
-    from pipeline.testset import KINDS, test_cases, test_set_report
+    from tasks.testset import KINDS, test_cases, test_set_report
 
     domain = check_domain(domain, generator=True)
     store = store_from(ctx)
@@ -61,8 +61,8 @@ def bench_testsets(ctx, domain: str | None, n: int, output: str | None) -> None:
 
     from benchmarks.common import write_json
     from flows.inputs import bench_output, check_domain, writing
-    from pipeline.testset import KINDS, test_cases, test_set_report, test_set_run_id
-    from pipeline.testset_targets import official_cells
+    from tasks.testset import KINDS, test_cases, test_set_report, test_set_run_id
+    from tasks.testset_targets import official_cells
 
     domain = check_domain(domain, generator=True)
     target = bench_output(f"testsets-{domain}", output)

@@ -20,7 +20,7 @@ def show(ctx, record_id: str, as_json: bool, full: bool) -> None:
     An id names its own record and the records downstream of it: a task id also
     shows its trajectories and verdicts, a blueprint id the whole chain.
     """
-    from pipeline.browse import KINDS, find
+    from tasks.browse import KINDS, find
 
     home = ctx.obj.get("home")
     store = open_store(home, create=False)
@@ -51,7 +51,7 @@ def show(ctx, record_id: str, as_json: bool, full: bool) -> None:
 @click.pass_context
 def runs(ctx, fmt: str) -> None:
     """List the store's runs: closed-loop runs, `evosyn synth` passes and test sets."""
-    from pipeline.browse import run_overview
+    from tasks.browse import run_overview
 
     store = open_store(ctx.obj.get("home"), create=False)
     rows = run_overview(store)
@@ -81,7 +81,7 @@ def preview(domain: str | None, n: int, seed: int, full: bool) -> None:
     """Synthesize a handful of samples with the embedded backend and show them; writes nothing to the store."""
     from flows.inputs import check_domain
     from flows.view import console, sample_view
-    from pipeline.browse import preview as run_preview
+    from tasks.browse import preview as run_preview
 
     domain = check_domain(domain, generator=True)
     samples = run_preview(domain, n, seed)

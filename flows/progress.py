@@ -1,4 +1,4 @@
-"""Live progress of a run on the terminal: the stage events of ``pipeline.progress``, drawn with ``rich``.
+"""Live progress of a run on the terminal: the stage events of ``tasks.progress``, drawn with ``rich``.
 
 The stages emit ``StageEvent`` objects; a round's Prefect tasks (threads of the
 round's task runner) hand them to ``publish``, which passes each to whoever
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Self
 
-from pipeline.progress import StageEvent, StageState, Tally, counts
+from tasks.progress import StageEvent, StageState, Tally, counts
 
 _lock = threading.Lock()
 _listeners: dict[str, list[Callable[[StageEvent], None]]] = {}

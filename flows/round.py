@@ -1,6 +1,6 @@
 """One EvoSyn round as a Prefect flow: design -> plan -> generate -> rollout -> verify -> train -> evaluate -> reflect.
 
-Tasks are thin wrappers over the stage functions of ``pipeline.stages`` / ``pipeline.loop``
+Tasks are thin wrappers over the stage functions of ``tasks.stages`` / ``tasks.loop``
 (the ones ``evosyn synth`` and the test set run in-process); per-item work
 (generate, rollout, verify) is mapped over chunks of blueprints with bounded
 concurrency. Every stage is idempotent over the store, so a rerun after a
@@ -22,21 +22,21 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque, quote
 
-import pipeline.checkpoint as checkpoint
-import pipeline.loop as loop
-import pipeline.stages as stages
+import tasks.checkpoint as checkpoint
+import tasks.loop as loop
+import tasks.stages as stages
 from agents.designer import Steering
 from agents.learners.embedded import EmbeddedLearner
 from flows import timing
 from flows.artifacts import publish_round
 from flows.progress import listening, publish
 from flows.train import train_via_deployment
-from pipeline.checkpoint import Checkpoint
-from pipeline.metrics import intrinsic, round_metrics, verified_samples
-from pipeline.official import OfficialResult
-from pipeline.official_agents import round_official
-from pipeline.progress import Emit, StageEvent, Tally, event_line
-from pipeline.stages import Ctx
+from tasks.checkpoint import Checkpoint
+from tasks.metrics import intrinsic, round_metrics, verified_samples
+from tasks.official import OfficialResult
+from tasks.official_agents import round_official
+from tasks.progress import Emit, StageEvent, Tally, event_line
+from tasks.stages import Ctx
 from storage.config import LlamaFactoryConfig, OfficialEvalConfig, RunConfig
 from storage.records import (Arm, Blueprint, Direction, Evaluation, Feedback, Reflection, SFTExample, SynthesisSpace,
                              SynthTask, Trajectory, Verdict)
@@ -69,7 +69,7 @@ def _emitter() -> Emit:
     return emit
 
 
-# Every stage resumes from its own chunks in the store (pipeline/stages.py), so Prefect neither hashes a task's
+# Every stage resumes from its own chunks in the store (tasks/stages.py), so Prefect neither hashes a task's
 # inputs into a cache key (the default policy serializes every blueprint, task and trajectory passed in) nor
 # persists its result: a task run is a visible, logged step and nothing more.
 STAGE_TASK = {"cache_policy": NO_CACHE, "persist_result": False}

@@ -8,7 +8,7 @@ Stop rules: at most ``rounds`` rounds; for arms whose Reflector may revise the
 space, stop after ``stop_after_static_rounds`` consecutive rounds without a
 space update (0: never, so every arm of a comparison runs the same rounds and
 budget; `evosyn bench learning` runs every arm so). What else differs per arm:
-``pipeline/loop.py``. Rerunning a run id resumes it: finished stages are read back
+``tasks/loop.py``. Rerunning a run id resumes it: finished stages are read back
 from the store, missing ones are computed.
 """
 from __future__ import annotations
@@ -35,10 +35,10 @@ from storage.locks import StoreLockTimeout, store_lock
 from storage.records import Run
 from storage.store import Store
 from storage.tracking import Tracker
-from pipeline.loop import REFLECTING_ARMS
-from pipeline.official_agents import check_official_config
-from pipeline.progress import StageEvent
-from pipeline.stages import steering_for
+from tasks.loop import REFLECTING_ARMS
+from tasks.official_agents import check_official_config
+from tasks.progress import StageEvent
+from tasks.stages import steering_for
 
 log = logging.getLogger("evosyn.run")
 
@@ -76,7 +76,7 @@ def stops(cfg: RunConfig, unchanged: int) -> bool:
 def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
     """The fixed test sets (official-matched, uniform), built (once) before any round, so a set the generator
     cannot fill is known now; each set's report line (what it aimed at, what it realized) is said."""
-    from pipeline.testset import KINDS, report_line, test_cases, test_set_report
+    from tasks.testset import KINDS, report_line, test_cases, test_set_report
 
     for kind in KINDS:
         cases = test_cases(store, cfg.domain, n=cfg.test_size, kind=kind)

@@ -12,7 +12,7 @@ from prefect import flow
 
 from envs import packs
 from flows.run import RunSummary, evosyn_run
-from pipeline.progress import StageEvent
+from tasks.progress import StageEvent
 from storage.config import ConfigError, RunConfig, read_config_file, validate_config
 
 GRID_FIELDS = ("domains", "arms", "seeds")

@@ -15,16 +15,16 @@ from prefect import flow, task
 
 from storage.config import LlamaFactoryConfig
 from storage.store import Store
-from pipeline import loop
-from pipeline.learn import run_domain
-from pipeline.stages import Ctx
+from tasks import loop
+from tasks.learn import run_domain
+from tasks.stages import Ctx
 
 
 @task(name="llamafactory-train")
 def llamafactory_task(store: Store, run_id: str, round: int, domain: str, lf: LlamaFactoryConfig) -> str:
-    """Export, then ``llamafactory-cli train`` (pipeline/checkpoint.py): the checkpoint's path."""
+    """Export, then ``llamafactory-cli train`` (tasks/checkpoint.py): the checkpoint's path."""
     from agents.learners.llamafactory import check_learner
-    from pipeline.checkpoint import train_checkpoint
+    from tasks.checkpoint import train_checkpoint
 
     check_learner(lf)  # this worker's CLI and GPU, before the export
     ckpt, _ = train_checkpoint(store, run_id, round, domain, lf, log=print)
@@ -33,7 +33,7 @@ def llamafactory_task(store: Store, run_id: str, round: int, domain: str, lf: Ll
 
 @task(name="train")
 def embedded_task(ctx: Ctx):
-    from pipeline.learn import model_path
+    from tasks.learn import model_path
 
     loop.train(ctx)
     return model_path(ctx.store, ctx.run_id, ctx.round)
@@ -62,8 +62,8 @@ def train_via_deployment(ctx: Ctx, deployment: str, learner: str = "embedded",
     from prefect.deployments import run_deployment
 
     from agents.learners.llamafactory import TrainingError
-    from pipeline.checkpoint import load_checkpoint
-    from pipeline.learn import load_round
+    from tasks.checkpoint import load_checkpoint
+    from tasks.learn import load_round
 
     params: dict[str, Any] = {"root": str(ctx.store.root.resolve()), "run_id": ctx.run_id, "round": ctx.round,
                               "seed": ctx.seed, "domain": ctx.domain, "learner": learner}

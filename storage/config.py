@@ -71,10 +71,10 @@ class StoreConfig(_Strict):
 
 
 class OfficialEvalConfig(_Strict):
-    """At the end of each round, the round's learner on a split of tau2's official tasks (pipeline/official.py)."""
+    """At the end of each round, the round's learner on a split of tau2's official tasks (tasks/official.py)."""
 
     # a split of the domain's official tasks (train, test, base, ...): storage cannot see the domains, so
-    # pipeline/official_agents.py checks the name against the domain before any work (`run`, `evosyn_run`)
+    # tasks/official_agents.py checks the name against the domain before any work (`run`, `evosyn_run`)
     split: str = Field(default="test", pattern=r"^[A-Za-z0-9_]+$")
     trials: int = Field(default=1, ge=1, le=64)  # k of pass^k
     max_tasks: int | None = Field(default=None, ge=1)  # only the split's first N tasks

@@ -1,8 +1,8 @@
-"""Imports point one way: storage <- envs <- agents <- domains <- pipeline <- flows."""
+"""Imports point one way: storage <- envs <- agents <- domains <- tasks <- flows."""
 import ast
 from pathlib import Path
 
-LAYERS = ["storage", "envs", "agents", "domains", "pipeline", "flows"]
+LAYERS = ["storage", "envs", "agents", "domains", "tasks", "flows"]
 ROOT = Path(__file__).resolve().parents[1]
 
 

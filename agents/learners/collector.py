@@ -1,5 +1,5 @@
 """Python's cyclic garbage collector paused over long CPU-bound loops: the embedded learner's training and
-evaluation, and the synthesis stages' chunks run by embedded roles (pipeline/stages.py)."""
+evaluation, and the synthesis stages' chunks run by embedded roles (tasks/stages.py)."""
 from __future__ import annotations
 
 import gc

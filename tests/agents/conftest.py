@@ -32,8 +32,8 @@ def roles():
 def synth_pass(tmp_path_factory):
     """``synth_pass(space, n, seed=0, steering=None)``: one pass of the pipeline's stages, each in a fresh store."""
     from agents.designer import ColdStart
-    from pipeline.stages import Ctx
-    from pipeline.synthesis import run_pass
+    from tasks.stages import Ctx
+    from tasks.synthesis import run_pass
     from storage.store import Store
 
     def run(space, n, seed=0, steering=None):

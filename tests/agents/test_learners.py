@@ -9,7 +9,7 @@ from agents.learners.openai_agent import OpenAICompatibleAgent
 from agents.verifier import verify
 from envs.packs import get_domain
 from storage.records import SFTExample
-from pipeline.learn import fit_embedded
+from tasks.learn import fit_embedded
 from tests.fakes.openai_server import ScriptedServer, completion
 
 
@@ -125,7 +125,7 @@ def test_skill_on_multi_write_tasks_comes_from_multi_write_training_data(space, 
     import random
 
     from agents.designer import NewFactor
-    from pipeline.datasets import with_count_factors
+    from tasks.datasets import with_count_factors
 
     space = with_count_factors(space, ("num_write",))
     pool = synth_pass(space, 1000, seed=5, steering=NewFactor(factor="num_write"))

@@ -20,7 +20,7 @@ from agents.learners.features import (
 from agents.learners.hashing import Columns, Hashing
 from agents.learners.profiles import RANKED, profile_features, profile_parts
 from agents.learners.replies import labels_of
-from pipeline.learn import fit_embedded
+from tasks.learn import fit_embedded
 
 N = 2 ** 18
 

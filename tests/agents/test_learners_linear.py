@@ -10,7 +10,7 @@ from agents.learners.linear import Linear
 from agents.learners.profiles import profile_features
 from agents.learners.replies import labels_of
 from envs.packs import get_domain
-from pipeline.learn import fit_embedded
+from tasks.learn import fit_embedded
 
 
 class Reference(EmbeddedLearner):

@@ -18,7 +18,7 @@ from agents.learners.exports import write_openai
 from agents.learners.llamafactory import PAPER_RECIPE, deepspeed_config_path, run_training, sft_config, \
     write_config, write_dataset
 from envs.packs import get_domain
-from pipeline.datasets import sft_examples
+from tasks.datasets import sft_examples
 
 pytestmark = pytest.mark.train
 HERE = Path(__file__).parent

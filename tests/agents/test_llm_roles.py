@@ -288,7 +288,7 @@ def test_stages_run_a_role_at_its_configured_concurrency(monkeypatch, tmp_path):
 
     from agents.llm import make_client
     from agents.llm.limits import reset_limits
-    from pipeline.stages import _map
+    from tasks.stages import _map
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-unit")
     reset_limits()

@@ -41,7 +41,7 @@ def test_kept_trajectories_get_reward_one_from_tau2(space, synth_pass):
 def test_controllability(space, synth_pass, key):
     """Requested vs realized on every generated task's first rollout, before the verifier's factor gate
     (measuring kept items only would agree by construction: the gate drops every mismatch)."""
-    from pipeline.synthesis import control
+    from tasks.synthesis import control
 
     sp = with_factor(space, key)
     result = synth_pass(sp, 520, steering=NewFactor(factor=key))
@@ -67,8 +67,8 @@ def test_default_prior_favours_single_writes(space, synth_pass):
 
 def test_same_seed_same_output_different_seed_differs(tmp_path, space):
     from agents.designer import ColdStart
-    from pipeline.stages import Ctx
-    from pipeline.synthesis import run_pass
+    from tasks.stages import Ctx
+    from tasks.synthesis import run_pass
     from storage.digest import table_digests
     from storage.store import Store
 
@@ -84,7 +84,7 @@ def test_same_seed_same_output_different_seed_differs(tmp_path, space):
 
 
 def test_bad_blueprints_are_recorded_rejections(tmp_path, space):
-    from pipeline import stages
+    from tasks import stages
     from storage.store import Store
 
     ctx = stages.Ctx(Store(tmp_path / "s"), "t", 0, 0)

@@ -5,8 +5,8 @@ from agents.designer import ColdStart
 from envs.ontology import load_initial_space
 from envs.packs import get_pack
 from envs.properties import PROPERTIES
-from pipeline.stages import Ctx
-from pipeline.synthesis import run_pass
+from tasks.stages import Ctx
+from tasks.synthesis import run_pass
 from storage.records import Factor
 from storage.store import Store
 

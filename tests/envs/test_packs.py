@@ -10,7 +10,7 @@ from envs import packs
 from envs.packs import DomainPack, UnknownDomain, default_domain, get_domain, get_pack, known, register
 
 ROOT = Path(__file__).resolve().parents[2]
-CORE = ("storage", "envs", "agents", "pipeline", "flows", "benchmarks", "deployments")
+CORE = ("storage", "envs", "agents", "tasks", "flows", "benchmarks", "deployments")
 DOMAIN_WORDS = re.compile(r"airline|retail|telecom", re.I)
 
 

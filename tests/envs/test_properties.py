@@ -51,8 +51,8 @@ def test_the_generator_realizes_a_requested_property_and_the_verifier_observes_i
     """The property a plan measures is the property the verifier observes on the teacher's replay."""
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
-    from pipeline.stages import Ctx
-    from pipeline.synthesis import run_pass
+    from tasks.stages import Ctx
+    from tasks.synthesis import run_pass
     from storage.records import Factor
     from storage.store import Store
 

@@ -56,7 +56,7 @@ def test_exports(home, tmp_path):
 
 def test_a_conversation_sharegpt_cannot_hold_is_dropped_with_its_reason(home, tmp_path):
     from flows.cli_learn import _export
-    from pipeline.hf_export import select_examples
+    from tasks.hf_export import select_examples
     from storage.records import ToolCall
     from storage.store import Store
 
@@ -107,7 +107,7 @@ def test_bench_learner_reports_cpu_per_trajectory_and_per_task(tmp_path):
 def test_bench_learner_without_a_test_task_is_a_one_line_error(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    import pipeline.testset as testset
+    import tasks.testset as testset
     from flows.cli import main
 
     monkeypatch.setattr(testset, "test_cases", lambda *args, **kwargs: [])  # a generator that builds no test task

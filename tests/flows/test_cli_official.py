@@ -16,9 +16,9 @@ def trained(tmp_path_factory):
     """A store with one small verified pass of run ``RUN`` and its embedded learner trained on it (round 0)."""
     from envs.ontology import load_initial_space
     from agents.designer import ColdStart
-    from pipeline.learn import train_round
-    from pipeline.stages import Ctx
-    from pipeline.synthesis import run_pass
+    from tasks.learn import train_round
+    from tasks.stages import Ctx
+    from tasks.synthesis import run_pass
     from storage.store import Store
 
     store = Store(tmp_path_factory.mktemp("official") / "h")
@@ -36,7 +36,7 @@ def _invoke(store, *args, env=None):
 @pytest.mark.slow
 def test_the_embedded_learner_on_airlines_test_split_prints_rewards_per_task_and_pass_k(trained):
     from envs.packs import get_domain
-    from pipeline.official import is_success, pass_hat_ks
+    from tasks.official import is_success, pass_hat_ks
     from storage.tracking import Tracker
 
     result = _invoke(trained, "--official", "--domain", "airline", "--split", "test", "--run", RUN, "--round", "0",

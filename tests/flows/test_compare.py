@@ -27,7 +27,7 @@ def cli(home, *args):
 def test_sweep_compare_and_report_share_one_union(tmp_path):
     from storage.metrics import trajectory_diversity
     from storage.store import Store
-    from pipeline.metrics import verified_samples
+    from tasks.metrics import verified_samples
 
     home = tmp_path / "h"
     cfg = tmp_path / "sweep.yaml"

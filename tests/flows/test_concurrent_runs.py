@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pipeline.testset import KINDS
+from tasks.testset import KINDS
 from tests.prefect_home import PREFECT_HOME
 
 pytestmark = pytest.mark.slow

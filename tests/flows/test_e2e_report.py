@@ -19,13 +19,13 @@ RUN = "e2e-report"
 
 
 def _report(home: Path, out: Path) -> Path:
-    """A real 3-round run (round_flow's stages, tests/pipeline/driver.py), then `evosyn report` on it."""
+    """A real 3-round run (round_flow's stages, tests/tasks/driver.py), then `evosyn report` on it."""
     from click.testing import CliRunner
 
     from flows.cli import main
     from storage.records import Run
     from storage.store import Store
-    from tests.pipeline import driver
+    from tests.tasks import driver
 
     store = Store(home)
     driver.run(store, run_id=RUN, rounds=3, budget=16)

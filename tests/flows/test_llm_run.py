@@ -124,8 +124,8 @@ def test_missing_key_or_unknown_model_is_one_line_before_any_work(tmp_path, mode
 
 def _round(home, llm: dict[str, RoleConfig]) -> tuple[int, int, object]:
     """One full round (the stage functions the Prefect round wraps), test-set evaluation left out."""
-    import pipeline.loop as loop
-    import pipeline.stages as stages
+    import tasks.loop as loop
+    import tasks.stages as stages
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
     from storage.store import Store

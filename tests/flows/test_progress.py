@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from flows.progress import LineRenderer, LiveRenderer, listening, publish, renderer
-from pipeline.progress import StageEvent
+from tasks.progress import StageEvent
 from tests.prefect_home import PREFECT_HOME
 
 REPO = Path(__file__).resolve().parents[2]

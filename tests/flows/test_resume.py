@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-import pipeline.testset as testset
+import tasks.testset as testset
 from storage.digest import table_digests
 from storage.faults import ENV
 from storage.records import TABLES

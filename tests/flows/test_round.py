@@ -5,7 +5,7 @@ import inspect
 import typing
 
 import flows.round as round_module
-from pipeline.stages import Ctx
+from tasks.stages import Ctx
 from storage.config import RoleConfig, RunConfig
 
 

@@ -22,7 +22,7 @@ def test_bad_values_are_one_line_naming_the_field(value, field):
 
 
 def test_the_split_and_the_llm_user_are_checked_against_the_domain():
-    from pipeline.official_agents import OfficialError, check_official_config
+    from tasks.official_agents import OfficialError, check_official_config
 
     check_official_config(OfficialEvalConfig(), "airline")  # test is a split of airline's tasks
     with pytest.raises(OfficialError, match=r"official_eval.split: 'small' is not a split of tau2's airline tasks "
@@ -78,7 +78,7 @@ def test_each_round_scores_its_learner_on_the_official_split_and_a_resume_adds_n
     client = MlflowClient(tracking_uri=default_tracking_uri(home))
     exp = client.get_experiment_by_name(EXPERIMENT)
     round_run = client.search_runs([exp.experiment_id], "tags.`evosyn.round` = '1'")[0]
-    from pipeline.official import is_success, pass_hat_ks
+    from tasks.official import is_success, pass_hat_ks
 
     by_task = {}
     for e in sorted(official, key=lambda e: e.trial):

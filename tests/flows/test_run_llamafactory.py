@@ -71,9 +71,9 @@ def ran(tmp_path_factory):
     from agents.learners.llamafactory import write_dataset
     from envs.ontology import load_initial_space
     from envs.packs import get_domain
-    from pipeline.datasets import sft_examples
-    from pipeline.stages import Ctx
-    from pipeline.synthesis import run_pass
+    from tasks.datasets import sft_examples
+    from tasks.stages import Ctx
+    from tasks.synthesis import run_pass
     from storage.store import Store
 
     cli = cli_or_skip()

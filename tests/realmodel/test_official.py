@@ -12,11 +12,11 @@ RUN = "realmodel-official"
 def test_the_official_split_with_the_real_model_playing_the_user(tmp_path, real_model, monkeypatch):
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
-    from pipeline.learn import train_round
-    from pipeline.official import evaluate_official, is_success, pass_hat_ks
-    from pipeline.official_agents import build_user, flush_user
-    from pipeline.stages import Ctx
-    from pipeline.synthesis import run_pass
+    from tasks.learn import train_round
+    from tasks.official import evaluate_official, is_success, pass_hat_ks
+    from tasks.official_agents import build_user, flush_user
+    from tasks.stages import Ctx
+    from tasks.synthesis import run_pass
     from storage.config import RoleConfig
     from storage.store import Store
 

@@ -13,7 +13,7 @@ def test_the_openai_agent_on_the_real_model_produces_evaluation_rows(store, real
     from agents.learners.harness import evaluate, run_episode
     from agents.learners.openai_agent import OpenAICompatibleAgent
     from envs.packs import get_domain
-    from pipeline.testset import test_cases
+    from tasks.testset import test_cases
 
     domain = get_domain("airline")
     cases = test_cases(store, "airline", n=3)[:3]

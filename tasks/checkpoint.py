@@ -1,0 +1,159 @@
+"""The ``llamafactory`` learner's half of a round: export, train, serve and evaluate a checkpoint.
+
+Each round exports every verified training example of rounds <= r as ShareGPT
+with tools and the domain policy as the system prompt (the prompt the served
+agent gets in ``harness.run_episode``), writes the recipe, runs ``llamafactory-cli
+train`` (here, or in the ``sft-train`` flow on the gpu pool: ``flows/train.py``),
+then serves the checkpoint (``agents.learners.serving``) and evaluates it on the
+diagnostic and test sets with the harness and user simulator the embedded learner
+is scored with. Its evaluations carry ``model_version`` ``<run>/r<round>/llamafactory-<hash>``:
+the hash is the checkpoint's (of its training data and recipe), recorded beside it in
+``evosyn_checkpoint.json``, so every row names the checkpoint that produced it.
+
+Resume: a checkpoint whose marker matches this round's export is not trained again;
+finished evaluation sets are read back (no server started when both are).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agents.learners.exports import DATASET_NAME
+from agents.learners.llamafactory import TrainingError, find_cli, recipe_of, run_training, write_config, \
+    write_dataset
+from agents.learners.openai_agent import OpenAICompatibleAgent
+from envs.packs import get_domain
+from storage import atomic
+from storage.atomic import read_or_none
+from storage.config import LlamaFactoryConfig
+from storage.records import Evaluation, Message
+from storage.store import Store
+from tasks.datasets import examples_upto
+from tasks.progress import Emit
+from tasks.stages import Ctx, emit_event
+
+MARKER = "evosyn_checkpoint.json"
+_PATH_KEYS = ("model_name_or_path", "dataset_dir", "output_dir", "deepspeed")  # where, not what: not hashed
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A round's trained checkpoint; ``fingerprint`` names it in every evaluation and feedback row."""
+
+    path: Path
+    fingerprint: str
+    n_trajectories: int  # examples trained on
+    held_out: int = 0  # diagnostic examples of rounds <= r: evaluated on, never trained on
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> examples the export left out
+    learner: str = "llamafactory"
+
+    def metrics(self) -> dict[str, float]:
+        return {"sft_exported": float(self.n_trajectories), "sft_dropped": float(sum(self.dropped.values())),
+                "sft_held_out": float(self.held_out)}
+
+
+def sft_dir(store: Store, run_id: str, round: int) -> Path:
+    return store.root / "sft" / run_id / f"round={round}"
+
+
+def export_round(store: Store, run_id: str, round: int, domain: str, lf: LlamaFactoryConfig) -> Checkpoint:
+    """The round's dataset, ``dataset_info.json`` and ``sft.yaml``; the checkpoint they will train (not yet)."""
+    base = sft_dir(store, run_id, round)
+    exported = write_dataset(examples_upto(store, run_id, round, "train"), base / "data",
+                             system=get_domain(domain).policy)
+    held_out = len(examples_upto(store, run_id, round, "diagnostic"))
+    if not exported.rows:
+        raise TrainingError(f"run {run_id} round {round}: no training example to export ({exported.line()})")
+    recipe = recipe_of(lf, base / "data", base / "checkpoint")
+    write_config(recipe, base / "sft.yaml")
+    what = {k: v for k, v in recipe.items() if k not in _PATH_KEYS}
+    digest = hashlib.sha256((base / "data" / f"{DATASET_NAME}.json").read_bytes()
+                            + json.dumps([lf.model, what], sort_keys=True, default=str).encode()).hexdigest()[:12]
+    ckpt = Checkpoint(base / "checkpoint", f"llamafactory-{digest}", len(exported.rows), held_out,
+                      dict(exported.dropped.most_common()))
+    atomic.write_json(base / "export.json", {"line": exported.line(held_out), **_marker(ckpt)}, indent=2)
+    return ckpt
+
+
+def _marker(ckpt: Checkpoint) -> dict:
+    return {"fingerprint": ckpt.fingerprint, "exported": ckpt.n_trajectories, "held_out": ckpt.held_out,
+            "dropped": ckpt.dropped}
+
+
+def trained_checkpoint(ckpt: Checkpoint) -> bool:
+    marker = read_or_none(ckpt.path / MARKER, lambda p: json.loads(p.read_text()), "checkpoint marker")
+    return bool(marker) and marker.get("fingerprint") == ckpt.fingerprint and (ckpt.path / "config.json").exists()
+
+
+def train_checkpoint(store: Store, run_id: str, round: int, domain: str, lf: LlamaFactoryConfig,
+                     log=lambda line: None) -> tuple[Checkpoint, bool]:
+    """Export and train (``llamafactory-cli train``); (checkpoint, trained before). The marker is written
+    last: a checkpoint folder without it (a killed training) is trained again."""
+    ckpt = export_round(store, run_id, round, domain, lf)
+    if trained_checkpoint(ckpt):
+        return ckpt, True
+    (ckpt.path / MARKER).unlink(missing_ok=True)  # an earlier round's data: this one is not trained yet
+    run_training(sft_dir(store, run_id, round) / "sft.yaml", find_cli(), log=log, timeout=lf.train_timeout_s)
+    atomic.write_json(ckpt.path / MARKER, _marker(ckpt), indent=2)
+    return ckpt, False
+
+
+def load_checkpoint(store: Store, run_id: str, round: int) -> Checkpoint:
+    """The checkpoint a round trained (here or on the gpu pool), from its marker."""
+    path = sft_dir(store, run_id, round) / "checkpoint"
+    marker = read_or_none(path / MARKER, lambda p: json.loads(p.read_text()), "checkpoint marker")
+    if not marker:
+        raise TrainingError(f"no trained checkpoint for run {run_id} round {round} ({path / MARKER} is missing)")
+    return Checkpoint(path, marker["fingerprint"], marker["exported"], marker["held_out"], marker["dropped"])
+
+
+def trained_event(emit: Emit | None, ctx: Ctx, ckpt: Checkpoint, how: str = "", since: float | None = None) -> None:
+    dropped = sum(ckpt.dropped.values())
+    why = "".join(f"; {r}: {k}" for r, k in ckpt.dropped.items())
+    emit_event(emit, ctx, "train", 1, 1, total=1, since=since,
+               detail=f"checkpoint {ckpt.fingerprint}{how}: exported {ckpt.n_trajectories}, dropped {dropped}{why}; "
+                      f"held out {ckpt.held_out} diagnostic")
+
+
+def train(ctx: Ctx, lf: LlamaFactoryConfig, emit: Emit | None = None) -> Checkpoint:
+    t0 = time.monotonic()
+    ckpt, before = train_checkpoint(ctx.store, ctx.run_id, ctx.round, ctx.domain, lf)
+    trained_event(emit, ctx, ckpt, ", trained before" if before else "", t0)
+    return ckpt
+
+
+class ServedCheckpoint:
+    """The checkpoint as a task agent: its server's replies, under the checkpoint's name (``fingerprint``)."""
+
+    name = "llamafactory"
+
+    def __init__(self, ckpt: Checkpoint, agent: OpenAICompatibleAgent):
+        self.fingerprint, self.n_trajectories, self.agent = ckpt.fingerprint, ckpt.n_trajectories, agent
+
+    def reset(self, tools: list[dict], policy: str) -> None:
+        self.agent.reset(tools, policy)
+
+    def act(self, messages: list[Message]) -> Message:
+        return self.agent.act(messages)
+
+
+def evaluate(ctx: Ctx, ckpt: Checkpoint, lf: LlamaFactoryConfig, test_size: int, emit: Emit | None = None
+             ) -> tuple[list[Evaluation], list[Evaluation], list[Evaluation]]:
+    """(diagnostic, test, test_uniform) evaluations of the served checkpoint; the server runs only while a set
+    is missing."""
+    import tasks.loop as loop
+    from agents.learners.serving import serving
+
+    sets = ("diagnostic", "test", "test_uniform")
+    if all(ctx.done("evaluate", f"eval-{s}") for s in sets):
+        diag, test, uniform = (loop.evaluate(ctx, ckpt, s, test_size, emit=emit) for s in sets)
+        return diag, test, uniform
+    with serving(ckpt.path, lf) as served:
+        agent = ServedCheckpoint(ckpt, OpenAICompatibleAgent(served.base_url, served.model, temperature=0.0,
+                                                             max_tokens=lf.max_new_tokens))
+        diag, test, uniform = (loop.evaluate(ctx, agent, s, test_size, emit=emit, max_steps=lf.max_steps)
+                               for s in sets)
+    return diag, test, uniform

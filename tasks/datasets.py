@@ -1,0 +1,87 @@
+"""Task sets and training examples: SFT splits, the per-round diagnostic set (the fixed test set: tasks/testset.py)."""
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable
+
+from agents.learners.harness import TaskCase
+from envs.ontology import OBSERVABLE
+from envs.packs import get_domain
+from storage.records import Factor, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
+from storage.store import Store
+
+BUCKETS = ["0", "1", "2", "3-4", "5+"]
+
+
+def _unit(key: str) -> float:
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+
+
+def sft_examples(kept: Iterable[tuple[SynthTask, Trajectory]], diagnostic_fraction: float, seed: int
+                 ) -> list[SFTExample]:
+    """One example per kept (task, trajectory); a seeded, content-keyed share is held out as diagnostic."""
+    # the SFT tool list is the trajectories' own domain's, validated once per domain: canonicalizing its ~15
+    # JSON schemas again for every example was most of this function's time
+    tools_of: dict[str, list[dict]] = {}
+    out = []
+    for task, traj in kept:
+        if task.domain not in tools_of:
+            schemas = [t.openai_schema() for t in get_domain(task.domain).tools("assistant")]
+            tools_of[task.domain] = SFTExample(run_id="-", round=0, example_id="-", task_id="-", trajectory_id="-",
+                                               messages=[], tools=schemas).tools
+        split = "diagnostic" if _unit(f"{seed}/{task.task_id}") < diagnostic_fraction else "train"
+        example = SFTExample(run_id=traj.run_id, round=traj.round, space_version=traj.space_version,
+                             direction_id=traj.direction_id, blueprint_id=traj.blueprint_id,
+                             example_id="ex-" + traj.trajectory_id[3:], task_id=task.task_id,
+                             trajectory_id=traj.trajectory_id, split=split, messages=traj.messages)
+        example.tools = tools_of[task.domain]  # the validated list (assignment is not validated again)
+        out.append(example)
+    return out
+
+
+def examples_upto(store: Store, run_id: str, round: int, split: str) -> list[SFTExample]:
+    rows = [e for e in store.read_records("sft_examples", run_id=run_id) if e.round <= round and e.split == split]
+    return sorted(rows, key=lambda e: (e.round, e.example_id))
+
+
+def as_trajectories(examples: list[SFTExample]) -> list[Trajectory]:
+    return [Trajectory(run_id=e.run_id, round=e.round, trajectory_id=e.trajectory_id, task_id=e.task_id,
+                       messages=e.messages) for e in examples]
+
+
+def cases_for(store: Store, run_id: str, task_ids: set[str]) -> list[TaskCase]:
+    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id,
+                                                        where=lambda row: row["task_id"] in task_ids)}
+    observed: dict[str, dict] = {}
+    for v in store.read_fields("verdicts", ["task_id", "passed", "observed"], run_id=run_id):
+        if v["task_id"] in tasks and v["passed"]:
+            observed[v["task_id"]] = v["observed"]
+    return [TaskCase(tasks[t], observed.get(t, {})) for t in sorted(tasks)]
+
+
+def diagnostic_cases(store: Store, run_id: str, round: int) -> list[TaskCase]:
+    """The diagnostic set: held-out verified tasks of every round <= ``round`` (accumulated)."""
+    held_out = store.read_fields("sft_examples", ["task_id", "round", "split"], run_id=run_id)
+    return cases_for(store, run_id, {e["task_id"] for e in held_out if e["round"] <= round and e["split"] == "diagnostic"})
+
+
+def with_count_factors(space: SynthesisSpace, keys: tuple[str, ...] = ("num_write", "num_read")) -> SynthesisSpace:
+    """The space plus write / read counts as experimental factors (bucketed), as a Reflector would add them."""
+    return space.model_copy(update={"version": space.version + 1, "factors": space.factors + [
+        Factor(key=k, values=BUCKETS, status="experimental", observable=True, added_in=space.version + 1)
+        for k in keys]})
+
+
+def with_factors(space: SynthesisSpace, controllable: dict[str, list[str]], factors: tuple[str, ...]
+                 ) -> SynthesisSpace:
+    """The space plus each named factor (with the values the generator realizes), experimental, observable when
+    the verifier measures it; factors already in the space are left as they are."""
+    new = [Factor(key=k, values=list(controllable[k]), status="experimental", observable=k in OBSERVABLE,
+                  added_in=space.version + 1) for k in dict.fromkeys(factors) if k not in {f.key for f in space.factors}]
+    return space.model_copy(update={"version": space.version + 1, "factors": space.factors + new}) if new else space
+
+
+def kept_pairs(store: Store, run_id: str) -> list[tuple[SynthTask, Verdict]]:
+    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id)}
+    return [(tasks[v.task_id], v) for v in store.read_records("verdicts", run_id=run_id)
+            if v.passed and v.task_id in tasks]

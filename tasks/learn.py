@@ -1,0 +1,108 @@
+"""Train the task agent on all verified data so far, and evaluate it on held-out tasks."""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+from agents.learners.embedded import EmbeddedLearner
+from agents.learners.harness import TaskCase, evaluate
+from envs.packs import default_domain, get_domain
+from storage.atomic import read_or_none
+from storage.faults import kill_point
+from storage.records import Evaluation, Trajectory
+from storage.store import Store
+from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto
+from tasks.progress import Emit, StageEvent
+from tasks.testset import TASK_SETS, test_cases
+
+
+def model_path(store: Store, run_id: str, round: int) -> Path:
+    return store.root / "models" / run_id / f"round={round}" / "embedded.joblib"
+
+
+def model_version(learner, run_id: str, round: int) -> str:
+    """``<run>/r<round>/<fingerprint>``: the embedded model's hash, or ``llamafactory-<hash>`` of a checkpoint."""
+    return f"{run_id}/r{round}/{learner.fingerprint}"
+
+
+def run_domain(store: Store, run_id: str, domain: str | None = None) -> str:
+    """``domain``, else the stored run's domain, else its tasks' (a synthesis pass stores no run row), else the
+    default domain pack."""
+    if domain:
+        return domain
+    return (next((r.domain for r in store.read_records("runs", run_id=run_id)), None)
+            or next((t["domain"] for t in store.read_fields("tasks", ["domain"], run_id=run_id)), None)
+            or default_domain())
+
+
+def fit_embedded(trajectories: list[Trajectory], domain: str | None = None, seed: int = 0) -> EmbeddedLearner:
+    tools = [t.openai_schema() for t in get_domain(domain or default_domain()).tools("assistant")]
+    return EmbeddedLearner(seed=seed).fit(trajectories, tools)
+
+
+def train_round(store: Store, run_id: str, round: int, seed: int = 0, domain: str | None = None
+                ) -> tuple[EmbeddedLearner, Path, float]:
+    """SFT (behaviour cloning) on every training example of rounds <= ``round``; saved as an artifact."""
+    examples = examples_upto(store, run_id, round, "train")
+    t0 = time.perf_counter()
+    learner = fit_embedded(as_trajectories(examples), run_domain(store, run_id, domain), seed=seed)
+    seconds = time.perf_counter() - t0
+    return learner, learner.save(model_path(store, run_id, round)), seconds
+
+
+def load_round(store: Store, run_id: str, round: int) -> EmbeddedLearner:
+    path = model_path(store, run_id, round)
+    learner = read_or_none(path, EmbeddedLearner.load, "model")
+    if learner is None:
+        raise FileNotFoundError(f"no trained model for run {run_id} round {round} ({path} is missing or "
+                                "unreadable; run `evosyn train` first)")
+    return learner
+
+
+EVAL_BATCH = 20  # tasks between two progress events (each task is evaluated on its own: batching changes no row)
+
+
+def evaluated(run_id: str, round: int, task_set: str, batch: list[Evaluation], total: int, before: int,
+              successes_before: int = 0, seconds: float = 0.0) -> StageEvent:
+    """The event of a batch of evaluations: its successes kept, its failures by first failed check; the detail
+    is the success rate so far (``0.52 on 171 tasks``)."""
+    ok = sum(e.success for e in batch)
+    failed = Counter((e.failed_checks or ["unknown"])[0] for e in batch if not e.success)
+    n, s = before + len(batch), successes_before + ok
+    tasks = "task" if total == 1 else "tasks"
+    if not n:  # an empty set (a small budget can hold out no diagnostic task)
+        rate = "no tasks"
+    else:
+        rate = f"{s / n:.2f} on {n} {tasks}" if n == total else f"{s / n:.2f} on {n} of {total} {tasks} so far"
+    return StageEvent(run_id=run_id, round=round, stage=f"evaluate {task_set}", done=len(batch), kept=ok,
+                      rejected=dict(failed), total=total, detail=rate, seconds=seconds)
+
+
+def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner: EmbeddedLearner | None = None,
+                   cases: list[TaskCase] | None = None, domain: str | None = None,
+                   emit: Emit | None = None, max_steps: int = 40) -> list[Evaluation]:
+    """``emit``: a ``StageEvent`` every ``EVAL_BATCH`` tasks (stage ``evaluate <task_set>``). ``learner``: any
+    task agent with a ``fingerprint`` (the embedded learner, a served checkpoint); default the round's
+    embedded learner."""
+    learner = learner or load_round(store, run_id, round)
+    domain = run_domain(store, run_id, domain)
+    if cases is None:
+        cases = diagnostic_cases(store, run_id, round) if task_set == "diagnostic" else \
+            test_cases(store, domain, kind=TASK_SETS[task_set])
+    evaluations, trajectories = [], []
+    env, version = get_domain(domain), model_version(learner, run_id, round)
+    for i in range(0, len(cases), EVAL_BATCH) if cases else [0]:
+        t0 = time.monotonic()
+        evs, trajs = evaluate(learner, cases[i:i + EVAL_BATCH], env, run_id=run_id, round=round, task_set=task_set,
+                              model_version=version, id_key=f"r{round}/{learner.fingerprint}", max_steps=max_steps)
+        if emit is not None:
+            emit(evaluated(run_id, round, task_set, evs, len(cases), len(evaluations),
+                           sum(e.success for e in evaluations), time.monotonic() - t0))
+        evaluations += evs
+        trajectories += trajs
+    if evaluations:
+        store.write(trajectories, f"eval-{task_set}")
+        kill_point("evaluate", round)
+        store.write(evaluations, f"eval-{task_set}")
+    return evaluations

@@ -1,0 +1,249 @@
+"""A task agent on a split of tau2's official tasks: k trials per task, our verifier, tau2's pass^k.
+
+The tasks and splits are the installed tau2 package's own (``Domain.tasks(split)``:
+its ``split_tasks.json`` per domain, e.g. ``train`` / ``test`` / ``base``).
+Each trial is one conversation between the agent and a user simulator (scripted or
+an LLM, ``agents.official_user``) on a fresh copy of the task's initial state,
+scored by ``envs.verify.run_checks``: the reward is tau2's (its reward basis, as
+tau2's evaluator computes it), the strict checks are reported beside it (an
+evaluation's ``success`` is both: reward 1 and every check). pass^k is tau2's
+(``tau2.metrics.agent_metrics``): per task C(c, k) / C(n, k) with c of its n trials
+successful, averaged over tasks, for k = 1 .. the fewest trials of any task.
+
+Rows: one ``Evaluation`` per (task, trial) with ``task_set`` ``official:<split>``
+and its ``trial``, and its ``Trajectory``, as chunk ``official-<split>-<hash>`` of
+the round (the hash names the agent, the user and the trials, so two agents
+evaluated on the same round keep their own rows).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agents.learners.base import TaskAgent
+from agents.user import device_results
+from envs.base import Domain
+from envs.packs import get_domain
+from envs.verify import run_checks
+from tasks.progress import Emit, StageEvent
+from storage.records import Contract, Evaluation, Message, Trajectory
+from storage.store import Store
+
+SUCCESS_TOLERANCE = 1e-6  # tau2's ``is_successful``: a reward within 1e-6 of 1
+
+
+def is_success(reward: float) -> bool:
+    return (1 - SUCCESS_TOLERANCE) <= reward <= (1 + SUCCESS_TOLERANCE)
+
+
+def pass_hat_k(num_trials: int, successes: int, k: int) -> float:
+    """tau2's pass^k of one task: the chance that k of its trials drawn without replacement all succeed."""
+    if not 1 <= k <= num_trials:
+        raise ValueError(f"k={k} needs 1 <= k <= the number of trials ({num_trials})")
+    return math.comb(successes, k) / math.comb(num_trials, k)
+
+
+def pass_hat_ks(outcomes: Mapping[str, Sequence[bool]]) -> dict[int, float]:
+    """{k: mean over tasks of pass^k} for k = 1 .. the fewest trials of any task (tau2 caps k the same way)."""
+    if not outcomes:
+        return {}
+    max_k = min(len(v) for v in outcomes.values())
+    return {k: sum(pass_hat_k(len(v), sum(map(bool, v)), k) for v in outcomes.values()) / len(outcomes)
+            for k in range(1, max_k + 1)}
+
+
+def task_set_name(split: str) -> str:
+    return f"official:{split}"
+
+
+def official_tasks(domain: str, split: str, max_tasks: int | None = None,
+                   task_ids: Sequence[str] | None = None) -> list[Any]:
+    """The split's tasks in tau2's order: those of ``task_ids`` (all when None), then the first ``max_tasks``.
+
+    ``KeyError`` (one line) for a split the domain lacks (naming the known ones) or an id not in the split.
+    """
+    tasks = get_domain(domain).tasks(split)
+    if task_ids is not None:
+        missing = sorted(set(task_ids) - {t.id for t in tasks})
+        if missing:
+            raise KeyError(f"task ids {', '.join(missing)} are not in {domain}'s {split} split")
+        tasks = [t for t in tasks if t.id in set(task_ids)]
+    return tasks[:max_tasks] if max_tasks else tasks
+
+
+# ------------------------------------------------------------------ the user simulator
+@dataclass
+class UserSim:
+    """Who plays the customer: the scripted user (``client`` None) or an LLM through our client."""
+
+    label: str  # "embedded", or "<provider>:<model>"
+    client: Any = None  # a bound ``LLMClient`` (its calls go to ``llm_calls``)
+    retries: int = 2
+
+    def for_task(self, domain: Domain, task: Any, trial: int):
+        from agents.official_user import llm_user, scripted_user
+
+        if self.client is None:
+            return scripted_user(domain, task)
+        return llm_user(self.client, task, trial, self.retries)
+
+
+class UserGaveUp(Exception):
+    """The LLM user had no usable reply within its re-asks: the trial ends as tau2's ``user_error`` (reward 0)."""
+
+
+def _said(user: Any, turn: Callable[[], Message]) -> Message:
+    """A user turn; a user that cannot answer usably ends the trial, one whose LLM cannot be reached the run."""
+    from agents.ask import RoleRejected
+
+    try:
+        return turn()
+    except RoleRejected as exc:
+        if "LLM unavailable" in str(exc):
+            from agents.roles import StageUnavailable
+
+            raise StageUnavailable("user", getattr(getattr(user, "client", None), "endpoint", "?"),
+                                   str(exc).split("LLM unavailable: ", 1)[-1]) from None
+        raise UserGaveUp(str(exc)) from None
+
+
+def episode(agent: TaskAgent, task: Any, domain: Domain, user: Any, max_steps: int = 40
+            ) -> tuple[list[Message], str]:
+    """One conversation on a fresh copy of the task's initial state: (messages, termination)."""
+    ep = domain.episode(task.initial_state)
+    agent.reset([t.openai_schema() for t in domain.tools("assistant")], domain.policy)
+    msgs: list[Message] = []
+    try:
+        msgs.append(_said(user, user.opening))
+        msgs.extend(device_results(ep, msgs[0]))
+        if getattr(user, "done", False):
+            return msgs, "user_stop"
+        for _ in range(max_steps):
+            reply = agent.act(list(msgs))
+            msgs.append(reply)
+            if reply.tool_calls:
+                for call in reply.tool_calls:
+                    obs = ep.step(call.name, call.arguments, call.requestor)
+                    msgs.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error))
+                continue
+            answer = _said(user, lambda: user.respond(reply.content or ""))
+            msgs.append(answer)
+            msgs.extend(device_results(ep, answer))
+            if user.done:
+                return msgs, "user_stop"
+    except UserGaveUp:
+        return msgs, "user_error"
+    return msgs, "max_steps"
+
+
+# ------------------------------------------------------------------ results
+class TaskOutcome(Contract):
+    task_id: str
+    rewards: list[float]  # one per trial, tau2's reward
+    strict: list[bool]  # one per trial: reward 1 and every strict check
+    failed_checks: list[list[str]]
+
+
+class OfficialResult(Contract):
+    run_id: str
+    round: int
+    domain: str
+    split: str
+    task_set: str
+    trials: int
+    model_version: str
+    user: str
+    chunk: str
+    tasks: list[TaskOutcome]
+    pass_hat: dict[int, float]  # tau2's pass^k from the rewards
+    strict_pass_hat: dict[int, float]  # the same from the strict outcome
+    avg_reward: float
+
+    def metrics(self, prefix: str | None = None) -> dict[str, float]:
+        """MLflow metrics: ``<prefix>_avg_reward``, ``<prefix>_pass_hat_<k>``, ``<prefix>_strict_pass_hat_<k>``."""
+        p = prefix or f"official_{self.split}"
+        out = {f"{p}_avg_reward": self.avg_reward, f"{p}_tasks": float(len(self.tasks))}
+        out.update({f"{p}_pass_hat_{k}": v for k, v in self.pass_hat.items()})
+        out.update({f"{p}_strict_pass_hat_{k}": v for k, v in self.strict_pass_hat.items()})
+        return out
+
+
+def result_of(evaluations: list[Evaluation], *, run_id: str, round: int, domain: str, split: str, trials: int,
+              model_version: str, user: str, chunk: str) -> OfficialResult:
+    """The per-task rewards and pass^k of a split's evaluation rows (fresh, or read back from the store)."""
+    by_task: dict[str, list[Evaluation]] = {}
+    for e in sorted(evaluations, key=lambda e: e.trial):
+        by_task.setdefault(e.task_id, []).append(e)
+    outcomes = [TaskOutcome(task_id=tid, rewards=[e.reward for e in evs], strict=[e.success for e in evs],
+                            failed_checks=[e.failed_checks for e in evs]) for tid, evs in by_task.items()]
+    rewards = [r for o in outcomes for r in o.rewards]
+    return OfficialResult(
+        run_id=run_id, round=round, domain=domain, split=split, task_set=task_set_name(split), trials=trials,
+        model_version=model_version, user=user, chunk=chunk, tasks=outcomes,
+        pass_hat=pass_hat_ks({o.task_id: [is_success(r) for r in o.rewards] for o in outcomes}),
+        strict_pass_hat=pass_hat_ks({o.task_id: o.strict for o in outcomes}),
+        avg_reward=sum(rewards) / len(rewards) if rewards else 0.0)
+
+
+def chunk_name(split: str, model_version: str, user: str, trials: int, max_tasks: int | None,
+               task_ids: Sequence[str] | None = None) -> str:
+    ids = ",".join(sorted(task_ids)) if task_ids is not None else "*"
+    key = hashlib.sha256(f"{model_version}/{user}/{trials}/{max_tasks}/{ids}".encode()).hexdigest()[:10]
+    return f"official-{split}-{key}"
+
+
+def _id(*parts: object) -> str:
+    return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:16]
+
+
+def evaluate_official(store: Store, agent: TaskAgent, user: UserSim, *, run_id: str, round: int, domain: str,
+                      split: str, model_version: str, trials: int = 1, max_tasks: int | None = None,
+                      task_ids: Sequence[str] | None = None, max_steps: int = 40, emit: Emit | None = None,
+                      on_task: Callable[[TaskOutcome], None] | None = None) -> OfficialResult:
+    """Every task of the split, ``trials`` times each; rows written as one chunk (replaced when run again).
+
+    ``emit``: a ``StageEvent`` per task (stage ``evaluate official:<split>``); ``on_task``: each task's outcome.
+    """
+    if trials < 1:
+        raise ValueError(f"trials: {trials} (at least 1)")
+    dom, tasks = get_domain(domain), official_tasks(domain, split, max_tasks, task_ids)
+    task_set = task_set_name(split)
+    chunk = chunk_name(split, model_version, user.label, trials, max_tasks, task_ids)
+    evaluations: list[Evaluation] = []
+    trajectories: list[Trajectory] = []
+    producer = "llm_agent" if getattr(agent, "name", "") == "openai_compatible" else "learner"
+    for n, task in enumerate(tasks):
+        t0, mine = time.monotonic(), []
+        for trial in range(trials):
+            msgs, termination = episode(agent, task, dom, user.for_task(dom, task, trial), max_steps)
+            outcome = run_checks(dom, task, msgs, termination=termination)
+            tid = "of-" + _id(run_id, round, chunk, task.id, trial)[:12]  # the chunk names agent, user, trials
+            trajectories.append(Trajectory(run_id=run_id, round=round, trajectory_id=tid, task_id=task.id,
+                                           messages=msgs, producer=producer, model_version=model_version,
+                                           termination=termination))
+            mine.append(Evaluation(
+                run_id=run_id, round=round, evaluation_id=_id(run_id, round, chunk, task.id, trial),
+                task_id=task.id, trajectory_id=tid, model_version=model_version, task_set=task_set,
+                success=outcome.passed, reward=outcome.reward, trial=trial,
+                num_steps=sum(1 for m in msgs if m.role == "assistant"),
+                failed_checks=[c.name for c in outcome.checks if not c.passed and not c.skipped]))
+        evaluations += mine
+        if on_task is not None:
+            on_task(TaskOutcome(task_id=task.id, rewards=[e.reward for e in mine], strict=[e.success for e in mine],
+                                failed_checks=[e.failed_checks for e in mine]))
+        if emit is not None:  # the detail: the share of trials with reward 1 so far (pass^1 once all are in)
+            ok, all_ok = sum(is_success(e.reward) for e in mine), sum(is_success(e.reward) for e in evaluations)
+            so_far = "" if n + 1 == len(tasks) else f" of {len(tasks)} so far"
+            emit(StageEvent(run_id=run_id, round=round, stage=f"evaluate {task_set}", done=len(mine), kept=ok,
+                            rejected={"reward below 1": len(mine) - ok} if ok < len(mine) else {},
+                            total=len(tasks) * trials, seconds=time.monotonic() - t0,
+                            detail=f"pass^1 {all_ok / len(evaluations):.2f} on {n + 1}{so_far} tasks x {trials}"))
+    if evaluations:
+        store.write(trajectories, chunk)
+        store.write(evaluations, chunk)
+    return result_of(evaluations, run_id=run_id, round=round, domain=domain, split=split, trials=trials,
+                     model_version=model_version, user=user.label, chunk=chunk)

@@ -1,0 +1,220 @@
+"""What `evosyn report` shows, read from the store: per-round metrics, slices, allocation, probes, trace, samples.
+
+Only the rounds that ran are shown: a round ran when its learner was evaluated (round 0, the base
+learner, is not a round of the loop). The space stored for round r is the one its Reflector left for
+round r + 1, so the trace lists r -> r + 1 only when round r + 1 ran, and an update made after the
+last round as proposed for a round that did not run.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from scipy.stats import binomtest
+
+from envs.packs import default_domain
+from storage.records import Message
+from storage.store import Store
+from tasks.metrics import intrinsic, verified_samples
+
+SLICE_FACTORS = ("task_family", "expected_outcome", "num_write", "num_read")
+PROBE_ORDER = ("num_write", "num_read", "entities_touched", "turns", "numeric_arguments", "transfers")
+ANY = "(any)"
+
+
+def _rate(xs) -> float:
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """95% Wilson score interval of k successes in n trials (NaN for no trials)."""
+    if not n:
+        return float("nan"), float("nan")
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def domain_of(store: Store, run_id: str) -> str:
+    runs = store.read_records("runs", run_id=run_id)
+    return runs[0].domain if runs else default_domain()
+
+
+def rounds_ran(store: Store, run_id: str) -> list[int]:
+    return sorted({e.round for e in store.read_records("evaluations", run_id=run_id) if e.round > 0})
+
+
+def run_rows(store: Store, run_id: str, union: set[str] | None = None) -> list[dict]:
+    """One row per round that ran, with the same metric names (and values) as the run summary and compare."""
+    evals = store.read_records("evaluations", run_id=run_id)
+    domain = domain_of(store, run_id)
+    rows, seen = [], 0
+    for r in rounds_ran(store, run_id):
+        samples = verified_samples(store, run_id, r)
+        this = [s for s in samples if s["round"] == r]
+        test = [e.success for e in evals if e.round == r and e.task_set == "test"]
+        row = {"round": r, "verified": len(samples), "verified_new": len(samples) - seen,
+               "success_diagnostic": _rate(e.success for e in evals if e.round == r and e.task_set == "diagnostic"),
+               "success_test": _rate(test), "test_n": len(test), "test_k": sum(test),
+               "success_test_uniform": _rate(e.success for e in evals if e.round == r and e.task_set == "test_uniform"),
+               **intrinsic(samples, domain, union)}
+        lo, hi = wilson(sum(test), len(test))
+        row["success_test_ci"] = f"{lo:.3f}-{hi:.3f}" if test else "-"
+        row["share_num_write_3plus"] = _rate(s["observed"].get("num_write", ["0"])[0] in ("3-4", "5+") for s in this)
+        seen = len(samples)
+        rows.append(row)
+    return rows
+
+
+def arm_success(store: Store, run_ids: list[str]) -> list[dict]:
+    """Success per (domain, arm) and round, pooled over the arm's runs (seeds), with 95% Wilson intervals
+    over the evaluated tasks."""
+    arms = {rid: _arm_of(store, rid) for rid in run_ids}
+    pooled: dict[tuple[str, str, int, str], list[bool]] = defaultdict(list)
+    runs: dict[tuple[str, str, int, str], set[str]] = defaultdict(set)
+    for rid, (domain, arm) in arms.items():
+        for e in store.read_records("evaluations", run_id=rid):
+            if e.round > 0 and e.task_set in ("test", "test_uniform", "diagnostic"):
+                pooled[(domain, arm, e.round, e.task_set)].append(e.success)
+                runs[(domain, arm, e.round, e.task_set)].add(rid)
+    out = []
+    for key, xs in sorted(pooled.items()):
+        domain, arm, r, task_set = key
+        lo, hi = wilson(sum(xs), len(xs))
+        out.append({"domain": domain, "arm": arm, "round": r, "task_set": task_set, "runs": len(runs[key]),
+                    "n": len(xs), "success": _rate(xs), "ci_low": lo, "ci_high": hi})
+    return out
+
+
+def _arm_of(store: Store, run_id: str) -> tuple[str, str]:
+    runs = store.read_records("runs", run_id=run_id)
+    return (runs[0].domain, runs[0].arm) if runs else (default_domain(), "evosyn")
+
+
+def slice_success(store: Store, run_id: str, task_set: str = "test") -> list[dict]:
+    """Success per (factor, value) slice and round, the value observed on each test task's gold solution."""
+    ran = set(rounds_ran(store, run_id))
+    by: dict[tuple[str, str, int], list[bool]] = defaultdict(list)
+    for e in store.read_records("evaluations", run_id=run_id):
+        if e.round in ran and e.task_set == task_set:
+            for f in SLICE_FACTORS:
+                for v in e.observed.get(f, []):
+                    by[(f, v, e.round)].append(e.success)
+    return [{"factor": f, "value": v, "round": r, "n": len(xs), "success": _rate(xs)}
+            for (f, v, r), xs in sorted(by.items())]
+
+
+def allocation(store: Store, run_id: str) -> list[dict]:
+    """Blueprints the Designer asked for per factor value and round: a direction's blueprints are split
+    evenly over the values it prefers or allows for the factor, and count as (any) when it names none."""
+    ran = set(rounds_ran(store, run_id))
+    dirs = [d for d in store.read_records("directions", run_id=run_id) if d.round in ran]
+    factors = sorted({k for d in dirs for k in (*d.preferred_values, *d.allowed_values)})
+    by: Counter = Counter()
+    for d in dirs:
+        for f in factors:
+            vals = list(dict.fromkeys([*d.preferred_values.get(f, []), *d.allowed_values.get(f, [])])) or [ANY]
+            for v in vals:
+                by[(f, v, d.round)] += d.n_blueprints / len(vals)
+    return [{"factor": f, "value": v, "round": r, "blueprints": int(n) if float(n).is_integer() else round(n, 2)}
+            for (f, v, r), n in sorted(by.items())]
+
+
+def probe_failures(store: Store, run_id: str) -> list[dict]:
+    """Diagnostic failure rate per probe bucket and round (buckets with no task are left out)."""
+    ran = set(rounds_ran(store, run_id))
+    out = []
+    for p in sorted(store.read_records("probes", run_id=run_id), key=lambda p: (p.probe, p.round)):
+        if p.round not in ran:
+            continue
+        for i, b in enumerate(p.buckets):
+            if b.count and b.failure_rate is not None:
+                out.append({"probe": p.probe, "bucket": b.bucket, "order": i, "round": p.round, "n": b.count,
+                            "failure_rate": b.failure_rate, "cmi_given_space": p.cmi_given_space})
+    return out
+
+
+def _diff(space) -> str:
+    return "; ".join(f"{c.kind} {c.factor}" + (f" [{', '.join(c.values)}]" if c.values else "")
+                     + (f" ({c.reason})" if c.reason else "") for c in space.diff) or "no change"
+
+
+def trace(store: Store, run_id: str) -> list[dict]:
+    """The evolution trace (Tables 13/15): one row per transition between rounds that ran, plus the update
+    made after the last round when there is one (proposed for a round that did not run)."""
+    ran = rounds_ran(store, run_id)
+    if not ran:
+        return []
+    spaces = {s.round: s for s in store.read_records("spaces", run_id=run_id)}
+    probes = store.read_records("probes", run_id=run_id)
+    refl = {x.round: x for x in store.read_records("reflections", run_id=run_id)}
+    dirs = store.read_records("directions", run_id=run_id)
+    rows = {row["round"]: row for row in run_rows(store, run_id)}
+    out = []
+    for r in ran:
+        before, after = spaces.get(r - 1), spaces.get(r)
+        changed = before is not None and after is not None and after.version != before.version
+        nxt = r + 1 in rows
+        if not nxt and not changed:
+            continue  # the last round left the space as it was: no transition to show
+        top = max((p for p in probes if p.round == r), key=lambda p: p.cmi_given_space, default=None)
+        focus: Counter = Counter()
+        for d in dirs:
+            if d.round == r + 1:
+                for k, vs in {**d.allowed_values, **d.preferred_values}.items():
+                    focus[f"{k}={'/'.join(vs)}"] += d.n_blueprints
+        v_in, v_out = (before.version if before else "?"), (after.version if after else "?")
+        out.append({
+            "transition": f"{r} -> {r + 1}" if nxt else f"after {r}: proposed for round {r + 1} (not run)",
+            "space": f"v{v_in} -> v{v_out}" + (f": {_diff(after)}" if changed else " (no change)"),
+            "evidence": (f"{top.probe}: I(Y;d|O)={top.cmi_given_space:.3f}, residual {top.residual_cmi:.3f}"
+                         if top else ""),
+            "decision": refl[r].summary if r in refl else "(no Reflector in this arm)",
+            "designer_focus": ", ".join(f"{k} ({n})" for k, n in focus.most_common(3)) if nxt else "-",
+            "change": (f"test {rows[r]['success_test']:.3f} -> {rows[r + 1]['success_test']:.3f}; 3+ write share "
+                       f"{rows[r]['share_num_write_3plus']:.2f} -> {rows[r + 1]['share_num_write_3plus']:.2f}"
+                       if nxt else "-")})
+    return out
+
+
+def space_versions(store: Store, run_id: str) -> list[dict]:
+    """The space each round that ran used, and the one it left."""
+    spaces = {s.round: s for s in store.read_records("spaces", run_id=run_id)}
+    return [{"round": r, "version_in": spaces[r - 1].version if r - 1 in spaces else None,
+             "version_out": spaces[r].version if r in spaces else None,
+             "factors": len(spaces[r].active) if r in spaces else None,
+             "diff": _diff(spaces[r]) if r in spaces and r - 1 in spaces
+             and spaces[r].version != spaces[r - 1].version else "no change"}
+            for r in rounds_ran(store, run_id)]
+
+
+def sample_trajectories(store: Store, run_id: str, factor: str = "task_family", per_slice: int = 1,
+                        max_slices: int = 6) -> list[dict]:
+    """A few verified samples per slice of ``factor`` (its observed value), the latest round first."""
+    tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id)}
+    trajs = {t.trajectory_id: t for t in store.read_records("trajectories", run_id=run_id)}
+    passed = {}
+    for v in sorted(store.read_records("verdicts", run_id=run_id), key=lambda v: (v.round, v.attempt)):
+        if v.passed and v.task_id in tasks and v.trajectory_id in trajs:
+            passed[v.task_id] = v
+    picked: dict[str, list] = {}
+    for v in sorted(passed.values(), key=lambda v: (-v.round, v.task_id)):
+        value = (v.observed.get(factor) or ["(none)"])[0]
+        if value in picked or len(picked) < max_slices:
+            if len(picked.setdefault(value, [])) < per_slice:
+                picked[value].append(v)
+    out = []
+    for value in sorted(picked):
+        for v in picked[value]:
+            task = tasks[v.task_id]
+            scenario = (task.tau2_task.get("user_scenario") or {}).get("instructions") or {}
+            out.append({"factor": factor, "value": value, "task_id": v.task_id, "round": v.round,
+                        "instruction": scenario.get("reason_for_call", "") if isinstance(scenario, dict) else "",
+                        "checks": [(c.name, c.passed, c.reason) for c in v.checks if not c.skipped],
+                        "messages": trajs[v.trajectory_id].messages})
+    return out
+
+
+def chat_turns(messages: list[Message]) -> list[dict]:
+    """A trajectory as chat turns: who speaks, the text, each tool call with its arguments, tool results."""
+    return [{"role": m.role, "requestor": m.requestor, "content": m.content or "", "error": m.error,
+             "calls": [(c.name, c.arguments) for c in m.tool_calls]} for m in messages if m.role != "system"]

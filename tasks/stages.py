@@ -1,0 +1,327 @@
+"""The stages of synthesis as idempotent functions over the store: one pipeline for every caller.
+
+The Prefect round (``flows/round.py``) maps them over chunks as tasks; ``evosyn
+synth`` and the fixed test set run the same functions in-process through
+``tasks.synthesis.run_pass``, with the same chunking (``chunks``,
+``chunk_name``), rejections and resume. Every stage writes its output as named
+chunks of its tables, then marks the chunk complete (``Store.mark_complete``).
+When the marker exists (a rerun, or a resume after a crash) the stage reads its
+chunks back instead of recomputing: a finished stage is a no-op, an interrupted
+one (some of its tables written, or none, or all but the marker) redoes its
+chunk, rewriting the same files. Chunk names carry a hash of the stage's inputs.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, Steering
+from agents.generator import GenerationError
+from agents.learners.collector import collector_paused
+from agents.planner import PlanError
+from agents.roles import Roles, build_roles, flush_calls, llm_roles
+from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
+from envs.packs import default_domain
+from tasks.datasets import sft_examples
+from tasks.progress import Emit, StageEvent, rejections
+from storage.config import RoleConfig, RunConfig
+from storage.faults import kill_point
+from storage.records import Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
+from storage.store import Store
+
+DIAGNOSTIC_FRACTION = 0.2
+
+
+def _h(*parts: object) -> str:
+    return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:10]
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Where a pass's stages read and write (store, run, round) and how its roles are built.
+
+    ``llm_roles``: role -> the config of each LLM-backed role (validated once, by
+    ``agents.roles.check_roles``); every other role is embedded.
+    ``diagnostic_fraction``: the held-out share of each verified chunk's SFT
+    examples; None writes no examples (the test set is no training data).
+    ``source``: the ``source`` of every generated task (None keeps the generator's).
+    ``fault_points``: the ``storage.faults`` point each stage's crash point is,
+    for a pass that has its own points (the test set has one, ``testset``, after
+    its tasks); a stage it leaves out has none. None: each stage's own name.
+    """
+
+    store: Store
+    run_id: str
+    round: int
+    seed: int
+    domain: str = field(default_factory=default_domain)
+    llm_roles: dict[str, RoleConfig] = field(default_factory=dict)
+    diagnostic_fraction: float | None = DIAGNOSTIC_FRACTION
+    source: Literal["synthesized", "official", "test_set"] | None = None
+    fault_points: dict[str, str] | None = None
+    prior: dict[str, dict[str, float]] = field(default_factory=dict)  # RunConfig.prior.suppress
+    prior_writes: dict[int, float] | None = None  # RunConfig.prior.writes
+    probe_size: int = 0  # RunConfig.probe_size
+
+    @classmethod
+    def for_run(cls, cfg: RunConfig, run_id: str, round: int) -> "Ctx":
+        """A round of the run ``cfg`` (its LLM roles are those ``check_roles`` accepted before the run began)."""
+        return cls(Store(cfg.store_root()), run_id, round, cfg.seed, cfg.domain or default_domain(),
+                   llm_roles=llm_roles(cfg), prior=cfg.prior.suppress, prior_writes=cfg.prior.writes,
+                   probe_size=cfg.probe_size)
+
+    def roles(self, **kw: Any) -> Roles:
+        return build_roles(self.llm_roles, self.domain, cache_dir=self.store.root / "llm_cache", prior=self.prior,
+                           prior_writes=self.prior_writes, **kw)
+
+    def flush(self, roles: Roles, chunk: str) -> None:
+        flush_calls(roles, self.store, run_id=self.run_id, round=self.round, chunk=chunk)
+
+    def crash_point(self, stage: str) -> None:
+        """Where ``stage`` dies under ``EVOSYN_FAULT_KILL_AT`` (storage/faults.py): after some output, before its mark."""
+        point = stage if self.fault_points is None else self.fault_points.get(stage)
+        if point:
+            kill_point(point, self.round)
+
+    def done(self, stage: str, chunk: str) -> bool:
+        """Whether ``stage`` wrote all of chunk ``chunk`` (its marker, written after its last table)."""
+        return self.store.is_complete(stage, self.run_id, self.round, chunk)
+
+    def mark(self, stage: str, chunk: str) -> None:
+        self.store.mark_complete(stage, self.run_id, self.round, chunk)
+
+    def read(self, table: str, chunk: str) -> list:
+        return self.store.read_chunk(table, self.run_id, self.round, chunk)
+
+    def put(self, table: str, records: list, chunk: str) -> None:
+        """Chunk ``chunk`` of ``table`` is exactly ``records``: a redone stage that now has none of them
+        (a plan rejected before the crash, accepted on the rerun) leaves no stale chunk behind."""
+        if records:
+            self.store.write(records, chunk)
+        else:
+            self.store.remove_chunk(table, self.run_id, self.round, chunk)
+
+
+def emit_event(emit: Emit | None, ctx: Ctx, stage: str, done: int, kept: int, rejected: list[Verdict] = (),
+               total: int | None = None, detail: str = "", since: float | None = None) -> None:
+    """Tell ``emit`` (when given) what a call of ``stage`` did; ``rejected``: the verdicts of what it dropped;
+    ``since``: the call's start (``time.monotonic()``)."""
+    if emit is not None:
+        emit(StageEvent(run_id=ctx.run_id, round=ctx.round, stage=stage, done=done, kept=kept,
+                        rejected=rejections(rejected), total=total, detail=detail,
+                        seconds=0.0 if since is None else time.monotonic() - since))
+
+
+def chunks(items: list, size: int) -> list[list]:
+    """The blueprints of a pass in chunks of ``size``, in order: the unit of generate, rollout and verify."""
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _map(fn: Callable, items: list, roles: Roles, role: str) -> list:
+    """``fn`` over items in order; LLM-backed roles run up to their ``max_concurrency`` calls at once.
+
+    Items run one after the other (an embedded role, CPU-bound) with the cyclic collector paused
+    (agents/learners/collector.py): its collections were 7-9% of a synthesis pass's CPU, and a chunk leaves
+    a few thousand objects in cycles (about 60 per blueprint), collected once the pause ends. Concurrent LLM
+    calls are not paused: a chunk of them can take minutes, and the collector is process-wide."""
+    client = roles.clients.get(role)
+    workers = client.limits.slots.limit if client is not None else 1
+    if workers <= 1 or len(items) <= 1:
+        with collector_paused():
+            return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def _attempt(fn: Callable, *args: Any, bug: str = "") -> tuple[Any, str]:
+    """(result, "") or (None, reason): one failed item is a recorded rejection, never a crashed stage."""
+    try:
+        return fn(*args), ""
+    except (GenerationError, PlanError, KeyError) as exc:
+        return None, str(exc)
+    except Exception as exc:  # a role bug or an exhausted LLM costs one item, not the round
+        return None, f"{bug}{type(exc).__name__}: {exc}"
+
+
+def _designed(emit: Emit | None, ctx: Ctx, dirs: list[Direction], steering: Steering, t0: float) -> list[Direction]:
+    n = sum(d.n_blueprints for d in dirs)
+    emit_event(emit, ctx, "design", len(dirs), len(dirs), total=len(dirs),
+               detail=f"{len(dirs)} directions, {n} blueprints ({steering.kind.replace('_', ' ')})", since=t0)
+    return dirs
+
+
+def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str,
+           emit: Emit | None = None) -> list[Direction]:
+    t0 = time.monotonic()
+    chunk = f"design-{_h(space.version, steering.kind, budget, arm)}"
+    if ctx.done("design", chunk):  # in the order they were designed, as the uninterrupted run has them
+        return _designed(emit, ctx, ctx.read("directions", chunk), steering, t0)
+    if arm == "single_agent":  # one role: a single unconstrained direction, uniform sampling
+        steering = ColdStart()
+        dirs = EmbeddedDesigner().design(space, steering, budget, run_id=ctx.run_id, round=ctx.round, seed=ctx.seed)
+        dirs = [dirs[0].model_copy(update={"allowed_values": {}, "objective": "any task the space allows",
+                                           "n_blueprints": budget, "rationale": "single agent: no designer"})]
+    else:
+        roles = ctx.roles()
+        try:
+            dirs = roles.designer.design(space, steering, budget, run_id=ctx.run_id, round=ctx.round, seed=ctx.seed)
+        except DesignError as exc:
+            if "designer" not in roles.clients:
+                raise
+            # a rejected LLM design is recorded on every direction of the embedded fallback
+            dirs = EmbeddedDesigner().design(space, steering, budget, run_id=ctx.run_id, round=ctx.round,
+                                             seed=ctx.seed)
+            dirs = [d.model_copy(update={"rationale": f"embedded fallback ({exc}); {d.rationale}"}) for d in dirs]
+        ctx.flush(roles, chunk)
+    ctx.put("directions", dirs, chunk)
+    ctx.crash_point("design")
+    ctx.mark("design", chunk)
+    return _designed(emit, ctx, dirs, steering, t0)
+
+
+def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction], emit: Emit | None = None) -> list[Blueprint]:
+    t0 = time.monotonic()
+    chunk = f"plan-{_h(*[d.direction_id for d in directions])}"
+    if ctx.done("plan", chunk):
+        out, rejected = ctx.read("blueprints", chunk), ctx.read("verdicts", chunk)
+        n = len(out) + len(rejected)
+        emit_event(emit, ctx, "plan", n, len(out), rejected, total=n, since=t0)
+        return sorted(out, key=lambda b: b.blueprint_id)
+    roles = ctx.roles()
+    jobs = [(d, i) for d in directions for i in range(d.n_blueprints)]
+    results = _map(lambda job: _attempt(lambda: roles.planner.plan(job[0], space, None, index=job[1],
+                                                                   seed=ctx.seed + ctx.round)), jobs, roles, "planner")
+    out, rejected = [], []
+    for (d, i), (bp, reason) in zip(jobs, results):
+        if bp is not None:
+            out.append(bp)
+        else:
+            rejected.append(rejection_verdict(unplanned(d, i), "plan", reason))
+    ctx.flush(roles, chunk)
+    ctx.put("verdicts", rejected, chunk)
+    ctx.put("blueprints", out, chunk)
+    ctx.crash_point("plan")
+    ctx.mark("plan", chunk)  # also when every plan was rejected: an empty plan is a finished one
+    emit_event(emit, ctx, "plan", len(jobs), len(out), rejected, total=len(jobs), since=t0)
+    return sorted(out, key=lambda b: b.blueprint_id)
+
+
+def chunk_name(stage: str, blueprints: list[Blueprint]) -> str:
+    return f"{stage}-{_h(*[b.blueprint_id for b in blueprints])}"
+
+
+def generate(ctx: Ctx, space: SynthesisSpace, blueprints: list[Blueprint], emit: Emit | None = None
+             ) -> list[SynthTask]:
+    t0 = time.monotonic()
+    chunk = chunk_name("gen", blueprints)
+    if ctx.done("generate", chunk):
+        tasks = ctx.read("tasks", chunk)
+        emit_event(emit, ctx, "generate", len(blueprints), len(tasks), ctx.read("verdicts", chunk), since=t0)
+        return tasks
+    roles = ctx.roles()
+    results = _map(lambda bp: _attempt(roles.generator.generate, bp, space, bug="generator error: "), blueprints,
+                   roles, "generator")
+    tasks, rejected = [], []
+    for bp, (task, reason) in zip(blueprints, results):
+        if task is not None:
+            tasks.append(task if ctx.source is None else task.model_copy(update={"source": ctx.source}))
+        else:
+            rejected.append(rejection_verdict(bp, "generate", reason))
+    ctx.flush(roles, chunk)
+    ctx.put("verdicts", rejected, chunk)
+    ctx.put("tasks", tasks, chunk)
+    ctx.crash_point("generate")
+    ctx.mark("generate", chunk)
+    emit_event(emit, ctx, "generate", len(blueprints), len(tasks), rejected, since=t0)
+    return tasks
+
+
+def rollout(ctx: Ctx, tasks: list[SynthTask], chunk: str, emit: Emit | None = None) -> list[Trajectory]:
+    t0 = time.monotonic()
+    if ctx.done("rollout", chunk):
+        out = ctx.read("trajectories", chunk)
+        dropped = ctx.read("verdicts", f"{chunk}-rollout")
+        emit_event(emit, ctx, "rollout", len(tasks), len(out), dropped, since=t0)
+        return out
+    roles = ctx.roles()
+    results = _map(lambda t: _attempt(roles.teacher.rollout, t, bug="teacher error: "), tasks, roles, "teacher")
+    out = [traj for traj, _ in results if traj is not None]
+    failed = [(t, reason) for t, (traj, reason) in zip(tasks, results) if traj is None]
+    ctx.flush(roles, chunk)
+    # rollout rejections go beside the verifier's verdicts of this chunk, never over them
+    dropped = [rejection_verdict(_lineage(t), "rollout", reason) for t, reason in failed]
+    ctx.put("verdicts", dropped, f"{chunk}-rollout")
+    ctx.put("trajectories", out, chunk)
+    ctx.crash_point("rollout")
+    ctx.mark("rollout", chunk)
+    emit_event(emit, ctx, "rollout", len(tasks), len(out), dropped, since=t0)
+    return out
+
+
+def _lineage(task: SynthTask) -> Blueprint:
+    """A stand-in blueprint carrying a task's lineage, for a rollout rejection."""
+    return unplanned(Direction(run_id=task.run_id, round=task.round, space_version=task.space_version,
+                               direction_id=task.direction_id or "", condition_id="", objective_type="exploration",
+                               objective="", budget_level="zero")).model_copy(
+        update={"blueprint_id": task.blueprint_id})
+
+
+def _verified(emit: Emit | None, ctx: Ctx, verdicts: list[Verdict], t0: float) -> None:
+    last: dict[str, Verdict] = {}
+    for v in verdicts:  # a task's attempts in order: its last verdict decides
+        if v.attempt >= last.get(v.task_id, v).attempt:
+            last[v.task_id] = v
+    kept = sum(v.passed for v in last.values())
+    emit_event(emit, ctx, "verify", len(last), kept, [v for v in last.values() if not v.passed], since=t0)
+
+
+def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory], chunk: str,
+                 emit: Emit | None = None) -> tuple[list[Verdict], list[SFTExample]]:
+    t0 = time.monotonic()
+    if ctx.done("verify", chunk):  # also a chunk where nothing was kept: it wrote no examples, and is done
+        verdicts = ctx.read("verdicts", chunk)
+        _verified(emit, ctx, verdicts, t0)
+        return verdicts, ctx.read("sft_examples", chunk)
+    roles = ctx.roles()
+    repair = roles.repair
+    by_task = {t.task_id: t for t in trajectories}
+    verdicts, repaired, kept = [], [], []
+    for task in tasks:
+        if task.task_id not in by_task:
+            continue
+        trajs, vs = verify_with_repair(task, by_task[task.task_id], repair)
+        verdicts += vs
+        repaired += trajs[1:]
+        if vs[-1].passed:
+            kept.append((task, trajs[-1]))
+    examples = [] if ctx.diagnostic_fraction is None else sft_examples(kept, ctx.diagnostic_fraction, ctx.seed)
+    ctx.flush(roles, f"{chunk}-verify")
+    ctx.put("trajectories", repaired, f"{chunk}-repair")  # beside the rollout's chunk, never over it
+    ctx.put("verdicts", verdicts, chunk)
+    ctx.crash_point("verify")
+    ctx.put("sft_examples", examples, chunk)
+    ctx.mark("verify", chunk)
+    _verified(emit, ctx, verdicts, t0)
+    return verdicts, examples
+
+
+def steering_for(arm: str, reflection, feedback) -> Steering:
+    """The Designer's signal for the next round, by arm (the table in ``tasks/loop.py``).
+
+    ``no_feedback`` differs from ``evosyn`` only in evidence (B.6): the factor its Reflector added is
+    populated as evosyn's is, but without the coverage counts of the learner-facing feedback, and it is
+    otherwise never steered by learner feedback.
+    """
+    if arm in ("static", "single_agent", "no_designer") or feedback is None:
+        return ColdStart()
+    added = (next((p.dimension_name for p in reflection.new_proposals if p.action != "no_change"), None)
+             if reflection is not None and reflection.steering == "new_factor" else None)
+    if arm == "no_feedback":
+        return NewFactor(factor=added) if added else ColdStart()
+    if added:
+        cov = {s.value: s.count for s in feedback.coverage if s.factor == added}
+        return NewFactor(factor=added, coverage=cov)
+    return LearnerFeedback(feedback=feedback)
