@@ -25,7 +25,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-GENERATED = {"reference/config.md": "render_config", "reference/tables.md": "render_tables"}
+GENERATED = {"reference/config.md": "render_config", "reference/tables.md": "render_tables",
+             "reference/metrics.md": "render_metrics"}
 
 # What a field is, for the fields whose source gives no comment or description. The source's own text wins;
 # tests/docs/test_docs.py checks that every name here is still a field, so a renamed field fails the build's test.
@@ -288,6 +289,38 @@ def render_tables() -> str:
             out.append(f"| `{field.name}` | {arrow} | {record_type} | {_cell(what)} |")
         out.append("")
     return "\n".join(out)
+
+
+# ------------------------------------------------------------------ metrics
+METRICS_INTRO = """# Metrics and the report
+
+`evosyn report RUN` writes `reports/RUN/report.html`, one page with no external resource (inline CSS, plots as
+embedded PNG): the per-round table; test and diagnostic success over rounds with 95% Wilson intervals (per arm,
+seeds pooled, with `--compare RUN ...`); test success per slice (task family, outcome, writes, reads); the
+Designer's allocation per round by factor value; the diagnostic failure rate per probe bucket per round; the
+evolution of the space (versions and diffs; an update after the last round is marked as proposed for a round that
+did not run); two verified samples per task family rendered as a chat; and this legend. `summary.md` holds the same
+tables. `evosyn compare RUN ...` prints the learner and the data metrics as two tables with the legend under them
+(`compare.json` carries it as `legend`).
+
+The intrinsic metrics (factor coverage, factor balance, interaction coverage, trajectory diversity) use only
+verified examples, with every factor re-derived from the realized tool actions (never the plan), against fixed
+per-domain reference sets. `trajectory_diversity` is normalized by the patterns the run has verified so far;
+`trajectory_diversity_union` by the union over every compared run of the domain, and only it is comparable
+across runs.
+
+The table below is generated at build time from `tasks/legend.py`, the one legend every report, table and JSON
+uses.
+"""
+
+
+def render_metrics() -> str:
+    from tasks.legend import METRICS
+
+    out = [METRICS_INTRO, "| name | shown as | what it measures | range | better |", "| --- | --- | --- | --- | --- |"]
+    out += [f"| `{name}` | {_cell(m.label)} | {_cell(m.means)} | {_cell(m.range)} | {_cell(m.better)} |"
+            for name, m in METRICS.items()]
+    return "\n".join(out) + "\n"
 
 
 # ------------------------------------------------------------------ MkDocs events
