@@ -1,14 +1,16 @@
-"""MkDocs hook: the reference pages that are read off the code at build time, so none can go stale.
+"""MkDocs hook: the reference pages read off the code at build time, so none can go stale.
 
-- ``reference/config.md``: every field of ``storage.config.RunConfig`` and of the models it nests (type,
-  default, bounds, and the comment the source gives the field), plus the ``EVOSYN_*`` overrides;
-- ``reference/tables.md``: every store table of ``storage.records.TABLES``, its columns as the Parquet files
-  hold them (``storage.arrow.schema_of``: the Arrow types DuckDB sees) and what each column is;
-- ``reference/cli.md`` is rendered by the ``mkdocs-click`` extension from the root click group; ``on_config``
-  imports the module the ``evosyn`` console script runs first, so every command attached to that group (the
-  command modules, ``evosyn bench``) is on it when the page renders.
+Each page below holds a marker, ``<!-- generated: FUNCTION -->``, that ``on_page_markdown`` replaces:
 
-``render_config()`` and ``render_tables()`` are plain functions so ``tests/docs/test_docs.py`` can check them.
+- ``reference/config.md`` (``render_config``): every field of ``storage.config.RunConfig`` and of the models it
+  nests (type, default, bounds, and the comment the source gives the field), plus the ``EVOSYN_*`` overrides;
+- ``reference/tables.md`` (``render_tables``): every store table of ``storage.records.TABLES``, its columns as
+  the Parquet files hold them (``storage.arrow.schema_of``: the Arrow types DuckDB sees) and what each is;
+- ``reference/metrics.md`` (``render_metrics``): every metric of ``tasks/legend.py``.
+
+``reference/cli.md`` is rendered by the ``mkdocs-click`` extension from the root click group; ``on_config``
+first imports the module the ``evosyn`` console script runs, so every command attached to that group is on it.
+The render functions are plain functions, so ``tests/docs/test_docs.py`` checks them too.
 """
 from __future__ import annotations
 
@@ -25,8 +27,10 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-GENERATED = {"reference/config.md": "render_config", "reference/tables.md": "render_tables",
-             "reference/metrics.md": "render_metrics"}
+# A page holds the marker ``<!-- generated: FUNCTION -->``; at build time the marker becomes FUNCTION's output, so
+# the page file exists (links to it resolve anywhere) and its content is always the code's.
+GENERATED = ("render_config", "render_tables", "render_metrics")
+MARKER = "<!-- generated: {} -->"
 
 # What a field is, for the fields whose source gives no comment or description. The source's own text wins;
 # tests/docs/test_docs.py checks that every name here is still a field, so a renamed field fails the build's test.
@@ -214,10 +218,9 @@ def model_table(model: type[BaseModel], prefix: str) -> list[str]:
 def render_config() -> str:
     from storage.config import ENV_OVERRIDES, ROLES, RunConfig
 
-    out = ["# Run config reference", "",
-           "Generated at build time from the pydantic model `storage.config.RunConfig` and the models it nests "
-           "(`docs/hooks/reference.py`). A run config is a YAML file of these fields; an unknown field, a value "
-           "out of bounds or a wrong type is one `error:` line and exit code 2 before any work "
+    out = ["Every field of `RunConfig` and of the models it nests, read by `docs/hooks/reference.py`. A run "
+           "config is a YAML file of these fields; an unknown field, a value out of bounds or a wrong type is one "
+           "`error:` line and exit code 2 before any work "
            "(`evosyn config validate FILE` prints the resolved settings).", "",
            "Precedence: the file, then the `EVOSYN_*` environment variables below, then the command's flags.", ""]
     seen: list[type[BaseModel]] = []
@@ -237,7 +240,7 @@ def render_config() -> str:
         out += model_table(model, "") + [""]
         for name, info in model.model_fields.items():
             for sub in nested_models(info.annotation):
-                where = f"roles.<role>" if name == "roles" else f"{path + '.' if path else ''}{name}"
+                where = "roles.<role>" if name == "roles" else f"{path + '.' if path else ''}{name}"
                 queue.append((sub, where))
     out += ["## Roles", "", "Keys of `roles:` (each a RoleConfig): " + ", ".join(f"`{r}`" for r in ROLES) + ".", "",
             "## Environment overrides", "", "| variable | field |", "| --- | --- |"]
@@ -251,9 +254,7 @@ def render_tables() -> str:
     from storage.arrow import schema_of
     from storage.records import TABLES
 
-    out = ["# Store tables", "",
-           "Generated at build time from the pydantic records of `storage/records.py` (`docs/hooks/reference.py`). "
-           "Each record class is one table: Parquet files under `tables/<table>/run_id=…/round=…/`, one DuckDB "
+    out = ["Each record class is one table: Parquet files under `tables/<table>/run_id=…/round=…/`, one DuckDB "
            "view per table in `evosyn query` and in `catalog.duckdb`. Column types are the Arrow types the files "
            "hold: nested values (sub-models, dicts, lists of sub-models) are JSON text (`json` below: read them "
            "with DuckDB's `->>` / `json_extract`), and each observed factor is stored once more as a typed "
@@ -292,9 +293,7 @@ def render_tables() -> str:
 
 
 # ------------------------------------------------------------------ metrics
-METRICS_INTRO = """# Metrics and the report
-
-`evosyn report RUN` writes `reports/RUN/report.html`, one page with no external resource (inline CSS, plots as
+METRICS_INTRO = """`evosyn report RUN` writes `reports/RUN/report.html`, one page with no external resource (inline CSS, plots as
 embedded PNG): the per-round table; test and diagnostic success over rounds with 95% Wilson intervals (per arm,
 seeds pooled, with `--compare RUN ...`); test success per slice (task family, outcome, writes, reads); the
 Designer's allocation per round by factor value; the diagnostic failure rate per probe bucket per round; the
@@ -335,9 +334,9 @@ def on_config(config):
     return config
 
 
-def on_files(files, config):
-    from mkdocs.structure.files import File
-
-    for path, fn in GENERATED.items():
-        files.append(File.generated(config, path, content=globals()[fn]()))
-    return files
+def on_page_markdown(markdown, page, config, files):
+    for name in GENERATED:
+        marker = MARKER.format(name)
+        if marker in markdown:
+            markdown = markdown.replace(marker, globals()[name]())
+    return markdown

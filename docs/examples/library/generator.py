@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agents.plans import DEFAULT_PRIOR, DefaultPrior, Plan, Targets, action_key, fit_reads, ops_in_order, \
-    sample_new, targets
+from agents.plans import (DEFAULT_PRIOR, DefaultPrior, Plan, Targets, action_key, fit_reads, ops_in_order,
+                          sample_new, targets)
 
 from .environment import MAX_LOANS
 
