@@ -84,8 +84,8 @@ FIELD_NOTES = {
 
 # What a row of a table is, for the records without a docstring (checked like FIELD_NOTES).
 TABLE_NOTES = {
-    "runs": "One row per run, per synthesis pass (`evosyn synth`) and per fixed test set: its config and status "
-            "(`running`, `finished`, `failed`).",
+    "runs": "One row per closed-loop run (`evosyn run`, each run of a sweep): its config and status (`running`, "
+            "`finished`, `failed`). Synthesis passes and the fixed test sets have run ids too, in the other tables.",
     "trajectories": "One conversation: the teacher's rollout, a repair, the learner's or a served agent's "
                     "episode on an evaluated task, with every tool call and result.",
     "verdicts": "The verifier's decision on one trajectory of one task: every check with its reason, the reward, "
@@ -308,8 +308,7 @@ per-domain reference sets. `trajectory_diversity` is normalized by the patterns 
 `trajectory_diversity_union` by the union over every compared run of the domain, and only it is comparable
 across runs.
 
-The table below is generated at build time from `tasks/legend.py`, the one legend every report, table and JSON
-uses.
+Every report, table and JSON uses the names and labels below (`tasks/legend.py`).
 """
 
 
