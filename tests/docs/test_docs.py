@@ -264,8 +264,7 @@ def test_the_readme_links_point_at_files():
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text()):
         if target.startswith(("http://", "https://")):
             continue
-        # benchmarks/RESULTS.md is written by `evosyn bench results` from the benchmarks' JSON (its own change)
-        if not (ROOT / target).exists() and target != "benchmarks/RESULTS.md":
+        if not (ROOT / target).exists() and target not in PENDING:
             missing.append(target)
     assert not missing, missing
 
@@ -275,3 +274,24 @@ def test_ci_runs_the_readmes_test_command_verbatim():
     ci = (ROOT / ".ci" / "run").read_text().split("# --- the README's test command, verbatim ---\n", 1)[1]
     assert len(readme) == 1 and "mkdocs build --strict" in readme[0]
     assert ci.strip().splitlines()[0] == readme[0]
+
+
+# ------------------------------------------------------------------ paths the docs name
+PENDING = {"benchmarks/RESULTS.md"}  # written by `evosyn bench results` from the benchmarks' JSON (its own change)
+TOP = ("storage", "envs", "agents", "domains", "tasks", "flows", "benchmarks", "deployments", "docker", "tests", "docs",
+       "requirements")  # a path under these is the repository's; others (`spaces/space_v1.json`) are a run's files
+
+
+def test_every_path_the_docs_name_exists():
+    """A moved or renamed module fails here, so the docs never send a reader to a file that is gone."""
+    missing = []
+    for page in [README, *sorted(DOCS.rglob("*.md"))]:
+        for path in re.findall(r"`([\w./-]+/[\w.*-]+\.(?:py|yaml|yml|json|md|sh|txt|toml))`", page.read_text()):
+            if path.split("/")[0] in TOP and path not in PENDING and not list(ROOT.glob(path)):
+                missing.append(f"{page.relative_to(ROOT)}: {path}")
+    layout = (DOCS / "reference" / "layout.md").read_text()
+    for package, row in re.findall(r"^\| `([\w/]+)/` \|(.*)$", layout, flags=re.M):
+        for name in re.findall(r"`([\w*]+\.py)`", row):  # a module named bare in its package's row
+            if not list((ROOT / package).glob(name)):
+                missing.append(f"layout.md: {package}/{name}")
+    assert not missing, missing
