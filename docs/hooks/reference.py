@@ -223,25 +223,27 @@ def render_config() -> str:
            "`error:` line and exit code 2 before any work "
            "(`evosyn config validate FILE` prints the resolved settings).", "",
            "Precedence: the file, then the `EVOSYN_*` environment variables below, then the command's flags.", ""]
-    seen: list[type[BaseModel]] = []
+    used_at: dict[type[BaseModel], list[str]] = {RunConfig: []}  # model -> where the config nests it, in order
     queue: list[tuple[type[BaseModel], str]] = [(RunConfig, "")]
     while queue:
         model, path = queue.pop(0)
-        if model in seen:
-            continue
-        seen.append(model)
-        title = "RunConfig (the top level)" if model is RunConfig else f"{model.__name__}"
+        for name, info in model.model_fields.items():
+            for sub in nested_models(info.annotation):
+                where = f"{path}.{name}" if path else name
+                where += ".<role>" if name == "roles" else ""
+                if sub not in used_at:
+                    used_at[sub] = []
+                    queue.append((sub, where))
+                used_at[sub].append(where)
+    for model, paths in used_at.items():
+        title = "RunConfig (the top level)" if model is RunConfig else model.__name__
         out += [f"## {title}", ""]
         doc = own_doc(model)
         if doc and model is not RunConfig:
             out += [doc, ""]
-        if path:
-            out += [f"Used at: `{path}`.", ""]
+        if paths:
+            out += ["Used at: " + ", ".join(f"`{p}`" for p in paths) + ".", ""]
         out += model_table(model, "") + [""]
-        for name, info in model.model_fields.items():
-            for sub in nested_models(info.annotation):
-                where = "roles.<role>" if name == "roles" else f"{path + '.' if path else ''}{name}"
-                queue.append((sub, where))
     out += ["## Roles", "", "Keys of `roles:` (each a RoleConfig): " + ", ".join(f"`{r}`" for r in ROLES) + ".", "",
             "## Environment overrides", "", "| variable | field |", "| --- | --- |"]
     out += [f"| `{var}` | `{field}` |" for var, field in ENV_OVERRIDES.items()]
