@@ -218,11 +218,12 @@ def model_table(model: type[BaseModel], prefix: str) -> list[str]:
 def render_config() -> str:
     from storage.config import ENV_OVERRIDES, ROLES, RunConfig
 
-    out = ["Every field of `RunConfig` and of the models it nests, read by `docs/hooks/reference.py`. A run "
-           "config is a YAML file of these fields; an unknown field, a value out of bounds or a wrong type is one "
-           "`error:` line and exit code 2 before any work "
-           "(`evosyn config validate FILE` prints the resolved settings).", "",
-           "Precedence: the file, then the `EVOSYN_*` environment variables below, then the command's flags.", ""]
+    intro = ("Every field of `RunConfig` and of the models it nests, read by `docs/hooks/reference.py`. A run "
+             "config is a YAML file of these fields; an unknown field, a value out of bounds or a wrong type is one "
+             "`error:` line and exit code 2 before any work (`evosyn config validate FILE` prints the resolved "
+             "settings).")
+    precedence = "Precedence: the file, then the `EVOSYN_*` environment variables below, then the command's flags."
+    out = [intro, "", precedence, ""]
     used_at: dict[type[BaseModel], list[str]] = {RunConfig: []}  # model -> where the config nests it, in order
     queue: list[tuple[type[BaseModel], str]] = [(RunConfig, "")]
     while queue:
@@ -256,13 +257,14 @@ def render_tables() -> str:
     from storage.arrow import schema_of
     from storage.records import TABLES
 
-    out = ["Each record class is one table: Parquet files under `tables/<table>/run_id=…/round=…/`, one DuckDB "
-           "view per table in `evosyn query` and in `catalog.duckdb`. Column types are the Arrow types the files "
-           "hold: nested values (sub-models, dicts, lists of sub-models) are JSON text (`json` below: read them "
-           "with DuckDB's `->>` / `json_extract`), and each observed factor is stored once more as a typed "
-           "`list<string>` column, `observed_<factor>` (`derived`), e.g. `observed_num_write[1]`.", "",
-           "Every table has the lineage columns `run_id`, `round`, `space_version`, `direction_id`, `blueprint_id`, "
-           "so any row traces back to the decision that made it.", ""]
+    intro = ("Each record class is one table: Parquet files under `tables/<table>/run_id=…/round=…/`, one DuckDB "
+             "view per table in `evosyn query` and in `catalog.duckdb`. Column types are the Arrow types the files "
+             "hold: nested values (sub-models, dicts, lists of sub-models) are JSON text (read them with DuckDB's "
+             "`->>` or `from_json`), and each observed factor is stored once more as a typed `list<string>` column "
+             "of its own, `observed_<factor>` (record type `derived`), e.g. `observed_num_write[1]`.")
+    lineage = ("Every table has the lineage columns `run_id`, `round`, `space_version`, `direction_id`, "
+               "`blueprint_id`, so any row traces back to the decision that made it.")
+    out = [intro, "", lineage, ""]
     out += ["| table | record | what a row is |", "| --- | --- | --- |"]
     for table, model in TABLES.items():
         first = (own_doc(model) or TABLE_NOTES.get(table, "")).split("\n\n")[0].replace("\n", " ")

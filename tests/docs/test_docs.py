@@ -290,7 +290,7 @@ def test_every_path_the_docs_name_exists():
             if path.split("/")[0] in TOP and path not in PENDING and not list(ROOT.glob(path)):
                 missing.append(f"{page.relative_to(ROOT)}: {path}")
     layout = (DOCS / "reference" / "layout.md").read_text()
-    for package, row in re.findall(r"^\| `([\w/]+)/` \|(.*)$", layout, flags=re.M):
+    for package, row in re.findall(r"^\| `([\w/]+)/` \|(.*)$", layout, flags=re.MULTILINE):
         for name in re.findall(r"`([\w*]+\.py)`", row):  # a module named bare in its package's row
             if not list((ROOT / package).glob(name)):
                 missing.append(f"layout.md: {package}/{name}")
