@@ -295,3 +295,18 @@ def test_every_path_the_docs_name_exists():
             if not list((ROOT / package).glob(name)):
                 missing.append(f"layout.md: {package}/{name}")
     assert not missing, missing
+
+
+def test_every_run_config_the_docs_show_is_valid():
+    """The YAML examples of the README and the guides load as run configs (a renamed field fails here)."""
+    import textwrap
+
+    import yaml
+
+    from storage.config import validate_config
+
+    blocks = [(page, textwrap.dedent(block)) for page in [README, *sorted((DOCS / "guides").glob("*.md"))]
+              for block in re.findall(r"```yaml\n(.*?)```", page.read_text(), flags=re.DOTALL)]
+    assert len(blocks) >= 5
+    for page, block in blocks:
+        validate_config(yaml.safe_load(block), source=f"{page.name}: {block[:40]!r}")
