@@ -310,3 +310,20 @@ def test_every_run_config_the_docs_show_is_valid():
     assert len(blocks) >= 5
     for page, block in blocks:
         validate_config(yaml.safe_load(block), source=f"{page.name}: {block[:40]!r}")
+
+
+def test_every_command_the_readme_shows_exists():
+    hook = load_hook()
+    hook.attach_cli()
+    from flows.cli_app import main
+
+    commands = dict(command_paths(main))
+    shown = set()
+    for words in re.findall(r"\bevosyn ((?:[a-z]+)(?: [a-z|]+)?)", README.read_text()):
+        first, *rest = words.split()
+        shown.add(f"evosyn {first}")
+        if rest and isinstance(commands.get(f"evosyn {first}"), click.Group):  # each subcommand shown must exist
+            shown |= {f"evosyn {first} {sub}" for sub in rest[0].split("|") if sub}
+    known = set(commands)
+    pending = {"evosyn bench results"}  # `evosyn bench results` writes benchmarks/RESULTS.md (its own change)
+    assert len(shown) > 15 and not sorted(shown - known - pending)
