@@ -67,6 +67,7 @@ def test_the_cli_reference_has_every_command_and_option(site):
     options = {o for _, cmd in paths for p in cmd.params if isinstance(p, click.Option) for o in p.opts
                if o.startswith("--")}
     assert "--budget" in options and not [o for o in sorted(options) if o not in text]
+    assert "[default: 300" in text and "Sentinel" not in text  # defaults as `--help` prints them
 
 
 def test_the_config_reference_has_every_field_of_every_model(site):
