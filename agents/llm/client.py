@@ -207,15 +207,63 @@ class LLMClient(CallLogView):
     async def _chat(self, messages: list[dict], *, schema: type[BaseModel] | None = None,
                     tools: list[dict] | None = None, role: str = "", temperature: float | None = None,
                     max_tokens: int | None = None, attempt: int = 0, log: CallLog | None = None) -> ChatResult:
+        prompted = self.tool_calls == "prompt" and bool(tools)
+        reply, cache_hit, latency, usage, record, number = await self._fetch(
+            messages, schema=schema, tools=tools, role=role, temperature=temperature, max_tokens=max_tokens,
+            attempt=attempt, log=log, prompted=prompted)
+        max_tokens = self.max_tokens if max_tokens is None else max_tokens
+        try:
+            if prompted:  # the call is in the text: read it as strictly as a native one (agents.llm.prompt_tools)
+                text, parsed, calls, finish = interpret(reply, None, max_tokens)
+                text, calls = parse_tool_reply(text, tools)
+                if schema is not None and not calls:
+                    parsed = parse_structured(text, schema)
+            else:
+                text, parsed, calls, finish = interpret(reply, schema, max_tokens)
+        except LLMOutputError as exc:
+            record(latency, usage, cache_hit, "invalid", str(exc), number)
+            raise
+        record(latency, usage, cache_hit, "ok", "", number)
+        return ChatResult(text=text, parsed=parsed, tool_calls=calls, usage=usage, cache_hit=cache_hit,
+                          finish_reason=finish)
+
+    def reply_sync(self, messages: list[dict], *, tools: list[dict] | None = None, temperature: float | None = None,
+                   max_tokens: int | None = None, extra: dict[str, Any] | None = None, role: str = "",
+                   log: CallLog | None = None) -> dict[str, Any]:
+        """The model's reply as the server sent it, normalized (``replies.normalize_reply``), not interpreted.
+
+        For a caller that scores what the model said instead of re-asking (a served task agent: a
+        tool call with malformed arguments or a truncated turn is part of its trajectory, judged by
+        the verifier). Cached, rate-limited, retried and recorded like ``chat``; ``extra`` adds fields
+        to the request body (``seed``, ``parallel_tool_calls``) and to its cache key.
+        """
+        loop = self._io_loop()
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("reply_sync was called on the client's own I/O loop")
+        return asyncio.run_coroutine_threadsafe(self._reply(messages, tools=tools, temperature=temperature,
+                                                            max_tokens=max_tokens, extra=extra, role=role,
+                                                            log=log), loop).result()
+
+    async def _reply(self, messages: list[dict], **kw: Any) -> dict[str, Any]:
+        reply, cache_hit, latency, usage, record, number = await self._fetch(messages, **kw)
+        record(latency, usage, cache_hit, "ok", "", number)
+        return reply
+
+    async def _fetch(self, messages: list[dict], *, schema: type[BaseModel] | None = None,
+                     tools: list[dict] | None = None, role: str = "", temperature: float | None = None,
+                     max_tokens: int | None = None, attempt: int = 0, log: CallLog | None = None,
+                     prompted: bool = False, extra: dict[str, Any] | None = None):
+        """(normalized reply, cache hit, latency, usage, the row recorder, transport attempt) of one request."""
         temperature = self.temperature if temperature is None else temperature
         max_tokens = self.max_tokens if max_tokens is None else max_tokens
-        prompted = self.tool_calls == "prompt" and bool(tools)
         request = {"provider": self.provider, "base_url": self.base_url or "", "model": self.model,
                    "messages": messages, "schema": schema_digest(schema) if schema else None,
                    "schema_name": schema.__name__ if schema else None, "tools": tools or None,
                    "temperature": temperature, "max_tokens": max_tokens, "attempt": attempt}
         if prompted:  # only then: the keys of native calls stay those of earlier caches
             request["tool_calls"] = "prompt"
+        if extra:  # likewise
+            request["extra"] = extra
         blob = request_blob(request)
         key = key_of(blob)
         record = functools.partial(self._record, log or self.log, role, key, attempt)
@@ -226,6 +274,7 @@ class LLMClient(CallLogView):
             sent = prompt_messages(messages, tools) if prompted else messages
             kwargs = self._provider.build(self.model, sent, schema, None if prompted else tools, temperature,
                                           max_tokens)
+            kwargs.update(extra or {})
             try:
                 reply = await self._send(kwargs, messages, max_tokens, record, current)
             except LLMUnavailable as exc:
@@ -239,25 +288,12 @@ class LLMClient(CallLogView):
                     self.cache.put(key, blob, reply)
                 except OSError as exc:  # the cache only saves a rerun: a paid reply is used (and recorded) anyway
                     logger.warning("%s %s: reply not cached (%s: %s)", self.provider, self.model, type(exc).__name__,
-                                _one_line(str(exc), 200))
+                                   _one_line(str(exc), 200))
         latency = time.perf_counter() - (t0 if cache_hit else current.started)
         cost = 0.0 if cache_hit else cost_usd(self.price, reply["input_tokens"], reply["output_tokens"])
         usage = Usage(input_tokens=reply["input_tokens"], output_tokens=reply["output_tokens"], latency_s=latency,
                       cost_usd=cost)
-        try:
-            if prompted:  # the call is in the text: read it as strictly as a native one (agents.llm.prompt_tools)
-                text, parsed, calls, finish = interpret(reply, None, max_tokens)
-                text, calls = parse_tool_reply(text, tools)
-                if schema is not None and not calls:
-                    parsed = parse_structured(text, schema)
-            else:
-                text, parsed, calls, finish = interpret(reply, schema, max_tokens)
-        except LLMOutputError as exc:
-            record(latency, usage, cache_hit, "invalid", str(exc), current.number)
-            raise
-        record(latency, usage, cache_hit, "ok", "", current.number)
-        return ChatResult(text=text, parsed=parsed, tool_calls=calls, usage=usage, cache_hit=cache_hit,
-                          finish_reason=finish)
+        return reply, cache_hit, latency, usage, record, current.number
 
     # ------------------------------------------------------------ transport
     async def _send(self, kwargs: dict[str, Any], messages: list[dict], max_tokens: int | None, record,
