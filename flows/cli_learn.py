@@ -133,11 +133,10 @@ class EvaluationFailed(UserError):
 
 
 def _run_official(store, agent, user, quiet: bool, **kw):
+    from agents.llm import LLMUnavailable
     from agents.roles import StageUnavailable
     from flows.progress import renderer
     from tasks.official import evaluate_official
-
-    from agents.llm import LLMUnavailable
 
     try:
         with renderer(quiet) as show:

@@ -6,7 +6,9 @@ interpretation (strict JSON, schema, truncation; ``agents.llm.replies``) -> an
 `LLMCall` row. Every HTTP attempt is a row: a transient failure that is retried
 (status ``retry``), the last failure (``error``), or the reply (``ok`` /
 ``invalid``), each with its ``transport_attempt``; a cache hit is a row with
-no request.
+no request. A 429 is retried after the server's ``retry-after``; one that
+announces the server's request limit also paces every later call of the model
+to it (``ModelLimits.learn_rpm``).
 
 Only a reply of the normalized shape is cached, and interpretation comes after
 the cache on purpose: a cached unusable reply is interpreted again on a rerun,
@@ -87,6 +89,25 @@ def retry_after_s(exc: BaseException) -> float | None:
             return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
+
+
+# the request limit a provider announces with every reply: OpenAI's header, Anthropic's
+RPM_HEADERS = ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit")
+
+
+def announced_rpm(exc: BaseException) -> int | None:
+    """The requests-per-minute limit a 429 announces in its headers, if any."""
+    if getattr(exc, "status_code", 0) != 429:
+        return None
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for name in RPM_HEADERS:
+        try:
+            value = int(headers.get(name) or 0)
+        except (TypeError, ValueError):
+            continue
+        if value > 0:
+            return value
+    return None
 
 
 def _one_line(text: str, limit: int = 500) -> str:
@@ -316,6 +337,12 @@ class LLMClient(CallLogView):
                     raise LLMUnavailable(f"{self.provider} {self.model} unavailable after {number} attempts: "
                                          f"{what}") from None
                 sleep = self._wait_s(exc, number)
+                rpm = announced_rpm(exc)
+                if rpm is not None and self.limits.learn_rpm(rpm):
+                    # from now on every call of this model waits its turn here instead of meeting 429s,
+                    # whose retries would count against each call's bound and could fail it
+                    logger.info("%s %s: the server limits requests to %d a minute; pacing to that", self.provider,
+                                self.model, rpm)
                 # the failed attempt is a row of its own: its time counts, and a 429 may be billed
                 record(time.perf_counter() - current.started, None, False, "retry", what, number)
                 logger.info("%s %s: transient error, retry %d of %d in %.2fs: %s", self.provider, self.model,
