@@ -60,8 +60,8 @@ def planner_reply(request) -> dict[str, Any]:
     """The fake server's answer: a valid blueprint echoing which plan was asked for."""
     from benchmarks.fake_llm_server import answer
 
-    asked = request.body["messages"][-1]["content"]
-    text = asked if isinstance(asked, str) else json.dumps(asked)
+    asked = request.body["messages"][-1]["content"]  # Anthropic's: a list of content blocks
+    text = asked if isinstance(asked, str) else " ".join(b.get("text", "") for b in asked if isinstance(b, dict))
     return answer(request, {
         "plan_id": text.rsplit(" ", 1)[-1], "generation_intent": "change the booking of a loyal customer",
         "selected_dimensions": [{"dimension": "intent", "values": ["update_booking"]},

@@ -333,16 +333,16 @@ class LLMClient(CallLogView):
                     if isinstance(exc, errors[2]):
                         raise LLMRequestError(f"{self.provider} {self.model} refused the request: {what}") from None
                     raise
-                if number == attempts:
-                    raise LLMUnavailable(f"{self.provider} {self.model} unavailable after {number} attempts: "
-                                         f"{what}") from None
-                sleep = self._wait_s(exc, number)
                 rpm = announced_rpm(exc)
                 if rpm is not None and self.limits.learn_rpm(rpm):
                     # from now on every call of this model waits its turn here instead of meeting 429s,
                     # whose retries would count against each call's bound and could fail it
                     logger.info("%s %s: the server limits requests to %d a minute; pacing to that", self.provider,
                                 self.model, rpm)
+                if number == attempts:
+                    raise LLMUnavailable(f"{self.provider} {self.model} unavailable after {number} attempts: "
+                                         f"{what}") from None
+                sleep = self._wait_s(exc, number)
                 # the failed attempt is a row of its own: its time counts, and a 429 may be billed
                 record(time.perf_counter() - current.started, None, False, "retry", what, number)
                 logger.info("%s %s: transient error, retry %d of %d in %.2fs: %s", self.provider, self.model,
