@@ -26,7 +26,7 @@ import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from aiohttp import web
 
@@ -38,7 +38,7 @@ class Stats:
     requests: int = 0  # every POST, refused or not
     rate_limited: int = 0  # answered 429
     answered: int = 0  # answered by the responder
-    latency_s_sum: float = 0.0  # the latencies served to the answered requests
+    latencies: list[float] = field(default_factory=list)  # served to the answered requests, in arrival order
     in_flight: int = 0
     max_in_flight: int = 0
 
@@ -103,7 +103,7 @@ def make_app(respond: Responder, *, mean_latency_s: float, sigma: float = 0.5, r
         finally:
             stats.in_flight -= 1
         stats.answered += 1
-        stats.latency_s_sum += delay
+        stats.latencies.append(delay)
         return web.json_response(reply.body, status=reply.status, headers={**reply.headers, **limit})
 
     async def stats_route(request: web.Request) -> web.Response:

@@ -61,4 +61,4 @@ def test_requests_over_the_limit_get_429_with_retry_after_and_the_limit():
     assert anthropic[0] == 429 and anthropic[1]["anthropic-ratelimit-requests-limit"] == "120"
     assert anthropic[2]["type"] == "error" and anthropic[2]["error"]["type"] == "rate_limit_error"
     assert stats["requests"] == 6 and stats["rate_limited"] == 4 and stats["answered"] == 2
-    assert stats["latency_s_sum"] > 0 and stats["max_in_flight"] == 2
+    assert len(stats["latencies"]) == 2 and min(stats["latencies"]) > 0 and stats["max_in_flight"] == 2
