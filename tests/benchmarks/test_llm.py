@@ -1,7 +1,12 @@
 """`evosyn bench llm`'s pieces: the Planner reply in both protocols, and the steady throughput."""
 from benchmarks.fake_llm_server import Request
-from benchmarks.llm import (PlannedBlueprint, ideal_completions, planner_messages, planner_reply,
-                            steady_rate)
+from benchmarks.llm import (
+    PlannedBlueprint,
+    ideal_completions,
+    planner_messages,
+    planner_reply,
+    steady_rate,
+)
 
 
 def test_the_planner_reply_echoes_the_plan_in_both_protocols():
