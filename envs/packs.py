@@ -231,5 +231,7 @@ def get_domain(name: str) -> "Domain":
     """The process-wide domain object (DB loaded once, cheap fresh episodes)."""
     pack = get_pack(name)
     if name not in _INSTANCES:
-        _INSTANCES[name] = pack.environment()
+        env = pack.environment()
+        env._pack = pack  # resolved here, once: callers below reach the hooks as ``env.pack``
+        _INSTANCES[name] = env
     return _INSTANCES[name]

@@ -12,6 +12,7 @@ chunk, rewriting the same files. Chunk names carry a hash of the stage's inputs.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +26,8 @@ from agents.generator import GenerationError
 from agents.planner import PlanError
 from agents.roles import Roles, build_roles, flush_calls, llm_roles
 from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
-from envs.packs import default_domain
+from envs.base import Domain
+from envs.packs import DomainPack, default_domain, get_domain
 from tasks import timing
 from tasks.engine import STAGE_TASK, emitter
 from tasks.datasets import sft_examples
@@ -76,8 +78,18 @@ class Ctx:
                    llm_roles=llm_roles(cfg), prior=cfg.prior.suppress, prior_writes=cfg.prior.writes,
                    probe_size=cfg.probe_size)
 
+    @functools.cached_property
+    def env(self) -> Domain:
+        """The pass's environment, resolved from ``domain`` once: stages and roles are handed the object (and its
+        ``pack``), never the name to look up again."""
+        return get_domain(self.domain)
+
+    @property
+    def pack(self) -> DomainPack:
+        return self.env.pack
+
     def roles(self, **kw: Any) -> Roles:
-        return build_roles(self.llm_roles, self.domain, cache_dir=self.store.root / "llm_cache", prior=self.prior,
+        return build_roles(self.llm_roles, self.env, cache_dir=self.store.root / "llm_cache", prior=self.prior,
                            prior_writes=self.prior_writes, **kw)
 
     def flush(self, roles: Roles, chunk: str) -> None:

@@ -8,7 +8,6 @@ from agents.learners.base import TaskAgent
 from agents.user import ReactiveUser, device_results
 from agents.verifier import verify
 from envs.base import Domain
-from envs.packs import get_pack
 from envs.tau2.convert import task_from_dict
 from storage.records import Evaluation, Message, SynthTask, Trajectory
 
@@ -27,7 +26,7 @@ def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: in
     the model's content (round, fingerprint), not its run, so arms that train the same model get the same ids."""
     tau2_task = task_from_dict(task.tau2_task)
     episode = domain.episode(tau2_task.initial_state)
-    user = ReactiveUser(task.scenario, get_pack(domain.name).phrasing,
+    user = ReactiveUser(task.scenario, domain.pack.phrasing,
                         device_tools=[t.name for t in domain.tools("user")])
     agent.reset([t.openai_schema() for t in domain.tools("assistant")], domain.policy)
     msgs: list[Message] = [user.opening()]
