@@ -1,4 +1,4 @@
-"""No project module imports a private or undocumented module of scikit-learn, pyarrow, Prefect or DuckDB.
+"""No project module imports a private or undocumented module of scikit-learn, pyarrow, Prefect, DuckDB or the LLM SDKs.
 
 Private modules change without notice between releases: an upgrade could then break a module silently.
 A module path with a component starting with ``_`` (``sklearn.utils._param_validation``, ``pyarrow._compute``,
@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("agents", "benchmarks", "domains", "envs", "flows", "storage", "tasks", "tests")
-LIBRARIES = ("sklearn", "pyarrow", "prefect", "duckdb")
+LIBRARIES = ("sklearn", "pyarrow", "prefect", "duckdb", "openai", "anthropic", "litellm", "mlflow")
 # modules without a leading underscore that are not API: scikit-learn's Cython helpers, pyarrow's compiled core
 # (its names are re-exported by ``pyarrow``), Prefect's server implementation (run as `prefect server start`,
 # reached by HTTP and ``prefect.client``)

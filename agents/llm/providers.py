@@ -47,13 +47,13 @@ def strict_json_schema(schema: type[BaseModel]) -> tuple[dict[str, Any], bool]:
     with open objects is still sent, without strict, and validated on our side.
     Cached per class (building a JSON schema costs milliseconds); callers must not mutate it.
     """
-    from openai.lib._pydantic import to_strict_json_schema
+    import openai
 
     plain = json_schema(schema)
     if _has_open_object(plain):
         return plain, False
-    try:
-        return to_strict_json_schema(schema), True
+    try:  # the SDK's public helper makes the strict schema (its tool's parameters are that schema)
+        return openai.pydantic_function_tool(schema)["function"]["parameters"], True
     except Exception:  # a construct the SDK cannot make strict: validate on our side instead
         return plain, False
 
