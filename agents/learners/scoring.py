@@ -17,13 +17,13 @@ from agents.learners.profiles import profile_parts
 
 
 def for_prediction(clf: SGDClassifier) -> SGDClassifier:
-    """The fitted model with its weights laid out for scoring sparse rows: ``coef_`` in column-major order.
+    """The fitted model with its weights laid out for scoring sparse rows: ``coef_`` column-major.
 
     ``decision_function`` computes ``X @ coef_.T``; scipy's sparse-times-dense product needs the dense side
     row-major and copies it when it is not. ``coef_`` is ``(n_classes, 2**18)``, so with the usual row-major
     ``coef_`` every decision of a multiclass model (the next move, say) would copy ``n_classes * 2**18``
     weights (tens of megabytes) to score one row. The same numbers column-major make ``coef_.T`` row-major:
-    no copy, and the same product. (A binary model's single row is both orders already.)
+    no copy, and the same product. (A binary model's single row is both layouts already.)
     """
     clf.coef_ = np.asfortranarray(clf.coef_)
     return clf
