@@ -347,8 +347,8 @@ class EmbeddedLearner(Scoring):
 
     # ------------------------------------------------------------ persistence
     def __getstate__(self) -> dict[str, Any]:
-        # fit_cpu measures one process's fit
-        return {k: v for k, v in self.__dict__.items() if k != "fit_cpu"}
+        # fit_cpu measures one process's fit; _scores and _groups are what scoring remembers (Scoring._positive)
+        return {k: v for k, v in self.__dict__.items() if k not in ("fit_cpu", "_scores", "_groups")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)

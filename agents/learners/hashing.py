@@ -21,11 +21,16 @@ import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 
 
+Known = dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]]  # group -> its hashed row's (indices, data)
+MAX_KNOWN = 1 << 17  # remembered hashed groups (a few dozen features each); cleared when full
+
+
 def hashed_rows(hasher: FeatureHasher, rows: Sequence[Sequence[tuple[str, ...]]],
-                index: Sequence[int] | None = None) -> sp.csr_matrix:
+                index: Sequence[int] | None = None, known: Known | None = None) -> sp.csr_matrix:
     """``hasher.transform`` of rows given as their groups of features (a row's features are its groups
     concatenated); with ``index``, of the rows ``rows[i] for i in index`` (a row may recur), without building
-    the distinct rows' matrix first."""
+    the distinct rows' matrix first. ``known``: the hashed groups of earlier calls with this hasher, read and
+    added to (a decision's candidates share most of their groups with earlier decisions')."""
     # Every group is alive (held by ``rows``) meanwhile, so its id names it; empty groups add no feature. The
     # loops run in C (chain, filter, map) and numpy: a row is a handful of groups, and there are millions.
     present = list(filter(None, chain.from_iterable(rows)))
@@ -38,10 +43,29 @@ def hashed_rows(hasher: FeatureHasher, rows: Sequence[Sequence[tuple[str, ...]]]
     R = sp.csr_matrix((np.ones(len(flat)), flat.reshape(-1), _indptr(sizes)), shape=(len(rows), len(groups)))
     if index is not None:
         R = R[np.asarray(index, dtype=np.int64)]
-    G = hasher.transform(groups) if groups else sp.csr_matrix((0, hasher.n_features))
+    if known is None:
+        G = hasher.transform(groups) if groups else sp.csr_matrix((0, hasher.n_features))
+    else:
+        G = _groups(hasher, groups, known)
     X = (R @ G).tocsr()
     X.sort_indices()  # FeatureHasher's rows hold their columns sorted
     return X
+
+
+def _groups(hasher: FeatureHasher, groups: list[tuple[str, ...]], known: Known) -> sp.csr_matrix:
+    """``hasher.transform(groups)``, hashing only the groups ``known`` lacks (in one call) and adding them."""
+    new = list(dict.fromkeys(g for g in groups if g not in known))
+    if new:
+        if len(known) + len(new) > MAX_KNOWN:
+            known.clear()
+        H = hasher.transform(new)
+        for g, start, end in zip(new, H.indptr[:-1].tolist(), H.indptr[1:].tolist()):
+            known[g] = (H.indices[start:end], H.data[start:end])
+    parts = [known[g] for g in groups]
+    sizes = np.fromiter((len(i) for i, _ in parts), dtype=np.int64, count=len(parts))
+    indices = np.concatenate([i for i, _ in parts]) if parts else np.zeros(0, dtype=np.int32)
+    data = np.concatenate([d for _, d in parts]) if parts else np.zeros(0)
+    return sp.csr_matrix((data, indices, _indptr(sizes)), shape=(len(groups), hasher.n_features))
 
 
 def _indptr(sizes: np.ndarray) -> np.ndarray:

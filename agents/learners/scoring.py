@@ -10,10 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from sklearn import config_context
 from sklearn.linear_model import SGDClassifier
 
 from agents.learners.hashing import hashed_rows
 from agents.learners.profiles import profile_parts
+
+MAX_REMEMBERED = 1 << 18  # remembered row scores per model (a row is a few hundred bytes); cleared when full
+# A decision scores one state or a few candidates, so scikit-learn's checks of its inputs cost more than the
+# arithmetic (about 0.2 ms a call against microseconds). The learner's inputs are hashed counts (finite by
+# construction) and its own arguments, so while it decides it skips the finiteness and parameter checks
+# (scikit-learn's documented configuration for this), one context per call.
+DECIDING = {"assume_finite": True, "skip_parameter_validation": True}
 
 
 def for_prediction(clf: SGDClassifier) -> SGDClassifier:
@@ -51,10 +59,30 @@ class Scoring:
         clf = getattr(self, model)
         if clf is None:
             return constant
-        return str(clf.predict(self._states([state]))[0])
+        with config_context(**DECIDING):
+            return str(clf.predict(self._states([state]))[0])
 
     def _positive(self, model: str, rows: list[tuple]) -> np.ndarray:
         """``predict_proba(...)[:, 1]`` of the binary model ``model`` for candidate rows ``(tool, arg, profile,
-        extra)``; a decision's candidates share most groups of features (their profiles' parts are cached)."""
-        X = hashed_rows(self.arg_vec, [profile_parts(tool, arg, p) + (extra,) for tool, arg, p, extra in rows])
-        return getattr(self, model).predict_proba(X)[:, 1]
+        extra)``. A row's score depends on the row alone, and the candidates of many decisions share their rows
+        (a row is what the features read of a candidate, never its value), so each model's score of a row is
+        remembered: only the rows not scored before are hashed and scored, in one ``predict_proba`` call."""
+        clf = getattr(self, model)
+        known = self._remembered(model, clf)
+        new = [r for r in dict.fromkeys(rows) if r not in known]
+        if new:
+            if len(known) + len(new) > MAX_REMEMBERED:
+                known.clear()
+            groups = self.__dict__.setdefault("_groups", {})  # hashed groups of earlier decisions; never saved
+            with config_context(**DECIDING):
+                X = hashed_rows(self.arg_vec, [profile_parts(tool, arg, p) + (extra,) for tool, arg, p, extra in new],
+                                known=groups)
+                known.update(zip(new, clf.predict_proba(X)[:, 1].tolist()))
+        return np.array([known[r] for r in rows], dtype=np.float64)
+
+    def _remembered(self, model: str, clf: SGDClassifier) -> dict[tuple, float]:
+        """Row -> ``clf``'s score of it, for the model fitted now (a refit starts afresh); never saved."""
+        memory = self.__dict__.setdefault("_scores", {})
+        if model not in memory or memory[model][0] is not clf:
+            memory[model] = (clf, {})
+        return memory[model][1]

@@ -70,6 +70,35 @@ def test_recurring_rows_by_index_are_the_feature_hashers_matrix(learned):
         assert np.array_equal(getattr(got, part), getattr(want, part)), part
 
 
+class CountingHasher(FeatureHasher):
+    """A FeatureHasher that counts the features it is handed."""
+
+    hashed = 0
+
+    def transform(self, raw_X):
+        raw_X = [list(x) for x in raw_X]
+        CountingHasher.hashed += sum(map(len, raw_X))
+        return super().transform(raw_X)
+
+
+def test_groups_known_from_earlier_calls_are_not_hashed_again(learned):
+    _, rows, _, _ = learned
+    groups = [profile_parts(t, a, p) + (e,) for t, a, p, e in rows]
+    hasher, known = CountingHasher(n_features=N, input_type="string", alternate_sign=False), {}
+    plain = FeatureHasher(n_features=N, input_type="string", alternate_sign=False)
+    counts = []
+    for batch in (groups[:500], groups[300:900], groups[:900]):
+        before = CountingHasher.hashed
+        got = hashed_rows(hasher, batch, known=known)
+        want = plain.transform(sum(g, ()) for g in batch)
+        for part in ("indptr", "indices", "data"):
+            assert np.array_equal(getattr(got, part), getattr(want, part)), part
+        counts.append(CountingHasher.hashed - before)
+    features = sum(len(f) for r in groups[300:900] for f in r)
+    # the first batch hashes its distinct groups, the second only the groups the first lacked, the last none
+    assert counts[0] > 0 and 0 < counts[1] < features / 2 and counts[2] == 0
+
+
 def test_rows_without_features_and_no_rows_at_all():
     hasher = FeatureHasher(n_features=N, input_type="string", alternate_sign=False)
     a, b = ("x", "y"), ("x",)
