@@ -20,7 +20,6 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 
-
 Known = dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]]  # group -> its hashed row's (indices, data)
 MAX_KNOWN = 1 << 17  # remembered hashed groups (a few dozen features each); cleared when full
 
