@@ -54,9 +54,10 @@ def hashed_rows(hasher: FeatureHasher, rows: Sequence[Sequence[tuple[str, ...]]]
 def _groups(hasher: FeatureHasher, groups: list[tuple[str, ...]], known: Known) -> sp.csr_matrix:
     """``hasher.transform(groups)``, hashing only the groups ``known`` lacks (in one call) and adding them."""
     new = list(dict.fromkeys(g for g in groups if g not in known))
+    if new and len(known) + len(new) > MAX_KNOWN:  # full: start afresh with this call's groups
+        known.clear()
+        new = list(dict.fromkeys(groups))
     if new:
-        if len(known) + len(new) > MAX_KNOWN:
-            known.clear()
         H = hasher.transform(new)
         for g, start, end in zip(new, H.indptr[:-1].tolist(), H.indptr[1:].tolist()):
             known[g] = (H.indices[start:end], H.data[start:end])

@@ -70,9 +70,10 @@ class Scoring:
         clf = getattr(self, model)
         known = self._remembered(model, clf)
         new = [r for r in dict.fromkeys(rows) if r not in known]
+        if new and len(known) + len(new) > MAX_REMEMBERED:  # full: start afresh with this call's rows
+            known.clear()
+            new = list(dict.fromkeys(rows))
         if new:
-            if len(known) + len(new) > MAX_REMEMBERED:
-                known.clear()
             groups = self.__dict__.setdefault("_groups", {})  # hashed groups of earlier decisions; never saved
             with config_context(**DECIDING):
                 X = hashed_rows(self.arg_vec, [profile_parts(tool, arg, p) + (extra,) for tool, arg, p, extra in new],

@@ -134,3 +134,20 @@ def test_a_saved_model_decides_the_same_and_a_loaded_one_is_laid_out_for_scoring
         assert EmbeddedLearner.load(learner.save(tmp_path / "old.joblib")).action.coef_.T.flags.c_contiguous
     finally:
         learner.action.coef_ = np.asfortranarray(learner.action.coef_)
+
+
+def test_full_memories_start_afresh_and_decide_the_same(trained, monkeypatch):
+    """With room for a handful of rows and groups, the memories are cleared call after call: the decisions are
+    still scikit-learn's."""
+    from agents.learners import hashing, scoring
+
+    learner, cases, _ = trained
+    monkeypatch.setattr(scoring, "MAX_REMEMBERED", 5)
+    monkeypatch.setattr(hashing, "MAX_KNOWN", 7)
+    for memory in ("_scores", "_groups"):  # what earlier tests left: this one starts empty
+        monkeypatch.delitem(learner.__dict__, memory, raising=False)
+    ref = Reference(learner)
+    evaluate(ref, cases[:8], get_domain("airline"), run_id="t", round=1, task_set="test", model_version="v")
+    assert not ref.mismatches, ref.mismatches[:5]
+    assert ref.decisions["candidates"] > 500
+    assert len(learner._groups) < 1000  # cleared on the way: 7 or the groups of one call
