@@ -268,6 +268,12 @@ class EmbeddedLearner(Scoring):
             return {}
         pool = scalar_pool(scene, self.constants)
         used = used_by_arg(history)
+        plain = {arg: self._scalars(scene, pool, s, self._learned(tool, arg)) for arg in required
+                 if not item_keys(s := arg_schema(self.tools, tool, arg), self._resolve)}
+        # one predict_proba for the candidates of every plain argument (their scores are independent): each
+        # _best below then reads its scores from what the model remembers (Scoring._positive)
+        self._positive("argument", [(tool, arg, candidate_profile(c, used.get(arg, set()), scene), ())
+                                    for arg, cands in plain.items() for c in cands])
         args = {}
         for arg in required:
             s = arg_schema(self.tools, tool, arg)
@@ -281,8 +287,7 @@ class EmbeddedLearner(Scoring):
                 cands = list_candidates(scene, keys) + [Candidate([item], "assembled", "assembled", extra=["len=1"])]
                 best = self._best(tool, arg, cands, scene, used.get(arg, set()))
             else:
-                best = self._best(tool, arg, self._scalars(scene, pool, s, self._learned(tool, arg)), scene,
-                                  used.get(arg, set()))
+                best = self._best(tool, arg, plain[arg], scene, used.get(arg, set()))
             if best is not None:
                 args[arg] = best.value
         return args
@@ -347,8 +352,8 @@ class EmbeddedLearner(Scoring):
 
     # ------------------------------------------------------------ persistence
     def __getstate__(self) -> dict[str, Any]:
-        # fit_cpu measures one process's fit; _scores and _groups are what scoring remembers (Scoring._positive)
-        return {k: v for k, v in self.__dict__.items() if k not in ("fit_cpu", "_scores", "_groups")}
+        # fit_cpu measures one process's fit; _scores and _columns are what scoring remembers (Scoring._positive)
+        return {k: v for k, v in self.__dict__.items() if k not in ("fit_cpu", "_scores", "_columns")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)

@@ -1,14 +1,16 @@
-"""Candidate rows hashed by scikit-learn's ``FeatureHasher``, each distinct group of features once.
+"""Candidate rows hashed by scikit-learn's ``FeatureHasher`` without hashing the same thing twice.
 
-A candidate row's features are a few groups (``profiles.profile_parts`` and the row's extra features), and
-the same groups recur across rows: a fit's argument rows run to a million and more, built from far fewer
-distinct groups. ``FeatureHasher.transform`` of the rows would hash every feature of every row again;
-``hashed_rows`` hands it each distinct group once, in one batch (``G``: a group per row), and composes the
-rows as the product ``R @ G``, ``R`` counting which groups each row holds. The learner's hasher has
-``alternate_sign=False``, so a row's hashed vector is its features' counts, and the counts of a row add up
-over its groups: the product holds each row's columns with ``FeatureHasher``'s counts, and with its columns
-sorted (as ``FeatureHasher`` leaves them) it is the matrix ``FeatureHasher.transform`` makes of the rows'
-concatenated features, ``indptr``, ``indices`` and ``data`` equal (tests/agents/test_learners_hashing.py).
+A candidate row's features are a few groups (``profiles.profile_parts`` and the row's extra features). In a fit
+the same groups recur across rows: the argument rows run to a million and more, built from far fewer distinct
+groups. ``FeatureHasher.transform`` of the rows would hash every feature of every row again; ``hashed_rows``
+hands it each distinct group once, in one batch (``G``: a group per row), and composes the rows as the product
+``R @ G``, ``R`` counting which groups each row holds. While the learner decides, each call brings a few rows,
+mostly new ones, whose features it has seen many times: ``Columns`` remembers each feature's column (hashed by
+``FeatureHasher`` the first time) and composes the rows from them. Both rest on what ``FeatureHasher`` computes
+with ``alternate_sign=False`` (the learner's setting): a row's hashed vector is its features' counts, so it is
+the sum of its groups' or of its features' vectors; with its columns sorted (as ``FeatureHasher`` leaves them)
+either is the matrix ``FeatureHasher.transform`` makes of the rows' features, ``indptr``, ``indices`` and
+``data`` equal (tests/agents/test_learners_hashing.py).
 """
 from __future__ import annotations
 
@@ -20,16 +22,41 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher
 
-Known = dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]]  # group -> its hashed row's (indices, data)
-MAX_KNOWN = 1 << 17  # remembered hashed groups (a few dozen features each); cleared when full
+MAX_COLUMNS = 1 << 20  # remembered columns of single features (strings of a few dozen bytes); cleared when full
+
+
+class Columns(dict):
+    """Feature -> its column, as ``hasher`` hashes it, remembered: a decision's candidates bring rows never seen
+    before, made of features seen many times. Each new feature is hashed by ``hasher.transform`` itself (all of
+    a call's new features in one call, each as a sample of its own: one column with count 1), and a row of
+    features is then the sum of its features' columns, which is what ``FeatureHasher`` computes of a row (with
+    ``alternate_sign=False`` every feature adds +1 to its column)."""
+
+    def __init__(self, hasher: FeatureHasher):
+        super().__init__()
+        self.hasher = hasher
+
+    def rows(self, rows: Sequence[Sequence[tuple[str, ...]]]) -> sp.csr_matrix:
+        """``hasher.transform`` of rows given as their groups of features, as ``hashed_rows``."""
+        features = list(chain.from_iterable(chain.from_iterable(rows)))
+        new = [f for f in dict.fromkeys(features) if f not in self]
+        if new and len(self) + len(new) > MAX_COLUMNS:  # full: start afresh with this call's features
+            self.clear()
+            new = list(dict.fromkeys(features))
+        if new:
+            self.update(zip(new, self.hasher.transform([f] for f in new).indices.tolist()))
+        columns = np.fromiter(map(self.__getitem__, features), dtype=np.int32, count=len(features))
+        sizes = np.fromiter((sum(map(len, r)) for r in rows), dtype=np.int64, count=len(rows))
+        X = sp.csr_matrix((np.ones(len(columns)), columns, _indptr(sizes)), shape=(len(rows), self.hasher.n_features))
+        X.sum_duplicates()  # as FeatureHasher leaves its rows: columns sorted, a repeated feature counted
+        return X
 
 
 def hashed_rows(hasher: FeatureHasher, rows: Sequence[Sequence[tuple[str, ...]]],
-                index: Sequence[int] | None = None, known: Known | None = None) -> sp.csr_matrix:
+                index: Sequence[int] | None = None) -> sp.csr_matrix:
     """``hasher.transform`` of rows given as their groups of features (a row's features are its groups
     concatenated); with ``index``, of the rows ``rows[i] for i in index`` (a row may recur), without building
-    the distinct rows' matrix first. ``known``: the hashed groups of earlier calls with this hasher, read and
-    added to (a decision's candidates share most of their groups with earlier decisions')."""
+    the distinct rows' matrix first."""
     # Every group is alive (held by ``rows``) meanwhile, so its id names it; empty groups add no feature. The
     # loops run in C (chain, filter, map) and numpy: a row is a handful of groups, and there are millions.
     present = list(filter(None, chain.from_iterable(rows)))
@@ -42,30 +69,10 @@ def hashed_rows(hasher: FeatureHasher, rows: Sequence[Sequence[tuple[str, ...]]]
     R = sp.csr_matrix((np.ones(len(flat)), flat.reshape(-1), _indptr(sizes)), shape=(len(rows), len(groups)))
     if index is not None:
         R = R[np.asarray(index, dtype=np.int64)]
-    if known is None:
-        G = hasher.transform(groups) if groups else sp.csr_matrix((0, hasher.n_features))
-    else:
-        G = _groups(hasher, groups, known)
+    G = hasher.transform(groups) if groups else sp.csr_matrix((0, hasher.n_features))
     X = (R @ G).tocsr()
     X.sort_indices()  # FeatureHasher's rows hold their columns sorted
     return X
-
-
-def _groups(hasher: FeatureHasher, groups: list[tuple[str, ...]], known: Known) -> sp.csr_matrix:
-    """``hasher.transform(groups)``, hashing only the groups ``known`` lacks (in one call) and adding them."""
-    new = list(dict.fromkeys(g for g in groups if g not in known))
-    if new and len(known) + len(new) > MAX_KNOWN:  # full: start afresh with this call's groups
-        known.clear()
-        new = list(dict.fromkeys(groups))
-    if new:
-        H = hasher.transform(new)
-        for g, start, end in zip(new, H.indptr[:-1].tolist(), H.indptr[1:].tolist()):
-            known[g] = (H.indices[start:end], H.data[start:end])
-    parts = [known[g] for g in groups]
-    sizes = np.fromiter((len(i) for i, _ in parts), dtype=np.int64, count=len(parts))
-    indices = np.concatenate([i for i, _ in parts]) if parts else np.zeros(0, dtype=np.int32)
-    data = np.concatenate([d for _, d in parts]) if parts else np.zeros(0)
-    return sp.csr_matrix((data, indices, _indptr(sizes)), shape=(len(groups), hasher.n_features))
 
 
 def _indptr(sizes: np.ndarray) -> np.ndarray:

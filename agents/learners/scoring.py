@@ -13,7 +13,7 @@ import numpy as np
 from sklearn import config_context
 from sklearn.linear_model import SGDClassifier
 
-from agents.learners.hashing import hashed_rows
+from agents.learners.hashing import Columns, hashed_rows
 from agents.learners.profiles import profile_parts
 
 MAX_REMEMBERED = 1 << 18  # remembered row scores per model (a row is a few hundred bytes); cleared when full
@@ -74,10 +74,11 @@ class Scoring:
             known.clear()
             new = list(dict.fromkeys(rows))
         if new:
-            groups = self.__dict__.setdefault("_groups", {})  # hashed groups of earlier decisions; never saved
+            columns = self.__dict__.get("_columns")  # the features' columns of earlier decisions; never saved
+            if columns is None or columns.hasher is not self.arg_vec:
+                columns = self.__dict__["_columns"] = Columns(self.arg_vec)
             with config_context(**DECIDING):
-                X = hashed_rows(self.arg_vec, [profile_parts(tool, arg, p) + (extra,) for tool, arg, p, extra in new],
-                                known=groups)
+                X = columns.rows([profile_parts(tool, arg, p) + (extra,) for tool, arg, p, extra in new])
                 known.update(zip(new, clf.predict_proba(X)[:, 1].tolist()))
         return np.array([known[r] for r in rows], dtype=np.float64)
 

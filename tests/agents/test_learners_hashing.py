@@ -17,7 +17,7 @@ from agents.learners.features import (
     naming,
     state_tokens,
 )
-from agents.learners.hashing import hashed_rows
+from agents.learners.hashing import Columns, hashed_rows
 from agents.learners.profiles import RANKED, profile_features, profile_parts
 from agents.learners.replies import labels_of
 from tasks.learn import fit_embedded
@@ -81,22 +81,39 @@ class CountingHasher(FeatureHasher):
         return super().transform(raw_X)
 
 
-def test_groups_known_from_earlier_calls_are_not_hashed_again(learned):
-    _, rows, _, _ = learned
+def test_remembered_columns_make_the_feature_hashers_matrix_hashing_each_feature_once(learned):
+    _, rows, states, _ = learned
     groups = [profile_parts(t, a, p) + (e,) for t, a, p, e in rows]
-    hasher, known = CountingHasher(n_features=N, input_type="string", alternate_sign=False), {}
+    groups += [g + g[:1] for g in groups[:300]]  # a group twice in a row: its features count twice
+    groups += [(tuple(s.split()),) for s in states[:50]] + [((), ()), (("é", "日本", ""),)]
+    columns = Columns(CountingHasher(n_features=N, input_type="string", alternate_sign=False))
     plain = FeatureHasher(n_features=N, input_type="string", alternate_sign=False)
     counts = []
-    for batch in (groups[:500], groups[300:900], groups[:900]):
+    for batch in (groups[:500], groups[300:], groups):
         before = CountingHasher.hashed
-        got = hashed_rows(hasher, batch, known=known)
+        got = columns.rows(batch)
         want = plain.transform(sum(g, ()) for g in batch)
         for part in ("indptr", "indices", "data"):
             assert np.array_equal(getattr(got, part), getattr(want, part)), part
         counts.append(CountingHasher.hashed - before)
-    features = sum(len(f) for r in groups[300:900] for f in r)
-    # the first batch hashes its distinct groups, the second only the groups the first lacked, the last none
-    assert counts[0] > 0 and 0 < counts[1] < features / 2 and counts[2] == 0
+    # each distinct feature hashed once: the first batch's, then only the second's new ones, then none
+    assert counts[0] == len({f for r in groups[:500] for g in r for f in g})
+    assert counts[0] + counts[1] == len(columns) == len({f for r in groups for g in r for f in g})
+    assert counts[2] == 0
+
+
+def test_full_columns_start_afresh(learned, monkeypatch):
+    from agents.learners import hashing
+
+    _, rows, _, _ = learned
+    monkeypatch.setattr(hashing, "MAX_COLUMNS", 50)
+    groups = [profile_parts(t, a, p) + (e,) for t, a, p, e in rows[:400]]
+    columns, plain = Columns(FeatureHasher(n_features=N, input_type="string", alternate_sign=False)), \
+        FeatureHasher(n_features=N, input_type="string", alternate_sign=False)
+    for start in range(0, 400, 20):
+        got, want = columns.rows(groups[start:start + 20]), plain.transform(sum(g, ()) for g in groups[start:start + 20])
+        assert np.array_equal(got.indices, want.indices) and np.array_equal(got.data, want.data)
+    assert len(columns) <= max(50, len({f for r in groups[380:] for g in r for f in g}))
 
 
 def test_rows_without_features_and_no_rows_at_all():

@@ -143,11 +143,11 @@ def test_full_memories_start_afresh_and_decide_the_same(trained, monkeypatch):
 
     learner, cases, _ = trained
     monkeypatch.setattr(scoring, "MAX_REMEMBERED", 5)
-    monkeypatch.setattr(hashing, "MAX_KNOWN", 7)
-    for memory in ("_scores", "_groups"):  # what earlier tests left: this one starts empty
+    monkeypatch.setattr(hashing, "MAX_COLUMNS", 7)
+    for memory in ("_scores", "_columns"):  # what earlier tests left: this one starts empty
         monkeypatch.delitem(learner.__dict__, memory, raising=False)
     ref = Reference(learner)
     evaluate(ref, cases[:8], get_domain("airline"), run_id="t", round=1, task_set="test", model_version="v")
     assert not ref.mismatches, ref.mismatches[:5]
     assert ref.decisions["candidates"] > 500
-    assert len(learner._groups) < 1000  # cleared on the way: 7 or the groups of one call
+    assert len(learner._columns) < 2000  # cleared on the way: 7 or the features of one call
