@@ -268,15 +268,15 @@ class EmbeddedLearner(Scoring):
             return {}
         pool = scalar_pool(scene, self.constants)
         used = used_by_arg(history)
-        plain = {arg: self._scalars(scene, pool, s, self._learned(tool, arg)) for arg in required
-                 if not item_keys(s := arg_schema(self.tools, tool, arg), self._resolve)}
+        schemas = {arg: arg_schema(self.tools, tool, arg) for arg in required}
+        plain = {arg: self._scalars(scene, pool, s, self._learned(tool, arg)) for arg, s in schemas.items()
+                 if not item_keys(s, self._resolve)}
         # one predict_proba for the candidates of every plain argument (their scores are independent): each
         # _best below then reads its scores from what the model remembers (Scoring._positive)
         self._positive("argument", [(tool, arg, candidate_profile(c, used.get(arg, set()), scene), ())
                                     for arg, cands in plain.items() for c in cands])
         args = {}
-        for arg in required:
-            s = arg_schema(self.tools, tool, arg)
+        for arg, s in schemas.items():
             keys = item_keys(s, self._resolve)
             if keys:
                 item = {}

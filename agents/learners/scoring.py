@@ -1,9 +1,11 @@
 """How the fitted embedded learner scores: scikit-learn's hashers and its models' own decisions.
 
 ``Scoring`` is the part of ``EmbeddedLearner`` that turns decision states and candidate rows into the fitted
-models' numbers, with scikit-learn's public API only: ``HashingVectorizer.transform`` of a decision state,
-``FeatureHasher.transform`` of candidate rows (each distinct group of features once: ``hashing.hashed_rows``),
-and the models' ``predict`` and ``predict_proba``.
+models' numbers, with scikit-learn's public API only: ``HashingVectorizer.transform`` of decision states,
+``FeatureHasher`` of candidate rows (in a fit each distinct group of features hashed once,
+``hashing.hashed_rows``; while deciding each feature once, ``hashing.Columns``), and the models' ``predict`` and
+``predict_proba``. While deciding it remembers each model's score of a candidate row and each feature's column
+(never saved: ``EmbeddedLearner.__getstate__``).
 """
 from __future__ import annotations
 
