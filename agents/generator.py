@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.plans import DefaultPrior, Infeasible, Plan, seeded_rng
 from envs.base import Domain
 from envs.ontology import check_selection
-from envs.packs import UserPhrasing, get_pack
+from envs.packs import UserPhrasing
 from envs.properties import PROPERTIES, Call, bucket, measure_all, min_writes
 from envs.replay import gold_digest
 from envs.tau2.convert import task_from_dict
@@ -64,7 +64,7 @@ class EmbeddedGenerator:
 
     def __init__(self, domain: Domain, prior: DefaultPrior | None = None, tries: int = 24):
         self.domain, self.prior, self.tries = domain, prior or DefaultPrior(), tries
-        self.pack = get_pack(domain.name)
+        self.pack = domain.pack
         try:
             self.builder = self.pack.task_builder(domain, self.prior)
         except NotImplementedError:
@@ -112,7 +112,7 @@ class EmbeddedGenerator:
         except Infeasible as exc:
             raise GenerationError(f"infeasible: {exc}") from None
         task_id = "syn-" + hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}".encode()).hexdigest()[:12]
-        tau2_task = build_tau2_task(task_id, blueprint, plan)
+        tau2_task = build_tau2_task(task_id, blueprint, plan, self.domain.pack.phrasing)
         task = task_from_dict(tau2_task)  # must be a valid tau2 Task
         return SynthTask(run_id=blueprint.run_id, round=blueprint.round, space_version=blueprint.space_version,
                          direction_id=blueprint.direction_id, blueprint_id=blueprint.blueprint_id, task_id=task_id,
@@ -134,9 +134,9 @@ def _gold_action(task_id: str, n: int, action: tuple) -> dict:
     return {"action_id": f"{task_id}-{n}", "requestor": requestor, "name": name, "arguments": args}
 
 
-def build_tau2_task(task_id: str, blueprint: Blueprint, plan: Plan) -> dict:
+def build_tau2_task(task_id: str, blueprint: Blueprint, plan: Plan, phrasing: UserPhrasing) -> dict:
+    """The task as tau2 JSON; ``phrasing``: how the domain's pack words the user's side."""
     sel = blueprint.selected_dimensions
-    phrasing = get_pack(blueprint.domain).phrasing
     asks = [i["say"] for i in plan.intents]
     if plan.fillers:
         asks = [f"first, {'; '.join(plan.fillers)}"] + asks
@@ -198,7 +198,7 @@ def candidate_entities(domain: Domain, blueprint: Blueprint, k: int = 4) -> dict
     """A seeded sample of real entities for the prompt (the domain pack's choice; default: example ids)."""
     rng = random.Random(int(hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}".encode()).hexdigest()[:16],
                             16))
-    return get_pack(domain.name).candidate_entities(domain, rng, k)
+    return domain.pack.candidate_entities(domain, rng, k)
 
 
 def generator_messages(blueprint: Blueprint, env: dict, entities: dict) -> list[dict]:
@@ -252,7 +252,7 @@ def parse_generator(out: GeneratorOut, blueprint: Blueprint, space: SynthesisSpa
                 refusal={"say": out.intents[-1].say, "rule": out.refusal_rule} if outcome == "refuse" else None,
                 fillers=list(out.side_requests))
     task_id = "syn-" + hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}/llm".encode()).hexdigest()[:12]
-    tau2_task = build_tau2_task(task_id, blueprint, plan)
+    tau2_task = build_tau2_task(task_id, blueprint, plan, domain.pack.phrasing)
     if out.task_instructions.strip():
         instr = tau2_task["user_scenario"]["instructions"]
         instr["task_instructions"] = f"{instr['task_instructions']} {out.task_instructions.strip()}"

@@ -21,7 +21,6 @@ import re
 from typing import Any
 
 from envs.base import Domain
-from envs.packs import get_pack
 from storage.records import Message
 
 # second person -> first person, longest forms first; deterministic, and good enough for a customer's lines
@@ -72,7 +71,7 @@ def scripted_user(domain: Domain, task: Any):
             parts = [self.s["opening"]] + ([self.s["identity"]] if self.s.get("identity") else [])
             return Message(role="user", content=" ".join(p for p in parts if p) or "Hello.", requestor="user")
 
-    return OfficialUser(official_scenario(domain, task), get_pack(domain.name).phrasing,
+    return OfficialUser(official_scenario(domain, task), domain.pack.phrasing,
                         device_tools=[t.name for t in domain.tools("user")])
 
 

@@ -56,10 +56,17 @@ def _fulfil_reads(rules, sel: dict[str, list[str]]) -> int:
     return base + rules.reads_per_extra_write * max(0, writes - 1) if base else 0
 
 
+def _rules_of(rules: PlannerRules | None, space: SynthesisSpace) -> PlannerRules:
+    """The rules a planner was built with (``agents.roles.build_roles`` passes its domain's), else the pack's own
+    for a planner made on its own."""
+    return rules if rules is not None else get_pack(space.domain).planner_rules
+
+
 class EmbeddedPlanner:
-    def __init__(self, soft_preference: float = 0.8, tries: int = 30):
+    def __init__(self, soft_preference: float = 0.8, tries: int = 30, rules: PlannerRules | None = None):
         self.soft_preference = soft_preference
         self.tries = tries
+        self.rules = rules
 
     def plan(self, direction: Direction, space: SynthesisSpace, env: EnvSummary | None, *, index: int,
              seed: int) -> Blueprint:
@@ -109,7 +116,7 @@ class EmbeddedPlanner:
     def _make_compatible(self, sel, direction, space, rng) -> None:
         keys = {f.key for f in space.active}
         hard = direction.allowed_values
-        rules = get_pack(space.domain).planner_rules
+        rules = _rules_of(self.rules, space)
 
         def force(key: str, options: list[str]) -> None:
             allowed = [v for v in options if v in _allowed(space, direction, key)]
@@ -224,8 +231,8 @@ def compatibility_problems(sel: dict[str, list[str]], rules: PlannerRules) -> li
     return out
 
 
-def parse_planner(out: PlannerOut, direction: Direction, space: SynthesisSpace, *, index: int, seed: int
-                  ) -> Blueprint:
+def parse_planner(out: PlannerOut, direction: Direction, space: SynthesisSpace, *, index: int, seed: int,
+                  rules: PlannerRules | None = None) -> Blueprint:
     from agents.ask import Invalid
 
     if out.domain != space.domain:
@@ -241,7 +248,7 @@ def parse_planner(out: PlannerOut, direction: Direction, space: SynthesisSpace, 
         if bad:
             problems.append(f"the direction forbids {bad} for {key}")
     problems += [f"the selection matches the avoid pattern {p!r}" for p in direction.avoid_patterns if _matches(p, sel)]
-    rules = get_pack(space.domain).planner_rules
+    rules = _rules_of(rules, space)
     if rules.defined and not problems:
         problems += compatibility_problems(sel, rules)
     if problems:
@@ -255,8 +262,8 @@ def parse_planner(out: PlannerOut, direction: Direction, space: SynthesisSpace, 
 
 
 class LLMPlanner:
-    def __init__(self, client, env: dict, retries: int = 2):
-        self.client, self.env, self.retries = client, env, retries
+    def __init__(self, client, env: dict, retries: int = 2, rules: PlannerRules | None = None):
+        self.client, self.env, self.retries, self.rules = client, env, retries, rules
         self.raw: dict[str, str] = {}  # blueprint id -> raw reply
 
     def plan(self, direction: Direction, space: SynthesisSpace, env: EnvSummary | None, *, index: int,
@@ -266,7 +273,8 @@ class LLMPlanner:
         try:
             ans = ask(self.client, planner_messages(direction, space, self.env, index=index, seed=seed),
                       schema=PlannerOut, role="planner", retries=self.retries,
-                      validate=lambda out: parse_planner(out, direction, space, index=index, seed=seed))
+                      validate=lambda out: parse_planner(out, direction, space, index=index, seed=seed,
+                                                         rules=self.rules))
         except RoleRejected as exc:
             raise PlanError(f"direction {direction.condition_id}: {exc}") from None
         self.raw[ans.value.blueprint_id] = ans.raw

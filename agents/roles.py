@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envs.base import Domain
 from storage.config import ConfigError, RoleConfig, RunConfig
 
 
@@ -93,11 +94,12 @@ class Roles:
         return {r: "llm" if r in self.clients else "embedded" for r in LLM_ROLES}
 
 
-def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_dir: Path | None = None,
+def build_roles(roles: dict[str, RoleConfig] | None, dom: Domain, *, cache_dir: Path | None = None,
                 learner_evidence: bool = True, previous_reflections: list | None = None,
                 prior: dict[str, dict[str, float]] | None = None,
                 prior_writes: dict[int, float] | None = None) -> Roles:
-    """The six synthesis roles (plus the user simulator inside the teacher) for one stage; ``prior``: the embedded
+    """The six synthesis roles (plus the user simulator inside the teacher) for one stage in the environment ``dom``
+    (its pack gives the planner's rules); ``prior``: the embedded
     generator's suppressed buckets (``RunConfig.prior.suppress``), ``prior_writes`` its write counts of a
     fulfilment (``RunConfig.prior.writes``; None: the default)."""
     from agents.plans import DefaultPrior
@@ -108,17 +110,17 @@ def build_roles(roles: dict[str, RoleConfig] | None, domain_name: str, *, cache_
     from agents.reflector_llm import LLMReflector
     from agents.repair import EmbeddedRepair, LLMRepair
     from agents.teacher import EmbeddedTeacher, LLMTeacher
-    from envs.packs import get_domain
 
     roles = roles or {}
-    dom = get_domain(domain_name)
     # one log per role and stage: chunks running at once share the clients, never each other's calls
     clients = {r: client_for(r, rc, cache_dir).bound() for r, rc in roles.items()}
     retries = {r: rc.max_invalid_retries for r, rc in roles.items()}
     env = env_context(dom) if clients else {}
     designer = LLMDesigner(clients["designer"], env, retries["designer"]) if "designer" in clients \
         else EmbeddedDesigner()
-    planner = LLMPlanner(clients["planner"], env, retries["planner"]) if "planner" in clients else EmbeddedPlanner()
+    rules = dom.pack.planner_rules
+    planner = LLMPlanner(clients["planner"], env, retries["planner"], rules=rules) if "planner" in clients \
+        else EmbeddedPlanner(rules=rules)
     generator = LLMGenerator(dom, clients["generator"], env, retries["generator"]) if "generator" in clients \
         else EmbeddedGenerator(dom, DefaultPrior(suppress=dict(prior or {}),
                                                    **({"writes": dict(prior_writes)} if prior_writes else {})))

@@ -15,7 +15,6 @@ from agents.learners.exports import chat_message
 from agents.user import EmbeddedUser, UserSimulator, device_results
 from envs.base import Domain
 from envs.gold import confirmation_request, device_request
-from envs.packs import get_pack
 from envs.tau2.convert import task_from_dict
 from storage.records import Message, SynthTask, ToolCall, Trajectory
 
@@ -46,7 +45,7 @@ class EmbeddedTeacher:
         scenario = dict(task.scenario)
         if plain:
             scenario["challenges"] = []
-        user: UserSimulator = EmbeddedUser(scenario, get_pack(self.domain.name).phrasing)
+        user: UserSimulator = EmbeddedUser(scenario, self.domain.pack.phrasing)
         episode = self.domain.episode(tau2_task.initial_state)
         msgs: list[Message] = [user.opening()]
 
@@ -54,7 +53,7 @@ class EmbeddedTeacher:
             msgs.append(Message(role="assistant", content=text))
 
         if isinstance(user, EmbeddedUser) and user.withholds_id():
-            say(get_pack(self.domain.name).phrasing.ask_identity)
+            say(self.domain.pack.phrasing.ask_identity)
             msgs.append(user.give_user_id())
         actions = tau2_task.evaluation_criteria.actions or []
         intents = scenario.get("intents") or []
@@ -166,7 +165,7 @@ class LLMTeacher:
         scenario = dict(task.scenario)
         if plain:
             scenario["challenges"] = []
-        return ReactiveUser(scenario, get_pack(self.domain.name).phrasing,
+        return ReactiveUser(scenario, self.domain.pack.phrasing,
                             device_tools=[s.name for s in self.domain.tools("user")])
 
     def _agent_turn(self, msgs: list[Message]):

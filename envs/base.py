@@ -10,7 +10,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Iterator, Literal
+
+if TYPE_CHECKING:
+    from envs.packs import DomainPack
 
 ToolKind = Literal["read", "write", "generic"]
 Requestor = Literal["assistant", "user"]
@@ -69,6 +72,17 @@ class Episode(ABC):
 class Domain(ABC):
     name: str
     policy: str
+
+    @property
+    def pack(self) -> DomainPack:
+        """The pack this environment belongs to: its hooks travel with the environment, so nothing below the
+        place that resolved the domain's name (``envs.packs.get_domain``, which sets it) looks the name up again."""
+        found = self.__dict__.get("_pack")
+        if found is None:  # an environment built outside the registry (a test, a copy): its pack, found once
+            from envs.packs import get_pack
+
+            found = self._pack = get_pack(self.name)
+        return found
     # Names the form of ``Episode.state_digest`` (and the base DB it is taken over), so a digest stored
     # with a task is only used by a domain that computes the same one; "" means digests are never stored.
     digest_scheme: str = ""

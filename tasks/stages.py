@@ -12,24 +12,29 @@ chunk, rewriting the same files. Chunk names carry a hash of the stage's inputs.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+import prefect
+
 from agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, Steering
 from agents.generator import GenerationError
-from agents.learners.collector import collector_paused
 from agents.planner import PlanError
 from agents.roles import Roles, build_roles, flush_calls, llm_roles
 from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
-from envs.packs import default_domain
+from envs.base import Domain
+from envs.packs import DomainPack, default_domain, get_domain
+from tasks import timing
+from tasks.engine import STAGE_TASK, emitter
 from tasks.datasets import sft_examples
 from tasks.progress import Emit, StageEvent, rejections
 from storage.config import RoleConfig, RunConfig
 from storage.faults import kill_point
-from storage.records import Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
+from storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.store import Store
 
 DIAGNOSTIC_FRACTION = 0.2
@@ -73,8 +78,18 @@ class Ctx:
                    llm_roles=llm_roles(cfg), prior=cfg.prior.suppress, prior_writes=cfg.prior.writes,
                    probe_size=cfg.probe_size)
 
+    @functools.cached_property
+    def env(self) -> Domain:
+        """The pass's environment, resolved from ``domain`` once: stages and roles are handed the object (and its
+        ``pack``), never the name to look up again."""
+        return get_domain(self.domain)
+
+    @property
+    def pack(self) -> DomainPack:
+        return self.env.pack
+
     def roles(self, **kw: Any) -> Roles:
-        return build_roles(self.llm_roles, self.domain, cache_dir=self.store.root / "llm_cache", prior=self.prior,
+        return build_roles(self.llm_roles, self.env, cache_dir=self.store.root / "llm_cache", prior=self.prior,
                            prior_writes=self.prior_writes, **kw)
 
     def flush(self, roles: Roles, chunk: str) -> None:
@@ -123,15 +138,11 @@ def chunks(items: list, size: int) -> list[list]:
 def _map(fn: Callable, items: list, roles: Roles, role: str) -> list:
     """``fn`` over items in order; LLM-backed roles run up to their ``max_concurrency`` calls at once.
 
-    Items run one after the other (an embedded role, CPU-bound) with the cyclic collector paused
-    (agents/learners/collector.py): its collections were 7-9% of a synthesis pass's CPU, and a chunk leaves
-    a few thousand objects in cycles (about 60 per blueprint), collected once the pause ends. Concurrent LLM
-    calls are not paused: a chunk of them can take minutes, and the collector is process-wide."""
+    Items run one after the other for an embedded role (CPU-bound: threads would only take turns)."""
     client = roles.clients.get(role)
     workers = client.limits.slots.limit if client is not None else 1
     if workers <= 1 or len(items) <= 1:
-        with collector_paused():
-            return [fn(x) for x in items]
+        return [fn(x) for x in items]
     with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
         return list(pool.map(fn, items))
 
@@ -325,3 +336,36 @@ def steering_for(arm: str, reflection, feedback) -> Steering:
         cov = {s.value: s.count for s in feedback.coverage if s.factor == added}
         return NewFactor(factor=added, coverage=cov)
     return LearnerFeedback(feedback=feedback)
+
+
+# --- the stages' Prefect tasks (flows/round.py composes them; generate, rollout and verify are mapped over chunks)
+
+@prefect.task(name="design", **STAGE_TASK)
+def design_task(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: Arm) -> list[Direction]:
+    with timing.span("fn", "design", ctx.round):
+        return design(ctx, space, steering, budget, arm, emit=emitter())
+
+
+@prefect.task(name="plan", **STAGE_TASK)
+def plan_task(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[Blueprint]:
+    with timing.span("fn", "plan", ctx.round):
+        return plan(ctx, space, directions, emit=emitter())
+
+
+@prefect.task(name="generate", **STAGE_TASK)
+def generate_task(ctx: Ctx, space: SynthesisSpace, chunk: list[Blueprint]) -> list[SynthTask]:
+    with timing.span("fn", "generate", ctx.round):
+        return generate(ctx, space, chunk, emit=emitter())
+
+
+@prefect.task(name="rollout", **STAGE_TASK)
+def rollout_task(ctx: Ctx, tasks_: list[SynthTask], name: str) -> list[Trajectory]:
+    with timing.span("fn", "rollout", ctx.round):
+        return rollout(ctx, tasks_, name, emit=emitter())
+
+
+@prefect.task(name="verify", **STAGE_TASK)
+def verify_task(ctx: Ctx, tasks_: list[SynthTask], trajectories: list[Trajectory], name: str
+                ) -> tuple[list[Verdict], list[SFTExample]]:
+    with timing.span("fn", "verify", ctx.round):
+        return verify_chunk(ctx, tasks_, trajectories, name, emit=emitter())

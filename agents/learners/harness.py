@@ -9,11 +9,9 @@ from functools import partial
 from typing import Any
 
 from agents.learners.base import TaskAgent
-from agents.learners.collector import collector_paused
 from agents.user import ReactiveUser, device_results
 from agents.verifier import verify
 from envs.base import Domain
-from envs.packs import get_pack
 from envs.tau2.convert import task_from_dict
 from storage.records import Evaluation, Message, SynthTask, Trajectory
 
@@ -87,7 +85,7 @@ def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: in
     """``converse`` with the embedded user playing a synthesized task's scenario. ``id_key``: what the
     trajectory id hashes beside the task (default ``model_version``); a round passes the model's content (round,
     fingerprint), not its run, so arms that train the same model get the same ids."""
-    user = ReactiveUser(task.scenario, get_pack(domain.name).phrasing,
+    user = ReactiveUser(task.scenario, domain.pack.phrasing,
                         device_tools=[t.name for t in domain.tools("user")])
     msgs, termination = converse(agent, domain, task_from_dict(task.tau2_task).initial_state, user, max_steps)
     tid = "ev-" + hashlib.sha256(f"{task.task_id}/{id_key or model_version}".encode()).hexdigest()[:12]
@@ -102,12 +100,11 @@ def evaluate(agent: TaskAgent, cases: list[TaskCase], domain: Domain, *, run_id:
              id_key: str = "") -> tuple[list[Evaluation], list[Trajectory]]:
     """``id_key``: as for ``run_episode``; without one the ids hash the run id and ``model_version``."""
     evaluations, trajectories = [], []
-    with collector_paused():  # see collector.py: full collections walked every object the process holds
-        for case in cases:
-            traj = run_episode(agent, case.task, domain, max_steps, model_version, id_key)
-            traj = traj.model_copy(update={"run_id": run_id, "round": round})
-            evaluations.append(evaluation(case, traj, task_set, id_key))
-            trajectories.append(traj)
+    for case in cases:
+        traj = run_episode(agent, case.task, domain, max_steps, model_version, id_key)
+        traj = traj.model_copy(update={"run_id": run_id, "round": round})
+        evaluations.append(evaluation(case, traj, task_set, id_key))
+        trajectories.append(traj)
     return evaluations, trajectories
 
 

@@ -58,7 +58,5 @@ def _is_write(episode: Episode, call: ToolCall) -> bool:
 
 
 def _stopwords(episode: Episode) -> tuple[str, ...]:
-    from envs.packs import get_pack
-
     domain = getattr(episode, "domain", None)
-    return get_pack(domain.name).confirmation_stopwords if domain is not None else ()
+    return domain.pack.confirmation_stopwords if domain is not None else ()

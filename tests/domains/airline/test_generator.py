@@ -38,7 +38,7 @@ def test_task_text_uses_the_pack_phrasing(space):
     plan = Plan(user_id="mia_li_3668", actions=[("get_user_details", {"user_id": "mia_li_3668"}),
                                                  ("toggle_data", {}, "user")],
                 intents=[{"say": "check my profile", "tool": None}], info=[])
-    task = build_tau2_task("syn-x", bp, plan)
+    task = build_tau2_task("syn-x", bp, plan, get_pack("airline").phrasing)
     instr = task["user_scenario"]["instructions"]
     assert instr["known_info"] == "Your user id is mia_li_3668."
     assert instr["unknown_info"] == "You do not know the airline's internal rules."
@@ -47,7 +47,7 @@ def test_task_text_uses_the_pack_phrasing(space):
     assert [a["requestor"] for a in task["evaluation_criteria"]["actions"]] == ["assistant", "user"]
     assert "initial_state" not in task
     plan.known_info, plan.initial_state = "You know your phone number.", {"initialization_actions": []}
-    task = build_tau2_task("syn-x", bp, plan)
+    task = build_tau2_task("syn-x", bp, plan, get_pack("airline").phrasing)
     assert task["user_scenario"]["instructions"]["known_info"] == "You know your phone number."
     assert task["initial_state"] == {"initialization_actions": []}
 
@@ -66,6 +66,7 @@ def test_a_domain_without_generator_is_a_generation_error(monkeypatch):
     class Bare(packs.DomainPack):
         name = "bare"
 
-    packs.register(Bare())
+    bare = Bare()
+    packs.register(bare)
     with pytest.raises(GenerationError, match="domain 'bare' has no embedded generator"):
-        EmbeddedGenerator(SimpleNamespace(name="bare"))
+        EmbeddedGenerator(SimpleNamespace(name="bare", pack=bare))
