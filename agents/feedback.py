@@ -10,7 +10,11 @@ from storage.records import Evaluation, Feedback, Probe, ProbeBucket, SliceStat,
 
 
 def wilson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a success rate; (0, 1) with no trials."""
+    """Wilson score interval of a success rate (scipy's ``binomtest(...).proportion_ci(method="wilson")``).
+
+    With no trials there is no evidence about the rate, so every rate is consistent with it: (0, 1). (scipy
+    refuses ``n == 0``; this is the one place that decides what no trials means, for feedback and reports.)
+    """
     if n == 0:
         return 0.0, 1.0
     # imported on use: scipy.stats is about 0.7 s of imports

@@ -8,8 +8,10 @@ what they asked to know. Every observation is the live environment's answer.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Protocol
 
+from agents.learners.exports import chat_message
 from agents.user import EmbeddedUser, UserSimulator, device_results
 from envs.base import Domain
 from envs.gold import confirmation_request, device_request
@@ -105,25 +107,18 @@ class EmbeddedTeacher:
 
 # ------------------------------------------------------------------ LLM rollout teacher
 def to_chat(msgs: list[Message]) -> list[dict]:
-    """Trajectory messages as OpenAI-style chat messages (the agent's view)."""
-    import json
+    """Trajectory messages as OpenAI-style chat messages (the agent's view: the user's device actions and their
+    results are what the user says)."""
+    return [chat_message(_as_agent_sees(m)) for m in msgs]
 
-    out = []
-    for m in msgs:
-        if m.requestor == "user" and m.tool_calls:  # a device action the user performed
-            done = "; ".join(f"{c.name} {json.dumps(c.arguments)}" if c.arguments else c.name for c in m.tool_calls)
-            out.append({"role": "user", "content": f"(on my device: {done})"})
-        elif m.role == "tool" and m.requestor == "user":
-            out.append({"role": "user", "content": f"My device shows: {m.content or ''}"})
-        elif m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""})
-        elif m.tool_calls:
-            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                for c in m.tool_calls]})
-        else:
-            out.append({"role": m.role, "content": m.content or ""})
-    return out
+
+def _as_agent_sees(m: Message) -> Message:
+    if m.requestor == "user" and m.tool_calls:  # a device action the user performed
+        done = "; ".join(f"{c.name} {json.dumps(c.arguments)}" if c.arguments else c.name for c in m.tool_calls)
+        return Message(role="user", content=f"(on my device: {done})")
+    if m.role == "tool" and m.requestor == "user":
+        return Message(role="user", content=f"My device shows: {m.content or ''}")
+    return m
 
 
 def teacher_messages(policy: str, domain: str, msgs: list[Message]) -> list[dict]:

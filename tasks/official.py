@@ -3,7 +3,8 @@
 The tasks and splits are the installed tau2 package's own (``Domain.tasks(split)``:
 its ``split_tasks.json`` per domain, e.g. ``train`` / ``test`` / ``base``).
 Each trial is one conversation between the agent and a user simulator (scripted or
-an LLM, ``agents.official_user``) on a fresh copy of the task's initial state,
+an LLM, ``agents.official_user``) on a fresh copy of the task's initial state
+(``agents.learners.harness.converse``, the loop every evaluation runs),
 scored by ``envs.verify.run_checks``: the reward is tau2's (its reward basis, as
 tau2's evaluator computes it), the strict checks are reported beside it (an
 evaluation's ``success`` is both: reward 1 and every check). pass^k is tau2's
@@ -25,13 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.learners.base import TaskAgent
-from agents.user import device_results
+from agents.learners.harness import converse
 from envs.base import Domain
 from envs.packs import get_domain
 from envs.verify import run_checks
-from tasks.progress import Emit, StageEvent
-from storage.records import Contract, Evaluation, Message, Trajectory
+from storage.records import Contract, Evaluation, Trajectory
 from storage.store import Store
+from tasks.progress import Emit, StageEvent
 
 SUCCESS_TOLERANCE = 1e-6  # tau2's ``is_successful``: a reward within 1e-6 of 1
 
@@ -90,54 +91,6 @@ class UserSim:
         if self.client is None:
             return scripted_user(domain, task)
         return llm_user(self.client, task, trial, self.retries)
-
-
-class UserGaveUp(Exception):
-    """The LLM user had no usable reply within its re-asks: the trial ends as tau2's ``user_error`` (reward 0)."""
-
-
-def _said(user: Any, turn: Callable[[], Message]) -> Message:
-    """A user turn; a user that cannot answer usably ends the trial, one whose LLM cannot be reached the run."""
-    from agents.ask import RoleRejected
-
-    try:
-        return turn()
-    except RoleRejected as exc:
-        if "LLM unavailable" in str(exc):
-            from agents.roles import StageUnavailable
-
-            raise StageUnavailable("user", getattr(getattr(user, "client", None), "endpoint", "?"),
-                                   str(exc).split("LLM unavailable: ", 1)[-1]) from None
-        raise UserGaveUp(str(exc)) from None
-
-
-def episode(agent: TaskAgent, task: Any, domain: Domain, user: Any, max_steps: int = 40
-            ) -> tuple[list[Message], str]:
-    """One conversation on a fresh copy of the task's initial state: (messages, termination)."""
-    ep = domain.episode(task.initial_state)
-    agent.reset([t.openai_schema() for t in domain.tools("assistant")], domain.policy)
-    msgs: list[Message] = []
-    try:
-        msgs.append(_said(user, user.opening))
-        msgs.extend(device_results(ep, msgs[0]))
-        if getattr(user, "done", False):
-            return msgs, "user_stop"
-        for _ in range(max_steps):
-            reply = agent.act(list(msgs))
-            msgs.append(reply)
-            if reply.tool_calls:
-                for call in reply.tool_calls:
-                    obs = ep.step(call.name, call.arguments, call.requestor)
-                    msgs.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error))
-                continue
-            answer = _said(user, lambda: user.respond(reply.content or ""))
-            msgs.append(answer)
-            msgs.extend(device_results(ep, answer))
-            if user.done:
-                return msgs, "user_stop"
-    except UserGaveUp:
-        return msgs, "user_error"
-    return msgs, "max_steps"
 
 
 # ------------------------------------------------------------------ results
@@ -219,7 +172,7 @@ def evaluate_official(store: Store, agent: TaskAgent, user: UserSim, *, run_id: 
     for n, task in enumerate(tasks):
         t0, mine = time.monotonic(), []
         for trial in range(trials):
-            msgs, termination = episode(agent, task, dom, user.for_task(dom, task, trial), max_steps)
+            msgs, termination = converse(agent, dom, task.initial_state, user.for_task(dom, task, trial), max_steps)
             outcome = run_checks(dom, task, msgs, termination=termination)
             tid = "of-" + _id(run_id, round, chunk, task.id, trial)[:12]  # the chunk names agent, user, trials
             trajectories.append(Trajectory(run_id=run_id, round=round, trajectory_id=tid, task_id=task.id,

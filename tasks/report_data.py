@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from scipy.stats import binomtest
-
+from agents.feedback import wilson
 from envs.packs import default_domain
 from storage.records import Message
 from storage.store import Store
@@ -24,14 +23,6 @@ ANY = "(any)"
 def _rate(xs) -> float:
     xs = list(xs)
     return sum(xs) / len(xs) if xs else float("nan")
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    """95% Wilson score interval of k successes in n trials (NaN for no trials)."""
-    if not n:
-        return float("nan"), float("nan")
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return float(ci.low), float(ci.high)
 
 
 def domain_of(store: Store, run_id: str) -> str:

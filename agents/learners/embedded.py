@@ -56,7 +56,7 @@ from agents.learners.replies import (
     read_conventions,
     render,
 )
-from agents.learners.scoring import Scoring
+from agents.learners.scoring import Scoring, for_prediction
 from envs.gold import confirmation_request
 from storage.atomic import atomic_path, write_json
 from storage.faults import kill_point
@@ -65,6 +65,7 @@ from storage.records import Message, ToolCall, Trajectory
 MAX_CONSTANTS = 6
 MAX_VALUES = 4  # per argument: the text values the data gives it most often
 MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
+MODELS = ("action", "write", "asked", "argument", "report")  # the fitted scikit-learn models
 EPOCHS = 15  # SGD passes over the training rows (5 lost test success at 250 trajectories: README)
 
 
@@ -125,7 +126,6 @@ class EmbeddedLearner(Scoring):
     def _fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None) -> EmbeddedLearner:
         self.tools = {t["function"]["name"]: t["function"] for t in (tools or [])}
         self.fingerprint, self.n_trajectories = fingerprint(trajectories), len(trajectories)
-        self._fast = {}
         clock = self.fit_cpu = FitClock()
         with clock.phase("conventions"):
             self._read_conventions(trajectories)
@@ -180,7 +180,7 @@ class EmbeddedLearner(Scoring):
         with self.fit_cpu.phase("hashing"):
             X = self._hashed(rows)
         with self.fit_cpu.sgd(model, X, 2):
-            return self._sgd().fit(X, labels)
+            return for_prediction(self._sgd().fit(X, labels))
 
     def _classifier(self, model: str, states, labels):
         if not labels:
@@ -191,7 +191,7 @@ class EmbeddedLearner(Scoring):
         with self.fit_cpu.phase("hashing"):
             X = self._states(states)
         with self.fit_cpu.sgd(model, X, classes):
-            return self._sgd().fit(X, labels), None
+            return for_prediction(self._sgd().fit(X, labels)), None
 
     def _report_candidates(self, label: str, scene: Scene) -> list[tuple[Candidate, tuple]]:
         """Short scalar values from observations (and composites) that a reply could tell the user."""
@@ -268,9 +268,15 @@ class EmbeddedLearner(Scoring):
             return {}
         pool = scalar_pool(scene, self.constants)
         used = used_by_arg(history)
+        schemas = {arg: arg_schema(self.tools, tool, arg) for arg in required}
+        plain = {arg: self._scalars(scene, pool, s, self._learned(tool, arg)) for arg, s in schemas.items()
+                 if not item_keys(s, self._resolve)}
+        # one predict_proba for the candidates of every plain argument (their scores are independent): each
+        # _best below then reads its scores from what the model remembers (Scoring._positive)
+        self._positive("argument", [(tool, arg, candidate_profile(c, used.get(arg, set()), scene), ())
+                                    for arg, cands in plain.items() for c in cands])
         args = {}
-        for arg in required:
-            s = arg_schema(self.tools, tool, arg)
+        for arg, s in schemas.items():
             keys = item_keys(s, self._resolve)
             if keys:
                 item = {}
@@ -281,8 +287,7 @@ class EmbeddedLearner(Scoring):
                 cands = list_candidates(scene, keys) + [Candidate([item], "assembled", "assembled", extra=["len=1"])]
                 best = self._best(tool, arg, cands, scene, used.get(arg, set()))
             else:
-                best = self._best(tool, arg, self._scalars(scene, pool, s, self._learned(tool, arg)), scene,
-                                  used.get(arg, set()))
+                best = self._best(tool, arg, plain[arg], scene, used.get(arg, set()))
             if best is not None:
                 args[arg] = best.value
         return args
@@ -347,12 +352,15 @@ class EmbeddedLearner(Scoring):
 
     # ------------------------------------------------------------ persistence
     def __getstate__(self) -> dict[str, Any]:
-        # _fast is derived (rebuilt on first use); fit_cpu measures one process's fit
-        return {k: v for k, v in self.__dict__.items() if k not in ("_fast", "fit_cpu")}
+        # fit_cpu measures one process's fit; _scores and _columns are what scoring remembers (Scoring._positive)
+        return {k: v for k, v in self.__dict__.items() if k not in ("fit_cpu", "_scores", "_columns")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.fit_cpu = FitClock()
+        for model in MODELS:  # a model saved before its weights were laid out for scoring (for_prediction)
+            if getattr(self, model, None) is not None:
+                for_prediction(getattr(self, model))
 
     def save(self, path: Path) -> Path:
         """The model (joblib) and its JSON sidecar, each written atomically: a crash leaves the old file or none."""

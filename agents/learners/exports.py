@@ -128,21 +128,34 @@ def openai_calls(calls: list[ToolCall]) -> list[dict[str, Any]]:
             for c in calls]
 
 
+def chat_message(m: Message) -> dict[str, Any]:
+    """One message in OpenAI's chat format, the one converter every view builds on (the exports below, the
+    served agent's requests, the LLM teacher's prompt): a tool result with its call's id, calls as function
+    calls with their arguments as JSON text, any other message as its text. The content beside calls is the
+    message's own (our producers store None when the calls come alone, as OpenAI writes it), so the HF
+    export's rows stay a record of the stored messages."""
+    if m.role == "tool":
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""}
+    if m.tool_calls:  # its own role: a user may call tools of its own (dual control)
+        return {"role": m.role, "content": m.content, "tool_calls": openai_calls(m.tool_calls)}
+    return {"role": m.role, "content": m.content or ""}
+
+
 def openai_turns(turns: list[Turn], system: str, merge_results: bool = False) -> list[dict[str, Any]]:
     """Chat messages; ``merge_results``: one tool message per observation (what a strictly alternating
     server, ``llamafactory-cli api``, takes), else one per result (the OpenAI fine-tuning format)."""
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for t in turns:
         if t.kind == "function_call":
-            out.append({"role": "assistant", "content": t.text or None, "tool_calls": openai_calls(t.calls)})
+            out.append(chat_message(Message(role="assistant", content=t.text or None, tool_calls=t.calls)))
         elif t.kind == "observation" and merge_results:
-            out.append({"role": "tool", "tool_call_id": t.results[0].tool_call_id or "",
-                        "content": RESULTS_JOIN.join(r.content or "" for r in t.results)})
-        elif t.kind == "observation":
-            out += [{"role": "tool", "tool_call_id": r.tool_call_id or "", "content": r.content or ""}
+            out.append(chat_message(Message(role="tool", tool_call_id=t.results[0].tool_call_id or "",
+                                            content=RESULTS_JOIN.join(r.content or "" for r in t.results))))
+        elif t.kind == "observation":  # a turn's result without an id keeps an empty one (the format needs one)
+            out += [chat_message(Message(role="tool", tool_call_id=r.tool_call_id or "", content=r.content))
                     for r in t.results]
         else:
-            out.append({"role": "user" if t.kind == "human" else "assistant", "content": t.text})
+            out.append(chat_message(Message(role="user" if t.kind == "human" else "assistant", content=t.text)))
     return out
 
 
@@ -155,14 +168,7 @@ def trajectory_messages(example: SFTExample, system: str = "") -> dict[str, Any]
     """The stored messages one for one as OpenAI chat messages (the HF dataset's rows: a record of the
     trajectory, not a training conversation)."""
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for m in example.messages:
-        if m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""})
-        elif m.tool_calls:  # its own role: a user may call tools of its own (dual control)
-            out.append({"role": m.role, "content": m.content, "tool_calls": openai_calls(m.tool_calls)})
-        else:
-            out.append({"role": m.role, "content": m.content or ""})
-    return {"messages": out, "tools": example.tools}
+    return {"messages": out + [chat_message(m) for m in example.messages], "tools": example.tools}
 
 
 @dataclass

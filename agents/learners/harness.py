@@ -1,8 +1,12 @@
-"""Evaluation harness: run a task agent on tasks with the embedded user, score with the verifier."""
+"""Evaluation harness: the episode loop (``converse``, also official evaluation's), a task agent run on tasks with
+the embedded user, scored by the verifier."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from agents.learners.base import TaskAgent
 from agents.user import ReactiveUser, device_results
@@ -20,31 +24,70 @@ class TaskCase:
     gold_observed: dict[str, list[str]]
 
 
+class UserGaveUp(Exception):
+    """The user had no usable reply (an LLM user's re-asks ran out): the episode ends as ``user_error``."""
+
+
+def _said(user: Any, turn: Callable[[], Message]) -> Message:
+    """A user turn; a user that cannot answer usably ends the episode, one whose LLM cannot be reached the run."""
+    from agents.ask import RoleRejected
+
+    try:
+        return turn()
+    except RoleRejected as exc:
+        if "LLM unavailable" in str(exc):
+            from agents.roles import StageUnavailable
+
+            raise StageUnavailable("user", getattr(getattr(user, "client", None), "endpoint", "?"),
+                                   str(exc).split("LLM unavailable: ", 1)[-1]) from None
+        raise UserGaveUp(str(exc)) from None
+
+
+def converse(agent: TaskAgent, domain: Domain, initial_state: Any, user: Any, max_steps: int = 40
+             ) -> tuple[list[Message], str]:
+    """The agent/user/tool loop of one episode on a fresh copy of ``initial_state``: (messages, termination).
+
+    It ends as tau2's orchestrator ends one (``tau2.orchestrator.Orchestrator.step``): ``user_stop`` as soon as a
+    user message stops the call (tau2: its stop, transfer or out-of-scope token; here ``user.done``, which the
+    scripted user sets with its goodbye and the LLM user with its stop token), the opening included;
+    ``user_error`` when the user sends nothing usable (tau2's USER_ERROR for an empty user message: here its
+    re-asks ran out, ``UserGaveUp``); ``max_steps`` after ``max_steps`` agent turns. The user's device actions
+    are stepped as the user, right after its message (tau2 routes a user's tool calls to the environment).
+    """
+    ep = domain.episode(initial_state)
+    agent.reset([t.openai_schema() for t in domain.tools("assistant")], domain.policy)
+    msgs: list[Message] = []
+    try:
+        msgs.append(_said(user, user.opening))
+        msgs.extend(device_results(ep, msgs[0]))
+        if getattr(user, "done", False):
+            return msgs, "user_stop"
+        for _ in range(max_steps):
+            reply = agent.act(list(msgs))
+            msgs.append(reply)
+            if reply.tool_calls:
+                for call in reply.tool_calls:
+                    obs = ep.step(call.name, call.arguments, call.requestor)
+                    msgs.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error))
+                continue
+            answer = _said(user, partial(user.respond, reply.content or ""))
+            msgs.append(answer)
+            msgs.extend(device_results(ep, answer))
+            if user.done:
+                return msgs, "user_stop"
+    except UserGaveUp:
+        return msgs, "user_error"
+    return msgs, "max_steps"
+
+
 def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: int = 40,
                 model_version: str = "", id_key: str = "") -> Trajectory:
-    """``id_key``: what the trajectory id hashes beside the task (default ``model_version``); a round passes
-    the model's content (round, fingerprint), not its run, so arms that train the same model get the same ids."""
-    tau2_task = task_from_dict(task.tau2_task)
-    episode = domain.episode(tau2_task.initial_state)
+    """``converse`` with the embedded user playing a synthesized task's scenario. ``id_key``: what the
+    trajectory id hashes beside the task (default ``model_version``); a round passes the model's content (round,
+    fingerprint), not its run, so arms that train the same model get the same ids."""
     user = ReactiveUser(task.scenario, domain.pack.phrasing,
                         device_tools=[t.name for t in domain.tools("user")])
-    agent.reset([t.openai_schema() for t in domain.tools("assistant")], domain.policy)
-    msgs: list[Message] = [user.opening()]
-    termination = "max_steps"
-    for _ in range(max_steps):
-        reply = agent.act(list(msgs))
-        msgs.append(reply)
-        if reply.tool_calls:
-            for call in reply.tool_calls:
-                obs = episode.step(call.name, call.arguments, call.requestor)
-                msgs.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error))
-            continue
-        answer = user.respond(reply.content or "")
-        msgs.append(answer)
-        msgs.extend(device_results(episode, answer))
-        if user.done:
-            termination = "user_stop"
-            break
+    msgs, termination = converse(agent, domain, task_from_dict(task.tau2_task).initial_state, user, max_steps)
     tid = "ev-" + hashlib.sha256(f"{task.task_id}/{id_key or model_version}".encode()).hexdigest()[:12]
     return Trajectory(run_id=task.run_id, round=task.round, space_version=task.space_version,
                       direction_id=task.direction_id, blueprint_id=task.blueprint_id, trajectory_id=tid,

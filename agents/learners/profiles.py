@@ -4,8 +4,8 @@ The argument and report models score candidates by hashed features (``tool=...|a
 feature never holds the value itself, only what it looks like and where it sits (its source, key, kind,
 shape, age, relation to the request ...), so the candidates of many decisions share a *profile*: the
 tuple of everything the features read. ``profile_parts`` builds a profile's features once (cached), in
-parts that many profiles share, and the learner remembers each model's score of a part
-(``linear.Linear.sums``); ``candidate_features`` is the two composed. Nothing here names a domain.
+parts that many profiles share, and the learner hashes each distinct part once per batch of rows
+(``hashing.hashed_rows``); ``candidate_features`` is the two composed. Nothing here names a domain.
 """
 from __future__ import annotations
 

@@ -1,68 +1,92 @@
-"""How the fitted embedded learner scores: its models' weights kept contiguous, features hashed once.
+"""How the fitted embedded learner scores: scikit-learn's hashers and its models' own decisions.
 
-``Scoring`` is the part of ``EmbeddedLearner`` that turns decision states and candidate rows into the
-fitted models' numbers. What it builds from the fitted models to decide fast (contiguous weights, hashed
-groups, remembered feature weights) lives in ``_fast``: never saved, rebuilt after a load.
+``Scoring`` is the part of ``EmbeddedLearner`` that turns decision states and candidate rows into the fitted
+models' numbers, with scikit-learn's public API only: ``HashingVectorizer.transform`` of decision states,
+``FeatureHasher`` of candidate rows (in a fit each distinct group of features hashed once,
+``hashing.hashed_rows``; while deciding each feature once, ``hashing.Columns``), and the models' ``predict`` and
+``predict_proba``. While deciding it remembers each model's score of a candidate row and each feature's column
+(never saved: ``EmbeddedLearner.__getstate__``).
 """
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+from sklearn import config_context
+from sklearn.linear_model import SGDClassifier
 
-from agents.learners.hashing import Hashing
-from agents.learners.linear import Linear
+from agents.learners.hashing import Columns, hashed_rows
 from agents.learners.profiles import profile_parts
+
+MAX_REMEMBERED = 1 << 18  # remembered row scores per model (a row is a few hundred bytes); cleared when full
+# A decision scores one state or a few candidates, so scikit-learn's checks of its inputs cost more than the
+# arithmetic (about 0.2 ms a call against microseconds). The learner's inputs are hashed counts (finite by
+# construction) and its own arguments, so while it decides it skips the finiteness and parameter checks
+# (scikit-learn's documented configuration for this), one context per call.
+DECIDING = {"assume_finite": True, "skip_parameter_validation": True}
+
+
+def for_prediction(clf: SGDClassifier) -> SGDClassifier:
+    """The fitted model with its weights laid out for scoring sparse rows: ``coef_`` column-major.
+
+    ``decision_function`` computes ``X @ coef_.T``; scipy's sparse-times-dense product needs the dense side
+    row-major and copies it when it is not. ``coef_`` is ``(n_classes, 2**18)``, so with the usual row-major
+    ``coef_`` every decision of a multiclass model (the next move, say) would copy ``n_classes * 2**18``
+    weights (tens of megabytes) to score one row. The same numbers column-major make ``coef_.T`` row-major:
+    no copy, and the same product. (A binary model's single row is both layouts already.)
+    """
+    clf.coef_ = np.asfortranarray(clf.coef_)
+    return clf
 
 
 class Scoring:
     arg_vec: Any  # FeatureHasher of candidate rows
     state_vec: Any  # HashingVectorizer of decision states
 
-    def _derived(self, name: str, build):
-        """What the fitted learner computes from itself to decide fast; never saved (rebuilt after a load)."""
-        fast = self.__dict__.setdefault("_fast", {})
-        if name not in fast:
-            fast[name] = build()
-        return fast[name]
-
-    def _hashing(self) -> Hashing:
-        """Both hashers' columns (they hash alike: one width, no alternating signs)."""
-        assert self.arg_vec.n_features == self.state_vec.n_features
-        return self._derived("hashing", lambda: Hashing(self.arg_vec.n_features))
-
     def _hashed(self, rows: list[tuple]):
-        """The hashed matrix of candidate rows ``(tool, arg, profile, extra)``: what ``arg_vec.transform`` makes of
-        their features, with each distinct row built once (a row depends on its own features only) from its
-        groups of features, each distinct group hashed once (``hashing.Hashing``)."""
+        """``arg_vec.transform`` of the features of candidate rows ``(tool, arg, profile, extra)``, each distinct
+        row built once (a row depends on its own features only) from its groups of features, each distinct group
+        hashed once (``hashing.hashed_rows``)."""
         at: dict[tuple, int] = {}
         index = [at.setdefault(r, len(at)) for r in rows]
         parts = profile_parts.__wrapped__  # uncached: a fit's distinct rows would each miss the cache, and evict
-        return self._hashing().rows([parts(tool, arg, p) + (extra,) for tool, arg, p, extra in at],
-                                    None if len(at) == len(rows) else index)
+        return hashed_rows(self.arg_vec, [parts(tool, arg, p) + (extra,) for tool, arg, p, extra in at],
+                           None if len(at) == len(rows) else index)
 
     def _states(self, states: list[str]):
-        """``state_vec.transform(states)``, each token hashed once (``hashing.Hashing``)."""
-        analyze = self._derived("analyzer", self.state_vec.build_analyzer)
-        return self._hashing().states([analyze(s) for s in states])
-
-    def _linear(self, model: str) -> Linear:
-        """The fitted model ``model`` (an attribute name) as a contiguous ``Linear``."""
-        return self._derived(model, lambda: Linear(getattr(self, model)))
-
-    def _state_scores(self, model: str, state: str) -> np.ndarray:
-        """The model's decision values (1-d) for a decision state, its tokens hashed once (``Hashing.columns``)."""
-        analyze = self._derived("analyzer", self.state_vec.build_analyzer)
-        return self._linear(model).state_decision(self._hashing().columns(analyze(state)))
+        """``state_vec.transform(states)``: the decision states' tokens hashed, each row L2-normalized."""
+        return self.state_vec.transform(states)
 
     def _predict(self, model: str, constant, state: str) -> str | None:
-        if getattr(self, model) is None:
+        clf = getattr(self, model)
+        if clf is None:
             return constant
-        linear, scores = self._linear(model), self._state_scores(model, state)
-        return str(linear.classes[int(scores[0] > 0) if len(scores) == 1 else int(np.argmax(scores))])
+        with config_context(**DECIDING):
+            return str(clf.predict(self._states([state]))[0])
 
     def _positive(self, model: str, rows: list[tuple]) -> np.ndarray:
         """``predict_proba(...)[:, 1]`` of the binary model ``model`` for candidate rows ``(tool, arg, profile,
-        extra)``, from the weights of their groups of features (``Linear.sums``)."""
-        groups = [(profile_parts(tool, arg, p), extra) for tool, arg, p, extra in rows]
-        return Linear.positive(self._linear(model).sums(groups, self._hashing()))
+        extra)``. A row's score depends on the row alone, and the candidates of many decisions share their rows
+        (a row is what the features read of a candidate, never its value), so each model's score of a row is
+        remembered: only the rows not scored before are hashed and scored, in one ``predict_proba`` call."""
+        clf = getattr(self, model)
+        known = self._remembered(model, clf)
+        new = [r for r in dict.fromkeys(rows) if r not in known]
+        if new and len(known) + len(new) > MAX_REMEMBERED:  # full: start afresh with this call's rows
+            known.clear()
+            new = list(dict.fromkeys(rows))
+        if new:
+            columns = self.__dict__.get("_columns")  # the features' columns of earlier decisions; never saved
+            if columns is None or columns.hasher is not self.arg_vec:
+                columns = self.__dict__["_columns"] = Columns(self.arg_vec)
+            with config_context(**DECIDING):
+                X = columns.rows([profile_parts(tool, arg, p) + (extra,) for tool, arg, p, extra in new])
+                known.update(zip(new, clf.predict_proba(X)[:, 1].tolist()))
+        return np.array([known[r] for r in rows], dtype=np.float64)
+
+    def _remembered(self, model: str, clf: SGDClassifier) -> dict[tuple, float]:
+        """Row -> ``clf``'s score of it, for the model fitted now (a refit starts afresh); never saved."""
+        memory = self.__dict__.setdefault("_scores", {})
+        if model not in memory or memory[model][0] is not clf:
+            memory[model] = (clf, {})
+        return memory[model][1]

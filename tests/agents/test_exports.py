@@ -94,3 +94,29 @@ def test_the_agent_keeps_every_parallel_call_of_a_reply():
         msg = agent.act([PARALLEL[0]])
     assert [(c.id, c.name, c.arguments) for c in msg.tool_calls] == [("c1", "get_user", {"user_id": "u1"}),
                                                                       ("c2", "get_reservation", {"reservation_id": "R1"})]
+
+
+def test_every_view_converts_a_message_alike():
+    """The exports, the record rows and the teacher's prompt all go through ``exports.chat_message``: on a
+    conversation each view keeps one for one (no merged turns, no device actions) they give the same messages."""
+    from agents.learners.exports import chat_message, trajectory_messages
+    from agents.teacher import to_chat
+
+    msgs = [Message(role="user", content="hi"), Message(role="assistant", tool_calls=[A]),
+            Message(role="tool", content="U", tool_call_id="a"), Message(role="assistant", content="Done.")]
+    expected = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "a", "type": "function",
+                     "function": {"name": "get_user", "arguments": json.dumps({"user_id": "u1"})}}]},
+                {"role": "tool", "tool_call_id": "a", "content": "U"}, {"role": "assistant", "content": "Done."}]
+    assert [chat_message(m) for m in msgs] == expected
+    assert to_chat(msgs) == expected
+    assert trajectory_messages(example(msgs))["messages"] == expected
+    assert openai_messages(example(msgs))["messages"] == expected
+    assert to_openai(msgs, "P") == [{"role": "system", "content": "P"}, *expected]
+    # the teacher sees a user's device action and its result as what the user says
+    device = [Message(role="user", requestor="user", tool_calls=[ToolCall(id="d", name="toggle_airplane_mode",
+                                                                          requestor="user")]),
+              Message(role="tool", content="off", tool_call_id="d", requestor="user")]
+    assert to_chat(device) == [{"role": "user", "content": "(on my device: toggle_airplane_mode)"},
+                               {"role": "user", "content": "My device shows: off"}]

@@ -44,6 +44,21 @@ def test_library_statistics_match_hand_computed_values():
     assert wilson(0, 5)[0] == 0.0 and wilson(5, 5)[1] == 1.0 and wilson(0, 0) == (0.0, 1.0)
 
 
+def test_wilson_is_scipys_interval_and_no_trials_is_the_whole_range():
+    lo, hi = wilson(5, 10)
+    assert lo == pytest.approx(0.2366, abs=1e-3) and hi == pytest.approx(0.7634, abs=1e-3)
+    narrow, wide = wilson(30, 60, confidence=0.8), wilson(30, 60, confidence=0.99)
+    assert wide[0] < narrow[0] < 0.5 < narrow[1] < wide[1]  # the confidence level reaches scipy
+    # no trials: no evidence, so every rate fits (scipy itself refuses n = 0), at any confidence
+    assert wilson(0, 0) == wilson(0, 0, confidence=0.5) == (0.0, 1.0)
+
+
+def test_reports_and_feedback_share_one_wilson():
+    from tasks import report_data
+
+    assert report_data.wilson is wilson
+
+
 def population(n=240, seed=0, fail_on_writes=True):
     """Tasks where failure depends on the number of writes (or on nothing), within every stratum."""
     rng = random.Random(seed)

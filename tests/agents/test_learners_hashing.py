@@ -1,6 +1,6 @@
-"""The learner's own hashing is scikit-learn's, bit for bit, and its cheaper feature building changes no feature."""
+"""Rows hashed a distinct group at a time are ``FeatureHasher``'s matrix, bit for bit, and the cheaper feature
+building changes no feature."""
 import random
-import string
 from collections import Counter
 from dataclasses import replace
 
@@ -17,7 +17,7 @@ from agents.learners.features import (
     naming,
     state_tokens,
 )
-from agents.learners.hashing import Columns, Hashing
+from agents.learners.hashing import Columns, hashed_rows
 from agents.learners.profiles import RANKED, profile_features, profile_parts
 from agents.learners.replies import labels_of
 from tasks.learn import fit_embedded
@@ -45,25 +45,13 @@ def learned(space, synth_pass):
     return learner, rows, states, scenes
 
 
-def test_columns_are_the_feature_hashers(learned):
-    _, rows, states, _ = learned
-    feats = list(dict.fromkeys(f for t, a, p, e in rows for f in profile_features(t, a, p) + e))
-    feats += [tok for s in states for tok in s.split()]
-    rnd = random.Random(0)
-    feats += ["", " ", "é", "日本", "a" * 300]
-    feats += ["".join(rnd.choice(string.printable) for _ in range(rnd.randint(1, 40))) for _ in range(3000)]
-    for n in (N, 1000, 7):
-        want = FeatureHasher(n_features=n, input_type="string", alternate_sign=False).transform([(f,) for f in feats])
-        columns = Columns(n)
-        assert [columns[f] for f in feats] == want.indices.tolist()
-
-
 def test_rows_from_groups_are_the_feature_hashers_matrix(learned):
     _, rows, _, _ = learned
     groups = [profile_parts(t, a, p) + (e,) for t, a, p, e in rows]
     groups += [g + g[:1] for g in groups[:300]]  # a group twice in a row: its features count twice
-    got = Hashing(N).rows(groups)
-    want = FeatureHasher(n_features=N, input_type="string", alternate_sign=False).transform(sum(g, ()) for g in groups)
+    hasher = FeatureHasher(n_features=N, input_type="string", alternate_sign=False)
+    got = hashed_rows(hasher, groups)
+    want = hasher.transform(sum(g, ()) for g in groups)
     assert got.max() > 1  # counts above one are there to compare
     for part in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(got, part), getattr(want, part)), part
@@ -74,22 +62,68 @@ def test_recurring_rows_by_index_are_the_feature_hashers_matrix(learned):
     distinct = [profile_parts(t, a, p) + (e,) for t, a, p, e in dict.fromkeys(rows)]
     rnd = random.Random(1)
     index = [rnd.randrange(len(distinct)) for _ in range(3 * len(distinct))]  # rows recur, in any order
-    got = Hashing(N).rows(distinct, index)
-    want = FeatureHasher(n_features=N, input_type="string", alternate_sign=False).transform(
-        sum(distinct[i], ()) for i in index)
+    hasher = FeatureHasher(n_features=N, input_type="string", alternate_sign=False)
+    got = hashed_rows(hasher, distinct, index)
+    want = hasher.transform(sum(distinct[i], ()) for i in index)
     assert got.shape == want.shape and len(set(index)) < len(index)
     for part in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(got, part), getattr(want, part)), part
 
 
-def test_states_are_the_hashing_vectorizers(learned):
-    learner, _, states, _ = learned
-    analyze = learner.state_vec.build_analyzer()
-    got = Hashing(N).states([analyze(s) for s in states])
-    want = learner.state_vec.transform(states)
-    assert len(set(want.data)) > 10  # normalized by rows of many lengths
+class CountingHasher(FeatureHasher):
+    """A FeatureHasher that counts the features it is handed."""
+
+    hashed = 0
+
+    def transform(self, raw_X):
+        raw_X = [list(x) for x in raw_X]
+        CountingHasher.hashed += sum(map(len, raw_X))
+        return super().transform(raw_X)
+
+
+def test_remembered_columns_make_the_feature_hashers_matrix_hashing_each_feature_once(learned):
+    _, rows, states, _ = learned
+    groups = [profile_parts(t, a, p) + (e,) for t, a, p, e in rows]
+    groups += [g + g[:1] for g in groups[:300]]  # a group twice in a row: its features count twice
+    groups += [(tuple(s.split()),) for s in states[:50]] + [((), ()), (("é", "日本", ""),)]
+    columns = Columns(CountingHasher(n_features=N, input_type="string", alternate_sign=False))
+    plain = FeatureHasher(n_features=N, input_type="string", alternate_sign=False)
+    counts = []
+    for batch in (groups[:500], groups[300:], groups):
+        before = CountingHasher.hashed
+        got = columns.rows(batch)
+        want = plain.transform(sum(g, ()) for g in batch)
+        for part in ("indptr", "indices", "data"):
+            assert np.array_equal(getattr(got, part), getattr(want, part)), part
+        counts.append(CountingHasher.hashed - before)
+    # each distinct feature hashed once: the first batch's, then only the second's new ones, then none
+    assert counts[0] == len({f for r in groups[:500] for g in r for f in g})
+    assert counts[0] + counts[1] == len(columns) == len({f for r in groups for g in r for f in g})
+    assert counts[2] == 0
+
+
+def test_full_columns_start_afresh(learned, monkeypatch):
+    from agents.learners import hashing
+
+    _, rows, _, _ = learned
+    monkeypatch.setattr(hashing, "MAX_COLUMNS", 50)
+    groups = [profile_parts(t, a, p) + (e,) for t, a, p, e in rows[:400]]
+    columns, plain = Columns(FeatureHasher(n_features=N, input_type="string", alternate_sign=False)), \
+        FeatureHasher(n_features=N, input_type="string", alternate_sign=False)
+    for start in range(0, 400, 20):
+        got, want = columns.rows(groups[start:start + 20]), plain.transform(sum(g, ()) for g in groups[start:start + 20])
+        assert np.array_equal(got.indices, want.indices) and np.array_equal(got.data, want.data)
+    assert len(columns) <= max(50, len({f for r in groups[380:] for g in r for f in g}))
+
+
+def test_rows_without_features_and_no_rows_at_all():
+    hasher = FeatureHasher(n_features=N, input_type="string", alternate_sign=False)
+    a, b = ("x", "y"), ("x",)
+    got = hashed_rows(hasher, [((), a), ((),), (b, (), a)])
+    want = hasher.transform([["x", "y"], [], ["x", "x", "y"]])
     for part in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(got, part), getattr(want, part)), part
+    assert hashed_rows(hasher, []).shape == (0, N) and hashed_rows(hasher, [((),)]).nnz == 0
 
 
 def words_before_the_split(tool, arg, source, key, path, focus, same, words, facts, match, extra):

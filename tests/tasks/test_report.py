@@ -170,8 +170,3 @@ def test_allocation_is_stacked_by_factor_value(store):
             # every factor's stack adds up to the round's blueprints (a direction's share is split over its values)
             assert sum(a["blueprints"] for a in alloc if a["factor"] == f and a["round"] == r) == pytest.approx(asked)
     assert len({a["value"] for a in alloc if a["factor"] == "task_family"}) > 1
-
-
-def test_wilson_interval():
-    lo, hi = D.wilson(5, 10)
-    assert lo == pytest.approx(0.2366, abs=1e-3) and hi == pytest.approx(0.7634, abs=1e-3)

@@ -1,12 +1,12 @@
-"""The embedded learner's fast decisions are scikit-learn's: same scores (candidate scores to rounding: they are
-summed in another order), same predictions, same episodes."""
+"""The embedded learner scores with scikit-learn's own hashers and models, and decides as they do."""
+import tracemalloc
+
 import numpy as np
 import pytest
 
-from agents.learners.embedded import EmbeddedLearner
+from agents.learners.embedded import MODELS, EmbeddedLearner
 from agents.learners.features import Scene, state_tokens
 from agents.learners.harness import TaskCase, evaluate
-from agents.learners.linear import Linear
 from agents.learners.profiles import profile_features
 from agents.learners.replies import labels_of
 from envs.packs import get_domain
@@ -14,14 +14,14 @@ from tasks.learn import fit_embedded
 
 
 class Reference(EmbeddedLearner):
-    """The learner deciding as it did before ``Linear``, ``Hashing`` and the remembered weights: every decision
-    hashes its features afresh with scikit-learn's hashers and asks the scikit-learn model (``predict``,
-    ``predict_proba``). It also checks the fast path against itself on each decision and counts them: the
-    state models' scores bit for bit, the candidate scores to rounding and the choices made from them exactly."""
+    """The learner deciding the plain way: every decision hashes its features afresh with scikit-learn's hashers
+    (every feature of every candidate) and asks the scikit-learn model (``predict``, ``predict_proba``). It also
+    asks the learner's own path on each decision and counts where the two differ."""
 
     def __init__(self, fitted: EmbeddedLearner):
         super().__init__(fitted.seed)
-        self.__dict__.update({k: v for k, v in fitted.__dict__.items() if k != "_fast"})
+        self.__dict__.update(fitted.__dict__)
+        self.fitted = fitted
         self.decisions = {"state": 0, "candidates": 0}
         self.mismatches: list[str] = []
 
@@ -29,35 +29,19 @@ class Reference(EmbeddedLearner):
         clf = getattr(self, model)
         if clf is None:
             return constant
-        X = self.state_vec.transform([state])
-        want = str(clf.predict(X)[0])
-        twin = fitted_twin(self)
-        if (got := EmbeddedLearner._predict(twin, model, constant, state)) != want:
+        want = str(clf.predict(self.state_vec.transform([state]))[0])
+        if (got := EmbeddedLearner._predict(self.fitted, model, constant, state)) != want:
             self.mismatches.append(f"{model}: {got} != {want}")
-        if not np.array_equal(twin._state_scores(model, state), clf.decision_function(X).reshape(-1)):
-            self.mismatches.append(f"{model}: state scores differ")
         self.decisions["state"] += 1
         return want
 
     def _positive(self, model, rows):
         X = self.arg_vec.transform([list(profile_features(tool, arg, p)) + list(extra) for tool, arg, p, extra in rows])
         want = getattr(self, model).predict_proba(X)[:, 1]
-        fast = EmbeddedLearner._positive(fitted_twin(self), model, rows)
-        if not np.allclose(fast, want, rtol=1e-12, atol=1e-15):
-            self.mismatches.append(f"{model}: scores differ on {int(np.sum(~np.isclose(fast, want)))} of {len(rows)}")
-        if np.argmax(fast) != np.argmax(want) or not np.array_equal(fast > 0.5, want > 0.5):
-            self.mismatches.append(f"{model}: a different choice among {len(rows)} candidates")
+        if not np.array_equal(EmbeddedLearner._positive(self.fitted, model, rows), want):
+            self.mismatches.append(f"{model}: scores differ among {len(rows)} candidates")
         self.decisions["candidates"] += len(rows)
         return want
-
-
-def fitted_twin(ref: Reference) -> EmbeddedLearner:
-    """A plain ``EmbeddedLearner`` sharing the reference's models, keeping its score memory across calls."""
-    twin = ref.__dict__.get("_twin")
-    if twin is None:
-        twin = ref.__dict__["_twin"] = EmbeddedLearner(ref.seed)
-        twin.__dict__.update({k: v for k, v in ref.__dict__.items() if k not in ("_fast", "_twin")})
-    return twin
 
 
 @pytest.fixture(scope="module")
@@ -87,26 +71,31 @@ def arg_rows(learner: EmbeddedLearner, trajectories) -> list[tuple]:
     return rows
 
 
-def test_contiguous_weights_give_scikit_learns_scores_bit_for_bit(trained):
+def test_multiclass_weights_are_laid_out_so_one_decision_copies_none(trained):
+    """``coef_`` column-major: scikit-learn's ``decision_function`` gives the same numbers as with the usual
+    layout, and scoring one state allocates kilobytes, not a copy of the weights (``n_classes * 2**18``)."""
     learner, _, trajectories = trained
-    X = learner.state_vec.transform([state_tokens(h, s, labels_of(h)) for h, s in decisions(learner, trajectories)])
+    states = [state_tokens(h, s, labels_of(h)) for h, s in decisions(learner, trajectories)]
+    X = learner.state_vec.transform(states)
     assert X.shape[0] > 500
     for clf in (learner.action, learner.write):
-        assert clf is not None and len(clf.classes_) > 2  # multiclass: the model whose weights were copied per call
-        assert not clf.coef_.T.flags.c_contiguous
-        fast = Linear(clf)
-        assert fast.weights.flags.c_contiguous
-        assert np.array_equal(fast.decision(X), clf.decision_function(X))
-        assert list(fast.predict(X)) == list(clf.predict(X))
-    rows = learner._hashed(arg_rows(learner, trajectories[:20]))
-    fast = Linear(learner.argument)  # binary: one column
-    assert np.array_equal(Linear.positive(fast.decision(rows)), learner.argument.predict_proba(rows)[:, 1])
+        assert clf is not None and len(clf.classes_) > 2  # multiclass: one weight column per class
+        assert clf.coef_.T.flags.c_contiguous
+        usual = np.ascontiguousarray(clf.coef_)
+        assert np.array_equal(clf.decision_function(X), X @ usual.T + clf.intercept_)
+        one = learner.state_vec.transform(states[:1])
+        clf.decision_function(one)  # warm
+        tracemalloc.start()
+        clf.predict(one)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < usual.nbytes / 10, (peak, usual.nbytes)
 
 
 def test_same_decisions_as_scikit_learn_over_many_decisions(trained):
-    """A real trained model, 30 held-out episodes: every state prediction of the fast path equals scikit-learn's
-    (its scores bit for bit), every candidate score to rounding and every choice among candidates exactly, and
-    the episodes and their evaluations are identical row for row."""
+    """A real trained model, 30 held-out episodes: every state prediction and every candidate score of the
+    learner equals scikit-learn's on freshly hashed features, bit for bit, and the episodes and their evaluations
+    are identical row for row."""
     learner, cases, _ = trained
     dom = get_domain("airline")
     ref = Reference(learner)
@@ -130,13 +119,35 @@ def test_training_rows_hash_as_feature_hasher_does(trained):
         assert np.array_equal(getattr(got, part), getattr(want, part)), part
 
 
-def test_a_saved_model_keeps_no_derived_state_and_decides_the_same(trained, tmp_path):
+def test_a_saved_model_decides_the_same_and_a_loaded_one_is_laid_out_for_scoring(trained, tmp_path):
     learner, cases, _ = trained
     dom = get_domain("airline")
-    evaluate(learner, cases[:3], dom, run_id="t", round=1, task_set="test", model_version="v")
-    assert learner.__dict__.get("_fast")  # contiguous weights and remembered scores, built while deciding
-    loaded = EmbeddedLearner.load(learner.save(tmp_path / "m.joblib"))
-    assert "_fast" not in loaded.__dict__
+    path = learner.save(tmp_path / "m.joblib")
+    loaded = EmbeddedLearner.load(path)
+    assert all(getattr(loaded, m) is None or getattr(loaded, m).coef_.flags.f_contiguous for m in MODELS)
     a = evaluate(learner, cases[:6], dom, run_id="t", round=1, task_set="test", model_version="v")[1]
     b = evaluate(loaded, cases[:6], dom, run_id="t", round=1, task_set="test", model_version="v")[1]
     assert [t.model_dump() for t in a] == [t.model_dump() for t in b]
+    # a model saved with the usual layout (before it was laid out for scoring) is laid out when loaded
+    learner.action.coef_ = np.ascontiguousarray(learner.action.coef_)
+    try:
+        assert EmbeddedLearner.load(learner.save(tmp_path / "old.joblib")).action.coef_.T.flags.c_contiguous
+    finally:
+        learner.action.coef_ = np.asfortranarray(learner.action.coef_)
+
+
+def test_full_memories_start_afresh_and_decide_the_same(trained, monkeypatch):
+    """With room for a handful of rows and groups, the memories are cleared call after call: the decisions are
+    still scikit-learn's."""
+    from agents.learners import hashing, scoring
+
+    learner, cases, _ = trained
+    monkeypatch.setattr(scoring, "MAX_REMEMBERED", 5)
+    monkeypatch.setattr(hashing, "MAX_COLUMNS", 7)
+    for memory in ("_scores", "_columns"):  # what earlier tests left: this one starts empty
+        monkeypatch.delitem(learner.__dict__, memory, raising=False)
+    ref = Reference(learner)
+    evaluate(ref, cases[:8], get_domain("airline"), run_id="t", round=1, task_set="test", model_version="v")
+    assert not ref.mismatches, ref.mismatches[:5]
+    assert ref.decisions["candidates"] > 500
+    assert len(learner._columns) < 2000  # cleared on the way: 7 or the features of one call
