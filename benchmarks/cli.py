@@ -14,7 +14,12 @@ from benchmarks.cli_llm import bench_llm
 from benchmarks.cli_query import bench_query
 from benchmarks.cli_results import bench_results
 from benchmarks.cli_run import bench_run
-from benchmarks.cli_stages import bench_learner, bench_synth, bench_testsets, bench_verify
+from benchmarks.cli_stages import (
+    bench_learner,
+    bench_synth,
+    bench_testsets,
+    bench_verify,
+)
 from benchmarks.common import START, started
 
 

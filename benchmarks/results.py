@@ -28,6 +28,7 @@ class Section:
     record: str  # the command that records it (shown while nothing is on record)
     spread: str  # how the benchmark gives its spread
     figures: Figures
+    seeds: str = "none (the benchmark takes no seed)"  # where the JSON records none
 
 
 def cell(value: Any) -> str:
@@ -51,9 +52,10 @@ def ci(row: dict[str, Any], signed: bool = False) -> str:
 # ---------------------------------------------------------------- one function per benchmark's figures
 def synth(p: dict) -> list[str]:
     stages, cpu, kept = p["stages"], p["stage_cpu"], max(p["verified"], 1)
-    return [f"{p['verified']} verified of {p['blueprints']} blueprints in {p['seconds']:.2f} s: "
+    head = (f"{p['verified']} verified of {p['blueprints']} blueprints in {p['seconds']:.2f} s: "
             f"**{p['verified_per_second']:.1f} verified tasks/s**, {p['cpu_ms_per_verified']:.2f} ms CPU per verified "
-            f"task with the domain's load ({p['cpu_ms_per_verified_without_domain_load']:.2f} ms without it).", "",
+            f"task with the domain's load ({p['cpu_ms_per_verified_without_domain_load']:.2f} ms without it).")
+    return [head, "",
             *table(["stage", "wall s", "CPU s", "CPU ms per verified task"],
                    [[k, num(v), num(cpu.get(k, 0.0)), num(1000 * cpu.get(k, 0.0) / kept)] for k, v in stages.items()]
                    + [["domain load (once per process)", num(p["domain_load_seconds"]),
@@ -66,8 +68,10 @@ def testsets(p: dict) -> list[str]:
         r = s["report"]
         tv = (f"{r['tv']:.3f} ({r['tv_realizable']:.3f} realizable)" if kind != "uniform"
               else f"num_write {num(r['tv_from_uniform'].get('num_write'), 3)}")
-        rows.append([kind, s["tasks"], r.get("attempts", "-"), num(s["cpu_seconds"], 1), num(s["seconds"], 1), tv])
-    return table(["set", "tasks", "blueprints tried", "CPU s", "wall s", "TV distance"], rows)
+        rows.append([kind, r.get("run_id", "-"), s["tasks"], r.get("attempts", "-"), num(s["cpu_seconds"], 1),
+                     num(s["seconds"], 1), tv])
+    return table(["set", "run id (its seed after -s)", "tasks", "blueprints tried", "CPU s", "wall s", "TV distance"],
+                 rows)
 
 
 def verify(p: dict) -> list[str]:
@@ -96,8 +100,9 @@ def learner(p: dict) -> list[str]:
 
 
 def run(p: dict) -> list[str]:
-    return [f"Timed: `{p['command']}`. Wall {p['wall_s']:.2f} s, CPU {p['cpu_s']:.2f} s, peak RSS "
-            f"{p['peak_rss_mb']:.0f} MB; start-up, exit and orchestration {p['overhead_wall_share']:.1%} of wall.", "",
+    head = (f"Timed: `{p['command']}`. Wall {p['wall_s']:.2f} s, CPU {p['cpu_s']:.2f} s, peak RSS "
+            f"{p['peak_rss_mb']:.0f} MB; start-up, exit and orchestration {p['overhead_wall_share']:.1%} of wall.")
+    return [head, "",
             *table(["group", "part", "wall s", "CPU s", "note"],
                    [[r["group"], r["part"], num(r["wall_s"]), num(r["cpu_s"]), r["note"]] for r in p["rows"]])]
 
@@ -106,7 +111,10 @@ def query(p: dict) -> list[str]:
     from benchmarks.query import rows
 
     spreads = [t.get("wall_ms_spread") for t in p["timings"].values()]
-    return [f"{p['rows']:,} evaluation rows, {p['runs']} runs x {p['rounds']} rounds; best of {p['repeat']}.", "",
+    head = (f"{p['rows']:,} evaluation rows, {p['runs']} runs x {p['rounds']} rounds; best of {p['repeat']}. "
+            f"Targets {'met' if p['passed'] else 'not all met'}; the typed and JSON slices "
+            f"{'agree' if p['slices_agree'] else 'DISAGREE'}.")
+    return [head, "",
             *table(["query", "wall (best)", "CPU (best)", "target", "", "wall min / median / max"],
                    [[*r, "-" if s is None else f"{s['min']:.1f} / {s['median']:.1f} / {s['max']:.1f} ms"]
                     for r, s in zip(rows(p), spreads)])]
@@ -114,8 +122,9 @@ def query(p: dict) -> list[str]:
 
 def faults(p: dict) -> list[str]:
     failed = sum(not c["passed"] for c in p["checks"])
-    return [f"{'PASS' if p['passed'] else 'FAIL'}: {len(p['checks']) - failed} of {len(p['checks'])} rows pass "
-            f"({p['seconds']:.0f} s).", "",
+    head = (f"{'PASS' if p['passed'] else 'FAIL'}: {len(p['checks']) - failed} of {len(p['checks'])} rows pass "
+            f"({p['seconds']:.0f} s).")
+    return [head, "",
             *table(["area", "check", "result", "seconds"],
                    [[c["area"], c["check"], "PASS" if c["passed"] else "FAIL", f"{c['seconds']:.0f}"]
                     for c in p["checks"]])]
@@ -150,7 +159,8 @@ SECTIONS = [
             "evosyn bench synth --domain airline --n 500 --seed 0", "one pass, no repetition: no spread", synth),
     Section("testsets", "Fixed test sets", "Build time (CPU and wall) of a domain's two fixed test sets from "
             "scratch, their sizes and their distance from the target distribution.",
-            "evosyn bench testsets --domain airline --n 300", "one build, no repetition: no spread", testsets),
+            "evosyn bench testsets --domain airline --n 300", "one build, no repetition: no spread", testsets,
+            seeds="the test sets' own, fixed (in their run ids below)"),
     Section("verify", "Verifier vs tau2's evaluator", "CPU and wall per task of EvoSyn's verifier against tau2's "
             "evaluator on the official tasks with gold actions, and whether their rewards agree.",
             "evosyn bench verify --domain airline --split base", "means over the tasks; one pass: no spread", verify),
@@ -163,7 +173,8 @@ SECTIONS = [
             "one run, no repetition: no spread", run),
     Section("query", "Store queries", "DuckDB over a million evaluation rows in the store's own layout: one "
             "run's rows, a per-slice success query, and `evosyn query \"select 1\"` start-up.", "evosyn bench query",
-            "best of the repetitions, with min / median / max of their walls", query),
+            "best of the repetitions, with min / median / max of their walls", query,
+            seeds="0, fixed (the generator of the synthetic rows)"),
     Section("llm", "LLM client", "The LLM client against a local OpenAI-compatible server: throughput against "
             "its bound, and a warm rerun over the cache.", "evosyn bench llm",
             "as the benchmark reports it (see its figures)", scalars),
@@ -203,7 +214,7 @@ def entry(section: Section, p: dict[str, Any]) -> list[str]:
             f"- Command: `{inv.get('command') or 'not recorded'}`",
             f"- Recorded: {m.get('when', 'not recorded')}{took}",
             f"- Machine: {machine_line(m)}",
-            f"- Seeds: {inv.get('seeds') or p.get('seed', 'none (the benchmark takes no seed)')}",
+            f"- Seeds: {inv.get('seeds') or p.get('seed', section.seeds)}",
             f"- Spread: {section.spread}", "", *section.figures(p)]
 
 
@@ -216,10 +227,10 @@ def render(results_dir: Path = RESULTS_DIR) -> str:
     unknown = sorted(k for k in by_key if k not in known)
     sections = SECTIONS + [Section(k, k, "(no description yet)", f"evosyn bench {k}", "as recorded", scalars)
                            for k in unknown]
-    out = ["# Benchmark results", "",
-           "Written by `evosyn bench results` from `benchmarks/results/*.json`; do not edit by hand. To record a "
-           "benchmark, run its command with `--output benchmarks/results/<name>.json` (add `evosyn bench --note "
-           "TEXT ...` to say how the machine was shared), then `evosyn bench results`.", ""]
+    intro = ("Written by `evosyn bench results` from `benchmarks/results/*.json`; do not edit by hand. To record a "
+             "benchmark, run its command with `--output benchmarks/results/<name>.json` (add `evosyn bench --note "
+             "TEXT ...` to say how the machine was shared), then `evosyn bench results`.")
+    out = ["# Benchmark results", "", intro, ""]
     for s in sections:
         out += [f"## {s.title} (`evosyn bench {s.key}`)", "", s.measures, ""]
         if s.key not in by_key:
