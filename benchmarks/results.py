@@ -22,7 +22,7 @@ Figures = Callable[[dict[str, Any]], list[str]]
 
 @dataclass(frozen=True)
 class Section:
-    key: str  # the JSON's benchmark name up to the first '-': synth-airline -> synth
+    key: str  # the JSON's benchmark name up to the first '-': synth-<domain> -> synth
     title: str
     measures: str
     record: str  # the command that records it (shown while nothing is on record)
@@ -156,20 +156,20 @@ def scalars(p: dict) -> list[str]:
 SECTIONS = [
     Section("synth", "Synthesis throughput", "Verified tasks per second of one pass of the round's stages "
             "(design, generate, rollout, verify) with the embedded backend, and CPU per verified task by stage.",
-            "evosyn bench synth --domain airline --n 500 --seed 0", "one pass, no repetition: no spread", synth),
+            "evosyn bench synth --n 500 --seed 0", "one pass, no repetition: no spread", synth),
     Section("testsets", "Fixed test sets", "Build time (CPU and wall) of a domain's two fixed test sets from "
             "scratch, their sizes and their distance from the target distribution.",
-            "evosyn bench testsets --domain airline --n 300", "one build, no repetition: no spread", testsets,
+            "evosyn bench testsets --n 300", "one build, no repetition: no spread", testsets,
             seeds="the test sets' own, fixed (in their run ids below)"),
     Section("verify", "Verifier vs tau2's evaluator", "CPU and wall per task of EvoSyn's verifier against tau2's "
             "evaluator on the official tasks with gold actions, and whether their rewards agree.",
-            "evosyn bench verify --domain airline --split base", "means over the tasks; one pass: no spread", verify),
+            "evosyn bench verify --split base", "means over the tasks; one pass: no spread", verify),
     Section("learner", "Embedded learner", "The embedded learner's success on the fixed test set by training-set "
             "size, its training and evaluation CPU, and the multi-write ablation.",
-            "evosyn bench learner --domain airline", "one training per size; ± is the binomial standard error "
+            "evosyn bench learner", "one training per size; ± is the binomial standard error "
             "over the test tasks", learner),
     Section("run", "The main job", "`evosyn run` in a fresh store, as a subprocess: wall and CPU by start-up, "
-            "stage, orchestration, tracking and store.", "evosyn bench run --domain airline --rounds 3 --seed 0",
+            "stage, orchestration, tracking and store.", "evosyn bench run --rounds 3 --seed 0",
             "one run, no repetition: no spread", run),
     Section("query", "Store queries", "DuckDB over a million evaluation rows in the store's own layout: one "
             "run's rows, a per-slice success query, and `evosyn query \"select 1\"` start-up.", "evosyn bench query",
@@ -183,11 +183,11 @@ SECTIONS = [
             "evosyn bench faults", "pass or fail per row", faults),
     Section("learning", "The learning effect", "Every arm x seed as a normal run, then test success per round "
             "with two-level bootstrap intervals and paired differences against evosyn.",
-            "evosyn bench learning --domain airline --seeds 0-4", "bootstrap confidence intervals over seeds and "
+            "evosyn bench learning --seeds 0-4", "bootstrap confidence intervals over seeds and "
             "tasks (mean [lo, hi]), and the per-seed values", learning),
     Section("discovery", "Planted-gap recovery", "Per planted gap, in how many seeds the evosyn arm and the "
             "no_feedback control promote the planted property to a factor (App. B.6).",
-            "evosyn bench discovery --domain airline --seeds 0-2", "counts over the seeds", discovery),
+            "evosyn bench discovery --seeds 0-2", "counts over the seeds", discovery),
 ]
 
 
