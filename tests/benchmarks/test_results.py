@@ -34,7 +34,7 @@ def test_a_recorded_benchmark_shows_command_machine_seeds_spread_and_figures(tmp
     text = render(write(tmp_path / "r", SYNTH))
     synth = text.split("## Synthesis throughput")[1].split("\n## ")[0]
     assert "Not yet measured" not in synth
-    assert "- Command: `evosyn bench synth --n 500 --seed 0`. in synth
+    assert "- Command: `evosyn bench synth --domain airline --n 500 --seed 0`" in synth
     assert "- Recorded: 2026-01-02T03:04:05, 9 s wall" in synth
     assert ("- Machine: Test CPU, 2 logical CPUs (2 physical, 2 usable), 8.0 GB, Python 3.11.7, Linux; load "
             "average (1 min) 5.50 at start, 6.25 at end. Note: shared CPUs") in synth
