@@ -125,8 +125,8 @@ def faults(p: dict) -> list[str]:
     head = (f"{'PASS' if p['passed'] else 'FAIL'}: {len(p['checks']) - failed} of {len(p['checks'])} rows pass "
             f"({p['seconds']:.0f} s).")
     return [head, "",
-            *table(["area", "check", "result", "seconds"],
-                   [[c["area"], c["check"], "PASS" if c["passed"] else "FAIL", f"{c['seconds']:.0f}"]
+            *table(["area", "check", "result", "detail", "seconds"],
+                   [[c["area"], c["check"], "PASS" if c["passed"] else "FAIL", c["detail"], f"{c['seconds']:.0f}"]
                     for c in p["checks"]])]
 
 
