@@ -1,4 +1,4 @@
-"""`evosyn bench llm`: the LLM client against a local server with a fixed latency."""
+"""`evosyn bench llm`: the LLM client against a local server with seconds of latency and an rpm limit."""
 from __future__ import annotations
 
 import os
@@ -10,18 +10,24 @@ from flows.render import print_table
 
 
 @click.command("llm")
-@click.option("--calls", type=click.IntRange(1), default=1000, show_default=True)
-@click.option("--concurrency", default="64,256", show_default=True,
+@click.option("--calls", type=click.IntRange(1), default=200, show_default=True)
+@click.option("--concurrency", default="8,32", show_default=True,
               help="Concurrencies to measure, comma-separated (each with its own server and cache).")
-@click.option("--latency", type=click.FloatRange(0.001), default=0.2, show_default=True,
-              help="Seconds the local server waits before each reply.")
+@click.option("--latency", type=click.FloatRange(0.001), default=1.5, show_default=True,
+              help="Mean seconds the local server takes to reply (lognormal).")
+@click.option("--sigma", type=click.FloatRange(0.0), default=0.5, show_default=True,
+              help="Spread of the latency (the lognormal's shape; 0: fixed).")
+@click.option("--rpm", type=click.IntRange(0), default=600, show_default=True,
+              help="Requests a minute the server allows before answering 429 (0: no limit).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the server's latencies.")
 @click.option("--provider", type=click.Choice(["openai_compatible", "openai", "anthropic"]),
-              default="openai_compatible", show_default=True, help="Which SDK path to drive.")
+              default="openai_compatible", show_default=True, help="Which provider's protocol to drive.")
 @click.option("--output", type=PATH, default=None)
-def bench_llm(calls: int, concurrency: str, latency: float, provider: str, output: str | None) -> None:
-    """Planner-shaped structured calls: throughput vs the ideal, then a rerun over the warm cache."""
+def bench_llm(calls: int, concurrency: str, latency: float, sigma: float, rpm: int, seed: int, provider: str,
+              output: str | None) -> None:
+    """Planner-shaped structured calls: throughput vs the bound, 429s met, then a rerun over the warm cache."""
     from benchmarks.common import write_json
-    from benchmarks.llm import rows, run
+    from benchmarks.llm import HEADERS, rows, run, summary, title
     from flows.inputs import bench_output, writing
 
     try:
@@ -30,21 +36,12 @@ def bench_llm(calls: int, concurrency: str, latency: float, provider: str, outpu
             raise ValueError
     except ValueError:
         raise UserError(f"--concurrency {concurrency!r}: give numbers from 1 to 1024, comma-separated "
-                        "(e.g. 64,256)") from None
+                        "(e.g. 8,32)") from None
     target = bench_output(f"llm-{provider}", output)
-    results = [run(calls, c, latency, provider) for c in levels]
-    print_table(f"llm client benchmark: {calls} Planner calls, {latency * 1000:.0f} ms server latency ({provider})",
-                ["concurrency", "pass", "wall", "calls/s", "of ideal", "HTTP requests", "outputs", "client CPU/call"],
-                [row for r in results for row in rows(r)])
+    results = [run(calls, c, latency, sigma, rpm, seed, provider) for c in levels]
+    print_table(title(calls, latency, sigma, rpm, provider), HEADERS, [row for r in results for row in rows(r)])
     for r in results:
-        click.echo(f"{'PASS' if r['passed'] else 'FAIL'} at concurrency {r['concurrency']}: {r['efficiency']:.1%} "
-                   f"of ideal throughput (target >= {r['target']:.0%}), {r['warm_http_requests']} HTTP requests on "
-                   f"the warm rerun (target 0); CPU per call: client {r['client_cpu_ms_per_call']:.2f} ms, server "
-                   f"{r['server_cpu_ms_per_call']:.2f} ms; a bare aiohttp session reaches {r['floor_efficiency']:.1%} "
-                   f"({r['floor_cpu_ms_per_call']:.2f} ms CPU per call), raw asyncio sockets "
-                   f"{r['raw_floor_efficiency']:.1%} ({r['raw_floor_cpu_ms_per_call']:.2f} ms)"
-                   + (f"; the client's own work without HTTP {r['client_work_cpu_ms_per_call']:.2f} ms a call"
-                      if r.get("client_work_cpu_ms_per_call") is not None else ""))
+        click.echo(summary(r))
     click.echo(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     payload = {**results[0], "runs": results, "passed": all(r["passed"] for r in results)}
     with writing(target, "--output"):

@@ -1,6 +1,6 @@
 """`evosyn bench run`: the main job (`evosyn run`) in a fresh store, as a subprocess, with its time taken apart.
 
-The job runs through ``benchmarks.run_child`` (the `evosyn` command plus timers, flows/timing.py), so its
+The job runs through ``benchmarks.run_child`` (the `evosyn` command plus timers, tasks/timing.py), so its
 start-up (interpreter, imports, the Prefect API) is counted like a user's. From the spans it records:
 
 - start-up: launch to the run flow's call (interpreter, imports, CLI checks, settling the Prefect API);
@@ -41,7 +41,7 @@ def _cpu(usage: resource.struct_rusage) -> float:
 
 def launch(workdir: Path, domain: str, rounds: int, seed: int, budget: int | None) -> dict[str, Any]:
     """Run the job once in ``workdir``/store (made fresh); returns the child's spans plus the outside figures."""
-    from flows import timing
+    from tasks import timing
 
     store = workdir / "store"
     if store.exists():

@@ -1,7 +1,7 @@
 """The process `evosyn bench run` starts: the `evosyn` command line, with its store and tracking calls timed.
 
 ``python -m benchmarks.run_child [evosyn arguments]`` runs exactly what ``evosyn [arguments]`` runs. With
-``EVOSYN_TIMING`` set (flows/timing.py) it also marks when the interpreter was up and when the command's
+``EVOSYN_TIMING`` set (tasks/timing.py) it also marks when the interpreter was up and when the command's
 modules were imported, times every public call of ``Store`` (Parquet writes and reads) and ``Tracker``
 (MLflow) as ``own`` spans, and, once the process is done (after Prefect has stopped its temporary
 server), writes the spans with this process's resource usage to the JSON file that variable names.
@@ -15,7 +15,7 @@ import sys
 import time
 import types
 
-from flows import timing
+from tasks import timing
 
 # wrapped: the calls that do the I/O (not the path helpers, which are part of them)
 STORE_CALLS = ("write", "read", "read_records", "read_chunk", "count", "has_chunk", "mark_complete", "is_complete",

@@ -133,24 +133,19 @@ class EvaluationFailed(UserError):
 
 
 def _run_official(store, agent, user, quiet: bool, **kw):
+    from agents.llm import LLMUnavailable
     from agents.roles import StageUnavailable
     from flows.progress import renderer
     from tasks.official import evaluate_official
 
     try:
-        import openai
-
-        failures: tuple[type[BaseException], ...] = (openai.APIError,)
-    except ImportError:  # the openai SDK is a base dependency; without it only the embedded agent runs
-        failures = ()
-    try:
         with renderer(quiet) as show:
             return evaluate_official(store, agent, user, emit=show, **kw)
     except StageUnavailable as exc:
         raise EvaluationFailed(str(exc)) from None
-    except failures as exc:
-        raise EvaluationFailed(f"--agent: the server at {agent.client.base_url} failed: "
-                               f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from None
+    except LLMUnavailable as exc:  # the served agent's client gave up (the user's is a StageUnavailable)
+        raise EvaluationFailed(f"--agent: the server at {agent.client.endpoint} failed: "
+                               f"{str(exc).splitlines()[0][:300]}") from None
 
 
 def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool, *, domain: str | None, split: str,

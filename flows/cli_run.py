@@ -86,7 +86,7 @@ def check_learner(cfg) -> None:
 def prefect_api(root, meanwhile=None) -> str:
     """Settle the Prefect API once, after every input check and before the first flow (flows/prefect_api.py);
     ``meanwhile`` (the command's imports) overlaps a temporary server's start."""
-    from flows import timing
+    from tasks import timing
     from flows.prefect_api import PrefectApiError, ensure_prefect_api
 
     try:
@@ -193,7 +193,7 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
                       backend=backend, learner=learner)
     check_store_root(cfg.store_root())
     prefect_api(cfg.store_root(), meanwhile=_import_run_flow)
-    from flows import timing
+    from tasks import timing
     from flows.progress import renderer
     from flows.run import evosyn_run
 

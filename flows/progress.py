@@ -1,9 +1,8 @@
 """Live progress of a run on the terminal: the stage events of ``tasks.progress``, drawn with ``rich``.
 
 The stages emit ``StageEvent`` objects; a round's Prefect tasks (threads of the
-round's task runner) hand them to ``publish``, which passes each to whoever
-``listening`` registered for its run id in this process (the CLI's renderer).
-A deployment run has no listener; its tasks log the same lines to Prefect.
+round's task runner) hand them to ``tasks.engine.publish``, which passes each to
+whoever ``listening`` registered for its run id in this process (these renderers).
 
 Two renderers, both callables taking a message (``str``) or a ``StageEvent``:
 ``LiveRenderer`` (a terminal: a bar per running stage, items done / total,
@@ -15,38 +14,9 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import IO, Self
 
 from tasks.progress import StageEvent, StageState, Tally, counts
-
-_lock = threading.Lock()
-_listeners: dict[str, list[Callable[[StageEvent], None]]] = {}
-
-
-@contextmanager
-def listening(run_id: str, listener: Callable[[StageEvent], None] | None) -> Iterator[None]:
-    """``listener`` gets every event of run ``run_id`` published in this process while the block runs."""
-    if listener is None:
-        yield
-        return
-    with _lock:
-        _listeners.setdefault(run_id, []).append(listener)
-    try:
-        yield
-    finally:
-        with _lock:
-            _listeners[run_id].remove(listener)
-            if not _listeners[run_id]:
-                del _listeners[run_id]
-
-
-def publish(event: StageEvent) -> None:
-    with _lock:
-        listeners = list(_listeners.get(event.run_id, ()))
-    for listener in listeners:
-        listener(event)
 
 
 def stage_label(st: StageState, with_run: bool) -> str:

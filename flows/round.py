@@ -1,14 +1,15 @@
 """One EvoSyn round as a Prefect flow: design -> plan -> generate -> rollout -> verify -> train -> evaluate -> reflect.
 
-Tasks are thin wrappers over the stage functions of ``tasks.stages`` / ``tasks.loop``
-(the ones ``evosyn synth`` and the test set run in-process); per-item work
+The round composes the stages' Prefect tasks, each a thin wrapper defined beside its stage function in
+``tasks/`` (``tasks.stages``, ``tasks.loop``, ``tasks.checkpoint``, ``tasks.official_agents``: the same
+functions ``evosyn synth`` and the test set run in-process); per-item work
 (generate, rollout, verify) is mapped over chunks of blueprints with bounded
 concurrency. Every stage is idempotent over the store, so a rerun after a
 crash redoes only the chunks that are missing.
 
 Each task logs what its stage did to its Prefect task run ("verify: 5/6 kept;
 rejected: policy 1") and publishes the events to the process's listeners
-(``flows.progress``: the CLI's live display); the round's flow run logs each
+(``tasks.engine.publish``; ``flows.progress`` draws them on the terminal); the round's flow run logs each
 stage's total line and, at its end, publishes its artifacts (``flows.artifacts``).
 """
 from __future__ import annotations
@@ -17,30 +18,25 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from prefect import flow, get_run_logger, task, unmapped
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque, quote
 
-import tasks.checkpoint as checkpoint
-import tasks.loop as loop
-import tasks.stages as stages
 from agents.designer import Steering
-from agents.learners.embedded import EmbeddedLearner
-from flows import timing
 from flows.artifacts import publish_round
-from flows.progress import listening, publish
 from flows.train import train_via_deployment
-from tasks.checkpoint import Checkpoint
+from storage.config import RunConfig
+from storage.records import Direction, Evaluation, Feedback, Reflection, SynthesisSpace
+from tasks import checkpoint, loop, stages, timing
+from tasks.checkpoint import evaluate_checkpoint_task, train_checkpoint_task
+from tasks.engine import listening, publish
+from tasks.learn import Checkpoint
+from tasks.loop import evaluate_task, reflect_task, train_task
 from tasks.metrics import intrinsic, round_metrics, verified_samples
 from tasks.official import OfficialResult
-from tasks.official_agents import round_official
-from tasks.progress import Emit, StageEvent, Tally, event_line
-from tasks.stages import Ctx
-from storage.config import LlamaFactoryConfig, OfficialEvalConfig, RunConfig
-from storage.records import (Arm, Blueprint, Direction, Evaluation, Feedback, Reflection, SFTExample, SynthesisSpace,
-                             SynthTask, Trajectory, Verdict)
-
+from tasks.official_agents import official_task
+from tasks.progress import StageEvent, Tally
+from tasks.stages import Ctx, design_task, generate_task, plan_task, rollout_task, verify_task
 
 @dataclass
 class RoundResult:
@@ -57,93 +53,6 @@ class RoundResult:
     metrics: dict[str, float] = field(default_factory=dict)
     official: OfficialResult | None = None  # the run config's `official_eval`, when it asks for one
     test_uniform: list[Evaluation] = field(default_factory=list)  # the uniform test set (task_set "test_uniform")
-
-
-def _emitter() -> Emit:
-    """Inside a task: each event logged to its task run, then published to this process's listeners."""
-    logger = get_run_logger()
-
-    def emit(ev: StageEvent) -> None:
-        logger.info(event_line(ev))
-        publish(ev)
-    return emit
-
-
-# Every stage resumes from its own chunks in the store (tasks/stages.py), so Prefect neither hashes a task's
-# inputs into a cache key (the default policy serializes every blueprint, task and trajectory passed in) nor
-# persists its result: a task run is a visible, logged step and nothing more.
-STAGE_TASK = {"cache_policy": NO_CACHE, "persist_result": False}
-
-
-@task(name="design", **STAGE_TASK)
-def design_task(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: Arm) -> list[Direction]:
-    with timing.span("fn", "design", ctx.round):
-        return stages.design(ctx, space, steering, budget, arm, emit=_emitter())
-
-
-@task(name="plan", **STAGE_TASK)
-def plan_task(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[Blueprint]:
-    with timing.span("fn", "plan", ctx.round):
-        return stages.plan(ctx, space, directions, emit=_emitter())
-
-
-@task(name="generate", **STAGE_TASK)
-def generate_task(ctx: Ctx, space: SynthesisSpace, chunk: list[Blueprint]) -> list[SynthTask]:
-    with timing.span("fn", "generate", ctx.round):
-        return stages.generate(ctx, space, chunk, emit=_emitter())
-
-
-@task(name="rollout", **STAGE_TASK)
-def rollout_task(ctx: Ctx, tasks_: list[SynthTask], name: str) -> list[Trajectory]:
-    with timing.span("fn", "rollout", ctx.round):
-        return stages.rollout(ctx, tasks_, name, emit=_emitter())
-
-
-@task(name="verify", **STAGE_TASK)
-def verify_task(ctx: Ctx, tasks_: list[SynthTask], trajectories: list[Trajectory], name: str
-                ) -> tuple[list[Verdict], list[SFTExample]]:
-    with timing.span("fn", "verify", ctx.round):
-        return stages.verify_chunk(ctx, tasks_, trajectories, name, emit=_emitter())
-
-
-@task(name="train", **STAGE_TASK)
-def train_task(ctx: Ctx) -> EmbeddedLearner:
-    with timing.span("fn", "train", ctx.round):
-        return loop.train(ctx, emit=_emitter())
-
-
-@task(name="evaluate", **STAGE_TASK)
-def evaluate_task(ctx: Ctx, learner: EmbeddedLearner, task_set: str, test_size: int) -> list[Evaluation]:
-    with timing.span("fn", "evaluate", ctx.round):
-        return loop.evaluate(ctx, learner, task_set, test_size, emit=_emitter())
-
-
-@task(name="evaluate", task_run_name="evaluate official", **STAGE_TASK)
-def official_task(ctx: Ctx, learner: EmbeddedLearner, oc: OfficialEvalConfig) -> OfficialResult:
-    with timing.span("fn", "evaluate official", ctx.round):
-        return round_official(ctx, learner, oc, emit=_emitter())
-
-
-@task(name="train", **STAGE_TASK)
-def train_checkpoint_task(ctx: Ctx, lf: LlamaFactoryConfig) -> Checkpoint:
-    with timing.span("fn", "train", ctx.round):
-        return checkpoint.train(ctx, lf, emit=_emitter())
-
-
-@task(name="evaluate", **STAGE_TASK)
-def evaluate_checkpoint_task(ctx: Ctx, ckpt: Checkpoint, lf: LlamaFactoryConfig, test_size: int
-                             ) -> tuple[list[Evaluation], list[Evaluation], list[Evaluation]]:
-    """The served checkpoint on the three sets: one server for them."""
-    with timing.span("fn", "evaluate", ctx.round):
-        return checkpoint.evaluate(ctx, ckpt, lf, test_size, emit=_emitter())
-
-
-@task(name="reflect", **STAGE_TASK)
-def reflect_task(ctx: Ctx, space: SynthesisSpace, arm: Arm, diagnostic: list[Evaluation],
-                 learner: EmbeddedLearner | Checkpoint,
-                 previous: Feedback | None):
-    with timing.span("fn", "reflect", ctx.round):
-        return loop.reflect(ctx, space, arm, diagnostic, learner, previous, emit=_emitter())
 
 
 def round_metrics_of(ctx: Ctx, res: RoundResult) -> dict[str, float]:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from prefect import flow
 
@@ -25,9 +25,7 @@ from agents.designer import ColdStart
 from agents.roles import check_roles
 from envs.ontology import check_initial_factors, load_initial_space
 from envs.properties import check_prior
-from flows import timing
 from flows.artifacts import publish_summary
-from flows.progress import listening
 from flows.round import round_flow
 from storage import atomic
 from storage.config import RunConfig
@@ -35,6 +33,8 @@ from storage.locks import StoreLockTimeout, store_lock
 from storage.records import Run
 from storage.store import Store
 from storage.tracking import Tracker
+from tasks import timing
+from tasks.engine import listening
 from tasks.loop import REFLECTING_ARMS
 from tasks.official_agents import check_official_config
 from tasks.progress import StageEvent

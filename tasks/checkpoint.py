@@ -18,8 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import prefect
 
 from agents.learners.exports import DATASET_NAME
 from agents.learners.llamafactory import TrainingError, find_cli, recipe_of, run_training, write_config, \
@@ -31,28 +32,15 @@ from storage.atomic import read_or_none
 from storage.config import LlamaFactoryConfig
 from storage.records import Evaluation, Message
 from storage.store import Store
+from tasks import timing
+from tasks.engine import STAGE_TASK, emitter
 from tasks.datasets import examples_upto
+from tasks.learn import Checkpoint
 from tasks.progress import Emit
 from tasks.stages import Ctx, emit_event
 
 MARKER = "evosyn_checkpoint.json"
 _PATH_KEYS = ("model_name_or_path", "dataset_dir", "output_dir", "deepspeed")  # where, not what: not hashed
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """A round's trained checkpoint; ``fingerprint`` names it in every evaluation and feedback row."""
-
-    path: Path
-    fingerprint: str
-    n_trajectories: int  # examples trained on
-    held_out: int = 0  # diagnostic examples of rounds <= r: evaluated on, never trained on
-    dropped: dict[str, int] = field(default_factory=dict)  # reason -> examples the export left out
-    learner: str = "llamafactory"
-
-    def metrics(self) -> dict[str, float]:
-        return {"sft_exported": float(self.n_trajectories), "sft_dropped": float(sum(self.dropped.values())),
-                "sft_held_out": float(self.held_out)}
 
 
 def sft_dir(store: Store, run_id: str, round: int) -> Path:
@@ -157,3 +145,19 @@ def evaluate(ctx: Ctx, ckpt: Checkpoint, lf: LlamaFactoryConfig, test_size: int,
         diag, test, uniform = (loop.evaluate(ctx, agent, s, test_size, emit=emit, max_steps=lf.max_steps)
                                for s in sets)
     return diag, test, uniform
+
+
+# --- the LLaMA-Factory learner's Prefect tasks (flows/round.py uses them when the run's learner is llamafactory)
+
+@prefect.task(name="train", **STAGE_TASK)
+def train_checkpoint_task(ctx: Ctx, lf: LlamaFactoryConfig) -> Checkpoint:
+    with timing.span("fn", "train", ctx.round):
+        return train(ctx, lf, emit=emitter())
+
+
+@prefect.task(name="evaluate", **STAGE_TASK)
+def evaluate_checkpoint_task(ctx: Ctx, ckpt: Checkpoint, lf: LlamaFactoryConfig, test_size: int
+                             ) -> tuple[list[Evaluation], list[Evaluation], list[Evaluation]]:
+    """The served checkpoint on the three sets: one server for them."""
+    with timing.span("fn", "evaluate", ctx.round):
+        return evaluate(ctx, ckpt, lf, test_size, emit=emitter())

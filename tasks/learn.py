@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.learners.embedded import EmbeddedLearner
@@ -15,6 +16,22 @@ from storage.store import Store
 from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto
 from tasks.progress import Emit, StageEvent
 from tasks.testset import TASK_SETS, test_cases
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A round's trained checkpoint; ``fingerprint`` names it in every evaluation and feedback row."""
+
+    path: Path
+    fingerprint: str
+    n_trajectories: int  # examples trained on
+    held_out: int = 0  # diagnostic examples of rounds <= r: evaluated on, never trained on
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> examples the export left out
+    learner: str = "llamafactory"
+
+    def metrics(self) -> dict[str, float]:
+        return {"sft_exported": float(self.n_trajectories), "sft_dropped": float(sum(self.dropped.values())),
+                "sft_held_out": float(self.held_out)}
 
 
 def model_path(store: Store, run_id: str, round: int) -> Path:

@@ -21,13 +21,18 @@ from __future__ import annotations
 
 import time
 
+import prefect
+
 from agents.feedback import FeedbackInputs, build_feedback, probe_report
+from agents.learners.embedded import EmbeddedLearner
 from agents.probes import TaskProfile
 from storage.atomic import read_or_none
 from storage.faults import kill_point
-from storage.records import Evaluation, Feedback, Probe, Reflection, SynthesisSpace
+from storage.records import Arm, Evaluation, Feedback, Probe, Reflection, SynthesisSpace
+from tasks import timing
+from tasks.engine import STAGE_TASK, emitter
 from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto
-from tasks.learn import evaluate_round, evaluated, fit_embedded, model_path, model_version
+from tasks.learn import Checkpoint, evaluate_round, evaluated, fit_embedded, model_path, model_version
 from tasks.progress import Emit
 from tasks.stages import Ctx, emit_event
 from tasks.testset import DEFAULT_SIZE, TASK_SETS, test_cases, test_set_run_id
@@ -192,3 +197,24 @@ def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluati
     ctx.mark("reflect", chunk)  # after the last write: marks the round as complete
     _reflected(emit, ctx, space, reflection, stored, t0)
     return fb, probes, reflection, stored
+
+
+# --- the loop stages' Prefect tasks (flows/round.py composes them)
+
+@prefect.task(name="train", **STAGE_TASK)
+def train_task(ctx: Ctx) -> EmbeddedLearner:
+    with timing.span("fn", "train", ctx.round):
+        return train(ctx, emit=emitter())
+
+
+@prefect.task(name="evaluate", **STAGE_TASK)
+def evaluate_task(ctx: Ctx, learner: EmbeddedLearner, task_set: str, test_size: int) -> list[Evaluation]:
+    with timing.span("fn", "evaluate", ctx.round):
+        return evaluate(ctx, learner, task_set, test_size, emit=emitter())
+
+
+@prefect.task(name="reflect", **STAGE_TASK)
+def reflect_task(ctx: Ctx, space: SynthesisSpace, arm: Arm, diagnostic: list[Evaluation],
+                 learner: EmbeddedLearner | Checkpoint, previous: Feedback | None):
+    with timing.span("fn", "reflect", ctx.round):
+        return reflect(ctx, space, arm, diagnostic, learner, previous, emit=emitter())

@@ -13,8 +13,14 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import prefect
+
+from agents.learners.embedded import EmbeddedLearner
+from tasks import timing
+from tasks.engine import STAGE_TASK, emitter
 from tasks.official import OfficialResult, UserSim, chunk_name, evaluate_official, result_of
 from tasks.progress import Emit
+from tasks.stages import Ctx
 from storage.config import ConfigError, OfficialEvalConfig, RoleConfig
 from storage.store import Store
 
@@ -187,3 +193,11 @@ def round_official(ctx, agent, oc: OfficialEvalConfig, emit: Emit | None = None,
     flush_user(user, ctx.store, result)
     ctx.mark("evaluate", chunk)  # after its rows: a crash before it redoes the chunk, writing the same rows
     return result
+
+
+# --- the Prefect task (flows/round.py runs it when the run config asks for tau2's official split)
+
+@prefect.task(name="evaluate", task_run_name="evaluate official", **STAGE_TASK)
+def official_task(ctx: Ctx, learner: EmbeddedLearner, oc: OfficialEvalConfig) -> OfficialResult:
+    with timing.span("fn", "evaluate official", ctx.round):
+        return round_official(ctx, learner, oc, emit=emitter())

@@ -18,6 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+import prefect
+
 from agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, Steering
 from agents.generator import GenerationError
 from agents.learners.collector import collector_paused
@@ -25,11 +27,13 @@ from agents.planner import PlanError
 from agents.roles import Roles, build_roles, flush_calls, llm_roles
 from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
 from envs.packs import default_domain
+from tasks import timing
+from tasks.engine import STAGE_TASK, emitter
 from tasks.datasets import sft_examples
 from tasks.progress import Emit, StageEvent, rejections
 from storage.config import RoleConfig, RunConfig
 from storage.faults import kill_point
-from storage.records import Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
+from storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.store import Store
 
 DIAGNOSTIC_FRACTION = 0.2
@@ -325,3 +329,36 @@ def steering_for(arm: str, reflection, feedback) -> Steering:
         cov = {s.value: s.count for s in feedback.coverage if s.factor == added}
         return NewFactor(factor=added, coverage=cov)
     return LearnerFeedback(feedback=feedback)
+
+
+# --- the stages' Prefect tasks (flows/round.py composes them; generate, rollout and verify are mapped over chunks)
+
+@prefect.task(name="design", **STAGE_TASK)
+def design_task(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: Arm) -> list[Direction]:
+    with timing.span("fn", "design", ctx.round):
+        return design(ctx, space, steering, budget, arm, emit=emitter())
+
+
+@prefect.task(name="plan", **STAGE_TASK)
+def plan_task(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[Blueprint]:
+    with timing.span("fn", "plan", ctx.round):
+        return plan(ctx, space, directions, emit=emitter())
+
+
+@prefect.task(name="generate", **STAGE_TASK)
+def generate_task(ctx: Ctx, space: SynthesisSpace, chunk: list[Blueprint]) -> list[SynthTask]:
+    with timing.span("fn", "generate", ctx.round):
+        return generate(ctx, space, chunk, emit=emitter())
+
+
+@prefect.task(name="rollout", **STAGE_TASK)
+def rollout_task(ctx: Ctx, tasks_: list[SynthTask], name: str) -> list[Trajectory]:
+    with timing.span("fn", "rollout", ctx.round):
+        return rollout(ctx, tasks_, name, emit=emitter())
+
+
+@prefect.task(name="verify", **STAGE_TASK)
+def verify_task(ctx: Ctx, tasks_: list[SynthTask], trajectories: list[Trajectory], name: str
+                ) -> tuple[list[Verdict], list[SFTExample]]:
+    with timing.span("fn", "verify", ctx.round):
+        return verify_chunk(ctx, tasks_, trajectories, name, emit=emitter())

@@ -1,20 +1,25 @@
 """A task agent served behind an OpenAI-compatible API with tool calling (vLLM, `llamafactory-cli api`).
 
-<<<<<<< HEAD
-``tool_calls="prompt"`` serves a model whose chat template has no tool calling (a
-small GGUF on llama.cpp): the tools go in the system prompt and the call comes
-back as JSON in the reply text, validated by ``agents.llm.prompt_tools``. An
-invalid call is kept in ``rejected`` (reason and raw reply) and asked again with
-the problem shown, at most ``retries`` times; after that the reply stands as a
-plain message (so the episode goes on and the verifier scores it).
-=======
+An adapter on the project's one LLM client (``agents.llm.LLMClient``: its aiohttp transport,
+retries with ``retry-after``, per-model limits), not a client of its own. It reads the reply as
+the server sent it (``LLMClient.reply_sync``) rather than through ``chat``'s strict interpretation:
+the agent is what is being evaluated, so a tool call with malformed arguments stays a call (the
+verifier's executable check says why it fails) and a truncated turn is still a turn. Nothing is
+cached: each trial asks the served model afresh.
+
 Its requests carry the conversation as the exports write it for training
 (``exports.agent_turns``): the policy as the system prompt, alternating turns,
 the results of parallel calls as one tool message (``llamafactory-cli api``
 accepts only strictly alternating user / assistant messages; a qwen template
 renders the joined results as it renders separate ones). Parallel tool calls
 in a reply are all kept.
->>>>>>> i16-lf
+
+``tool_calls="prompt"`` serves a model whose chat template has no tool calling (a
+small GGUF on llama.cpp): the tools go in the system prompt and the call comes
+back as JSON in the reply text, validated by ``agents.llm.prompt_tools``. An
+invalid call is kept in ``rejected`` (reason and raw reply) and asked again with
+the problem shown, at most ``retries`` times; after that the reply stands as a
+plain message (so the episode goes on and the verifier scores it).
 """
 from __future__ import annotations
 
@@ -23,6 +28,10 @@ import os
 from typing import Any
 
 from agents.learners.exports import agent_turns, openai_turns
+from agents.llm.client import LLMClient
+from agents.llm.prompt_tools import MODES, parse_tool_reply, prompt_messages
+from agents.llm.providers import OpenAIProvider
+from agents.llm.types import LLMOutputError
 from storage.records import Message, ToolCall
 
 
@@ -36,17 +45,16 @@ class OpenAICompatibleAgent:
     def __init__(self, base_url: str, model: str, api_key_env: str | None = None, temperature: float = 0.0,
                  max_tokens: int = 1024, timeout: float = 120.0, tool_calls: str = "native", retries: int = 2,
                  seed: int | None = None):
-        from openai import OpenAI
-
-        from agents.llm.prompt_tools import MODES
-
         if tool_calls not in MODES:
             raise ValueError(f"tool_calls: {tool_calls!r} is not one of {', '.join(MODES)}")
         self.tool_calls, self.retries, self.seed = tool_calls, retries, seed
         self.rejected: list[tuple[str, str]] = []  # (reason, raw reply) of each invalid prompt-mode call
 
-        key = os.environ.get(api_key_env, "") if api_key_env else "EMPTY"
-        self.client = OpenAI(base_url=base_url, api_key=key or "EMPTY", timeout=timeout, max_retries=2)
+        key = (os.environ.get(api_key_env, "") if api_key_env else "") or "EMPTY"  # local servers take any key
+        # two transport retries, as the agent had before; a served model is self-hosted: no price
+        self.client = LLMClient("agent", OpenAIProvider("openai_compatible", base_url, key, timeout), model=model,
+                                base_url=base_url, temperature=temperature, max_tokens=max_tokens, max_retries=2,
+                                secrets=(key,), backoff_initial_s=0.5, backoff_max_s=8.0)
         self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
         self.tools: list[dict[str, Any]] = []
         self.system = ""
@@ -54,36 +62,36 @@ class OpenAICompatibleAgent:
     def reset(self, tools: list[dict[str, Any]], policy: str) -> None:
         self.tools, self.system = tools, policy
 
+    def _ask(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+             extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        reply = self.client.reply_sync(messages, tools=tools, extra=extra)
+        self.client.log.take()  # the evaluation records the trajectory, not the agent's calls: nothing piles up
+        return reply
+
     def act(self, messages: list[Message]) -> Message:
         if self.tool_calls == "prompt" and self.tools:
             return self._act_prompted(messages)
-        resp = self.client.chat.completions.create(
-            model=self.model, messages=to_openai(messages, self.system), tools=self.tools or None,
-            temperature=self.temperature, max_tokens=self.max_tokens)
-        msg = resp.choices[0].message
-        if msg.tool_calls:
+        # the served model may answer with several calls at once (the exports keep them): let it
+        reply = self._ask(to_openai(messages, self.system), self.tools or None,
+                          {"parallel_tool_calls": True} if self.tools else None)
+        if reply["tool_calls"]:
             calls = []
-            for n, tc in enumerate(msg.tool_calls):
+            for n, tc in enumerate(reply["tool_calls"]):
                 try:
-                    args = json.loads(tc.function.arguments or "{}")
+                    args = json.loads(tc["arguments"] or "{}")
                 except json.JSONDecodeError:
-                    args = {"_unparsed": tc.function.arguments}  # the verifier's executable check will say why
-                calls.append(ToolCall(id=tc.id or f"call_{n}", name=tc.function.name,
+                    args = {"_unparsed": tc["arguments"]}  # the verifier's executable check will say why
+                calls.append(ToolCall(id=tc["id"] or f"call_{n}", name=tc["name"],
                                       arguments=args if isinstance(args, dict) else {"_unparsed": args}))
-            return Message(role="assistant", content=msg.content or None, tool_calls=calls)
-        return Message(role="assistant", content=msg.content or "")
+            return Message(role="assistant", content=reply["text"] or None, tool_calls=calls)
+        return Message(role="assistant", content=reply["text"])
 
     def _act_prompted(self, messages: list[Message]) -> Message:
-        from agents.llm.prompt_tools import parse_tool_reply, prompt_messages
-        from agents.llm.types import LLMOutputError
-
         base = prompt_messages(to_openai(messages, self.system), self.tools)
         convo, text = base, ""
-        extra = {"seed": self.seed} if self.seed is not None else {}
+        extra = {"seed": self.seed} if self.seed is not None else None
         for _ in range(self.retries + 1):
-            resp = self.client.chat.completions.create(model=self.model, messages=convo, temperature=self.temperature,
-                                                       max_tokens=self.max_tokens, **extra)
-            text = resp.choices[0].message.content or ""
+            text = self._ask(convo, None, extra)["text"]
             try:
                 text, calls = parse_tool_reply(text, self.tools)
             except LLMOutputError as exc:

@@ -6,7 +6,9 @@ interpretation (strict JSON, schema, truncation; ``agents.llm.replies``) -> an
 `LLMCall` row. Every HTTP attempt is a row: a transient failure that is retried
 (status ``retry``), the last failure (``error``), or the reply (``ok`` /
 ``invalid``), each with its ``transport_attempt``; a cache hit is a row with
-no request.
+no request. A 429 is retried after the server's ``retry-after``; one that
+announces the server's request limit also paces every later call of the model
+to it (``ModelLimits.learn_rpm``).
 
 Only a reply of the normalized shape is cached, and interpretation comes after
 the cache on purpose: a cached unusable reply is interpreted again on a rerun,
@@ -87,6 +89,25 @@ def retry_after_s(exc: BaseException) -> float | None:
             return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
+
+
+# the request limit a provider announces with every reply: OpenAI's header, Anthropic's
+RPM_HEADERS = ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit")
+
+
+def announced_rpm(exc: BaseException) -> int | None:
+    """The requests-per-minute limit a 429 announces in its headers, if any."""
+    if getattr(exc, "status_code", 0) != 429:
+        return None
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for name in RPM_HEADERS:
+        try:
+            value = int(headers.get(name) or 0)
+        except (TypeError, ValueError):
+            continue
+        if value > 0:
+            return value
+    return None
 
 
 def _one_line(text: str, limit: int = 500) -> str:
@@ -207,15 +228,63 @@ class LLMClient(CallLogView):
     async def _chat(self, messages: list[dict], *, schema: type[BaseModel] | None = None,
                     tools: list[dict] | None = None, role: str = "", temperature: float | None = None,
                     max_tokens: int | None = None, attempt: int = 0, log: CallLog | None = None) -> ChatResult:
+        prompted = self.tool_calls == "prompt" and bool(tools)
+        reply, cache_hit, latency, usage, record, number = await self._fetch(
+            messages, schema=schema, tools=tools, role=role, temperature=temperature, max_tokens=max_tokens,
+            attempt=attempt, log=log, prompted=prompted)
+        max_tokens = self.max_tokens if max_tokens is None else max_tokens
+        try:
+            if prompted:  # the call is in the text: read it as strictly as a native one (agents.llm.prompt_tools)
+                text, parsed, calls, finish = interpret(reply, None, max_tokens)
+                text, calls = parse_tool_reply(text, tools)
+                if schema is not None and not calls:
+                    parsed = parse_structured(text, schema)
+            else:
+                text, parsed, calls, finish = interpret(reply, schema, max_tokens)
+        except LLMOutputError as exc:
+            record(latency, usage, cache_hit, "invalid", str(exc), number)
+            raise
+        record(latency, usage, cache_hit, "ok", "", number)
+        return ChatResult(text=text, parsed=parsed, tool_calls=calls, usage=usage, cache_hit=cache_hit,
+                          finish_reason=finish)
+
+    def reply_sync(self, messages: list[dict], *, tools: list[dict] | None = None, temperature: float | None = None,
+                   max_tokens: int | None = None, extra: dict[str, Any] | None = None, role: str = "",
+                   log: CallLog | None = None) -> dict[str, Any]:
+        """The model's reply as the server sent it, normalized (``replies.normalize_reply``), not interpreted.
+
+        For a caller that scores what the model said instead of re-asking (a served task agent: a
+        tool call with malformed arguments or a truncated turn is part of its trajectory, judged by
+        the verifier). Cached, rate-limited, retried and recorded like ``chat``; ``extra`` adds fields
+        to the request body (``seed``, ``parallel_tool_calls``) and to its cache key.
+        """
+        loop = self._io_loop()
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("reply_sync was called on the client's own I/O loop")
+        return asyncio.run_coroutine_threadsafe(self._reply(messages, tools=tools, temperature=temperature,
+                                                            max_tokens=max_tokens, extra=extra, role=role,
+                                                            log=log), loop).result()
+
+    async def _reply(self, messages: list[dict], **kw: Any) -> dict[str, Any]:
+        reply, cache_hit, latency, usage, record, number = await self._fetch(messages, **kw)
+        record(latency, usage, cache_hit, "ok", "", number)
+        return reply
+
+    async def _fetch(self, messages: list[dict], *, schema: type[BaseModel] | None = None,
+                     tools: list[dict] | None = None, role: str = "", temperature: float | None = None,
+                     max_tokens: int | None = None, attempt: int = 0, log: CallLog | None = None,
+                     prompted: bool = False, extra: dict[str, Any] | None = None):
+        """(normalized reply, cache hit, latency, usage, the row recorder, transport attempt) of one request."""
         temperature = self.temperature if temperature is None else temperature
         max_tokens = self.max_tokens if max_tokens is None else max_tokens
-        prompted = self.tool_calls == "prompt" and bool(tools)
         request = {"provider": self.provider, "base_url": self.base_url or "", "model": self.model,
                    "messages": messages, "schema": schema_digest(schema) if schema else None,
                    "schema_name": schema.__name__ if schema else None, "tools": tools or None,
                    "temperature": temperature, "max_tokens": max_tokens, "attempt": attempt}
         if prompted:  # only then: the keys of native calls stay those of earlier caches
             request["tool_calls"] = "prompt"
+        if extra:  # likewise
+            request["extra"] = extra
         blob = request_blob(request)
         key = key_of(blob)
         record = functools.partial(self._record, log or self.log, role, key, attempt)
@@ -226,6 +295,7 @@ class LLMClient(CallLogView):
             sent = prompt_messages(messages, tools) if prompted else messages
             kwargs = self._provider.build(self.model, sent, schema, None if prompted else tools, temperature,
                                           max_tokens)
+            kwargs.update(extra or {})
             try:
                 reply = await self._send(kwargs, messages, max_tokens, record, current)
             except LLMUnavailable as exc:
@@ -239,25 +309,12 @@ class LLMClient(CallLogView):
                     self.cache.put(key, blob, reply)
                 except OSError as exc:  # the cache only saves a rerun: a paid reply is used (and recorded) anyway
                     logger.warning("%s %s: reply not cached (%s: %s)", self.provider, self.model, type(exc).__name__,
-                                _one_line(str(exc), 200))
+                                   _one_line(str(exc), 200))
         latency = time.perf_counter() - (t0 if cache_hit else current.started)
         cost = 0.0 if cache_hit else cost_usd(self.price, reply["input_tokens"], reply["output_tokens"])
         usage = Usage(input_tokens=reply["input_tokens"], output_tokens=reply["output_tokens"], latency_s=latency,
                       cost_usd=cost)
-        try:
-            if prompted:  # the call is in the text: read it as strictly as a native one (agents.llm.prompt_tools)
-                text, parsed, calls, finish = interpret(reply, None, max_tokens)
-                text, calls = parse_tool_reply(text, tools)
-                if schema is not None and not calls:
-                    parsed = parse_structured(text, schema)
-            else:
-                text, parsed, calls, finish = interpret(reply, schema, max_tokens)
-        except LLMOutputError as exc:
-            record(latency, usage, cache_hit, "invalid", str(exc), current.number)
-            raise
-        record(latency, usage, cache_hit, "ok", "", current.number)
-        return ChatResult(text=text, parsed=parsed, tool_calls=calls, usage=usage, cache_hit=cache_hit,
-                          finish_reason=finish)
+        return reply, cache_hit, latency, usage, record, current.number
 
     # ------------------------------------------------------------ transport
     async def _send(self, kwargs: dict[str, Any], messages: list[dict], max_tokens: int | None, record,
@@ -276,6 +333,12 @@ class LLMClient(CallLogView):
                     if isinstance(exc, errors[2]):
                         raise LLMRequestError(f"{self.provider} {self.model} refused the request: {what}") from None
                     raise
+                rpm = announced_rpm(exc)
+                if rpm is not None and self.limits.learn_rpm(rpm):
+                    # from now on every call of this model waits its turn here instead of meeting 429s,
+                    # whose retries would count against each call's bound and could fail it
+                    logger.info("%s %s: the server limits requests to %d a minute; pacing to that", self.provider,
+                                self.model, rpm)
                 if number == attempts:
                     raise LLMUnavailable(f"{self.provider} {self.model} unavailable after {number} attempts: "
                                          f"{what}") from None

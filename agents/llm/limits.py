@@ -84,22 +84,32 @@ def _wake(fut: asyncio.Future) -> None:
 
 
 class PerMinute:
-    """A token bucket refilled continuously at ``per_minute`` units a minute (requests or tokens)."""
+    """A token bucket refilled continuously at ``per_minute`` units a minute (requests or tokens).
 
-    def __init__(self, per_minute: int):
-        self.capacity = float(per_minute)
-        self.tokens = float(per_minute)
+    It holds ``burst`` units at most (a minute's worth unless set) and starts full unless ``empty``.
+    """
+
+    def __init__(self, per_minute: int, burst: float | None = None, empty: bool = False):
+        self.rate = per_minute / 60.0  # units a second
+        self.capacity = float(burst if burst is not None else per_minute)
+        self.tokens = 0.0 if empty else self.capacity
         self._stamp = time.monotonic()
         self._lock = threading.Lock()
 
+    @property
+    def per_minute(self) -> float:
+        return self.rate * 60.0
+
     def tighten(self, per_minute: int) -> None:
         with self._lock:
+            self._refill()
             self.capacity = min(self.capacity, float(per_minute))
+            self.rate = min(self.rate, per_minute / 60.0)
             self.tokens = min(self.tokens, self.capacity)
 
     def _refill(self) -> None:
         now = time.monotonic()
-        self.tokens = min(self.capacity, self.tokens + (now - self._stamp) * self.capacity / 60.0)
+        self.tokens = min(self.capacity, self.tokens + (now - self._stamp) * self.rate)
         self._stamp = now
 
     async def take(self, amount: float) -> None:
@@ -110,7 +120,7 @@ class PerMinute:
                 if self.tokens >= amount:
                     self.tokens -= amount
                     return
-                wait = (amount - self.tokens) * 60.0 / self.capacity
+                wait = (amount - self.tokens) / self.rate
             await asyncio.sleep(wait)
 
     def adjust(self, delta: float) -> None:
@@ -125,6 +135,19 @@ class ModelLimits:
     slots: Slots
     rpm: PerMinute | None = None
     tpm: PerMinute | None = None
+
+    def learn_rpm(self, per_minute: int) -> bool:
+        """Pace requests at a limit the server announced with a 429; True when that tightened the pace.
+
+        A server's own limit bucket is empty when it refuses, so the learned one starts empty, and it
+        holds one second of requests: providers enforce a per-minute limit over shorter periods (OpenAI
+        documents 60,000 a minute enforced as 1,000 a second), so a minute's burst would be refused.
+        """
+        with _REGISTRY_LOCK:
+            if self.rpm is not None and self.rpm.per_minute <= per_minute:
+                return False
+            self.rpm = PerMinute(per_minute, burst=max(1.0, per_minute / 60.0), empty=True)
+            return True
 
 
 _REGISTRY: dict[tuple[str, str, str], ModelLimits] = {}

@@ -10,7 +10,7 @@ def shut_down(loop: asyncio.AbstractEventLoop, thread: threading.Thread, provide
         return
     if thread.is_alive():
         try:
-            asyncio.run_coroutine_threadsafe(provider.sdk.aclose(), loop).result(timeout=5)
+            asyncio.run_coroutine_threadsafe(provider.transport.aclose(), loop).result(timeout=5)
         except Exception:  # closing is best effort: the process may be exiting
             pass
         loop.call_soon_threadsafe(loop.stop)

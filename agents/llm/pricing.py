@@ -1,60 +1,49 @@
 """Prices in USD per million tokens (input, output), from litellm's cost map.
 
-The map is the copy bundled with the installed litellm (``LITELLM_LOCAL_MODEL_COST_MAP``,
-set before litellm is imported, so nothing is fetched), read in a child process and kept
-here as (provider, mode, input and output cost per token) per model: importing litellm
-takes seconds and leaves about 340,000 more objects in the process (44,000 before it in a
-client's process), which every full collection of the cyclic garbage collector then
-walks while the LLM client works (`evosyn bench llm`). A model is priced when the map
-lists it, or the dated snapshot or ``-latest`` alias of a listed model, under the
-same provider. A role may set ``input_cost_per_mtok`` / ``output_cost_per_mtok`` to
-override the price or to use a model the map does not list. Models behind an
-``openai_compatible`` server (vLLM, llamafactory-cli api) are self-hosted and cost 0
-unless the role sets prices.
+The map is the JSON file litellm ships in its wheel and reads itself when
+``LITELLM_LOCAL_MODEL_COST_MAP`` is set (``model_prices_and_context_window_backup.json``),
+read here as data with ``importlib.resources``: nothing is fetched, and litellm is never
+imported (its import takes seconds and leaves about 340,000 more objects in the process).
+A model is priced when the map lists it, or the dated snapshot or ``-latest`` alias of a
+listed model, under the same provider. A role may set ``input_cost_per_mtok`` /
+``output_cost_per_mtok`` to override the price or to use a model the map does not list.
+Models behind an ``openai_compatible`` server (vLLM, llamafactory-cli api) are self-hosted
+and cost 0 unless the role sets prices.
 """
 from __future__ import annotations
 
 import difflib
+import importlib.resources
+import importlib.util
 import json
-import os
 import re
-import subprocess
-import sys
-import tempfile
 from functools import lru_cache
-from pathlib import Path
 
 # a dated snapshot or alias of a listed model: gpt-4o-2024-08-06, claude-sonnet-4-5-20250929, …-latest
 _SNAPSHOT = re.compile(r"(-\d{4}-?\d{2}-?\d{2}|-latest)$")
-
+COST_MAP_FILE = "model_prices_and_context_window_backup.json"
 
 Entry = tuple  # (litellm_provider, mode, input_cost_per_token, output_cost_per_token), each possibly None
 
-_EXTRACT = """
-import json, sys
-import litellm
-rows = {name: [e.get("litellm_provider"), e.get("mode"), e.get("input_cost_per_token"),
-               e.get("output_cost_per_token")] for name, e in litellm.model_cost.items() if isinstance(e, dict)}
-with open(sys.argv[1], "w", encoding="utf-8") as f:
-    json.dump(rows, f)
-"""
+
+def _litellm_files():
+    """litellm's package folder as an ``importlib.resources`` traversable, without running its ``__init__``.
+
+    ``importlib.resources.files("litellm")`` would import the package; a module made from its spec
+    (not executed) gives the same resource reader.
+    """
+    spec = importlib.util.find_spec("litellm")
+    if spec is None:
+        raise RuntimeError("litellm is not installed: its bundled cost map prices LLM calls (pip install litellm)")
+    return importlib.resources.files(importlib.util.module_from_spec(spec))
 
 
 @lru_cache(maxsize=1)
 def cost_map() -> dict[str, Entry]:
-    """litellm's model -> (provider, mode, input and output cost per token), read once per process by a child
-    process that imports litellm (the module doc says why not this one)."""
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # the bundled map, never the network
-    with tempfile.TemporaryDirectory(prefix="evosyn-prices-") as tmp:
-        out = Path(tmp) / "prices.json"
-        proc = subprocess.run([sys.executable, "-c", _EXTRACT, str(out)], env=env, capture_output=True, text=True,
-                              timeout=600, check=False)
-        if proc.returncode != 0 or not out.is_file():
-            last = (proc.stderr or proc.stdout or "no output").strip().splitlines()[-1:] or ["no output"]
-            raise RuntimeError(f"reading litellm's bundled cost map in a child process failed "
-                               f"(exit {proc.returncode}): {last[0][:300]}")
-        rows = json.loads(out.read_text(encoding="utf-8"))
-    return {name: tuple(row) for name, row in rows.items()}
+    """litellm's model -> (provider, mode, input and output cost per token), read once per process."""
+    data = json.loads(_litellm_files().joinpath(COST_MAP_FILE).read_text(encoding="utf-8"))
+    return {name: (e.get("litellm_provider"), e.get("mode"), e.get("input_cost_per_token"),
+                   e.get("output_cost_per_token")) for name, e in data.items() if isinstance(e, dict)}
 
 
 def _entry(provider: str, model: str) -> Entry | None:

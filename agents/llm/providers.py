@@ -6,16 +6,17 @@ A normalized reply is a plain JSON-able dict (what the cache stores)::
      "input_tokens": int, "output_tokens": int, "refusal": str}
 
 ``finish_reason`` uses the OpenAI vocabulary for every provider (stop, length,
-tool_calls, content_filter), so roles read one vocabulary. OpenAI and
-OpenAI-compatible servers are reached through ``agents.llm.transport`` (aiohttp,
-no SDK on the request path), Anthropic through its SDK, built with
-``max_retries=0``: retrying is the client's job (its own loop), so that backoff,
-retry-after and the retry bound are the same for every provider.
+tool_calls, content_filter), so roles read one vocabulary. Every provider is
+reached through ``agents.llm.transport`` (one aiohttp stack, no SDK on the
+request path; its module doc says why); retrying is the client's job (its own
+loop), so that backoff, retry-after and the retry bound are the same for every
+provider.
 """
 from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from typing import Any
 
@@ -68,48 +69,22 @@ def _has_open_object(node: Any) -> bool:
     return False
 
 
-def _http_client(sdk, timeout: float):
-    """The SDK's aiohttp transport when installed (its pool scales to 64+ connections far better), else httpx."""
-    try:
-        return sdk.DefaultAioHttpClient(timeout=timeout)
-    except (AttributeError, RuntimeError):  # an SDK without it, or the aiohttp extra not installed
-        return None
-
-
 def _json_object(data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):  # the SDK hands back the text of a reply that is not JSON
+    if not isinstance(data, dict):  # the transport hands back the text of a reply that is not JSON
         raise LLMOutputError("the server's reply is not a JSON object", raw=preview(data))
     return data
-
-
-class _LazySDK:
-    """The SDK client, built on first use inside the client's I/O loop (its pool belongs to that loop)."""
-
-    def __init__(self, build):
-        self._build = build
-        self._client = None
-
-    def get(self):
-        if self._client is None:
-            self._client = self._build()
-        return self._client
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
 
 
 # ---------------------------------------------------------------- OpenAI and OpenAI-compatible
 class OpenAIProvider:
     def __init__(self, name: str, base_url: str | None, api_key: str, timeout: float):
-        from agents.llm.transport import ERRORS, ChatTransport
+        from agents.llm.transport import DEFAULT_OPENAI_URL, ERRORS, ChatTransport, openai_headers
 
         self.name = name
         self.errors = ERRORS
-        # the chat endpoint on aiohttp directly: the SDK's request path cost 1.5 ms of CPU a call
-        # (agents/llm/transport.py); the SDK still builds the strict JSON schemas (strict_json_schema)
-        self.sdk = ChatTransport(base_url, api_key, timeout)
+        # the SDK's default URL and its environment override, so a role without base_url goes where the SDK went
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_URL
+        self.transport = ChatTransport(url, openai_headers(api_key), timeout)
 
     def build(self, model: str, messages: list[dict], schema: type[BaseModel] | None, tools: list[dict] | None,
               temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
@@ -131,7 +106,7 @@ class OpenAIProvider:
     async def send(self, kwargs: dict[str, Any]) -> Any:
         # the body as built, the reply as plain JSON: `create` would walk every parameter through
         # the SDK's type-driven transform and build a typed model of the whole reply, for five fields read
-        return await self.sdk.post("/chat/completions", kwargs)
+        return await self.transport.post("/chat/completions", kwargs)
 
     @staticmethod
     def parse(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -230,12 +205,13 @@ class AnthropicProvider:
     name = "anthropic"
 
     def __init__(self, base_url: str | None, api_key: str, timeout: float):
-        import anthropic
-        from anthropic import AsyncAnthropic
+        from agents.llm.transport import DEFAULT_ANTHROPIC_URL, ERRORS, ChatTransport, anthropic_headers
 
-        self.errors = (anthropic.APIConnectionError, anthropic.APIStatusError, anthropic.APIError)
-        self.sdk = _LazySDK(lambda: AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=timeout,
-                                                   max_retries=0, http_client=_http_client(anthropic, timeout)))
+        self.errors = ERRORS
+        # the messages endpoint on the same transport as every other provider (one HTTP stack);
+        # the base URL as the SDK takes it: without /v1, which the endpoint's path carries
+        url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_URL
+        self.transport = ChatTransport(url, anthropic_headers(api_key), timeout)
 
     def build(self, model: str, messages: list[dict], schema: type[BaseModel] | None, tools: list[dict] | None,
               temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
@@ -259,7 +235,7 @@ class AnthropicProvider:
         return kwargs
 
     async def send(self, kwargs: dict[str, Any]) -> Any:
-        return await self.sdk.get().post("/v1/messages", body=kwargs, cast_to=object)
+        return await self.transport.post("/v1/messages", kwargs)
 
     @staticmethod
     def parse(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The LLM client through the real openai / anthropic SDKs against scripted servers on 127.0.0.1."""
+"""The LLM client over its one HTTP transport (aiohttp) against scripted servers on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
@@ -148,6 +148,40 @@ def test_429_with_retry_after_and_500_are_retried(provider):
     assert "429" in c.calls[0].error and "500" in c.calls[1].error and c.http_requests == 3
     assert len({r.request_hash for r in c.calls}) == 1 and all(r.latency_s > 0 for r in c.calls)
     assert sum(r.latency_s for r in c.calls) <= elapsed  # each row its own attempt: no time counted twice
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_each_protocol_sends_its_key_and_headers(provider):
+    with FakeLLMServer(good) as server:
+        client(server, provider).chat_sync(MSGS, schema=Plan)
+        sent = {k.lower(): v for k, v in server.requests[0]["headers"].items()}
+        path = server.requests[0]["path"]
+    if provider == "anthropic":
+        assert path == "/v1/messages" and sent["x-api-key"] == KEY and sent["anthropic-version"] == "2023-06-01"
+        assert "authorization" not in sent
+    else:
+        assert path == "/v1/chat/completions" and sent["authorization"] == f"Bearer {KEY}" and "x-api-key" not in sent
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_429_that_announces_the_limit_paces_every_later_call(provider):
+    """A limit learned from a 429's headers: the bucket starts empty and holds one second of requests, so
+    calls of any client of that model go out at the announced rate instead of meeting more 429s."""
+    anth = provider == "anthropic"
+    refused = error(429, retry_after=0.05, anthropic=anth)
+    refused.headers["anthropic-ratelimit-requests-limit" if anth else "x-ratelimit-limit-requests"] = "600"
+    with FakeLLMServer(Script(refused, default=good)) as server:
+        c = client(server, provider)
+        assert c.limits.rpm is None
+        c.chat_sync(MSGS, schema=Plan)
+        assert c.limits.rpm is not None and c.limits.rpm.per_minute == 600 and c.limits.rpm.capacity == 10
+        t0 = time.perf_counter()
+        for i in range(5):  # 10 a second: the bucket, empty at the 429, lets these out about 0.1 s apart
+            client(server, provider).chat_sync(MSGS + [{"role": "user", "content": f"again {i}"}], schema=Plan)
+        elapsed = time.perf_counter() - t0
+        assert server.count == 7
+    assert elapsed >= 0.3
+    assert [r.status for r in c.calls] == ["retry", "ok"]
 
 
 def test_retries_exhausted_raise_unavailable():

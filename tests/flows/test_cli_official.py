@@ -109,7 +109,8 @@ def test_an_agent_endpoint_that_is_down_fails_in_one_line(trained):
                      "--agent-base-url", f"http://127.0.0.1:{port}/v1", "--max-tasks", "1", "--quiet")
     assert result.exit_code == 1, (result.output, result.exception)
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and f"the server at http://127.0.0.1:{port}/v1/ failed: APIConnectionError" in errors[0]
+    assert len(errors) == 1 and f"the server at http://127.0.0.1:{port}/v1 failed: " in errors[0]
+    assert "unavailable after 3 attempts: APIConnectionError" in errors[0]
 
 
 @pytest.mark.slow  # the Anthropic SDK and litellm's imports and MLflow's first sqlite schema: ~20 s

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.progress import LineRenderer, LiveRenderer, listening, publish, renderer
+from flows.progress import LineRenderer, LiveRenderer, renderer
+from tasks.engine import listening, publish
 from tasks.progress import StageEvent
 from tests.prefect_home import PREFECT_HOME
 

@@ -1,16 +1,18 @@
-"""The Prefect boundary is typed: the round flow and its tasks take the run config and records, not dicts."""
+"""The Prefect boundary is typed: the round flow and the stages' tasks take the run config and records, not dicts."""
 from __future__ import annotations
 
 import inspect
 import typing
 
 import flows.round as round_module
+from tasks import checkpoint, loop, official_agents, stages
 from tasks.stages import Ctx
 from storage.config import RoleConfig, RunConfig
 
 
-def _prefect_callables():
-    return [obj for obj in vars(round_module).values() if hasattr(obj, "fn") and hasattr(obj, "name")]
+def _prefect_callables():  # the round flow, and each stage's task beside its function in tasks/
+    modules = (round_module, stages, loop, checkpoint, official_agents)
+    return [obj for m in modules for obj in vars(m).values() if hasattr(obj, "fn") and hasattr(obj, "name")]
 
 
 def test_the_round_flow_and_its_tasks_take_models_not_dicts():

@@ -1,4 +1,4 @@
-"""Spans of flows/timing.py: off by default; on, each keeps its wall, thread CPU, process CPU and what it is inside."""
+"""Spans of tasks/timing.py: off by default; on, each keeps its wall, thread CPU, process CPU and what it is inside."""
 from __future__ import annotations
 
 import threading
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from flows import timing
+from tasks import timing
 
 
 @pytest.fixture
