@@ -37,12 +37,18 @@ class RootGroup(click.Group):
     command such as ``evosyn query`` does not pay for scanning the installed distributions.
     """
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: dict[str, click.Command] = {}  # an entry point's command once loaded (and maybe added)
+
     def _attached(self) -> dict:
         from importlib.metadata import entry_points
 
         found = {}
         for ep in entry_points(group=ENTRY_POINTS):
-            if ep.name in self.commands or found.get(ep.name, ep).value != ep.value:
+            # a name of the group's own, unless it is this entry point's command, added after loading it
+            taken = ep.name in self.commands and self.commands[ep.name] is not self._loaded.get(ep.name)
+            if taken or found.get(ep.name, ep).value != ep.value:
                 raise click.ClickException(f"entry point {ENTRY_POINTS}:{ep.name} ({ep.value}): the name is taken "
                                            f"(evosyn's own: {', '.join(sorted(self.commands))})")
             found[ep.name] = ep
@@ -56,7 +62,11 @@ class RootGroup(click.Group):
         if own is not None:
             return own
         ep = self._attached().get(name)
-        return ep.load() if ep is not None else None
+        if ep is None:
+            return None
+        if name not in self._loaded:
+            self._loaded[name] = ep.load()
+        return self._loaded[name]
 
 
 @click.group(cls=RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
