@@ -120,6 +120,13 @@ def query(p: dict) -> list[str]:
                     for r, s in zip(rows(p), spreads)])]
 
 
+def llm(p: dict) -> list[str]:
+    from benchmarks.llm import HEADERS, rows, summary
+
+    runs = p.get("runs") or [p]
+    return [*table(HEADERS, [row for r in runs for row in rows(r)]), *[f"- {summary(r)}" for r in runs], ""]
+
+
 def faults(p: dict) -> list[str]:
     failed = sum(not c["passed"] for c in p["checks"])
     head = (f"{'PASS' if p['passed'] else 'FAIL'}: {len(p['checks']) - failed} of {len(p['checks'])} rows pass "
@@ -175,9 +182,10 @@ SECTIONS = [
             "run's rows, a per-slice success query, and `evosyn query \"select 1\"` start-up.", "evosyn bench query",
             "best of the repetitions, with min / median / max of their walls", query,
             seeds="0, fixed (the generator of the synthetic rows)"),
-    Section("llm", "LLM client", "The LLM client against a local OpenAI-compatible server: throughput against "
-            "its bound, and a warm rerun over the cache.", "evosyn bench llm",
-            "as the benchmark reports it (see its figures)", scalars),
+    Section("llm", "LLM client", "Planner-shaped structured calls against a local server with seconds of "
+            "latency (lognormal) and an rpm limit answered with 429s: throughput against the bound that "
+            "concurrency, latency and the limit set, the 429s met, failed calls, and a warm rerun over the cache.",
+            "evosyn bench llm", "one run per concurrency; the server's latencies are drawn from the seed", llm),
     Section("faults", "Fault rows", "Kill-and-resume at every stage boundary, fuzzed replies, faulty and absent "
             "LLM servers, concurrent first use of a store, and a search for the API key in everything the runs wrote.",
             "evosyn bench faults", "pass or fail per row", faults),

@@ -72,3 +72,15 @@ def test_committed_json_records_the_machine_and_the_command(path):
     assert got["machine"]["cpu_model"] and got["machine"]["load_average_start"]
     assert got["invocation"]["command"].startswith("evosyn bench ")
     assert f"--output benchmarks/results/{path.name}" in got["invocation"]["command"]
+
+
+def test_an_llm_record_reads_through_the_benchmarks_own_rows(tmp_path):
+    run = {"calls": 20, "concurrency": 8, "bound_calls_per_s": 4.0, "binding": "rpm", "steady_calls_per_s": 3.9,
+           "wall_calls_per_s": 3.5, "of_bound": 0.975, "target": 0.95, "of_ideal": 0.99, "cold_http_requests": 22,
+           "rate_limited": 2, "valid_outputs": 20, "failed_calls": 0, "client_cpu_ms_per_call": 1.5, "warm_s": 0.1,
+           "warm_http_requests": 0, "warm_cache_hits": 20, "passed": True, "served_mean_latency_s": 1.4}
+    text = render(write(tmp_path / "r", {"benchmark": "llm-openai_compatible", "machine": {}, "invocation": {},
+                                         **run, "runs": [run]}))
+    section = text.split("## LLM client")[1].split("\n## ")[0]
+    assert "| 8 | cold cache | 4.00/s (rpm) |" in section and "97.5% (>= 95%)" in section
+    assert "- PASS at concurrency 8: 97.5% of the bound" in section
