@@ -84,3 +84,18 @@ def test_an_llm_record_reads_through_the_benchmarks_own_rows(tmp_path):
     section = text.split("## LLM client")[1].split("\n## ")[0]
     assert "| 8 | cold cache | 4.00/s (rpm) |" in section and "97.5% (>= 95%)" in section
     assert "- PASS at concurrency 8: 97.5% of the bound" in section
+
+
+def test_learning_and_discovery_records_show_intervals_and_seed_counts(tmp_path):
+    row = {"set": "test", "n_tasks": 300, "round": 2, "arm": "evosyn", "mean": 0.5, "lo": 0.45, "hi": 0.55,
+           "per_seed": {"0": 0.48, "1": 0.52}}
+    paired = {"set": "test", "round": 2, "a": "evosyn", "b": "static", "mean": 0.02, "lo": -0.01, "hi": 0.05}
+    folder = write(tmp_path / "r", {"benchmark": "learning-airline", "machine": {}, "invocation": {"seeds": "0-1"},
+                                    "success": [row], "paired": [paired]})
+    write(folder, {"benchmark": "discovery-airline", "machine": {}, "invocation": {},
+                   "rows": [{"gap": "multi_item=yes", "arm": "no_feedback", "recovered": 1, "seeds": 3}]})
+    text = render(folder)
+    assert "| test | 300 | 2 | evosyn | 0.500 [0.450, 0.550] | 0.480 0.520 |" in text and "- Seeds: 0-1" in text
+    assert "| test | 2 | evosyn - static | +0.020 [-0.010, +0.050] |" in text
+    assert "| multi_item=yes | no_feedback | 1/3 |" in text
+    assert text.count("Not yet measured on record.") == len(SECTIONS) - 2
