@@ -14,7 +14,6 @@ documented on each method and live in ``agents/plans.py``.
 """
 from __future__ import annotations
 
-import gc
 import importlib
 import json
 import pkgutil
@@ -233,20 +232,4 @@ def get_domain(name: str) -> "Domain":
     pack = get_pack(name)
     if name not in _INSTANCES:
         _INSTANCES[name] = pack.environment()
-        _freeze_loaded()
     return _INSTANCES[name]
-
-
-def _freeze_loaded() -> None:
-    """Move what the process holds now, the domain's base DB above all, out of the cyclic collector's way.
-
-    A domain's DB is hundreds of thousands of objects that live as long as the process and never change
-    (episodes copy on write). Each full collection walked them all (about 0.1 s each): measured, 0.6 s of a
-    3.4 s synthesis pass of 500 blueprints (timed with gc.callbacks). ``gc.freeze`` moves every tracked object to the
-    permanent generation, which collections skip; the collection before it frees the garbage cycles of the
-    moment, so that none is frozen (it runs once per domain per process). What is frozen is still freed by
-    reference counting, but a frozen object that later becomes part of a garbage cycle is never collected: a
-    bounded, one-time cost (whatever the process held at the load) in exchange for collections that skip the DB.
-    """
-    gc.collect()
-    gc.freeze()

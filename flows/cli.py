@@ -98,12 +98,6 @@ def run() -> None:  # console-script entry point
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
-    finally:
-        # a run leaves hundreds of MB of objects; the collection the interpreter makes at exit would walk them all
-        # (seconds, after the output is complete): they are freed with the process instead
-        import gc
-
-        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -6,30 +6,45 @@ In order of preference:
 2. The Prefect server `evosyn up` recorded for this store root (``<root>/services.json``), when its
    process is alive and it answers: every run then shows in that server's UI, and no run pays for a
    server start of its own.
-3. Prefect's temporary (ephemeral) server, the one Prefect itself would start on the first flow call
-   (``SubprocessASGIServer``, a per-process singleton that the flow then reuses). It is started here,
-   with a timeout per attempt and one retry after the slow process is stopped, so that a start that
-   times out on a loaded machine is retried once and a final failure is one line, not a traceback
-   from inside the first flow call. Starts sharing one ``PREFECT_HOME`` database take turns (a file
-   lock), so concurrent first runs do not migrate the same sqlite file at once.
+3. A temporary server for this command alone: `prefect server start` on a free port of 127.0.0.1, run
+   by agents/servers.py (its own session; SIGTERM when this process dies, also on a SIGKILL) and stopped
+   when the command exits; ``PREFECT_API_URL`` then names it for the flows and any child process. It
+   is started with a timeout per attempt (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, the
+   setting Prefect's own temporary server uses) and one retry after the slow process is stopped, so a
+   start that times out on a loaded machine is retried once and a final failure is one line, not a
+   traceback from inside the first flow call. Starts sharing one ``PREFECT_HOME`` database take turns
+   (a file lock), so concurrent first runs do not migrate the same sqlite file at once.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from flows.services import alive, http_ok, load_state
+from agents import servers
+from agents.servers import HOST, ServerExited, ServerNotReady, alive, free_port, http_ok, log_tail, wait_ready
+from flows.services import load_state
 
 STARTUP_TIMEOUT_VAR = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
-# The temporary server serves this process's flows alone, which use no automations: its triggers and actions
-# services (which evaluate every event a run sends; measured with cProfile, about a third of the server's CPU
-# while a run lasts) stay off. The task-run recorder and event persister stay on: they are what the UI shows.
-# A value the user set wins.
-EPHEMERAL_SERVER_ENV = {"PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false"}
+# The temporary server serves this command's flows alone: no UI, and only the services that record what its
+# runs send (the task-run recorder, the event persister), as in Prefect's own temporary server. Its
+# automations (triggers and actions evaluate every event a run sends; measured with cProfile, about a third
+# of the server's CPU while a run lasts), schedules, late-run and cancellation sweeps, work-pool foreman and
+# the rest serve deployments and workers, which a temporary server has none of. A value the user set wins.
+TEMPORARY_SERVER_ENV = {
+    "PREFECT_SERVER_UI_ENABLED": "false",
+    "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
+    **{f"PREFECT_SERVER_SERVICES_{name}_ENABLED": "false" for name in (
+        "TRIGGERS", "SCHEDULER", "LATE_RUNS", "CANCELLATION_CLEANUP", "CLEANUP_RECONCILER", "FOREMAN",
+        "PAUSE_EXPIRATIONS", "REPOSSESSOR")},
+}
 FIX = ("start one server for all runs with `evosyn up` (runs under that store root then use it), or point "
        f"PREFECT_API_URL at a running server, or raise {STARTUP_TIMEOUT_VAR}")
 
@@ -54,7 +69,7 @@ def recorded_api(root: Path) -> str | None:
 
 def _runs_prefect(pid: int) -> bool:
     """Whether ``pid`` is (still) a Prefect process, not a later program that got the same PID."""
-    import psutil
+    import psutil  # the recorded server only
 
     try:
         return "prefect" in " ".join(psutil.Process(pid).cmdline())
@@ -98,7 +113,7 @@ def ensure_prefect_api(root: Path, timeouts: Sequence[float] | None = None,
         raise PrefectApiError("no Prefect API: PREFECT_API_URL is not set, no `evosyn up` server is recorded in "
                               f"{root}, and temporary servers are off (set PREFECT_SERVER_EPHEMERAL_ENABLED=true, "
                               "or start a server with `evosyn up`)")
-    return start_ephemeral(timeouts, meanwhile)
+    return start_temporary(timeouts, meanwhile).api
 
 
 def _answering(url: str, source: str) -> str:
@@ -108,86 +123,71 @@ def _answering(url: str, source: str) -> str:
     return url
 
 
-def start_ephemeral(timeouts: Sequence[float] | None = None, meanwhile: Callable[[], object] | None = None) -> str:
-    """Start Prefect's temporary server (the one later flow calls reuse): one retry, then PrefectApiError.
+@dataclass
+class TemporaryServer:
+    """A `prefect server start` of this command: its API URL, process and log (in a folder of its own)."""
+
+    api: str
+    proc: subprocess.Popen
+    log: Path
+
+    def stop(self) -> None:
+        """End the server (idempotent) and remove its log folder."""
+        servers.stop(self.proc, grace=5.0)
+        shutil.rmtree(self.log.parent, ignore_errors=True)
+
+
+def server_command(port: int) -> list[str]:
+    return [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
+
+
+def start_temporary(timeouts: Sequence[float] | None = None,
+                    meanwhile: Callable[[], object] | None = None) -> TemporaryServer:
+    """Start a temporary Prefect server for this process (stopped at its exit) and point ``PREFECT_API_URL`` at
+    it: one retry, then PrefectApiError.
 
     ``timeouts`` are the seconds each attempt may take (default: ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``
-    twice). ``meanwhile`` runs in this thread during the first attempt (see ``ensure_prefect_api``).
+    twice). ``meanwhile``, the caller's own start-up work (its imports), runs in this process while the first
+    attempt's server boots in its own, so that the two overlap instead of adding up.
     """
-    from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
     if timeouts is None:
         timeouts = (float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()),) * 2
     errors: list[str] = []
+    env = {**TEMPORARY_SERVER_ENV, **os.environ}  # what the user set wins
     lock = _start_lock(sum(timeouts))
     try:
         for seconds in timeouts:
-            server = SubprocessASGIServer()
+            began, port = time.monotonic(), free_port()
+            log = Path(tempfile.mkdtemp(prefix="evosyn-prefect-server-")) / "server.log"
+            server = TemporaryServer(f"http://{HOST}:{port}/api", servers.start(server_command(port), log, env=env,
+                                                                             die_with_parent=True), log)
             try:
-                with _server_env(EPHEMERAL_SERVER_ENV):
-                    _start_beside(server, seconds, meanwhile)
-                return server.api_url
-            except _MeanwhileFailed as failed:  # the caller's own work failed: its error, not the server's
+                if meanwhile is not None:
+                    meanwhile()
+                left = max(0.0, seconds - (time.monotonic() - began))
+                wait_ready(server.proc, lambda: http_ok(f"{server.api}/health"), left, interval=0.1)
+            except (ServerExited, ServerNotReady) as exc:
+                tail = log_tail(log, n=1, limit=300)
+                what = f"not ready within {seconds:g}s" if isinstance(exc, ServerNotReady) else f"the server {exc}"
+                errors.append(what + (f": {tail}" if tail else ""))
+                server.stop()  # the slow process ends, so the retry starts a fresh one
+                continue
+            except BaseException:  # the caller's own work failed (or an interrupt): its error, not the server's
                 server.stop()
-                raise failed.__cause__ from None
-            except Exception as exc:  # noqa: BLE001 - Prefect raises RuntimeError on a timeout, httpx errors else
-                errors.append(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-                # end the slow process and forget the instance, so the retry starts a fresh one
-                server.stop()
+                raise
             finally:
                 meanwhile = None  # done once, during the first attempt
+            atexit.register(server.stop)
+            _use(server.api)
+            return server
     finally:
         if lock is not None:
             lock.release()
     tried = ", ".join(f"{s:g}s" for s in timeouts)
     raise PrefectApiError(f"the temporary Prefect API server did not start ({len(timeouts)} attempts of {tried}; "
                           f"last: {errors[-1]}); {FIX}")
-
-
-class _MeanwhileFailed(Exception):
-    """The caller's ``meanwhile`` raised (its exception is the cause)."""
-
-
-def _start_beside(server, seconds: float, meanwhile: Callable[[], object] | None) -> None:
-    """``server.start`` (a process launch, then polling its health) in a thread, ``meanwhile()`` in this one.
-
-    The server boots in its own process, so its start-up and the caller's (imports, in the caller's process)
-    overlap instead of adding up; the thread only launches and polls.
-    """
-    if meanwhile is None:
-        server.start(timeout=seconds)
-        return
-    failed: list[BaseException] = []
-
-    def start() -> None:
-        try:
-            server.start(timeout=seconds)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
-            failed.append(exc)
-
-    thread = threading.Thread(target=start, name="evosyn-prefect-api-start", daemon=True)
-    thread.start()
-    try:
-        meanwhile()
-    except BaseException as exc:
-        thread.join()
-        raise _MeanwhileFailed() from exc
-    thread.join()
-    if failed:
-        raise failed[0]
-
-
-@contextmanager
-def _server_env(values: dict[str, str]) -> Iterator[None]:
-    """``values`` in the environment the server process inherits (not this process's: it runs no services)."""
-    added = {k: v for k, v in values.items() if k not in os.environ}
-    os.environ.update(added)
-    try:
-        yield
-    finally:
-        for key in added:
-            os.environ.pop(key, None)
 
 
 def _start_lock(seconds: float):

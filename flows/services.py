@@ -1,8 +1,8 @@
 """Local services for `evosyn up` / `evosyn down`: Prefect server, MLflow server, process workers.
 
-Each service runs in its own session (``start_new_session``) so that stopping it
-reaches every process it spawned (uvicorn children, flow-run subprocesses);
-the PIDs live in ``<root>/services.json``. The MLflow server serves the same
+Each service is started, polled and stopped by agents/servers.py (its own session, so that stopping it
+reaches every process it spawned: uvicorn children, flow-run subprocesses); the PIDs live in
+``<root>/services.json``. The MLflow server serves the same
 sqlite store the runs write to (``<root>/mlflow.db``, artifacts under
 ``<root>/mlartifacts``), so the UI shows every run, whether it was started by
 `evosyn run` or by a worker.
@@ -12,23 +12,20 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import psutil
-
-from storage.tracking import default_tracking_uri
+from agents import servers
+from agents.servers import (HOST, ServerExited, ServerNotReady, alive, family, http_ok, log_tail, port_free,
+                            signal_all, wait_gone, wait_ready)
 from storage import atomic
 from storage.atomic import read_or_none
+from storage.tracking import default_tracking_uri
 
-HOST = "127.0.0.1"
 STATE_FILE = "services.json"
 
 
@@ -69,90 +66,19 @@ def save_state(root: Path, services: dict[str, Service]) -> None:
 
 
 # ---------------------------------------------------------------- processes
-_GONE = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() not in _GONE
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):  # ValueError: a negative pid
-        return False
-
-
-def _session(pid: int) -> int | None:
-    try:
-        return os.getsid(pid)  # psutil has no session id; Linux answers for any process
-    except OSError:
-        return None
-
-
-def family(pids: set[int]) -> set[int]:
-    """Live processes that descend from ``pids`` or share their session: everything a service started."""
-    parent, session = {}, {}
-    for proc in psutil.process_iter(["ppid", "status"]):
-        if proc.info["status"] not in _GONE and proc.info["ppid"] is not None:
-            parent[proc.pid], session[proc.pid] = proc.info["ppid"], _session(proc.pid)
-    out = {p for p in parent if p in pids or session[p] in pids}
-    grew = True
-    while grew:
-        new = {p for p, pp in parent.items() if pp in out and p not in out}
-        out |= new
-        grew = bool(new)
-    return out
-
-
-def _signal(pids: set[int], sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
-def _wait_gone(pids: set[int], seconds: float) -> set[int]:
-    deadline = time.monotonic() + seconds
-    while (left := {p for p in pids if alive(p)}) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
-
-
 def stop(service: Service, grace: float = 15.0) -> set[int]:
     """Stop a service and everything it spawned; returns the PIDs that survived (none when clean)."""
-    procs = family({service.pid})
-    if not procs:
+    if not family({service.pid}):
         return set()
     if service.name.startswith("worker-"):
         # a Prefect worker finishes its current poll on the first signal and exits on the second
-        _signal({service.pid}, signal.SIGINT)
-        _wait_gone({service.pid}, 2.0)
-        _signal({service.pid} & {p for p in procs if alive(p)}, signal.SIGINT)
-    _signal(procs, signal.SIGTERM)
-    left = _wait_gone(procs | family({service.pid}), grace)
-    if left:
-        _signal(left, signal.SIGKILL)
-        left = _wait_gone(left, 5.0)
-    return left
+        signal_all({service.pid}, signal.SIGINT)
+        wait_gone({service.pid}, 2.0)
+        signal_all({service.pid} & {p for p in family({service.pid}) if alive(p)}, signal.SIGINT)
+    return servers.stop(service.pid, grace=grace)
 
 
 # ---------------------------------------------------------------- health
-def port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def http_ok(url: str, timeout: float = 2.0) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return 200 <= resp.status < 300
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 def worker_registered(api_url: str, pool: str, name: str) -> bool:
     req = urllib.request.Request(f"{api_url}/work_pools/{pool}/workers/filter", data=b"{}", method="POST",
                                  headers={"Content-Type": "application/json"})
@@ -163,24 +89,15 @@ def worker_registered(api_url: str, pool: str, name: str) -> bool:
         return False
 
 
-def _log_tail(path: str, n: int = 5) -> str:
-    try:
-        lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return " | ".join(lines[-n:])
-
-
 def wait_until(service: Service, check: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        if not alive(service.pid):
-            raise ServiceError(f"{service.name} exited during startup; log {service.log}: {_log_tail(service.log)}")
-        time.sleep(0.5)
-    raise ServiceError(f"{service.name} not healthy after {timeout:.0f}s; log {service.log}: "
-                       f"{_log_tail(service.log)}")
+    try:
+        wait_ready(service.pid, check, timeout)
+    except ServerExited:
+        raise ServiceError(f"{service.name} exited during startup; log {service.log}: "
+                           f"{log_tail(service.log, limit=10**6)}") from None
+    except ServerNotReady:
+        raise ServiceError(f"{service.name} not healthy after {timeout:.0f}s; log {service.log}: "
+                           f"{log_tail(service.log, limit=10**6)}") from None
 
 
 # ---------------------------------------------------------------- start
@@ -198,12 +115,8 @@ def service_env(root: Path, prefect_api: str, project_dir: Path) -> dict[str, st
 
 
 def _spawn(name: str, cmd: list[str], env: dict[str, str], root: Path, url: str) -> Service:
-    logs = root / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    log = logs / f"{name}.log"
-    with open(log, "ab") as fh:
-        proc = subprocess.Popen(cmd, env=env, cwd=root, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+    log = root / "logs" / f"{name}.log"
+    proc = servers.start(cmd, log, env=env, cwd=root)
     return Service(name, proc.pid, url, str(log))
 
 

@@ -1,51 +1,26 @@
 """Pydantic record <-> Arrow schema and rows.
 
-Scalars map to native Arrow types, ``list[str]`` to ``list<string>`` (queryable
-with DuckDB list functions) and everything nested (dicts, sub-models, lists of
-sub-models) to a JSON string column, so the schema of a table never depends on
-the data written to it. The keys a record declares in ``sliced`` (the observed
-factors) are stored once more as typed ``list<string>`` columns of their own
-(``observed_num_write``, ...), derived from the dict at write time and ignored
-when rows are read back into records.
+Each table's schema comes from storage/schemas.py. JSON columns are written as
+text and parsed back; the columns derived from a ``sliced`` field's keys are
+filled from the dict at write time and ignored when rows are read back into
+records.
 """
 from __future__ import annotations
 
 import json
 import typing
-from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
 from pydantic_core import from_json
+
 from storage.canonical import STORED
 from storage.records import Record
-from storage.schemas import (BOOL, DOUBLE, INT64, STRING, STRING_LIST, TIMESTAMP, derived_columns,
-                             describe, fingerprint)
+from storage.schemas import derived_columns, json_columns, schema_fingerprint, schema_of
 
-# storage/schemas.py names each column's type as Arrow does (tests/storage/test_schemas.py checks the names)
-ARROW_TYPES: dict[str, pa.DataType] = {
-    STRING: pa.string(), INT64: pa.int64(), DOUBLE: pa.float64(), BOOL: pa.bool_(),
-    TIMESTAMP: pa.timestamp("us", tz="UTC"), STRING_LIST: pa.list_(pa.string()),
-}
-
-
-@lru_cache(maxsize=None)
-def schema_of(model: type[Record]) -> pa.Schema:
-    fields = []
-    for c in describe(model).columns:
-        meta = {b"json": b"1"} if c.json else {b"derived": c.derived.encode()} if c.derived else None
-        fields.append(pa.field(c.name, ARROW_TYPES[c.type], nullable=True, metadata=meta))
-    return pa.schema(fields, metadata={b"evosyn_record": model.__name__.encode()})
-
-
-def schema_fingerprint(model: type[Record]) -> str:
-    """A short hash of a table's Arrow schema (field metadata included): it names the table's schema file."""
-    return fingerprint(describe(model))
-
-
-@lru_cache(maxsize=None)
-def json_columns(model: type[Record]) -> frozenset[str]:
-    return frozenset(f.name for f in schema_of(model) if f.metadata and f.metadata.get(b"json"))
+# the schemas are built in storage/schemas.py; the store and the benchmarks take them from here with the rows
+__all__ = ["derived_columns", "from_rows", "json_columns", "loads_json", "schema_fingerprint", "schema_of",
+           "to_table"]
 
 
 def _dump(value: Any) -> str:

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
+import pyarrow as pa
 
-from storage.table_schemas import TABLE_SCHEMAS
+from storage.records import TABLES
+from storage.schemas import derived_from, schema_of
 
 if TYPE_CHECKING:  # a Store opens (and keeps current) its catalog: this module only receives one
-    import pyarrow as pa
-
     from storage.store import Store
 
 CATALOG_FILE = "catalog.duckdb"
@@ -56,8 +56,9 @@ def _view_sql(store: Store, table: str) -> str | None:
             "hive_partitioning=true, hive_types={'run_id': VARCHAR, 'round': BIGINT}, union_by_name=false)")
 
 
-_DUCK_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN",
-               "timestamp[us, tz=UTC]": "TIMESTAMPTZ", "list<item: string>": "VARCHAR[]"}
+# DuckDB's names of the column types storage/schemas.py uses, for the typed NULLs of a view over older files
+_DUCK_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN",
+               pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ", pa.list_(pa.string()): "VARCHAR[]"}
 
 
 def _fallback_sql(con: duckdb.DuckDBPyConnection, store: Store, table: str) -> str | None:
@@ -68,10 +69,11 @@ def _fallback_sql(con: duckdb.DuckDBPyConnection, store: Store, table: str) -> s
     read = f"read_parquet({_glob(store, table)}, hive_partitioning=false, union_by_name=true)"
     have = {name for name, *_ in con.execute(f"DESCRIBE SELECT * FROM {read}").fetchall()}
     select = []
-    for c in TABLE_SCHEMAS[table].columns:
-        if c.derived and c.name not in have:
-            key = c.name.removeprefix(f"{c.derived}_")  # the sliced key it is derived from (storage/schemas.py)
-            select.append(f"CAST(json_extract({c.derived}, {_sql_str('$.' + key)}) AS VARCHAR[]) AS \"{c.name}\"")
+    for c in schema_of(TABLES[table]):
+        derived = derived_from(c)
+        if derived and c.name not in have:
+            key = c.name.removeprefix(f"{derived}_")  # the sliced key it is derived from (storage/schemas.py)
+            select.append(f"CAST(json_extract({derived}, {_sql_str('$.' + key)}) AS VARCHAR[]) AS \"{c.name}\"")
         elif c.name in have:
             select.append(f'"{c.name}"')
         else:
@@ -81,18 +83,18 @@ def _fallback_sql(con: duckdb.DuckDBPyConnection, store: Store, table: str) -> s
 
 def _empty_sql(table: str) -> str:
     # plain SQL, not a registered Arrow table: registering makes DuckDB import pandas (0.3 s of start-up)
-    cols = ", ".join(f'CAST(NULL AS {_DUCK_TYPES[c.type]}) AS "{c.name}"' for c in TABLE_SCHEMAS[table].columns)
+    cols = ", ".join(f'CAST(NULL AS {_DUCK_TYPES[c.type]}) AS "{c.name}"' for c in schema_of(TABLES[table]))
     return f'CREATE OR REPLACE VIEW "{table}" AS SELECT {cols} LIMIT 0'
 
 
 def _forms(store: Store) -> tuple[str, ...]:
     """Which kind of view each table gets now: over current files, a fallback over older ones, or empty."""
     return tuple("current" if store.has_current_schema(t) else
-                 "fallback" if any(store.table_dir(t).glob("**/*.parquet")) else "empty" for t in TABLE_SCHEMAS)
+                 "fallback" if any(store.table_dir(t).glob("**/*.parquet")) else "empty" for t in TABLES)
 
 
 def attach_views(con: duckdb.DuckDBPyConnection, store: Store) -> None:
-    for table in TABLE_SCHEMAS:  # a root nobody wrote to yet: a typed, empty relation
+    for table in TABLES:  # a root nobody wrote to yet: a typed, empty relation
         con.execute(_view_sql(store, table) or _fallback_sql(con, store, table) or _empty_sql(table))
 
 
@@ -122,7 +124,7 @@ def connect(store: Store) -> duckdb.DuckDBPyConnection:
 
 def _catalog_views(store: Store) -> dict[str, str]:
     store._ensure_schema_files()  # every table has a file, so every view is a glob over its folder
-    return {table: _view_sql(store, table) for table in TABLE_SCHEMAS}
+    return {table: _view_sql(store, table) for table in TABLES}
 
 
 def _fingerprint(sql: str) -> str:
@@ -197,8 +199,6 @@ def query(sql: str, store: Store) -> pa.Table:
     try:
         rel = con.sql(sql)
         if rel is None:  # a statement without a result (e.g. SET)
-            import pyarrow as pa
-
             return pa.table({})
         return rel.to_arrow_table()
     finally:
@@ -231,8 +231,8 @@ def query_rows(sql: str, store: Store, limit: int | None = None) -> Rows:
     """Run SQL against the catalog; its first ``limit`` rows (all: None) with the values ``query(...).to_pylist()``
     holds. Raises duckdb.Error on bad SQL.
 
-    Fetched by DuckDB's own conversion when every column's type converts as pyarrow's does: pyarrow is
-    imported (a third of `evosyn query`'s start-up) only for a result with a column of another type.
+    Fetched by DuckDB's own conversion when every column's type converts as pyarrow's does (no Arrow table is
+    built for them); through Arrow for a result with a column of another type.
     """
     con = connect(store)
     try:

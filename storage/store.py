@@ -24,20 +24,15 @@ import json
 import os
 import re
 from collections import defaultdict
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from storage.atomic import atomic_path, write_text
-from storage.schemas import check_generated, fingerprint
-from storage.table_schemas import TABLE_SCHEMAS
+from storage.records import TABLES, Record
+from storage.schemas import schema_fingerprint
 
-# Imported where used: a store opened to read (`evosyn query`) has its layout from storage/table_schemas.py,
-# and starts without pyarrow and pydantic (0.35 s); reading or writing rows imports them.
 if TYPE_CHECKING:
     import polars as pl
-
-    from storage.records import Record
 
 SCHEMA_FILE = "_schema.parquet"  # an older layout's schema file, in the table's folder (removed by `_migrate`)
 SCHEMA_DIR = Path("run_id=") / "round=0"  # see the module doc
@@ -66,20 +61,13 @@ def _read(path: Path, columns: list[str] | None = None):
         return f.read(columns=columns)
 
 
-@cache
-def _check_table_schemas() -> None:  # once per process: the generated file does not change while it runs
-    check_generated(TABLE_SCHEMAS)
-
-
 def _check_table(name: str) -> str:
-    if name not in TABLE_SCHEMAS:
-        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(sorted(TABLE_SCHEMAS))}")
+    if name not in TABLES:
+        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(sorted(TABLES))}")
     return name
 
 
 def table_for(name: str) -> type[Record]:
-    from storage.records import TABLES
-
     return TABLES[_check_table(name)]
 
 
@@ -113,17 +101,16 @@ class Store:
 
     def schema_path(self, table: str) -> Path:
         """The table's schema file for the current schema (present once every file of the table has it)."""
-        return self.table_dir(table) / SCHEMA_DIR / f"{fingerprint(TABLE_SCHEMAS[table])}.parquet"
+        return self.table_dir(table) / SCHEMA_DIR / f"{schema_fingerprint(TABLES[table])}.parquet"
 
     def has_current_schema(self, table: str) -> bool:
         return self.schema_path(table).is_file()
 
     def _stale_schema_files(self) -> list[str]:
-        return [name for name in TABLE_SCHEMAS if not self.has_current_schema(name)]
+        return [name for name in TABLES if not self.has_current_schema(name)]
 
     def _ensure_schema_files(self) -> None:
         """A schema file per table, every data file in the current schema (a migration, once per schema change)."""
-        _check_table_schemas()  # schema files are named from storage/table_schemas.py: it must describe the records
         if not self._stale_schema_files():
             return
         from storage.locks import store_lock
@@ -176,7 +163,7 @@ class Store:
         from storage.arrow import to_table
 
         model = type(records[0])
-        if model.table not in TABLE_SCHEMAS:
+        if model.table not in TABLES:
             raise TypeError(f"{model.__name__} is not a store record")
         groups: dict[tuple[str, int], list[Record]] = defaultdict(list)
         for rec in records:
@@ -202,7 +189,7 @@ class Store:
         """Remove every partition and completion marker of one run (used by tests and `--force` reruns)."""
         import shutil
 
-        parts = [self.table_dir(name) / f"run_id={_check_id('run_id', run_id)}" for name in TABLE_SCHEMAS]
+        parts = [self.table_dir(name) / f"run_id={_check_id('run_id', run_id)}" for name in TABLES]
         for part in [self.markers_dir / f"run_id={run_id}", *parts]:  # markers first: never a marker without data
             if part.exists():
                 shutil.rmtree(part)

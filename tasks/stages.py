@@ -22,7 +22,6 @@ import prefect
 
 from agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, Steering
 from agents.generator import GenerationError
-from agents.learners.collector import collector_paused
 from agents.planner import PlanError
 from agents.roles import Roles, build_roles, flush_calls, llm_roles
 from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
@@ -127,15 +126,11 @@ def chunks(items: list, size: int) -> list[list]:
 def _map(fn: Callable, items: list, roles: Roles, role: str) -> list:
     """``fn`` over items in order; LLM-backed roles run up to their ``max_concurrency`` calls at once.
 
-    Items run one after the other (an embedded role, CPU-bound) with the cyclic collector paused
-    (agents/learners/collector.py): its collections were 7-9% of a synthesis pass's CPU, and a chunk leaves
-    a few thousand objects in cycles (about 60 per blueprint), collected once the pause ends. Concurrent LLM
-    calls are not paused: a chunk of them can take minutes, and the collector is process-wide."""
+    Items run one after the other for an embedded role (CPU-bound: threads would only take turns)."""
     client = roles.clients.get(role)
     workers = client.limits.slots.limit if client is not None else 1
     if workers <= 1 or len(items) <= 1:
-        with collector_paused():
-            return [fn(x) for x in items]
+        return [fn(x) for x in items]
     with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
         return list(pool.map(fn, items))
 

@@ -5,7 +5,6 @@ import hashlib
 from dataclasses import dataclass
 
 from agents.learners.base import TaskAgent
-from agents.learners.collector import collector_paused
 from agents.user import ReactiveUser, device_results
 from agents.verifier import verify
 from envs.base import Domain
@@ -59,12 +58,11 @@ def evaluate(agent: TaskAgent, cases: list[TaskCase], domain: Domain, *, run_id:
              id_key: str = "") -> tuple[list[Evaluation], list[Trajectory]]:
     """``id_key``: as for ``run_episode``; without one the ids hash the run id and ``model_version``."""
     evaluations, trajectories = [], []
-    with collector_paused():  # see collector.py: full collections walked every object the process holds
-        for case in cases:
-            traj = run_episode(agent, case.task, domain, max_steps, model_version, id_key)
-            traj = traj.model_copy(update={"run_id": run_id, "round": round})
-            evaluations.append(evaluation(case, traj, task_set, id_key))
-            trajectories.append(traj)
+    for case in cases:
+        traj = run_episode(agent, case.task, domain, max_steps, model_version, id_key)
+        traj = traj.model_copy(update={"run_id": run_id, "round": round})
+        evaluations.append(evaluation(case, traj, task_set, id_key))
+        trajectories.append(traj)
     return evaluations, trajectories
 
 

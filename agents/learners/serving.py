@@ -3,28 +3,24 @@
 vLLM (``--enable-auto-tool-choice --tool-call-parser hermes``: the Qwen3 tool-call
 format) where it is installed beside LLaMA-Factory and a GPU is present;
 ``llamafactory-cli api`` (its Hugging Face engine, CPU or GPU) otherwise. The
-server listens on 127.0.0.1 on a free port, in its own process group, with its
-log next to the checkpoint; ``serving`` waits until ``/v1/models`` answers and
+server listens on 127.0.0.1 on a free port, in its own session (agents/servers.py), with
+its log next to the checkpoint; ``serving`` waits until ``/v1/models`` answers and
 stops the whole process tree when the block ends, also on an error.
 """
 from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-import psutil
 import yaml
 
+from agents import servers
 from agents.learners.llamafactory import TrainingError, find_cli, gpu_count, with_parent
+from agents.servers import ServerExited, ServerNotReady, free_port, http_ok, log_tail, wait_ready
 from storage import atomic
 from storage.config import LlamaFactoryConfig
 
@@ -55,12 +51,6 @@ def engine_for(lf: LlamaFactoryConfig, cli: str) -> str:
     return "vllm" if vllm_cli(cli) and gpu_count() > 0 else "llamafactory"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def command(engine: str, checkpoint: Path, lf: LlamaFactoryConfig, cli: str, port: int
             ) -> tuple[list[str], dict[str, str]]:
     """The server's argv and the environment it adds."""
@@ -79,40 +69,8 @@ def command(engine: str, checkpoint: Path, lf: LlamaFactoryConfig, cli: str, por
                                     "API_VERBOSE": "0"}
 
 
-def _stop(proc: subprocess.Popen, grace: float = 20.0) -> None:
-    try:
-        parent = psutil.Process(proc.pid)
-        tree = [parent, *parent.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return
-    for p in tree:
-        try:
-            p.terminate()
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(tree, timeout=grace)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-    proc.wait(timeout=grace)
-
-
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # our own server on 127.0.0.1: no proxy
-
-
-def _answers(url: str) -> bool:
-    try:
-        with _DIRECT.open(url, timeout=5.0) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _tail(path: Path, n: int = 1) -> str:
-    lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()] if path.exists() else []
-    return " | ".join(lines[-n:])[-300:] or "(no output)"
+def _tail(path: Path) -> str:
+    return log_tail(path, n=1, limit=300) or "(no output)"
 
 
 @contextmanager
@@ -125,20 +83,16 @@ def serving(checkpoint: Path, lf: LlamaFactoryConfig, cli: str | None = None) ->
     env = {**os.environ, "DISABLE_VERSION_CHECK": "1", "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost",
            **extra}
     base = f"http://127.0.0.1:{port}/v1"
-    with log.open("w") as fh:
-        proc = subprocess.Popen(with_parent(argv), stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    proc = servers.start(with_parent(argv), log, env=env, append=False)
     try:
-        deadline = time.monotonic() + lf.serve_timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise ServeError(f"{engine} server for {checkpoint} exited with {proc.returncode} before it "
-                                 f"answered ({_tail(log)}); see {log}")
-            if _answers(f"{base}/models"):
-                break
-            if time.monotonic() > deadline:
-                raise ServeError(f"{engine} server for {checkpoint} did not answer within {lf.serve_timeout_s:.0f}s "
-                                 f"(llamafactory.serve_timeout_s); see {log}")
-            time.sleep(1.0)
+        try:
+            wait_ready(proc, lambda: http_ok(f"{base}/models", timeout=5.0), lf.serve_timeout_s, interval=1.0)
+        except ServerExited as exc:
+            raise ServeError(f"{engine} server for {checkpoint} exited with {exc.returncode} before it "
+                             f"answered ({_tail(log)}); see {log}") from None
+        except ServerNotReady:
+            raise ServeError(f"{engine} server for {checkpoint} did not answer within {lf.serve_timeout_s:.0f}s "
+                             f"(llamafactory.serve_timeout_s); see {log}") from None
         yield Served(base, SERVED_NAME, engine, log)
     finally:
-        _stop(proc)
+        servers.stop(proc, grace=20.0)

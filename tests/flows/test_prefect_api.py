@@ -1,8 +1,8 @@
 """Which Prefect API a run uses (flows/prefect_api.py), and a temporary server start that is robust.
 
 Selection: PREFECT_API_URL when set (it must answer), else the server `evosyn up` recorded in
-<root>/services.json, else Prefect's temporary server, started with a timeout and one retry; a final
-failure is one line. The selection tests use a tiny HTTP server answering /health (enough to choose,
+<root>/services.json, else a temporary `prefect server start`, started with a timeout and one retry; a
+final failure is one line. The selection tests use a tiny HTTP server answering /health (enough to choose,
 not to run a flow); one test starts a real temporary server through the retry path and runs a real
 flow against it as the recorded server of a store root.
 """
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.prefect_api import PrefectApiError, ensure_prefect_api, start_ephemeral
+from agents.servers import alive
+from flows.prefect_api import PrefectApiError, ensure_prefect_api, start_temporary
 from flows.services import Service, save_state
 from tests.prefect_home import PREFECT_HOME
 
@@ -141,48 +142,44 @@ def test_a_dead_recorded_server_is_ignored(tmp_path, clean_env):
         ensure_prefect_api(root)
 
 
-def test_the_servers_environment_adds_only_what_the_user_left_unset(monkeypatch):
-    from flows.prefect_api import _server_env
+@pytest.fixture
+def counted_starts(monkeypatch):
+    """Every server process ``start_temporary`` launches (the real launch, recorded)."""
+    from agents import servers
 
-    monkeypatch.setenv("EVOSYN_TEST_SET_BY_USER", "mine")
-    monkeypatch.delenv("EVOSYN_TEST_UNSET", raising=False)
-    with _server_env({"EVOSYN_TEST_SET_BY_USER": "ours", "EVOSYN_TEST_UNSET": "ours"}):
-        assert (os.environ["EVOSYN_TEST_SET_BY_USER"], os.environ["EVOSYN_TEST_UNSET"]) == ("mine", "ours")
-    assert os.environ["EVOSYN_TEST_SET_BY_USER"] == "mine" and "EVOSYN_TEST_UNSET" not in os.environ
+    launched: list[subprocess.Popen] = []
+    real_start = servers.start
+
+    def counting_start(*args, **kwargs):
+        proc = real_start(*args, **kwargs)
+        launched.append(proc)
+        return proc
+
+    monkeypatch.setattr(servers, "start", counting_start)
+    return launched
 
 
-def test_the_callers_own_failure_beside_the_start_is_its_own_error(monkeypatch):
-    from prefect.server.api.server import SubprocessASGIServer
-
+def test_the_callers_own_failure_beside_the_start_is_its_own_error(clean_env, counted_starts):
     def broken_imports():
         raise ImportError("no module named evosyn_test_missing")
 
     with pytest.raises(ImportError, match="evosyn_test_missing"):
-        start_ephemeral(timeouts=(0.01, 0.01), meanwhile=broken_imports)
-    assert None not in SubprocessASGIServer._instances  # its server was stopped, not retried
+        start_temporary(timeouts=(60.0, 60.0), meanwhile=broken_imports)
+    assert len(counted_starts) == 1, "not retried"
+    assert counted_starts[0].poll() is not None  # its server was stopped
+    assert "PREFECT_API_URL" not in os.environ
 
 
-def test_a_start_that_times_out_is_retried_once_then_one_line(monkeypatch):
-    from prefect.server.api.server import SubprocessASGIServer
-
-    launched: list[subprocess.Popen] = []
-    real_launch = SubprocessASGIServer._run_uvicorn_command
-
-    def counting_launch(self):  # the real launch, counted
-        proc = real_launch(self)
-        launched.append(proc)
-        return proc
-
-    monkeypatch.setattr(SubprocessASGIServer, "_run_uvicorn_command", counting_launch)
+def test_a_start_that_times_out_is_retried_once_then_one_line(clean_env, counted_starts):
     t0 = time.monotonic()
     with pytest.raises(PrefectApiError) as err:
-        start_ephemeral(timeouts=(0.01, 0.01))  # no server answers within 10 ms
+        start_temporary(timeouts=(0.01, 0.01))  # no server answers within 10 ms
     msg = str(err.value)
-    assert len(launched) == 2, "one attempt and exactly one retry"
-    assert "2 attempts" in msg and "Timed out" in msg and "evosyn up" in msg and "\n" not in msg
-    for proc in launched:  # each slow server process was stopped, none is left behind
-        assert proc.poll() is not None
-    assert None not in SubprocessASGIServer._instances  # the next call starts afresh
+    assert len(counted_starts) == 2, "one attempt and exactly one retry"
+    assert "2 attempts" in msg and "not ready within 0.01s" in msg and "evosyn up" in msg and "\n" not in msg
+    for proc in counted_starts:  # each slow server process was stopped and reaped, none is left behind
+        assert proc.poll() is not None and not alive(proc.pid)
+    assert "PREFECT_API_URL" not in os.environ
     assert time.monotonic() - t0 < 60
 
 
@@ -218,44 +215,41 @@ def test_run_whose_temporary_server_never_starts_is_one_line_and_writes_nothing(
 
 
 PROBE = """
-import json, sys
+import json, os, sys
 from flows.prefect_api import ensure_prefect_api
 api = ensure_prefect_api(sys.argv[1])
 from prefect import flow
-from prefect.server.api.server import SubprocessASGIServer
 
 @flow(name=sys.argv[2])
 def probe(x: int) -> int:
     return x + 1
 
-print(json.dumps({"api": api, "result": probe(41), "own_server": None in SubprocessASGIServer._instances}))
+print(json.dumps({"api": api, "result": probe(41), "env": os.environ["PREFECT_API_URL"]}))
 """
 
 
-def test_retry_starts_a_real_server_and_a_run_uses_the_recorded_one(tmp_path, monkeypatch):
-    """A first attempt that fails, a retry that starts Prefect's real temporary server (the one the flow
-    engine reuses), then a second process whose store root records that server runs a real flow on it."""
-    from prefect.server.api.server import SubprocessASGIServer
+def test_retry_starts_a_real_server_and_a_run_uses_the_recorded_one(tmp_path, clean_env):
+    """A first attempt that fails, a retry that starts a real `prefect server start` (this process's flows then
+    use it), then a second process whose store root records that server runs a real flow on it."""
+    import psutil
 
-    monkeypatch.setenv("PREFECT_HOME", PREFECT_HOME)  # the migrated database the slow flow tests share
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    clean_env.setenv("PREFECT_HOME", PREFECT_HOME)  # the migrated database the slow flow tests share
     ran = []
-    api = start_ephemeral(timeouts=(0.01, 300.0), meanwhile=lambda: ran.append(1))
-    assert ran == [1]  # the caller's imports ran beside the first attempt, and only then
-    server = SubprocessASGIServer()  # what Prefect's own client calls: the same, running instance
+    server = start_temporary(timeouts=(0.01, 300.0), meanwhile=lambda: ran.append(1))
     try:
-        assert server.running and server.api_url == api
+        api = server.api
+        assert ran == [1]  # the caller's imports ran beside the first attempt, and only then
+        assert os.environ["PREFECT_API_URL"] == api  # what this process's flows (and any child) use
         with urllib.request.urlopen(f"{api}/health", timeout=10) as resp:
             assert resp.status == 200
-        import psutil
-
-        # the temporary server runs without the automation services; this process's environment is untouched
-        assert psutil.Process(server.server_process.pid).environ()["PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED"] == \
-            "false"
+        # the temporary server runs without the automation services and the UI; the user's settings win
+        env = psutil.Process(server.proc.pid).environ()
+        assert env["PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED"] == "false" and env["PREFECT_SERVER_UI_ENABLED"] == "false"
+        assert env["PREFECT_SERVER_ANALYTICS_ENABLED"] == os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"]
         assert "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED" not in os.environ
         root = tmp_path / "root"
         root.mkdir()
-        save_state(root, {"prefect": Service("prefect", server.server_process.pid, server.address, "p.log")})
+        save_state(root, {"prefect": Service("prefect", server.proc.pid, api.removesuffix("/api"), str(server.log))})
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
         name = f"evosyn-api-probe-{uuid.uuid4().hex[:8]}"
@@ -263,7 +257,7 @@ def test_retry_starts_a_real_server_and_a_run_uses_the_recorded_one(tmp_path, mo
                               text=True, timeout=300, cwd=tmp_path, check=False)
         assert done.returncode == 0, done.stderr[-3000:]
         out = json.loads(done.stdout.strip().splitlines()[-1])
-        assert out == {"api": api, "result": 42, "own_server": False}
+        assert out == {"api": api, "result": 42, "env": api}
         req = urllib.request.Request(f"{api}/flow_runs/filter", method="POST", headers={"Content-Type": "application/json"},
                                      data=json.dumps({"flows": {"name": {"any_": [name]}}}).encode())
         with urllib.request.urlopen(req, timeout=10) as resp:
@@ -271,3 +265,27 @@ def test_retry_starts_a_real_server_and_a_run_uses_the_recorded_one(tmp_path, mo
         assert [r["state_type"] for r in runs] == ["COMPLETED"]  # the run is in the recorded server
     finally:
         server.stop()
+    assert not alive(server.proc.pid) and not server.log.parent.exists()
+
+
+def test_a_temporary_server_dies_with_the_process_that_started_it(tmp_path):
+    """SIGKILLed, a command cannot stop its server: the server is told by the kernel (its own session would
+    otherwise keep it running)."""
+    import psutil
+
+    code = ("import sys; from flows.prefect_api import start_temporary; s = start_temporary(); "
+            "print(s.proc.pid, flush=True); import time; time.sleep(600)")
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update({"PREFECT_HOME": PREFECT_HOME,
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
+    cmd = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        pid = int(cmd.stdout.readline())
+        assert alive(pid) and "prefect" in " ".join(psutil.Process(pid).cmdline())
+    finally:
+        cmd.kill()
+        cmd.wait()
+    deadline = time.monotonic() + 30
+    while alive(pid) and time.monotonic() < deadline:  # SIGTERM, then uvicorn's shutdown
+        time.sleep(0.1)
+    assert not alive(pid)

@@ -39,7 +39,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, clean, kill):
     home = tmp_path / "killed"
     env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME, ENV: kill,
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
-    # its own session: the ephemeral Prefect server it started outlives a SIGKILL, and is reaped here
+    # its own session, reaped here (the temporary Prefect server it started dies with it: flows/prefect_api.py)
     p = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg)], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:

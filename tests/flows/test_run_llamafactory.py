@@ -28,8 +28,8 @@ RECIPE = {"bf16": False, "flash_attn": "disabled", "cutoff_len": 1024, "max_step
 
 
 def evosyn(home, *args, fault: str | None = None) -> subprocess.CompletedProcess:
-    """The CLI in its own session, its output in files: the temporary Prefect server a SIGKILLed run started
-    outlives it (holding any pipe it inherited) and is reaped here with the session."""
+    """The CLI in its own session, its output in files, reaped here with the session (the temporary Prefect server
+    a SIGKILLed run started dies with it: flows/prefect_api.py)."""
     env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME, "NO_PROXY": "*",
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
     env.pop("MLFLOW_TRACKING_URI", None)

@@ -1,4 +1,5 @@
-"""Process bookkeeping of `evosyn up` / `down`, on real processes (the full stack: test_e2e_ui.py)."""
+"""Process bookkeeping of `evosyn up` / `down`, on real processes (the full stack: test_e2e_ui.py; the process
+helper itself: tests/agents/test_servers.py)."""
 from __future__ import annotations
 
 import socket
@@ -47,19 +48,6 @@ def test_stop_ends_the_whole_tree(tmp_path):
     assert not [p for p in procs if alive(p)] and not family({proc.pid})
 
 
-def test_an_exited_unreaped_child_is_not_alive():
-    import psutil
-
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    deadline = time.monotonic() + 10
-    while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:  # exited, not yet waited for
-        assert time.monotonic() < deadline, "the child did not exit"
-        time.sleep(0.05)
-    assert not alive(proc.pid) and proc.pid not in family({proc.pid})
-    proc.wait(timeout=5)
-    assert not alive(proc.pid) and not alive(-1)
-
-
 def test_down_stops_recorded_services_and_forgets_them(tmp_path):
     procs = [spawn_tree(), spawn_tree()]
     save_state(tmp_path, {"mlflow": Service("mlflow", procs[0].pid, "http://127.0.0.1:1", "m.log"),
@@ -91,25 +79,30 @@ def test_pools_without_an_online_worker_are_named_with_the_command_that_starts_o
     from prefect.client.orchestration import SyncPrefectClient
     from prefect.client.schemas.actions import WorkPoolCreate
 
-    from flows.prefect_api import start_ephemeral
+    from flows.prefect_api import start_temporary
 
     # the migrated database the slow flow tests share (tests/flows/test_prefect_api.py)
     monkeypatch.setenv("PREFECT_HOME", PREFECT_HOME)
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    api = start_ephemeral()
+    monkeypatch.setenv("PREFECT_API_URL", "")  # recorded, so that the URL start_temporary sets goes at the end
+    monkeypatch.delenv("PREFECT_API_URL")
+    server = start_temporary()
+    api = server.api
     tag = uuid.uuid4().hex[:8]  # the database is shared: names of this test only
     busy, idle, absent = f"busy-{tag}", f"idle-{tag}", f"absent-{tag}"
-    with SyncPrefectClient(api) as client:
-        for name in (busy, idle):
-            client.create_work_pool(WorkPoolCreate(name=name, type="process"))
-        client.send_worker_heartbeat(busy, f"worker-{tag}", heartbeat_interval_seconds=60)
-        try:
-            assert pools_without_worker(api, (busy, idle, absent)) == {
-                idle: "no worker", absent: "not created yet (`evosyn deploy` creates it)"}
-            assert pools_without_worker(api, ()) == {}
-        finally:
+    try:
+        with SyncPrefectClient(api) as client:
             for name in (busy, idle):
-                client.delete_work_pool(name)
+                client.create_work_pool(WorkPoolCreate(name=name, type="process"))
+            client.send_worker_heartbeat(busy, f"worker-{tag}", heartbeat_interval_seconds=60)
+            try:
+                assert pools_without_worker(api, (busy, idle, absent)) == {
+                    idle: "no worker", absent: "not created yet (`evosyn deploy` creates it)"}
+                assert pools_without_worker(api, ()) == {}
+            finally:
+                for name in (busy, idle):
+                    client.delete_work_pool(name)
+    finally:
+        server.stop()
     hint = worker_hint("gpu", "no worker", api)
     assert hint.startswith("pool gpu: no worker; runs of sft-train (training per round) wait until a worker polls it") and "a GPU machine" in hint
     assert f"`PREFECT_API_URL={api} prefect worker start --pool gpu --type process`" in hint
