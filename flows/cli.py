@@ -1,7 +1,8 @@
 """The `evosyn` command line: the entry point, with the store commands (config, query).
 
 Importing this module attaches every command module's commands to ``main``
-(flows/cli_app.py), so ``--help`` lists them all.
+(flows/cli_app.py), so ``--help`` lists them all; ``evosyn bench`` comes from
+the ``benchmarks`` layer through the ``evosyn.commands`` entry point.
 """
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import sys
 
 import click
 
-from flows import (cli_envs, cli_faults, cli_learn, cli_learning, cli_llm, cli_query, cli_run,  # noqa: F401
-                   cli_services, cli_synth, cli_testsets, cli_view)
+from flows import cli_envs, cli_learn, cli_run, cli_services, cli_synth, cli_testsets, cli_view  # noqa: F401
 from flows.cli_app import PATH, UserError, main
 from flows.inputs import store_from
 

@@ -1,8 +1,11 @@
-"""The `evosyn` command group and what every command module shares: the group, `bench`, `UserError`, `PATH`.
+"""The `evosyn` command group and what every command module shares: the group, `UserError`, `PATH`.
 
 Command modules (``flows/cli_*.py``) import this module and attach their
-commands to ``main`` / ``bench``; the entry point ``flows/cli.py`` imports them
-all. Nothing here imports a command module, so the imports point one way.
+commands to ``main``; the entry point ``flows/cli.py`` imports them all.
+Nothing here imports a command module, so the imports point one way. Layers
+above ``flows`` (``benchmarks``: ``evosyn bench``) attach their groups through
+the ``evosyn.commands`` entry points (pyproject.toml), so ``flows`` never
+imports them.
 """
 from __future__ import annotations
 
@@ -24,7 +27,49 @@ class UserError(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+ENTRY_POINTS = "evosyn.commands"
+
+
+class RootGroup(click.Group):
+    """The root group: its own commands, plus those installed under the ``evosyn.commands`` entry points.
+
+    The entry points are read only when a name is not one of the group's own (or for ``--help``), so a
+    command such as ``evosyn query`` does not pay for scanning the installed distributions.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: dict[str, click.Command] = {}  # an entry point's command once loaded (and maybe added)
+
+    def _attached(self) -> dict:
+        from importlib.metadata import entry_points
+
+        found = {}
+        for ep in entry_points(group=ENTRY_POINTS):
+            # a name of the group's own, unless it is this entry point's command, added after loading it
+            taken = ep.name in self.commands and self.commands[ep.name] is not self._loaded.get(ep.name)
+            if taken or found.get(ep.name, ep).value != ep.value:
+                raise click.ClickException(f"entry point {ENTRY_POINTS}:{ep.name} ({ep.value}): the name is taken "
+                                           f"(evosyn's own: {', '.join(sorted(self.commands))})")
+            found[ep.name] = ep
+        return found
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._attached()})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        own = super().get_command(ctx, name)
+        if own is not None:
+            return own
+        ep = self._attached().get(name)
+        if ep is None:
+            return None
+        if name not in self._loaded:
+            self._loaded[name] = ep.load()
+        return self._loaded[name]
+
+
+@click.group(cls=RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", type=PATH, envvar="EVOSYN_HOME", help="Store root (default ./.evosyn, env EVOSYN_HOME).")
 @click.pass_context
 def main(ctx: click.Context, home: str | None) -> None:
@@ -37,8 +82,3 @@ def main(ctx: click.Context, home: str | None) -> None:
     except ConfigError as exc:
         raise UserError(str(exc)) from None
     ctx.obj = {"home": home}
-
-
-@main.group()
-def bench() -> None:
-    """Benchmarks: print a table and write JSON (bench-results/ by default)."""

@@ -1,11 +1,11 @@
-"""`evosyn envs …`, `evosyn verify`, `evosyn bench verify`."""
+"""`evosyn envs …` and `evosyn verify`."""
 from __future__ import annotations
 
 from collections import Counter
 
 import click
 
-from flows.cli_app import PATH, UserError, bench, main
+from flows.cli_app import UserError, main
 from flows.render import print_table
 
 
@@ -83,24 +83,3 @@ def verify(domain: str, official: bool, split: str) -> None:
     if failures:
         print_table("failed", ["task", "reward", "reasons"], failures)
         raise SystemExit(1)
-
-
-@bench.command("verify")
-@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
-@click.option("--split", default="base", show_default=True)
-@click.option("--limit", type=int, default=None, help="Only the first N tasks with gold actions.")
-@click.option("--output", type=PATH, default=None)
-def bench_verify(domain: str, split: str, limit: int | None, output: str | None) -> None:
-    """Our verifier vs tau2's evaluator per task (CPU and wall), with the replay floor beside."""
-    from benchmarks.common import write_json
-    from benchmarks.verify import rows, run
-    from flows.inputs import bench_output, writing
-
-    domain = _domain(domain).name
-    target = bench_output(f"verify-{domain}", output)
-    result = run(domain, split, limit)
-    print_table(f"verify benchmark: {domain}/{split}, {result['tasks']} tasks "
-                f"({result['agreeing_rewards']} rewards agree with tau2)",
-                ["verifier", "CPU per task", "wall per task", "vs tau2 (CPU)"], rows(result))
-    with writing(target, "--output"):
-        click.echo(f"wrote {write_json(f'verify-{domain}', result, target)}")

@@ -1,11 +1,11 @@
-"""`evosyn train`, `evosyn evaluate`, `evosyn export`, `evosyn bench learner`."""
+"""`evosyn train`, `evosyn evaluate` and `evosyn export`."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
 
-from flows.cli_app import PATH, UserError, bench, main
+from flows.cli_app import PATH, UserError, main
 from flows.inputs import store_from
 from flows.render import print_table
 from storage import atomic
@@ -283,59 +283,3 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
         atomic.write_json(out / "tasks.json", tau2_tasks(sorted(tasks, key=lambda t: t.task_id)), indent=1)
         n = len(tasks)
     return n, dropped
-
-
-@bench.command("learner")
-@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
-@click.option("--sizes", default="0,250,500,1000,2000", show_default=True)
-@click.option("--test-size", type=int, default=200, show_default=True)
-@click.option("--ablation-size", type=int, default=1000, show_default=True,
-              help="Training-set size of the multi-write ablation (0 skips it).")
-@click.option("--output", type=PATH, default=None)
-@click.pass_context
-def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: int, output: str | None) -> None:
-    """Learning curve of the embedded learner, and the multi-write ablation, on the fixed test set."""
-    from benchmarks.common import write_json
-    from benchmarks.learner import multi_write_ablation, run
-    from flows.inputs import bench_output, check_domain, writing
-
-    domain = check_domain(domain, generator=True)
-    target = bench_output(f"learner-{domain}", output)
-    store = store_from(ctx)
-    from tasks.testset import test_cases
-
-    cases = test_cases(store, domain, n=test_size)
-    if not cases:
-        raise UserError(f"--test-size {test_size}: the {domain} generator built no official-matched test task "
-                        "(raise --test-size)")
-    result = run(store, domain, [int(s) for s in sizes.split(",")], test_size, cases=cases)
-    buckets = ["0", "1", "2", "3-4", "5+"]
-    def per(v: float | None) -> str:
-        return "" if v is None else f"{v:.1f}"
-
-    print_table(f"embedded learner on {domain}: test-set success ({result['test_tasks']} tasks)",
-                ["train size", "success", *[f"nw={b}" for b in buckets], "train s", "eval s", "train CPU s",
-                 "CPU ms/trained traj", "CPU ms/evaluated task"],
-                [[r["size"], f"{r['success']:.3f}", *[r["by_num_write"].get(b, "") for b in buckets],
-                  f"{r['train_seconds']:.1f}", f"{r['eval_seconds']:.1f}", f"{r['train_cpu_seconds']:.1f}",
-                  per(r["train_cpu_ms_per_trajectory"]), per(r["eval_cpu_ms_per_task"])] for r in result["curve"]])
-    big = result["largest"]
-    click.echo(f"training {big['size']} trajectories: {big['train_cpu_seconds']:.1f} s CPU "
-               f"({per(big['train_cpu_ms_per_trajectory'])} ms each); evaluation {per(big['eval_cpu_ms_per_task'])} "
-               "ms CPU per task")
-    phases = big["train_cpu_by_phase"].items()
-    click.echo("  its training CPU by phase: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases))
-    if big["train_sgd_by_model"]:
-        click.echo("  its sgd by model: " + "; ".join(
-            f"{k} {m['cpu_seconds']:.1f} s ({m['rows']:,} rows, {m['nonzeros']:,} nonzeros, {m['classes']} classes)"
-            for k, m in big["train_sgd_by_model"].items()))
-    if ablation_size:
-        result.update(multi_write_ablation(store, domain, ablation_size, test_size))
-        print_table(f"multi-write ablation ({ablation_size} training tasks each)",
-                    ["training data", "multi-write share", "success", "success on 3+ writes",
-                     *[f"nw={b}" for b in buckets]],
-                    [[r["train"], f"{r['multi_write_share']:.2f}", f"{r['success']:.3f}",
-                      f"{r['success_3plus_writes']:.3f} (n={r['tasks_3plus_writes']})",
-                      *[r["by_num_write"].get(b, "") for b in buckets]] for r in result["ablation"]])
-    with writing(target, "--output"):
-        click.echo(f"wrote {write_json(f'learner-{domain}', result, target)}")

@@ -1,4 +1,4 @@
-"""`evosyn synth` and `evosyn bench synth`."""
+"""`evosyn synth`."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from flows.cli_app import PATH, UserError, bench, main
+from flows.cli_app import PATH, UserError, main
 from flows.inputs import store_from
 from flows.render import print_table
 
@@ -150,55 +150,3 @@ def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: s
                     [key, "requested", "generated", "realized", "kept"], [list(r) for r in rows])
         click.echo(f"{key}: {exact}/{requested} requests exact ({exact / max(requested, 1):.1%}; a blueprint that "
                    f"became no task is a miss), {exact}/{generated} generated exact")
-
-
-@bench.command("synth")
-@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
-@click.option("--n", "n", type=click.IntRange(1, 1_000_000), default=500, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--output", type=PATH, default=None)
-@click.pass_context
-def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None:
-    """Verified tasks per second end to end, with a per-stage time breakdown."""
-    import time
-
-    from benchmarks.common import write_json
-    from flows.inputs import bench_output, check_domain, writing
-
-    domain = check_domain(domain, generator=True)
-    target = bench_output(f"synth-{domain}", output)
-    import tasks.synthesis  # noqa: F401 - start-up (imports), not synthesis: before the clocks start
-
-    from envs.packs import get_domain
-
-    run_id = f"bench-synth-s{seed}"
-    store_from(ctx).delete_run(run_id)  # the last benchmark's pass (setup, not synthesis): all of it is computed
-    # the domain's environment (tau2's modules and its DB), loaded once per process whatever N is: timed apart
-    t0, c0 = time.perf_counter(), time.process_time()
-    get_domain(domain)
-    load, load_cpu = time.perf_counter() - t0, time.process_time() - c0
-    t0, c0 = time.perf_counter(), time.process_time()
-    run_id, result, _ = run_synth(ctx, domain, n, seed, None, run_id)
-    total, cpu = time.perf_counter() - t0, time.process_time() - c0
-    stages, stage_cpu = dict(result.seconds), dict(result.cpu)
-    kept = max(len(result.kept), 1)
-    per_task = sum(stage_cpu.get(k, 0.0) for k in ("generate", "rollout", "verify")) / kept
-    payload = {"domain": domain, "blueprints": len(result.blueprints), "verified": len(result.kept),
-               "seconds": total, "cpu_seconds": cpu, "verified_per_second": len(result.kept) / total,
-               # counts the domain's load, as it did before the load was timed apart (then inside the design stage)
-               "cpu_ms_per_verified": 1000 * (cpu + load_cpu) / kept,
-               "cpu_ms_per_verified_without_domain_load": 1000 * cpu / kept,
-               "item_cpu_ms_per_verified": 1000 * per_task, "stages": stages, "stage_cpu": stage_cpu,
-               "domain_load_seconds": load, "domain_load_cpu_seconds": load_cpu}
-    print_table(f"synthesis benchmark: {domain}, {n} blueprints, seed {seed}",
-                ["stage", "seconds", "share", "CPU s", "CPU ms per verified task"],
-                [[k, f"{v:.2f}", f"{v / total:.0%}", f"{stage_cpu.get(k, 0.0):.2f}",
-                  f"{1000 * stage_cpu.get(k, 0.0) / kept:.2f}"] for k, v in stages.items()]
-                + [["total", f"{total:.2f}", "100%", f"{cpu:.2f}", f"{1000 * cpu / kept:.2f}"],
-                   ["domain load (once per process, not in the total)", f"{load:.2f}", "", f"{load_cpu:.2f}",
-                    f"{1000 * load_cpu / kept:.2f}"]])
-    click.echo(f"verified: {len(result.kept)} ({len(result.kept) / total:.1f} verified tasks/s; "
-               f"{1000 * (cpu + load_cpu) / kept:.2f} ms CPU per verified task with the domain's load, "
-               f"{1000 * cpu / kept:.2f} ms without it, {1000 * per_task:.2f} ms in generate, rollout and verify)")
-    with writing(target, "--output"):
-        click.echo(f"wrote {write_json(f'synth-{domain}', payload, target)}")

@@ -1,9 +1,9 @@
-"""`evosyn testsets` (build or show a domain's fixed test sets) and `evosyn bench testsets` (their build time)."""
+"""`evosyn testsets`: build or show a domain's fixed test sets."""
 from __future__ import annotations
 
 import click
 
-from flows.cli_app import PATH, bench, main
+from flows.cli_app import main
 from flows.inputs import store_from
 from flows.render import print_table
 
@@ -48,40 +48,3 @@ def testsets(ctx, domain: str | None, n: int) -> None:
     for kind in KINDS:
         test_cases(store, domain, n=n, kind=kind)
         show(test_set_report(store, domain, n=n, kind=kind))
-
-
-@bench.command("testsets")
-@click.option("--domain", default=None, help="A domain pack (default: the default pack).")
-@click.option("--n", "n", type=click.IntRange(1, 10_000), default=300, show_default=True)
-@click.option("--output", type=PATH, default=None)
-@click.pass_context
-def bench_testsets(ctx, domain: str | None, n: int, output: str | None) -> None:
-    """Build time (CPU and wall) of both test sets from scratch, their sizes, TV distances and marginals."""
-    import time
-
-    from benchmarks.common import write_json
-    from flows.inputs import bench_output, check_domain, writing
-    from tasks.testset import KINDS, test_cases, test_set_report, test_set_run_id
-    from tasks.testset_targets import official_cells
-
-    domain = check_domain(domain, generator=True)
-    target = bench_output(f"testsets-{domain}", output)
-    store = store_from(ctx)
-    official_cells(domain)  # the official replay is cached per process: timed once, apart
-    payload: dict = {"domain": domain, "n": n, "sets": {}}
-    rows = []
-    for kind in KINDS:
-        store.delete_run(test_set_run_id(domain, n=n, kind=kind))  # the last benchmark's set: all of it is built
-        t0, c0 = time.perf_counter(), time.process_time()
-        cases = test_cases(store, domain, n=n, kind=kind)
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        report = test_set_report(store, domain, n=n, kind=kind)
-        payload["sets"][kind] = {"tasks": len(cases), "seconds": wall, "cpu_seconds": cpu, "report": report}
-        tv = (f"{report['tv']:.3f} ({report['tv_realizable']:.3f} realizable)" if kind != "uniform"
-              else f"num_write {report['tv_from_uniform'].get('num_write', float('nan')):.3f}")
-        rows.append([kind, len(cases), report["attempts"], f"{cpu:.1f}", f"{wall:.1f}", tv])
-    print_table(f"test sets: {domain}, n={n}", ["set", "tasks", "blueprints tried", "CPU s", "wall s", "TV"], rows)
-    for kind in KINDS:
-        show(payload["sets"][kind]["report"])
-    with writing(target, "--output"):
-        click.echo(f"wrote {write_json(f'testsets-{domain}', payload, target)}")

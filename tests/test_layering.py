@@ -1,8 +1,8 @@
-"""Imports point one way: storage <- envs <- agents <- domains <- tasks <- flows."""
+"""Imports point one way: storage <- envs <- agents <- domains <- tasks <- flows <- benchmarks."""
 import ast
 from pathlib import Path
 
-LAYERS = ["storage", "envs", "agents", "domains", "tasks", "flows"]
+LAYERS = ["storage", "envs", "agents", "domains", "tasks", "flows", "benchmarks"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -17,14 +17,19 @@ def imported_packages(path: Path) -> set[str]:
     return names
 
 
-def test_no_import_points_right():
+def wrong_way(root: Path) -> list[str]:
     wrong = []
     for rank, layer in enumerate(LAYERS):
         forbidden = set(LAYERS[rank + 1:])
-        for path in (ROOT / layer).rglob("*.py"):
+        for path in sorted((root / layer).rglob("*.py")):
             bad = imported_packages(path) & forbidden
             if bad:
-                wrong.append(f"{path.relative_to(ROOT)} imports {sorted(bad)}")
+                wrong.append(f"{path.relative_to(root)} imports {sorted(bad)}")
+    return wrong
+
+
+def test_no_import_points_right():
+    wrong = wrong_way(ROOT)
     assert not wrong, "\n".join(wrong)
 
 
@@ -32,3 +37,12 @@ def test_the_check_sees_a_violation(tmp_path):
     bad = tmp_path / "m.py"
     bad.write_text("from flows.cli import main\nimport agents.x\n")
     assert imported_packages(bad) == {"flows", "agents"}
+
+
+def test_flows_importing_benchmarks_is_a_violation(tmp_path):
+    """benchmarks is the top layer: even a lazy import of it from flows (inside a function) is refused."""
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "flows" / "cli.py").write_text("def bench():\n    from benchmarks.common import write_json\n")
+    (tmp_path / "benchmarks" / "cli.py").write_text("from flows.cli_app import main\n")  # downward: fine
+    assert wrong_way(tmp_path) == ["flows/cli.py imports ['benchmarks']"]

@@ -330,6 +330,15 @@ def attach_cli() -> None:
     """Import the module the ``evosyn`` console script runs, so every command is attached to the root group."""
     (entry,) = [ep for ep in metadata.entry_points(group="console_scripts") if ep.name == "evosyn"]
     importlib.import_module(entry.module)
+    # the root lists the groups other layers attach through entry points (`evosyn bench`) only on demand, and
+    # mkdocs-click reads a group's `commands` when it has any: put every listed command there
+    import click
+
+    from flows.cli_app import main
+
+    ctx = click.Context(main)
+    for name in main.list_commands(ctx):
+        main.add_command(main.get_command(ctx, name), name)
 
 
 def on_config(config):

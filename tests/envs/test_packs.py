@@ -12,6 +12,8 @@ from envs.packs import DomainPack, UnknownDomain, default_domain, get_domain, ge
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ("storage", "envs", "agents", "tasks", "flows", "benchmarks", "deployments")
 DOMAIN_WORDS = re.compile(r"airline|retail|telecom", re.I)
+# measurements taken on a named domain, and the page written from them: data, not code
+RECORDED = (ROOT / "benchmarks" / "results", ROOT / "benchmarks" / "RESULTS.md")
 
 
 def test_known_domains():
@@ -64,6 +66,8 @@ def test_no_core_module_names_a_domain():
     hits = []
     for layer in CORE:
         for path in sorted((ROOT / layer).rglob("*")):
+            if any(path == r or r in path.parents for r in RECORDED):
+                continue
             if path.suffix in (".py", ".md", ".json", ".yaml", ".yml", ".jinja", ".txt") and path.is_file():
                 for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
                     if DOMAIN_WORDS.search(line):

@@ -1,5 +1,3 @@
-import json
-
 from tests.flows.test_cli import evosyn
 
 
@@ -23,11 +21,3 @@ def test_verify_official_airline(tmp_path):
     assert "│ passed  │ 43" in out.stdout and "│ skipped │ 7" in out.stdout
     for tid in ("0", "10", "26", "28", "31", "34", "46"):
         assert f"│ {tid} " in out.stdout
-
-
-def test_bench_verify_writes_json(tmp_path):
-    target = tmp_path / "bench.json"
-    out = evosyn("bench", "verify", "--domain", "airline", "--limit", "3", "--output", str(target), home=tmp_path)
-    assert out.returncode == 0, out.stderr
-    data = json.loads(target.read_text())
-    assert data["tasks"] == 3 and data["agreeing_rewards"] == 3 and data["speedup"] > 1

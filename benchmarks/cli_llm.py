@@ -5,11 +5,11 @@ import os
 
 import click
 
-from flows.cli_app import PATH, UserError, bench
+from flows.cli_app import PATH, UserError
 from flows.render import print_table
 
 
-@bench.command("llm")
+@click.command("llm")
 @click.option("--calls", type=click.IntRange(1), default=200, show_default=True)
 @click.option("--concurrency", default="8,32", show_default=True,
               help="Concurrencies to measure, comma-separated (each with its own server and cache).")

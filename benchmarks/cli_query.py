@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from flows.cli_app import PATH, bench
+from flows.cli_app import PATH
 from flows.render import print_table
 
 
-@bench.command("query")
+@click.command("query")
 @click.option("--rows", "n_rows", type=click.IntRange(1), default=1_000_000, show_default=True)
 @click.option("--runs", type=click.IntRange(8), default=50, show_default=True, help="Runs (partitions: runs x rounds).")
 @click.option("--rounds", type=click.IntRange(1), default=3, show_default=True)

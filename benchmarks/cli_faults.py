@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from flows.cli_app import bench
+from flows.cli_app import UserError
 from flows.render import print_table
 
 AREAS = ("kill", "fuzz", "llm", "concurrent")
 
 
-@bench.command("faults")
+@click.command("faults")
 @click.option("--only", multiple=True, type=click.Choice(AREAS), help="Run only these areas (repeatable).")
 @click.option("--fuzz-replies", type=click.IntRange(1), default=3000, show_default=True)
 @click.option("--workdir", type=click.Path(file_okay=False), default=None,
@@ -22,8 +22,6 @@ def bench_faults(only: tuple[str, ...], fuzz_replies: int, workdir: str | None, 
 
     from benchmarks.common import write_json
     from benchmarks.faults import run
-    from flows.cli_app import UserError
-
     from flows.inputs import bench_output, check_output, writing
 
     out = bench_output("faults", output)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from flows.cli_app import PATH, UserError, bench
+from flows.cli_app import PATH, UserError
 from flows.render import print_table
 
 
@@ -69,7 +69,7 @@ def _print_slices(found: dict, pct: int) -> None:
                    f"({u['n_tasks']} tasks, {u['share']:.0%} of the set)")
 
 
-@bench.command("learning")
+@click.command("learning")
 @click.option("--domain", default=None, help="A domain pack (default: the default pack).")
 @click.option("--seeds", default="0-4", show_default=True, help="LO-HI (inclusive), one seed, or a list: 0,2,5.")
 @click.option("--arms", default="evosyn,static,no_feedback", show_default=True,
@@ -124,7 +124,7 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
         click.echo(f"wrote {write_json(f'learning-{domain}', no_nan(result), target)}")
 
 
-@bench.command("discovery")
+@click.command("discovery")
 @click.option("--domain", default=None, help="A domain pack (default: the default pack).")
 @click.option("--seeds", default="0-2", show_default=True, help="LO-HI (inclusive), one seed, or a list: 0,2,5.")
 @click.option("--gap", "gaps", multiple=True, metavar="PROPERTY=BUCKET",
