@@ -116,10 +116,10 @@ def make_app(respond: Responder, *, mean_latency_s: float, sigma: float = 0.5, r
     return app
 
 
-async def serve(app: web.Application, ready) -> None:
+async def serve(app: web.Application, ready, port: int = 0) -> None:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
     await site.start()
     ready(runner.addresses[0][1])
     try:
@@ -134,12 +134,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sigma", type=float, default=0.5, help="the lognormal's shape (0: a fixed latency)")
     ap.add_argument("--rpm", type=int, default=0, help="requests a minute before 429s (0: no limit)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--port", type=int, default=0, help="the port to listen on (0: a free one, printed)")
     ap.add_argument("--responder", required=True, help="module:function answering each request")
     args = ap.parse_args(argv)
     app = make_app(_load(args.responder), mean_latency_s=args.latency, sigma=args.sigma, rpm=args.rpm or None,
                    seed=args.seed)
     try:
-        asyncio.run(serve(app, ready=lambda port: print(f"PORT {port}", flush=True)))
+        asyncio.run(serve(app, ready=lambda port: print(f"PORT {port}", flush=True), port=args.port))
     except KeyboardInterrupt:
         pass
 

@@ -25,7 +25,6 @@ import asyncio
 import heapq
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from agents import servers
 
 
 # ---------------------------------------------------------------- a Planner-shaped output (mirrors a Blueprint)
@@ -84,29 +85,30 @@ def planner_messages(i: int) -> list[dict[str, str]]:
 
 # ---------------------------------------------------------------- the server, in its own process
 class _ServerProcess:
-    def __init__(self, latency_s: float, sigma: float, rpm: int, seed: int):
+    """The provider-like server in a process of its own (the client's event loop must not share its CPU with the
+    server's), run through ``agents.servers`` like every server the project starts."""
+
+    def __init__(self, latency_s: float, sigma: float, rpm: int, seed: int, log: Path):
         root = str(Path(__file__).resolve().parents[1])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.limited_llm_server", "--latency", str(latency_s), "--sigma",
-             str(sigma), "--rpm", str(rpm), "--seed", str(seed), "--responder", "benchmarks.llm:planner_reply"],
-            stdout=subprocess.PIPE, env=env, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("PORT "):
+        self.port = servers.free_port()
+        self.proc = servers.start(
+            [sys.executable, "-m", "benchmarks.limited_llm_server", "--port", str(self.port), "--latency",
+             str(latency_s), "--sigma", str(sigma), "--rpm", str(rpm), "--seed", str(seed),
+             "--responder", "benchmarks.llm:planner_reply"], log, env=env, append=False, die_with_parent=True)
+        try:
+            servers.wait_ready(self.proc, lambda: servers.http_ok(f"http://{servers.HOST}:{self.port}/stats"),
+                               timeout=60, interval=0.1)
+        except (servers.ServerExited, servers.ServerNotReady) as exc:
             self.close()
-            raise RuntimeError(f"the LLM server did not start (said {line!r})")
-        self.port = int(line.split()[1])
+            raise RuntimeError(f"the LLM server did not start ({exc}): {servers.log_tail(log)}") from None
 
     def stats(self) -> dict[str, Any]:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as resp:
+        with urllib.request.urlopen(f"http://{servers.HOST}:{self.port}/stats", timeout=10) as resp:
             return json.loads(resp.read())
 
     def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        servers.stop(self.proc, grace=10)
 
 
 MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "openai_compatible": "Qwen/Qwen3-8B"}
@@ -161,15 +163,16 @@ def run(calls: int = 200, concurrency: int = 32, latency_s: float = 1.5, sigma: 
     from storage.config import RoleConfig
 
     os.environ.setdefault("EVOSYN_BENCH_FAKE_KEY", "sk-bench-not-a-real-key")
-    server = _ServerProcess(latency_s, sigma, rpm, seed)
-    try:
-        base = f"http://127.0.0.1:{server.port}" + ("" if provider == "anthropic" else "/v1")
-        # the client is not told the limit (no rpm): it meets the server's 429s, as a user who set none
-        cfg = RoleConfig(backend="llm", provider=provider, model=MODELS[provider], base_url=base,
-                         api_key_env="EVOSYN_BENCH_FAKE_KEY", max_concurrency=concurrency, max_tokens=1024)
-        with tempfile.TemporaryDirectory(prefix="evosyn-bench-llm-") as cache_dir:
-            cold_client = make_client("planner", cfg, cache_dir=Path(cache_dir))
-            warm_client = make_client("planner", cfg, cache_dir=Path(cache_dir))  # a rerun: a new client
+    with tempfile.TemporaryDirectory(prefix="evosyn-bench-llm-") as work:
+        cache_dir = Path(work) / "cache"
+        server = _ServerProcess(latency_s, sigma, rpm, seed, Path(work) / "server.log")
+        try:
+            base = f"http://127.0.0.1:{server.port}" + ("" if provider == "anthropic" else "/v1")
+            # the client is not told the limit (no rpm): it meets the server's 429s, as a user who set none
+            cfg = RoleConfig(backend="llm", provider=provider, model=MODELS[provider], base_url=base,
+                             api_key_env="EVOSYN_BENCH_FAKE_KEY", max_concurrency=concurrency, max_tokens=1024)
+            cold_client = make_client("planner", cfg, cache_dir=cache_dir)
+            warm_client = make_client("planner", cfg, cache_dir=cache_dir)  # a rerun: a new client
             cpu0 = time.process_time()
             cold_s, done, cold = asyncio.run(_pass(cold_client, calls))
             cold_cpu = time.process_time() - cpu0
@@ -178,8 +181,8 @@ def run(calls: int = 200, concurrency: int = 32, latency_s: float = 1.5, sigma: 
             after_warm = server.stats()
             cold_client.close()
             warm_client.close()
-    finally:
-        server.close()
+        finally:
+            server.close()
     served = after_cold["latencies"]
     served_latency = sum(served) / max(len(served), 1)
     by_concurrency, by_rpm = concurrency / served_latency, rpm / 60 if rpm else float("inf")
