@@ -132,6 +132,23 @@ def http_ok(url: str, timeout: float = 2.0) -> bool:
         return False
 
 
+def listens(server: subprocess.Popen | int, port: int) -> bool:
+    """Whether ``server`` (or a process it started) is the one listening on ``port``.
+
+    A port picked by ``free_port`` is free only when picked: another command may start its own server on it
+    before ours binds, and then a health check on the port is answered by theirs. Readiness asks both.
+    """
+    pid = server.pid if isinstance(server, subprocess.Popen) else server
+    for member in family({pid}):
+        try:
+            conns = psutil.Process(member).net_connections(kind="tcp")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in conns):
+            return True
+    return False
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now (the OS's pick)."""
     with socket.socket() as s:

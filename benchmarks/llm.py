@@ -97,8 +97,8 @@ class _ServerProcess:
              str(latency_s), "--sigma", str(sigma), "--rpm", str(rpm), "--seed", str(seed),
              "--responder", "benchmarks.llm:planner_reply"], log, env=env, append=False, die_with_parent=True)
         try:
-            servers.wait_ready(self.proc, lambda: servers.http_ok(f"http://{servers.HOST}:{self.port}/stats"),
-                               timeout=60, interval=0.1)
+            servers.wait_ready(self.proc, lambda: servers.http_ok(f"http://{servers.HOST}:{self.port}/stats")
+                               and servers.listens(self.proc, self.port), timeout=60, interval=0.1)
         except (servers.ServerExited, servers.ServerNotReady) as exc:
             self.close()
             raise RuntimeError(f"the LLM server did not start ({exc}): {servers.log_tail(log)}") from None

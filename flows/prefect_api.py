@@ -167,7 +167,9 @@ def start_temporary(timeouts: Sequence[float] | None = None,
                 if meanwhile is not None:
                     meanwhile()
                 left = max(0.0, seconds - (time.monotonic() - began))
-                wait_ready(server.proc, lambda: http_ok(f"{server.api}/health"), left, interval=0.1)
+                # ours answering, not another command's server that took the same free port first
+                wait_ready(server.proc, lambda: http_ok(f"{server.api}/health") and servers.listens(server.proc, port),
+                           left, interval=0.1)
             except (ServerExited, ServerNotReady) as exc:
                 tail = log_tail(log, n=1, limit=300)
                 what = f"not ready within {seconds:g}s" if isinstance(exc, ServerNotReady) else f"the server {exc}"

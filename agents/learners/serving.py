@@ -86,7 +86,8 @@ def serving(checkpoint: Path, lf: LlamaFactoryConfig, cli: str | None = None) ->
     proc = servers.start(with_parent(argv), log, env=env, append=False)
     try:
         try:
-            wait_ready(proc, lambda: http_ok(f"{base}/models", timeout=5.0), lf.serve_timeout_s, interval=1.0)
+            wait_ready(proc, lambda: http_ok(f"{base}/models", timeout=5.0) and servers.listens(proc, port),
+                       lf.serve_timeout_s, interval=1.0)
         except ServerExited as exc:
             raise ServeError(f"{engine} server for {checkpoint} exited with {exc.returncode} before it "
                              f"answered ({_tail(log)}); see {log}") from None

@@ -129,3 +129,20 @@ def test_http_ok_reaches_a_loopback_server_past_a_proxy(health_url, monkeypatch)
     assert http_ok(f"{health_url}/health")
     assert not http_ok(f"{health_url}/loading")  # 503 while a model loads
     assert not http_ok(f"http://127.0.0.1:{servers.free_port()}/health")
+
+
+def test_listens_tells_our_server_from_another_on_the_port(tmp_path):
+    """A port picked as free can be taken by another command's server first: readiness must see whose it is."""
+    port = servers.free_port()
+    serve = ("import http.server, sys; http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), "
+             "http.server.SimpleHTTPRequestHandler).serve_forever()")
+    theirs = servers.start([sys.executable, "-c", serve, str(port)], tmp_path / "theirs.log")
+    ours = servers.start([sys.executable, "-c", "import time; time.sleep(120)"], tmp_path / "ours.log")
+    try:
+        wait_for(lambda: http_ok(f"http://127.0.0.1:{port}/"))
+        assert servers.listens(theirs, port) and servers.listens(theirs.pid, port)
+        assert not servers.listens(ours, port)  # the port answers, but not from our process tree
+        assert not servers.listens(theirs, servers.free_port())
+    finally:
+        servers.stop(theirs, grace=5)
+        servers.stop(ours, grace=5)
