@@ -72,6 +72,9 @@ class Episode(ABC):
 class Domain(ABC):
     name: str
     policy: str
+    # Names the form of ``Episode.state_digest`` (and the base DB it is taken over), so a digest stored
+    # with a task is only used by a domain that computes the same one; "" means digests are never stored.
+    digest_scheme: str = ""
 
     @property
     def pack(self) -> DomainPack:
@@ -83,9 +86,6 @@ class Domain(ABC):
 
             found = self._pack = get_pack(self.name)
         return found
-    # Names the form of ``Episode.state_digest`` (and the base DB it is taken over), so a digest stored
-    # with a task is only used by a domain that computes the same one; "" means digests are never stored.
-    digest_scheme: str = ""
 
     @abstractmethod
     def tools(self, requestor: Requestor | None = None) -> list[ToolSpec]: ...
