@@ -114,19 +114,24 @@ def log_tail(path: Path | str, n: int = 5, limit: int = 800) -> str:
 
 
 # ---------------------------------------------------------------- health
-def _opener(url: str) -> urllib.request.OpenerDirector:
-    # a server of ours on the loopback is never reached through a proxy (HTTP_PROXY set and NO_PROXY without
-    # 127.0.0.1 would send the health check elsewhere); any other host goes the way the environment says
-    host = urllib.parse.urlsplit(url).hostname or ""
-    if host in ("127.0.0.1", "localhost", "::1"):
-        return urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    return urllib.request.build_opener()
+# a server of ours on the loopback is never reached through a proxy (HTTP_PROXY set and NO_PROXY without
+# 127.0.0.1 would send the request elsewhere); any other host goes the way the environment says
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def open_url(request: urllib.request.Request | str, timeout: float):
+    """``urlopen`` for the project's own servers: loopback directly, other hosts as the environment says."""
+    url = request.full_url if isinstance(request, urllib.request.Request) else request
+    # another host: an opener built now, so it reads the proxy settings the environment has now
+    opener = _DIRECT if (urllib.parse.urlsplit(url).hostname or "") in _LOOPBACK else urllib.request.build_opener()
+    return opener.open(request, timeout=timeout)
 
 
 def http_ok(url: str, timeout: float = 2.0) -> bool:
     """Whether GET ``url`` answers 2xx."""
     try:
-        with _opener(url).open(url, timeout=timeout) as resp:
+        with open_url(url, timeout) as resp:
             return 200 <= resp.status < 300
     except (urllib.error.URLError, OSError):
         return False

@@ -28,7 +28,6 @@ import os
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +103,7 @@ class _ServerProcess:
             raise RuntimeError(f"the LLM server did not start ({exc}): {servers.log_tail(log)}") from None
 
     def stats(self) -> dict[str, Any]:
-        with urllib.request.urlopen(f"http://{servers.HOST}:{self.port}/stats", timeout=10) as resp:
+        with servers.open_url(f"http://{servers.HOST}:{self.port}/stats", timeout=10) as resp:
             return json.loads(resp.read())
 
     def close(self) -> None:
@@ -173,14 +172,16 @@ def run(calls: int = 200, concurrency: int = 32, latency_s: float = 1.5, sigma: 
                              api_key_env="EVOSYN_BENCH_FAKE_KEY", max_concurrency=concurrency, max_tokens=1024)
             cold_client = make_client("planner", cfg, cache_dir=cache_dir)
             warm_client = make_client("planner", cfg, cache_dir=cache_dir)  # a rerun: a new client
-            cpu0 = time.process_time()
-            cold_s, done, cold = asyncio.run(_pass(cold_client, calls))
-            cold_cpu = time.process_time() - cpu0
-            after_cold = server.stats()
-            warm_s, _, warm = asyncio.run(_pass(warm_client, calls))
-            after_warm = server.stats()
-            cold_client.close()
-            warm_client.close()
+            try:
+                cpu0 = time.process_time()
+                cold_s, done, cold = asyncio.run(_pass(cold_client, calls))
+                cold_cpu = time.process_time() - cpu0
+                after_cold = server.stats()
+                warm_s, _, warm = asyncio.run(_pass(warm_client, calls))
+                after_warm = server.stats()
+            finally:
+                cold_client.close()
+                warm_client.close()
         finally:
             server.close()
     served = after_cold["latencies"]

@@ -74,7 +74,8 @@ def stop(service: Service, grace: float = 15.0) -> set[int]:
         # a Prefect worker finishes its current poll on the first signal and exits on the second
         signal_all({service.pid}, signal.SIGINT)
         wait_gone({service.pid}, 2.0)
-        signal_all({service.pid} & {p for p in family({service.pid}) if alive(p)}, signal.SIGINT)
+        if alive(service.pid):
+            signal_all({service.pid}, signal.SIGINT)
     return servers.stop(service.pid, grace=grace)
 
 
@@ -83,7 +84,7 @@ def worker_registered(api_url: str, pool: str, name: str) -> bool:
     req = urllib.request.Request(f"{api_url}/work_pools/{pool}/workers/filter", data=b"{}", method="POST",
                                  headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=2.0) as resp:
+        with servers.open_url(req, timeout=2.0) as resp:
             return any(w.get("name") == name for w in json.loads(resp.read()))
     except (urllib.error.URLError, OSError, ValueError):
         return False
