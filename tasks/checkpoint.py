@@ -140,10 +140,14 @@ def evaluate(ctx: Ctx, ckpt: Checkpoint, lf: LlamaFactoryConfig, test_size: int,
         diag, test, uniform = (loop.evaluate(ctx, ckpt, s, test_size, emit=emit) for s in sets)
         return diag, test, uniform
     with serving(ckpt.path, lf) as served:
-        agent = ServedCheckpoint(ckpt, OpenAICompatibleAgent(served.base_url, served.model, temperature=0.0,
-                                                             max_tokens=lf.max_new_tokens))
-        diag, test, uniform = (loop.evaluate(ctx, agent, s, test_size, emit=emit, max_steps=lf.max_steps)
-                               for s in sets)
+        served_agent = OpenAICompatibleAgent(served.base_url, served.model, temperature=0.0,
+                                             max_tokens=lf.max_new_tokens)
+        agent = ServedCheckpoint(ckpt, served_agent)
+        try:
+            diag, test, uniform = (loop.evaluate(ctx, agent, s, test_size, emit=emit, max_steps=lf.max_steps)
+                                   for s in sets)
+        finally:
+            served_agent.close()
     return diag, test, uniform
 
 

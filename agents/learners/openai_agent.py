@@ -62,6 +62,10 @@ class OpenAICompatibleAgent:
     def reset(self, tools: list[dict[str, Any]], policy: str) -> None:
         self.tools, self.system = tools, policy
 
+    def close(self) -> None:
+        """Release the client (its I/O thread and connections): a served model outlives no evaluation."""
+        self.client.close()
+
     def _ask(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
              extra: dict[str, Any] | None = None) -> dict[str, Any]:
         reply = self.client.reply_sync(messages, tools=tools, extra=extra)
