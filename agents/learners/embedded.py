@@ -269,15 +269,21 @@ class EmbeddedLearner(Scoring):
         pool = scalar_pool(scene, self.constants)
         used = used_by_arg(history)
         schemas = {arg: arg_schema(self.tools, tool, arg) for arg in required}
+        keys_of = {arg: item_keys(s, self._resolve) for arg, s in schemas.items()}
         plain = {arg: self._scalars(scene, pool, s, self._learned(tool, arg)) for arg, s in schemas.items()
-                 if not item_keys(s, self._resolve)}
-        # one predict_proba for the candidates of every plain argument (their scores are independent): each
-        # _best below then reads its scores from what the model remembers (Scoring._positive)
-        self._positive("argument", [(tool, arg, candidate_profile(c, used.get(arg, set()), scene), ())
-                                    for arg, cands in plain.items() for c in cands])
+                 if not keys_of[arg]}
+        # the candidates of every plain argument scored in one predict_proba (their scores are independent),
+        # each argument's best read from its slice
+        rows = [(tool, arg, candidate_profile(c, used.get(arg, set()), scene), ())
+                for arg, cands in plain.items() for c in cands]
+        scores, start, best_plain = self._positive("argument", rows) if rows else None, 0, {}
+        for arg, cands in plain.items():
+            if cands:
+                best_plain[arg] = cands[int(np.argmax(scores[start:start + len(cands)]))]
+            start += len(cands)
         args = {}
         for arg, s in schemas.items():
-            keys = item_keys(s, self._resolve)
+            keys = keys_of[arg]
             if keys:
                 item = {}
                 for k in keys:
@@ -287,7 +293,7 @@ class EmbeddedLearner(Scoring):
                 cands = list_candidates(scene, keys) + [Candidate([item], "assembled", "assembled", extra=["len=1"])]
                 best = self._best(tool, arg, cands, scene, used.get(arg, set()))
             else:
-                best = self._best(tool, arg, plain[arg], scene, used.get(arg, set()))
+                best = best_plain.get(arg)
             if best is not None:
                 args[arg] = best.value
         return args
