@@ -121,7 +121,8 @@ class LLMReflector:
     prompt with every learner-side number withheld (also applied when the feedback carries none)."""
 
     def __init__(self, client, retries: int = 2, learner_evidence: bool = True,
-                 previous: list[Reflection] | None = None):
+                 previous: list[Reflection] | None = None, fail: bool = True):
+        self.fail = fail  # on_invalid: fail stops the run; fallback keeps the space, recorded and warned about
         self.client, self.retries, self.learner_evidence = client, retries, learner_evidence
         self.previous = previous or []
         self.raw = ""
@@ -137,8 +138,14 @@ class LLMReflector:
                       validate=lambda out: parse_reflector(out, space, probes))
             (reviews, proposal), summary = ans.value, ans.parsed.summary
             self.raw = ans.raw
-        except RoleRejected as exc:  # a rejected reflection keeps the space: recorded, never a crash
-            reviews, proposal, summary = [], None, f"LLM reflector output rejected, space kept: {exc}"
+        except RoleRejected as exc:  # no silent fallback: stop (on_invalid: fail), or keep the space, warned
+            from agents.roles import RoleInvalid, fallback_note
+
+            if self.fail:
+                raise RoleInvalid("reflector", getattr(self.client, "endpoint", "?"), str(exc)) from None
+            self.client.record_fallback(str(exc), "reflector")
+            reviews, proposal, summary = [], None, (f"{fallback_note('reflector', 'space kept')}: LLM reflector "
+                                                    f"output rejected: {exc}")
         new_space = apply_reflection(space, reviews, proposal, round=round)
         proposals = [proposal] if proposal else [Proposal(action="no_change", reason=summary[:300])]
         added = proposal is not None and proposal.action == "promote_probe_to_dimension"

@@ -28,6 +28,20 @@ class StageUnavailable(RuntimeError):
         return f"{self.role}: the LLM at {self.endpoint} cannot be used: {self.error}"
 
 
+class RoleInvalid(StageUnavailable):
+    """A configured LLM role's replies stayed invalid and its ``on_invalid`` is ``fail``: the run stops (one line)."""
+
+    def __str__(self) -> str:
+        return (f"{self.role}: the LLM at {self.endpoint} gave no usable reply ({self.error}); the run stops "
+                f"(roles.{self.role}.on_invalid: fail). Set roles.{self.role}.on_invalid: fallback to go on "
+                "without it, with a warning")
+
+
+def fallback_note(role: str, what: str) -> str:
+    """The warning a stage's line, the report and MLflow show for a fallback."""
+    return f"warning: {role} fell back ({what})"
+
+
 LLM_ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
 _CLIENTS: dict[tuple[str, str, str], Any] = {}
 _LOCK = threading.Lock()
@@ -88,6 +102,10 @@ class Roles:
     repair: Any
     reflector: Any
     clients: dict[str, Any] = field(default_factory=dict)
+    on_invalid: dict[str, str] = field(default_factory=dict)  # role -> "fail" | "fallback" (RoleConfig.on_invalid)
+
+    def falls_back(self, role: str) -> bool:
+        return self.on_invalid.get(role, "fail") == "fallback"
 
     @property
     def backends(self) -> dict[str, str]:
@@ -130,9 +148,11 @@ def build_roles(roles: dict[str, RoleConfig] | None, dom: Domain, *, cache_dir: 
     embedded_teacher = teacher if isinstance(teacher, EmbeddedTeacher) else EmbeddedTeacher(dom)
     repair = LLMRepair(dom, teacher, clients["repair"], env, retries["repair"]) if "repair" in clients \
         else EmbeddedRepair(dom, embedded_teacher)
+    on_invalid = {r: rc.on_invalid for r, rc in roles.items()}
     reflector = LLMReflector(clients["reflector"], retries["reflector"], learner_evidence=learner_evidence,
-                             previous=previous_reflections) if "reflector" in clients else EmbeddedReflector()
-    return Roles(designer, planner, generator, teacher, repair, reflector, clients)
+                             previous=previous_reflections, fail=on_invalid["reflector"] == "fail") \
+        if "reflector" in clients else EmbeddedReflector()
+    return Roles(designer, planner, generator, teacher, repair, reflector, clients, on_invalid)
 
 
 NOT_A_CHAT_REPLY = ("the server's reply is not", "the server's reply could not be read")
@@ -160,10 +180,20 @@ def flush_calls(roles: Roles, store, *, run_id: str, round: int, chunk: str) -> 
 
     down = None
     for role, client in roles.clients.items():
+        replies = [c for c in client.log.rows if c.status != "fallback"]
+        if replies and not any(_no_reply(c) for c in replies) and not any(c.status == "ok" for c in replies):
+            # every reply of the role in this stage was unusable: no silent fallback (RoleConfig.on_invalid)
+            last = replies[-1].error
+            if roles.falls_back(role):
+                if not any(c.status == "fallback" for c in client.log.rows):  # the stage may have said it already
+                    client.record_fallback(f"every reply invalid in this stage: {last}", role)
+            elif down is None:
+                down = RoleInvalid(role, client.endpoint, f"every reply invalid in this stage; last: {last}")
         calls = client.take_calls(run_id, round)
         write_calls(store, calls, f"{chunk}-{role}", role)
-        if down is None and calls and all(_no_reply(c) for c in calls):
-            last = next((c for c in reversed(calls) if c.status != "retry"), calls[-1])
-            down = StageUnavailable(role, client.endpoint, last.error)
+        if calls and all(_no_reply(c) for c in calls if c.status != "fallback") and \
+                any(c.status != "fallback" for c in calls):
+            last = next((c for c in reversed(calls) if c.status not in ("retry", "fallback")), calls[-1])
+            down = StageUnavailable(role, client.endpoint, last.error)  # a server that is down says so first
     if down is not None:
         raise down

@@ -19,8 +19,10 @@ class _NotLoggedTwice(logging.Filter):
         self.reported, self.names = reported, tuple(t.__name__ for t in reported)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        from storage.store import as_store_fault
+
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, self.reported):
+        if isinstance(exc, self.reported) or (exc is not None and as_store_fault(exc) is not None):
             return False
         return not (record.name.startswith("prefect") and any(n in record.getMessage() for n in self.names))
 
@@ -123,6 +125,13 @@ def reported_in_one_line():
         raise RunFailed(str(exc)) from None
     except TestSetError as exc:
         raise UserError(str(exc)) from None
+    except Exception as exc:  # a store fault (an unreadable chunk, a full disk) is one line too, never a traceback
+        from storage.store import as_store_fault
+
+        fault = as_store_fault(exc)
+        if fault is None:
+            raise
+        raise RunFailed(str(fault)) from None
     finally:
         for handler in logging.getLogger().handlers:
             handler.removeFilter(quiet)

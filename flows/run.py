@@ -28,10 +28,10 @@ from envs.properties import check_prior
 from flows.artifacts import publish_summary
 from flows.round import round_flow
 from storage import atomic
-from storage.config import RunConfig
+from storage.config import RoleConfig, RunConfig
 from storage.locks import StoreLockTimeout, store_lock
 from storage.records import Run
-from storage.store import Store
+from storage.store import Store, as_store_fault
 from storage.tracking import Tracker
 from tasks import timing
 from tasks.engine import listening
@@ -41,6 +41,7 @@ from tasks.progress import StageEvent
 from tasks.stages import steering_for
 
 log = logging.getLogger("evosyn.run")
+NEWER_ROLE_FIELDS = ("max_reply_bytes", "on_invalid")
 
 
 def run_id_for(cfg: RunConfig) -> str:
@@ -55,6 +56,11 @@ def run_id_for(cfg: RunConfig) -> str:
         exclude["prior"] = {"writes": True}
     if not cfg.initial_factors:  # the pack's initial space: ids stay as they were
         exclude["initial_factors"] = True
+    # role fields added later, at their defaults: ids of LLM runs stay as they were
+    later = {r: {k for k in NEWER_ROLE_FIELDS if getattr(rc, k) == RoleConfig.model_fields[k].default}
+             for r, rc in cfg.roles.items()}
+    if any(later.values()):
+        exclude["roles"] = {r: keys for r, keys in later.items() if keys}
     digest = hashlib.sha256(cfg.model_dump_json(exclude=exclude).encode()).hexdigest()[:6]
     return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
 
@@ -108,6 +114,41 @@ def _mark_failed(cfg: RunConfig, run_id: str) -> None:
     tracker.finish(tracker.start_run(run), status="FAILED")
 
 
+def _log_fallbacks(store: Store, tracker: Tracker, child: str, run_id: str, round: int,
+                   say: Callable[[str], None]) -> None:
+    """No silent fallback: a round whose LLM role went on without a usable reply says so on the terminal and in
+    MLflow (the ``llm_fallbacks`` metric and an ``evosyn.warning`` tag on the round run)."""
+    rows = store.read_fields("llm_calls", ["role", "status"], run_id=run_id, round=round)
+    if not rows:  # no LLM role: nothing to count
+        return
+    roles = sorted({r["role"] for r in rows if r["status"] == "fallback"})
+    tracker.log_metrics(child, {"llm_fallbacks": sum(r["status"] == "fallback" for r in rows)}, step=round)
+    if roles:
+        note = f"round {round}: {', '.join(roles)} fell back (LLM replies stayed invalid; on_invalid: fallback)"
+        tracker.client.set_tag(child, "evosyn.warning", note)
+        say(f"warning: {note}")
+
+
+def _finished(cfg: RunConfig, run_id: str) -> bool:
+    try:
+        rows = Store(cfg.store_root(), create=False).read_records("runs", run_id=run_id, round=0)
+    except Exception:  # an unreadable row: the run reads as not finished, and its own error says why
+        return False
+    return bool(rows) and rows[-1].status == "finished"
+
+
+def _restore_finished(cfg: RunConfig, run_id: str) -> None:
+    try:
+        store = Store(cfg.store_root(), create=False)
+        run = store.read_records("runs", run_id=run_id, round=0)[0]
+        if run.status != "finished":
+            store.write([run.model_copy(update={"status": "finished"})], "run")
+        tracker = Tracker(store.root, cfg.store.tracking_uri)
+        tracker.finish(tracker.start_run(run))
+    except Exception as exc:
+        log.debug("could not keep run %s finished: %s", run_id, exc)
+
+
 @flow(name="evosyn-run")
 def evosyn_run(cfg: RunConfig, run_id: str | None = None,
                progress: Callable[[str | StageEvent], None] | None = None) -> RunSummary:
@@ -124,14 +165,21 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
     except StoreLockTimeout:
         raise RunBusy(f"run {run_id} is already running in another process on {cfg.store_root()} (wait for it, "
                       "or stop it and --resume)") from None
+    finished = _finished(cfg, run_id)
     try:
         with listening(run_id, progress), timing.span("body", "run"):
             return _run(cfg, run_id, progress)
-    except BaseException:  # an error, and also Ctrl-C: the run did not finish
+    except BaseException as exc:  # an error, and also Ctrl-C: the run did not finish
+        if finished and as_store_fault(exc) is not None:
+            # a finished run's rows stand: a store fault met by a later --resume (a chunk it could not read back)
+            # leaves it finished, in `runs` and MLflow, with the fault reported in one line
+            _restore_finished(cfg, run_id)
+            raise
         try:
             _mark_failed(cfg, run_id)
-        except Exception as exc:  # recording the failure must never hide what made the run fail
-            log.warning("could not mark run %s failed: %s: %s", run_id, type(exc).__name__, exc)
+        except Exception as err:  # recording the failure must never hide what made the run fail
+            level = logging.DEBUG if as_store_fault(err) is not None else logging.WARNING  # the same fault, said once
+            log.log(level, "could not mark run %s failed: %s: %s", run_id, type(err).__name__, err)
         raise
     finally:
         busy.__exit__(None, None, None)
@@ -186,6 +234,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
             if res.reflection is not None:
                 tracker.log_reflection(child, res.reflection)
             tracker.log_json(child, "directions.json", [d.model_dump(mode="json") for d in res.directions])
+            _log_fallbacks(store, tracker, child, run_id, r, say)
             tracker.finish(child)
             tracker.mark_logged(child)
         diff = "; ".join(f"{c.kind} {c.factor}" for c in res.space_out.diff) if res.space_out.version > \

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import duckdb
 import pyarrow as pa
 
+from storage.faults import fault_zone
 from storage.records import TABLES
 from storage.schemas import derived_from, schema_of
 
@@ -156,14 +157,8 @@ def write_catalog_file(store: Store) -> Path:
     path = store.root / CATALOG_FILE
     tmp = store.root / f".{CATALOG_FILE}.{uuid.uuid4().hex}.tmp"
     try:
-        con = duckdb.connect(str(tmp), config=DUCKDB_CONFIG)
-        try:
-            for table, sql in views.items():
-                con.execute(sql)
-                con.execute(f'COMMENT ON VIEW "{table}" IS {_sql_str(_fingerprint(sql))}')
-            con.execute("CHECKPOINT")
-        finally:
-            con.close()
+        with fault_zone("catalog-init"):  # a fault test's kill or full disk while the file is built
+            _build_catalog(tmp, views)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -171,6 +166,17 @@ def write_catalog_file(store: Store) -> Path:
         for left in (tmp, Path(f"{tmp}.wal")):
             left.unlink(missing_ok=True)
     return path
+
+
+def _build_catalog(tmp: Path, views: dict[str, str]) -> None:
+    con = duckdb.connect(str(tmp), config=DUCKDB_CONFIG)
+    try:
+        for table, sql in views.items():
+            con.execute(sql)
+            con.execute(f'COMMENT ON VIEW "{table}" IS {_sql_str(_fingerprint(sql))}')
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
 
 
 _checked: set[Path] = set()  # catalog files this process found current

@@ -37,6 +37,14 @@ class RoleConfig(_Strict):
     # transport: seconds per request, and retries of 429 / 5xx / timeouts / connection errors
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=6, ge=0, le=20)
+    # bytes of one reply, refused while it is read (agents/llm/transport.py): 8 MiB is hundreds of times a
+    # long completion; at most 1 GiB, so a typo cannot let a hostile server fill memory
+    max_reply_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=1024 ** 3)
+    # when the role's replies stay invalid (none usable in a stage, or a designer / reflector answer rejected
+    # after its re-asks): "fail" stops the run with one line (a configured model is what the user pays for);
+    # "fallback" goes on (the embedded designer / reflector, or the items rejected) with a warning in the
+    # stage's line, the report and MLflow, and a `fallback` row in llm_calls
+    on_invalid: Literal["fail", "fallback"] = "fail"
     # USD per million tokens, for a model the price table lacks (or to override it)
     input_cost_per_mtok: float | None = Field(default=None, ge=0)
     output_cost_per_mtok: float | None = Field(default=None, ge=0)

@@ -20,6 +20,7 @@ layout, with it under ``_schema/``, only moves it). Until then, readers fall bac
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from storage.atomic import atomic_path, write_text
 from storage.records import TABLES, Record
+from storage.redact import redact_table
 from storage.schemas import schema_fingerprint
 
 if TYPE_CHECKING:
@@ -52,13 +54,46 @@ def _check_id(kind: str, value: str) -> str:
     return value
 
 
+class StoreFault(RuntimeError):
+    """A chunk file of the store cannot be read (truncated, corrupt, vanished): one line naming it and the fix."""
+
+
+def fault(path: Path, exc: BaseException) -> StoreFault:
+    why = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+    return StoreFault(f"{path}: unreadable chunk file ({why}); run `evosyn store check --repair` to rebuild it")
+
+
+_DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+_DISK_TEXTS = ("database or disk is full", "disk i/o error", "no space left", "file too large",
+               "read-only file system")
+
+
+def as_store_fault(exc: BaseException) -> StoreFault | None:
+    """The one-line fault of an error that is the store's (an unreadable chunk, a tracking database that cannot
+    be opened, a full or failing disk under any of them); None for any other error."""
+    from storage.mlflow_db import TrackingStoreError
+
+    if isinstance(exc, (StoreFault, TrackingStoreError)):
+        return exc if isinstance(exc, StoreFault) else StoreFault(str(exc))
+    text = " ".join(str(exc).split())
+    if (isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS) or any(t in text.lower() for t in _DISK_TEXTS):
+        where = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
+        return StoreFault(f"{where}the disk refused a write ({type(exc).__name__}: {text[:200]}); free space (or "
+                          "fix the disk) and rerun: a run resumes where it stopped")
+    return None
+
+
 def _read(path: Path, columns: list[str] | None = None):
     """One chunk file as a table: ``ParquetFile.read`` (half the CPU of ``pq.read_table``, which builds a dataset
     and its partitioning for every file; the same rows, tests/storage/test_store.py)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    with pq.ParquetFile(path) as f:
-        return f.read(columns=columns)
+    try:
+        with pq.ParquetFile(path) as f:
+            return f.read(columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise fault(path, exc) from None
 
 
 def _check_table(name: str) -> str:
@@ -173,7 +208,7 @@ class Store:
             part = self.partition_dir(model.table, run_id, rnd)
             part.mkdir(parents=True, exist_ok=True)
             path = part / f"{chunk_id}.parquet"
-            _atomic_write(to_table(recs, model), path)
+            _atomic_write(redact_table(to_table(recs, model)), path)  # no key in any row (storage/redact.py)
             paths.append(path)
         return paths
 
@@ -206,10 +241,14 @@ class Store:
         return self.markers_dir / f"run_id={_check_id('run_id', run_id)}" / f"round={int(round)}" / f"{name}.done"
 
     def mark_complete(self, stage: str, run_id: str, round: int, chunk: str = "", **info: object) -> Path:
-        """Record that ``stage`` (``chunk``) of ``run_id`` round ``round`` wrote all of its output."""
+        """Record that ``stage`` (``chunk``) of ``run_id`` round ``round`` wrote all of its output, with what it
+        wrote: each chunk file's row count and checksum (``storage/chunks.py``), so a resume can verify it."""
+        from storage.chunks import describe
+
         path = self.marker_path(stage, run_id, round, chunk)
+        files = describe(self, run_id, round, chunk) if chunk else {}
         write_text(path, json.dumps({"stage": stage, "run_id": run_id, "round": int(round), "chunk": chunk,
-                                     **info}, default=str) + "\n")
+                                     **info, **({"files": files} if files else {})}, default=str) + "\n")
         return path
 
     def is_complete(self, stage: str, run_id: str, round: int, chunk: str = "") -> bool:
@@ -231,7 +270,12 @@ class Store:
         files = self.files(table, run_id, round)
         if not files:
             return pl.from_arrow(schema_of(model).empty_table())
-        return pl.read_parquet(files, hive_partitioning=False)
+        try:
+            return pl.read_parquet(files, hive_partitioning=False)
+        except (pl.exceptions.PolarsError, OSError):  # which file: each one read alone says
+            for f in files:
+                _read(f)
+            raise
 
     def read_records(self, table: str, run_id: str | None = None, round: int | None = None,
                      where: Callable[[dict], bool] | None = None) -> list[Record]:
@@ -277,9 +321,16 @@ class Store:
         return from_rows(_read(path).to_pylist(), table_for(table))
 
     def count(self, table: str, run_id: str | None = None, round: int | None = None) -> int:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        return sum(pq.read_metadata(f).num_rows for f in self.files(table, run_id, round))
+        total = 0
+        for f in self.files(table, run_id, round):
+            try:
+                total += pq.read_metadata(f).num_rows
+            except (pa.ArrowException, OSError) as exc:
+                raise fault(f, exc) from None
+        return total
 
     def runs(self, any_table: bool = False) -> list[str]:
         """Run ids of the ``runs`` table, or (``any_table``) with a partition in any table (synthesis passes and

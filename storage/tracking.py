@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from storage.locks import store_lock
+from storage.mlflow_db import ensure_tracking_db, open_error
 from storage.records import Reflection, Run, SynthesisSpace
 
 EXPERIMENT = "evosyn"
@@ -64,17 +65,22 @@ def _flat_params(params: Mapping[str, Any]) -> dict[str, str]:
 
 class Tracker:
     def __init__(self, root: Path, tracking_uri: str | None = None, experiment: str = EXPERIMENT):
+        from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
 
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(self.root)
         # MLflow builds (migrates) a sqlite schema when a client first opens it, and two processes
-        # doing it at once crash each other: the first one under the lock creates it, later ones
-        # find it current
+        # doing it at once crash each other: the first one under the lock creates it (aside, then
+        # renamed into place: storage/mlflow_db.py), later ones find it current
         with store_lock(self.root, "mlflow"):
-            self.client = MlflowClient(tracking_uri=self.uri)
-            self.experiment_id = self._experiment(experiment)
+            ensure_tracking_db(self.uri)  # a local database is built aside, never left half-made by a crash
+            try:
+                self.client = MlflowClient(tracking_uri=self.uri)  # opens (and checks) the store
+                self.experiment_id = self._experiment(experiment)
+            except MlflowException as exc:  # the store cannot be opened (a schema MLflow refuses): one line
+                raise open_error(self.uri, exc) from None
 
     def _experiment(self, name: str) -> str:
         from mlflow.exceptions import MlflowException

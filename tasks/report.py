@@ -33,7 +33,8 @@ def llm_cost_rows(store: Store, run_id: str) -> list[dict]:
     for (r, role), cs in sorted(by.items()):
         cost, n = sum(c.cost_usd for c in cs), len(verified.get(r, ()))
         rows.append({"round": r, "role": role, "calls": len(cs), "cache_hits": sum(c.cache_hit for c in cs),
-                     "failed": sum(c.status != "ok" for c in cs), "input_tokens": sum(c.input_tokens for c in cs),
+                     "failed": sum(c.status not in ("ok", "fallback") for c in cs),
+                     "fallbacks": sum(c.status == "fallback" for c in cs), "input_tokens": sum(c.input_tokens for c in cs),
                      "output_tokens": sum(c.output_tokens for c in cs),
                      "latency_s": sum(c.latency_s for c in cs), "cost_usd": cost, "verified": n,
                      "cost_per_verified_usd": cost / n if n else "n/a"})
@@ -48,7 +49,7 @@ UNION_COLS = [*COLS[:COLS.index("trajectory_diversity") + 1], "trajectory_divers
 ARM_COLS = ["domain", "arm", "round", "task_set", "runs", "n", "success", "ci_low", "ci_high"]
 TRACE = ["transition", "space", "evidence", "decision", "designer_focus", "change"]
 VERSION_COLS = ["round", "version_in", "version_out", "factors", "diff"]
-LLM_COLS = ["round", "role", "calls", "cache_hits", "failed", "input_tokens", "output_tokens", "latency_s", "cost_usd",
+LLM_COLS = ["round", "role", "calls", "cache_hits", "failed", "fallbacks", "input_tokens", "output_tokens", "latency_s", "cost_usd",
             "verified", "cost_per_verified_usd"]
 TRACE_NOTE = ("<p>The space each round used (in) and left for the next (out), then one row per transition between "
               "rounds that ran (Tables 13/15): <b>evidence</b> is the round's probe with the most failure "
@@ -90,6 +91,14 @@ def _samples_html(samples: list[dict]) -> str:
             "(tool results shortened).</p>" + "".join(parts))
 
 
+def fallback_warnings(store: Store, run_id: str) -> list[str]:
+    """One warning per round and role that went on without a usable LLM reply (``on_invalid: fallback``)."""
+    rows = store.read_fields("llm_calls", ["round", "role", "status"], run_id=run_id)
+    seen = sorted({(r["round"], r["role"]) for r in rows if r["status"] == "fallback"})
+    return [f"warning: round {r}: {role} fell back (its LLM replies stayed invalid; on_invalid: fallback)"
+            for r, role in seen]
+
+
 def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -> tuple[Path, Path]:
     ids = [run_id, *[c for c in dict.fromkeys(compare) if c != run_id]]
     union = pattern_union(store, ids) if len(ids) > 1 else None  # one P_union for every run shown (App. B.1)
@@ -99,6 +108,9 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
     meta = (f"domain {run[0].domain}, arm {run[0].arm}, seed {run[0].seed}, backend {run[0].backend}; "
             f"{len(ran)} of {run[0].rounds} rounds ran; status {run[0].status}; store {store.root}"
             if run else f"store {store.root}")
+    warnings = fallback_warnings(store, run_id)
+    if warnings:  # no silent fallback: said at the top of both pages
+        meta += "; " + "; ".join(warnings)
     sections, md = [], [f"# EvoSyn report: {run_id}", meta]
     rows = {rid: D.run_rows(store, rid, union) for rid in ids}
     for rid in ids:

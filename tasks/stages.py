@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ import prefect
 from agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, Steering
 from agents.generator import GenerationError
 from agents.planner import PlanError
-from agents.roles import Roles, build_roles, flush_calls, llm_roles
+from agents.roles import RoleInvalid, Roles, build_roles, fallback_note, flush_calls, llm_roles
 from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
 from envs.base import Domain
 from envs.packs import DomainPack, default_domain, get_domain
@@ -35,9 +36,11 @@ from tasks.progress import Emit, StageEvent, rejections
 from storage.config import RoleConfig, RunConfig
 from storage.faults import kill_point
 from storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
+from storage.chunks import verify
 from storage.store import Store
 
 DIAGNOSTIC_FRACTION = 0.2
+log = logging.getLogger("evosyn.stages")
 
 
 def _h(*parts: object) -> str:
@@ -102,8 +105,16 @@ class Ctx:
             kill_point(point, self.round)
 
     def done(self, stage: str, chunk: str) -> bool:
-        """Whether ``stage`` wrote all of chunk ``chunk`` (its marker, written after its last table)."""
-        return self.store.is_complete(stage, self.run_id, self.round, chunk)
+        """Whether ``stage`` wrote all of chunk ``chunk`` (its marker, written after its last table) and its files
+        are still what the marker records (storage/chunks.py): a chunk file missing, truncated or changed since
+        makes the stage recompute the chunk, row-identically."""
+        marker = self.store.marker_path(stage, self.run_id, self.round, chunk)
+        if not marker.is_file():
+            return False
+        problems = verify(self.store, marker)
+        for p in problems:
+            log.warning("%s; recomputing chunk %s of %s", p.line(), chunk, stage)
+        return not problems
 
     def mark(self, stage: str, chunk: str) -> None:
         self.store.mark_complete(stage, self.run_id, self.round, chunk)
@@ -157,10 +168,15 @@ def _attempt(fn: Callable, *args: Any, bug: str = "") -> tuple[Any, str]:
         return None, f"{bug}{type(exc).__name__}: {exc}"
 
 
+FALLBACK_RATIONALE = "embedded fallback"
+
+
 def _designed(emit: Emit | None, ctx: Ctx, dirs: list[Direction], steering: Steering, t0: float) -> list[Direction]:
     n = sum(d.n_blueprints for d in dirs)
-    emit_event(emit, ctx, "design", len(dirs), len(dirs), total=len(dirs),
-               detail=f"{len(dirs)} directions, {n} blueprints ({steering.kind.replace('_', ' ')})", since=t0)
+    detail = f"{len(dirs)} directions, {n} blueprints ({steering.kind.replace('_', ' ')})"
+    if dirs and dirs[0].rationale.startswith(FALLBACK_RATIONALE):  # said again when a resume reads them back
+        detail += "; " + fallback_note("designer", "the embedded designer's directions")
+    emit_event(emit, ctx, "design", len(dirs), len(dirs), total=len(dirs), detail=detail, since=t0)
     return dirs
 
 
@@ -182,10 +198,15 @@ def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm
         except DesignError as exc:
             if "designer" not in roles.clients:
                 raise
-            # a rejected LLM design is recorded on every direction of the embedded fallback
+            if not roles.falls_back("designer"):  # on_invalid: fail; a server that is down says so first
+                ctx.flush(roles, chunk)
+                raise RoleInvalid("designer", roles.clients["designer"].endpoint, str(exc)) from None
+            # on_invalid: fallback: the embedded design, recorded on every direction and in llm_calls, and warned
+            roles.clients["designer"].record_fallback(str(exc), "designer")
             dirs = EmbeddedDesigner().design(space, steering, budget, run_id=ctx.run_id, round=ctx.round,
                                              seed=ctx.seed)
-            dirs = [d.model_copy(update={"rationale": f"embedded fallback ({exc}); {d.rationale}"}) for d in dirs]
+            dirs = [d.model_copy(update={"rationale": f"{FALLBACK_RATIONALE} ({exc}); {d.rationale}"})
+                    for d in dirs]
         ctx.flush(roles, chunk)
     ctx.put("directions", dirs, chunk)
     ctx.crash_point("design")

@@ -64,8 +64,11 @@ def merge_calls(recorded: list[LLMCall], new: list[LLMCall]) -> list[LLMCall]:
     and adds only what the redo really sent (or replayed beyond the first attempt).
     """
     seen = _replies(recorded)
+    fallbacks = {c.request_hash for c in recorded if c.status == "fallback"}
     kept = []
     for c in sorted(new, key=_order):
+        if c.status == "fallback" and c.request_hash in fallbacks:  # the redo fell back again: one row says so
+            continue
         key = (c.request_hash, c.attempt)
         if c.cache_hit and seen[key] > 0:
             seen[key] -= 1
@@ -144,3 +147,6 @@ class BoundClient(CallLogView):
 
     def chat_sync(self, messages: list[dict], **kw: Any) -> ChatResult:
         return self.client.chat_sync(messages, **{**kw, "log": self.log})
+
+    def record_fallback(self, reason: str, role: str = "") -> None:
+        self.client.record_fallback(reason, role, self.log)

@@ -52,6 +52,7 @@ from agents.llm.replies import interpret, normalize_reply, parse_structured, rea
 from agents.llm.retries import announced_rpm, is_transient, retry_after_s
 from agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, Usage
 from storage.records import LLMCall
+from storage.redact import redact, redact_value
 
 logger = logging.getLogger("evosyn.llm")
 
@@ -170,7 +171,7 @@ class LLMClient(CallLogView):
         if reply is None:
             return None
         try:
-            return normalize_reply(reply)
+            return redact_value(normalize_reply(reply))  # an entry an older version cached unmasked
         except LLMOutputError:  # an entry of another shape (an older version, a damaged file): ask again
             logger.info("%s %s: cache entry %s is unreadable, asking again", self.provider, self.model, key[:12])
             return None
@@ -247,7 +248,9 @@ class LLMClient(CallLogView):
                                           max_tokens)
             kwargs.update(extra or {})
             try:
-                reply = await self._send(kwargs, messages, max_tokens, record, current)
+                # a server may quote the key back (an echoed Authorization header): masked before it is
+                # cached, parsed or recorded (storage/redact.py)
+                reply = redact_value(await self._send(kwargs, messages, max_tokens, record, current))
             except LLMUnavailable as exc:
                 record(time.perf_counter() - current.started, None, False, "error", str(exc), current.number)
                 raise
@@ -334,10 +337,15 @@ class LLMClient(CallLogView):
             return reply
 
     # ------------------------------------------------------------ the call log
+    def record_fallback(self, reason: str, role: str = "", log: CallLog | None = None) -> None:
+        """A ``fallback`` row: the role went on without a usable reply (``on_invalid: fallback``)."""
+        self._record(log or self.log, role, f"fallback:{role or self.role}", 0, 0.0, None, False, "fallback",
+                     reason)
+
     def _scrub(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, "***")
-        return text
+        return redact(text)
 
     def _record(self, into: CallLog, role: str, key: str, attempt: int, latency: float, usage: Usage | None,
                 cache_hit: bool, status: str, error: str, transport_attempt: int = 0) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from agents.llm.client import LLMClient
 from agents.llm.pricing import known_models, price_of, similar_models
 from storage.config import ConfigError, RoleConfig, load_dotenv_secrets
+from storage.redact import register as register_secret
 
 PROVIDERS = ("openai", "anthropic", "openai_compatible")
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -61,15 +62,16 @@ def make_client(role: str, cfg: RoleConfig, *, cache_dir: Path | None = None, ca
         raise ConfigError(f"roles.{role}.backend: is {cfg.backend!r} (set llm to build an LLM client)")
     env = _key_env(cfg)
     key = os.environ.get(env, "") if env else ""
+    register_secret(key)  # from now on no reply, row or log line of this process holds it (storage/redact.py)
     if cfg.provider == "anthropic":
         from agents.llm.providers import AnthropicProvider
 
-        provider = AnthropicProvider(cfg.base_url, key, cfg.timeout_s)
+        provider = AnthropicProvider(cfg.base_url, key, cfg.timeout_s, cfg.max_reply_bytes)
     else:
         from agents.llm.providers import OpenAIProvider
 
         # local servers (vLLM, llamafactory-cli api) accept any key; the SDK insists on one
-        provider = OpenAIProvider(cfg.provider, cfg.base_url, key or "EMPTY", cfg.timeout_s)
+        provider = OpenAIProvider(cfg.provider, cfg.base_url, key or "EMPTY", cfg.timeout_s, cfg.max_reply_bytes)
     if cache and cache_dir is None:
         from storage.store import default_root
 

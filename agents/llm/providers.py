@@ -77,14 +77,17 @@ def _json_object(data: Any) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- OpenAI and OpenAI-compatible
 class OpenAIProvider:
-    def __init__(self, name: str, base_url: str | None, api_key: str, timeout: float):
-        from agents.llm.transport import DEFAULT_OPENAI_URL, ERRORS, ChatTransport, openai_headers
+    def __init__(self, name: str, base_url: str | None, api_key: str, timeout: float,
+                 max_reply_bytes: int | None = None):
+        from agents.llm.transport import (DEFAULT_MAX_REPLY_BYTES, DEFAULT_OPENAI_URL, ERRORS, ChatTransport,
+                                          openai_headers)
 
         self.name = name
         self.errors = ERRORS
         # the SDK's default URL and its environment override, so a role without base_url goes where the SDK went
         url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_URL
-        self.transport = ChatTransport(url, openai_headers(api_key), timeout)
+        self.transport = ChatTransport(url, openai_headers(api_key), timeout,
+                                       max_reply_bytes or DEFAULT_MAX_REPLY_BYTES)
 
     def build(self, model: str, messages: list[dict], schema: type[BaseModel] | None, tools: list[dict] | None,
               temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
@@ -204,14 +207,16 @@ def _accepts_temperature() -> bool:
 class AnthropicProvider:
     name = "anthropic"
 
-    def __init__(self, base_url: str | None, api_key: str, timeout: float):
-        from agents.llm.transport import DEFAULT_ANTHROPIC_URL, ERRORS, ChatTransport, anthropic_headers
+    def __init__(self, base_url: str | None, api_key: str, timeout: float, max_reply_bytes: int | None = None):
+        from agents.llm.transport import (DEFAULT_ANTHROPIC_URL, DEFAULT_MAX_REPLY_BYTES, ERRORS, ChatTransport,
+                                          anthropic_headers)
 
         self.errors = ERRORS
         # the messages endpoint on the same transport as every other provider (one HTTP stack);
         # the base URL as the SDK takes it: without /v1, which the endpoint's path carries
         url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_URL
-        self.transport = ChatTransport(url, anthropic_headers(api_key), timeout)
+        self.transport = ChatTransport(url, anthropic_headers(api_key), timeout,
+                                       max_reply_bytes or DEFAULT_MAX_REPLY_BYTES)
 
     def build(self, model: str, messages: list[dict], schema: type[BaseModel] | None, tools: list[dict] | None,
               temperature: float | None, max_tokens: int | None) -> dict[str, Any]:

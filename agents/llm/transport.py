@@ -15,6 +15,13 @@ timeout are an ``APIConnectionError``; an HTTP error is an ``APIStatusError`` wi
 the ``response`` headers (for ``retry-after``); a body that is not JSON comes back as its text, as the
 SDKs return it; one JSON cannot decode (nested too deep) raises what ``json`` raises, so the client
 records an unusable reply. The key never appears in an error.
+
+What is read is bounded while it is read: a reply is at most ``max_reply_bytes`` (a role's
+``max_reply_bytes``; 8 MiB by default, some hundred times a long completion), refused as soon as its
+``Content-Length`` announces more or its body grows past it, so a hostile or broken server cannot fill
+memory (``ReplyTooLarge``: an unusable reply, re-asked like any other). The whole exchange, headers and
+body, ends at the request's timeout (aiohttp's ``total``), so a stalled or endless reply ends there in
+one line; aiohttp parses a chunked body once as it arrives, and ``json`` decodes it once.
 """
 from __future__ import annotations
 
@@ -29,6 +36,8 @@ import aiohttp
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"  # the API version the messages body is written for (providers.AnthropicProvider)
+DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024
+READ_CHUNK = 64 * 1024
 
 
 class APIError(Exception):
@@ -48,6 +57,11 @@ class APIStatusError(APIError):
 
 
 ERRORS = (APIConnectionError, APIStatusError, APIError)
+
+
+class ReplyTooLarge(ValueError):
+    """The reply announced or sent more than the role's ``max_reply_bytes``: not an API error (so not retried as
+    one); the client records it as an unusable reply."""
 
 
 def _error_message(status: int, body: Any) -> str:
@@ -80,9 +94,10 @@ def anthropic_headers(api_key: str) -> dict[str, str]:
 class ChatTransport:
     """POSTs to one base URL's endpoints; the session is built on first use, inside the caller's loop."""
 
-    def __init__(self, base_url: str, headers: dict[str, str], timeout: float):
+    def __init__(self, base_url: str, headers: dict[str, str], timeout: float,
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES):
         self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
+        self.timeout, self.max_reply_bytes = timeout, max_reply_bytes
         self.headers = {**headers, "Content-Type": "application/json", "Accept": "application/json"}
         self.proxy = env_proxy(self.base_url)
         self._session: aiohttp.ClientSession | None = None
@@ -101,7 +116,7 @@ class ChatTransport:
         session = self._get()
         try:
             async with session.post(self.base_url + path, data=json.dumps(body).encode(), proxy=self.proxy) as resp:
-                raw, status = await resp.read(), resp.status
+                raw, status = await self._read(resp), resp.status
         except TimeoutError:  # aiohttp's total timeout (asyncio.TimeoutError is TimeoutError)
             raise APIConnectionError("Request timed out.") from None
         except aiohttp.ClientError as exc:
@@ -115,6 +130,20 @@ class ChatTransport:
             message = data.get("error", data) if isinstance(data, dict) else data
             raise APIStatusError(_error_message(status, message), status_code=status, response=resp, body=data)
         return data
+
+    async def _read(self, resp: aiohttp.ClientResponse) -> bytes:
+        """The body, refused once it is (or is announced to be) over ``max_reply_bytes``; leaving the ``async
+        with`` early closes the connection, so the rest is never read."""
+        limit = self.max_reply_bytes
+        if resp.content_length is not None and resp.content_length > limit:
+            raise ReplyTooLarge(f"the server announced a reply of {resp.content_length} bytes, over the "
+                                f"{limit}-byte bound (max_reply_bytes)")
+        raw = bytearray()
+        async for chunk in resp.content.iter_chunked(READ_CHUNK):
+            raw += chunk
+            if len(raw) > limit:
+                raise ReplyTooLarge(f"the server's reply passed the {limit}-byte bound (max_reply_bytes)")
+        return bytes(raw)
 
     async def aclose(self) -> None:
         if self._session is not None:

@@ -8,7 +8,7 @@ from agents.generator import GenerationError, LLMGenerator
 from agents.planner import LLMPlanner, PlanError
 from agents.reflector_llm import LLMReflector, reflector_messages
 from agents.repair import LLMRepair
-from agents.roles import env_context
+from agents.roles import RoleInvalid, env_context
 from agents.teacher import EmbeddedTeacher, LLMTeacher
 from agents.verifier import verify
 from benchmarks.fake_llm_server import FakeLLMServer, Script, answer, error
@@ -239,11 +239,16 @@ def test_reflector_adds_one_probe_factor(space, serve):
     (_reflection(action="add_value", name="expected_outcome", values=("escalate",)), "seed factor"),
 ])
 def test_reflector_never_touches_seed_factors_and_adds_at_most_one(space, serve, bad, reason):
+    """Rejected after its re-ask: the run stops in one line (on_invalid: fail, the default), or the space is kept
+    with a warning and a fallback row (on_invalid: fallback); never a crash, never silent."""
     client = serve(Script(default=lambda r: answer(r, bad)), "reflector")
-    refl, new = LLMReflector(client, retries=1).reflect(space, _feedback(), PROBES, round=1)
-    assert new.version == space.version and new.factors == space.factors  # kept, not crashed
-    assert "rejected" in refl.summary and reason in refl.summary
+    with pytest.raises(RoleInvalid, match=reason):
+        LLMReflector(client, retries=1).reflect(space, _feedback(), PROBES, round=1)
     assert len(client.server.requests) == 2
+    refl, new = LLMReflector(client, retries=1, fail=False).reflect(space, _feedback(), PROBES, round=1)
+    assert new.version == space.version and new.factors == space.factors  # kept, not crashed
+    assert "rejected" in refl.summary and reason in refl.summary and "warning: reflector fell back" in refl.summary
+    assert [c.status for c in client.calls].count("fallback") == 1
 
 
 def test_no_feedback_control_withholds_learner_evidence(space):

@@ -10,7 +10,7 @@ import pytest
 
 import tasks.testset as testset
 from storage.digest import table_digests
-from storage.faults import ENV
+from storage.faults import AFTER_ENV, ENV, FULL_ENV
 from storage.records import TABLES
 from storage.store import Store
 from tests.flows.test_run import PREFECT_HOME, config, run
@@ -53,3 +53,46 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, clean, kill):
     got_id, got = digests(home)
     assert got_id == run_id
     assert [t for t in TABLES if got[t] != want[t]] == []
+
+
+def _killed(home, cfg, **env):
+    full = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME,
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300", **env}
+    p = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg)], env=full,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=600)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return p.returncode, err
+
+
+@pytest.mark.parametrize("zone,after", [("mlflow-init", "0.3"), ("catalog-init", "0")])
+def test_a_kill_inside_a_first_time_initialisation_then_a_rerun_equals_an_uninterrupted_run(tmp_path, clean, zone,
+                                                                                           after):
+    """Killed while MLflow builds its database or DuckDB its catalog: the rerun (a plain one: the run row may
+    not exist yet) finishes with every row of the uninterrupted run."""
+    cfg, (run_id, want) = clean
+    home = tmp_path / "killed"
+    code, _ = _killed(home, cfg, **{ENV: zone, AFTER_ENV: after})
+    assert code == -signal.SIGKILL, f"not killed in {zone}"
+    run(home, "run", "--config", str(cfg))
+    got_id, got = digests(home)
+    assert got_id == run_id and [t for t in TABLES if got[t] != want[t]] == []
+
+
+def test_a_full_disk_while_mlflow_builds_its_database_is_one_line_then_the_rerun_equals_an_uninterrupted_run(
+        tmp_path, clean):
+    cfg, (run_id, want) = clean
+    home = tmp_path / "full"
+    code, err = _killed(home, cfg, **{FULL_ENV: "mlflow-init"})
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 1 and "Traceback" not in err, err[-2000:]
+    assert lines[-1].startswith("error:") and "disk" in lines[-1]
+    assert not (home / "mlflow.db").exists()
+    run(home, "run", "--resume", run_id)
+    got_id, got = digests(home)
+    assert got_id == run_id and [t for t in TABLES if got[t] != want[t]] == []

@@ -110,8 +110,10 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_resume_loses_and_dup
 
 def test_a_url_that_answers_with_no_chat_completion_fails_the_stage_but_a_bad_model_does_not(tmp_path, monkeypatch):
     """Finding 5: an endpoint that is some other web server (200 with an HTML page) is as unusable as a dead one;
-    a model whose answers are all invalid is not: its rejections are recorded and the stage goes on."""
-    from agents.roles import StageUnavailable
+    a model whose answers are all invalid is not that: its rejections are recorded, and then the stage stops
+    saying the model gave no usable reply (on_invalid: fail, the default) or falls back, warned
+    (on_invalid: fallback; tests/tasks/test_on_invalid.py)."""
+    from agents.roles import RoleInvalid, StageUnavailable
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     space = load_initial_space("airline", run_id="web")
@@ -119,15 +121,20 @@ def test_a_url_that_answers_with_no_chat_completion_fails_the_stage_but_a_bad_mo
     garbage = Reply(body={"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
         {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "no JSON here"}}],
         "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}})
-    for reply, fails in ((page, True), (garbage, False)):
+    for reply, fails, on_invalid in ((page, True, "fail"), (garbage, False, "fail"), (garbage, False, "fallback")):
         with FakeLLMServer(lambda request, reply=reply: reply) as server:
             llm = {"designer": RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini",
-                                          base_url=server.base_url, max_invalid_retries=1)}
-            ctx = stages.Ctx(Store(tmp_path / f"h-{fails}"), "web", 1, 0, llm_roles=llm)
+                                          base_url=server.base_url, max_invalid_retries=1, on_invalid=on_invalid)}
+            ctx = stages.Ctx(Store(tmp_path / f"h-{fails}-{on_invalid}"), "web", 1, 0, llm_roles=llm)
             if fails:
-                with pytest.raises(StageUnavailable, match=server.base_url):
+                with pytest.raises(StageUnavailable, match=server.base_url) as err:
                     stages.design(ctx, space, ColdStart(), 6, "evosyn")
-            else:  # the embedded fallback takes over, and the rejections are on record
+                assert not isinstance(err.value, RoleInvalid)  # the server is the problem, not the model
+            elif on_invalid == "fail":
+                with pytest.raises(RoleInvalid, match="gave no usable reply"):
+                    stages.design(ctx, space, ColdStart(), 6, "evosyn")
+            else:  # the embedded fallback takes over, warned, and the rejections are on record
                 assert stages.design(ctx, space, ColdStart(), 6, "evosyn")
             rows = ctx.store.read_records("llm_calls", run_id="web")
-            assert rows and all(r.status == "invalid" for r in rows)
+            assert rows and all(r.status in ("invalid", "fallback") for r in rows)
+            assert sum(r.status == "fallback" for r in rows) == (on_invalid == "fallback")
