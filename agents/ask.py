@@ -39,6 +39,31 @@ class RoleRejected(ValueError):
         self.raw = raw
 
 
+class StageUnavailable(RuntimeError):
+    """Every call one role made in a stage failed on transport: the run cannot go on (a one-line message)."""
+
+    def __init__(self, role: str, endpoint: str, error: str):
+        super().__init__(role, endpoint, error)  # the args rebuild it: pickling (Prefect results) keeps it
+        self.role, self.endpoint, self.error = role, endpoint, error
+
+    def __str__(self) -> str:
+        return f"{self.role}: the LLM at {self.endpoint} cannot be used: {self.error}"
+
+
+class RoleInvalid(StageUnavailable):
+    """A configured LLM role's replies stayed invalid and its ``on_invalid`` is ``fail``: the run stops (one line)."""
+
+    def __str__(self) -> str:
+        return (f"{self.role}: the LLM at {self.endpoint} gave no usable reply ({self.error}); the run stops "
+                f"(roles.{self.role}.on_invalid: fail). Set roles.{self.role}.on_invalid: fallback to go on "
+                "without it, with a warning")
+
+
+def fallback_note(role: str, what: str) -> str:
+    """The warning a stage's line, the report and MLflow show for a fallback."""
+    return f"warning: {role} fell back ({what})"
+
+
 @dataclass
 class Answer(Generic[T]):
     value: T  # the validated domain object

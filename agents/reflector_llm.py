@@ -139,7 +139,7 @@ class LLMReflector:
             (reviews, proposal), summary = ans.value, ans.parsed.summary
             self.raw = ans.raw
         except RoleRejected as exc:  # no silent fallback: stop (on_invalid: fail), or keep the space, warned
-            from agents.roles import RoleInvalid, fallback_note
+            from agents.ask import RoleInvalid, fallback_note
 
             if self.fail:
                 raise RoleInvalid("reflector", getattr(self.client, "endpoint", "?"), str(exc)) from None

@@ -13,33 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents.ask import RoleInvalid, StageUnavailable, fallback_note  # noqa: F401 (their home before)
 from envs.base import Domain
 from storage.config import ConfigError, RoleConfig, RunConfig
-
-
-class StageUnavailable(RuntimeError):
-    """Every call one role made in a stage failed on transport: the run cannot go on (a one-line message)."""
-
-    def __init__(self, role: str, endpoint: str, error: str):
-        super().__init__(role, endpoint, error)  # the args rebuild it: pickling (Prefect results) keeps it
-        self.role, self.endpoint, self.error = role, endpoint, error
-
-    def __str__(self) -> str:
-        return f"{self.role}: the LLM at {self.endpoint} cannot be used: {self.error}"
-
-
-class RoleInvalid(StageUnavailable):
-    """A configured LLM role's replies stayed invalid and its ``on_invalid`` is ``fail``: the run stops (one line)."""
-
-    def __str__(self) -> str:
-        return (f"{self.role}: the LLM at {self.endpoint} gave no usable reply ({self.error}); the run stops "
-                f"(roles.{self.role}.on_invalid: fail). Set roles.{self.role}.on_invalid: fallback to go on "
-                "without it, with a warning")
-
-
-def fallback_note(role: str, what: str) -> str:
-    """The warning a stage's line, the report and MLflow show for a fallback."""
-    return f"warning: {role} fell back ({what})"
 
 
 LLM_ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
