@@ -137,6 +137,16 @@ def reported_in_one_line():
             handler.removeFilter(quiet)
 
 
+def _lock_run(cfg, resume: str | None):
+    """The run's lock (flows/run_id.py), taken here, before Prefect's start; the flow re-enters it."""
+    from flows.run_id import RunBusy, run_id_for, run_lock
+
+    try:
+        return run_lock(cfg.store_root(), resume or run_id_for(cfg))
+    except RunBusy as exc:
+        raise RunFailed(str(exc)) from None
+
+
 def print_summary(summary) -> None:
     print_table(f"run {summary.run_id} ({summary.seconds:.0f}s)",
                 ["round", "verified yield", "diagnostic success", "test success", "uniform test success",
@@ -201,13 +211,17 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
         cfg = _config(ctx, config_file, domain=domain, rounds=rounds, arm=arm, budget=budget, seed=seed,
                       backend=backend, learner=learner)
     check_store_root(cfg.store_root())
-    prefect_api(cfg.store_root(), meanwhile=_import_run_flow)
-    from tasks import timing
-    from flows.progress import renderer
-    from flows.run import evosyn_run
+    busy = _lock_run(cfg, resume)  # before the slow start-up: a run already running is said at once
+    try:
+        prefect_api(cfg.store_root(), meanwhile=_import_run_flow)
+        from tasks import timing
+        from flows.progress import renderer
+        from flows.run import evosyn_run
 
-    with reported_in_one_line(), renderer(quiet) as show, timing.span("flow", "run"):
-        summary = evosyn_run(cfg, run_id=resume, progress=show)
+        with reported_in_one_line(), renderer(quiet) as show, timing.span("flow", "run"):
+            summary = evosyn_run(cfg, run_id=resume, progress=show)
+    finally:
+        busy.__exit__(None, None, None)
     print_summary(summary)
     print_next(summary.run_id, cfg.store_root())
 

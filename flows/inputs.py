@@ -137,6 +137,10 @@ def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs
     if root.exists() and not root.is_dir():
         raise UserError(f"store root {root}: a file, not a folder; pass a folder with --home or EVOSYN_HOME")
     wanted = list(dict.fromkeys(runs))
+    if not create and not wanted and not root.exists():  # a reader of a root nobody wrote: say so, not "0 rows"
+        # (a named run's line says it too: unknown_run)
+        raise UserError(f"store root {root.absolute()}: no store there (nothing was run with this root); "
+                        f"{POINT_ELSEWHERE}")
     if wanted:
         known = Store(root, create=False).runs(any_table)
         for rid in wanted:

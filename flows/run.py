@@ -13,7 +13,6 @@ from the store, missing ones are computed.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -27,9 +26,9 @@ from envs.ontology import check_initial_factors, load_initial_space
 from envs.properties import check_prior
 from flows.artifacts import publish_summary
 from flows.round import round_flow
+from flows.run_id import RunBusy, run_id_for, run_lock  # noqa: F401 (RunBusy, run_id_for: their home before)
 from storage import atomic
-from storage.config import RoleConfig, RunConfig
-from storage.locks import StoreLockTimeout, store_lock
+from storage.config import RunConfig
 from storage.records import Run
 from storage.store import Store, as_store_fault
 from storage.tracking import Tracker
@@ -41,28 +40,6 @@ from tasks.progress import StageEvent
 from tasks.stages import steering_for
 
 log = logging.getLogger("evosyn.run")
-NEWER_ROLE_FIELDS = ("max_reply_bytes", "on_invalid")
-
-
-def run_id_for(cfg: RunConfig) -> str:
-    # where it trains and what it also measures (official_eval) change no row the run synthesizes or learns;
-    # the llamafactory section only matters to a run that uses it (ids of embedded runs stay as they were)
-    exclude: dict = {k: True for k in ("store", "train_deployment", "official_eval")}
-    if cfg.learner == "embedded":
-        exclude["llamafactory"] = True
-    if cfg.prior.is_default():  # the default prior: ids of runs without a planted gap stay as they were
-        exclude["prior"] = True
-    elif cfg.prior.writes is None:  # nor do those of planted gaps on the default write counts
-        exclude["prior"] = {"writes": True}
-    if not cfg.initial_factors:  # the pack's initial space: ids stay as they were
-        exclude["initial_factors"] = True
-    # role fields added later, at their defaults: ids of LLM runs stay as they were
-    later = {r: {k for k in NEWER_ROLE_FIELDS if getattr(rc, k) == RoleConfig.model_fields[k].default}
-             for r, rc in cfg.roles.items()}
-    if any(later.values()):
-        exclude["roles"] = {r: keys for r, keys in later.items() if keys}
-    digest = hashlib.sha256(cfg.model_dump_json(exclude=exclude).encode()).hexdigest()[:6]
-    return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
 
 
 @dataclass
@@ -93,10 +70,6 @@ def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) ->
         if len(cases) < cfg.test_size:
             say(f"test set {kind}: {len(cases)} tasks; the {cfg.domain} generator could not build "
                 f"{cfg.test_size - len(cases)} of the {cfg.test_size} (test_size)")
-
-
-class RunBusy(RuntimeError):
-    """The same run id is already running in another process on this store."""
 
 
 class TestSetError(ValueError):
@@ -157,14 +130,7 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
 
         cfg = cfg.model_copy(update={"domain": default_domain()})
     run_id = run_id or run_id_for(cfg)
-    # one process per run id: a second `run` of the same config (or a second --resume) would redo the same
-    # stages beside the first and pay for the same LLM calls twice
-    busy = store_lock(cfg.store_root(), f"run-{run_id}", timeout=0)
-    try:
-        busy.__enter__()
-    except StoreLockTimeout:
-        raise RunBusy(f"run {run_id} is already running in another process on {cfg.store_root()} (wait for it, "
-                      "or stop it and --resume)") from None
+    busy = run_lock(cfg.store_root(), run_id)  # re-entered when the CLI took it before its slow start-up
     finished = _finished(cfg, run_id)
     try:
         with listening(run_id, progress), timing.span("body", "run"):

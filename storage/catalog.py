@@ -147,6 +147,11 @@ def _views_in(path: Path) -> dict[str, str] | None:
     return dict(rows)
 
 
+def catalog_readable(path: Path) -> bool:
+    """Whether a catalog file opens and lists its views (`evosyn store check`)."""
+    return _views_in(path) is not None
+
+
 def write_catalog_file(store: Store) -> Path:
     """Persist the views in ``<root>/catalog.duckdb`` for external DuckDB clients.
 

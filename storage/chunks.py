@@ -33,13 +33,13 @@ _MARKER = re.compile(r"^run_id=(?P<run>[^/]+)/round=(?P<round>\d+)/(?P<name>[^/]
 
 @dataclass(frozen=True)
 class Problem:
-    """One fault of the store: where, what, and the marker whose chunk it breaks (None: no marker names it)."""
+    """One fault of the store: where, what, and the markers whose chunks it breaks (none: no marker names it)."""
 
     path: Path
     what: str
     run_id: str = ""
     round: int = 0
-    marker: Path | None = None
+    markers: tuple[Path, ...] = ()
 
     def line(self) -> str:
         where = f"run {self.run_id} round {self.round}: " if self.run_id else ""
@@ -81,7 +81,7 @@ def verify(store: "Store", marker: Path) -> list[Problem]:
     try:
         info = json.loads(marker.read_text())
     except (OSError, ValueError) as exc:
-        return [Problem(marker, f"unreadable completion marker ({type(exc).__name__})", marker=marker)]
+        return [Problem(marker, f"unreadable completion marker ({type(exc).__name__})", markers=(marker,))]
     run_id, rnd = str(info.get("run_id", "")), int(info.get("round", 0))
     out = []
     for name, want in (info.get("files") or {}).items():
@@ -89,7 +89,7 @@ def verify(store: "Store", marker: Path) -> list[Problem]:
         path = store.partition_dir(table, run_id, rnd) / file
         what = _file_problem(path, want)
         if what:
-            out.append(Problem(path, what, run_id, rnd, marker))
+            out.append(Problem(path, what, run_id, rnd, (marker,)))
     return out
 
 
@@ -120,23 +120,23 @@ def markers(store: "Store") -> list[tuple[Path, str, int]]:
 def check(store: "Store") -> list[Problem]:
     """Every problem of the root: files a marker vouches for that do not match it, then any other chunk file
     that cannot be read."""
-    problems: list[Problem] = []
-    seen: set[Path] = set()
+    found: dict[Path, Problem] = {}  # one line per file, however many markers vouch for it
     for marker, _, _ in markers(store):
         for p in verify(store, marker):
-            problems.append(p)
-            seen.add(p.path)
+            have = found.get(p.path)
+            found[p.path] = p if have is None else Problem(have.path, have.what, have.run_id, have.round,
+                                                           have.markers + p.markers)
     for table in TABLES:
         for path in store.files(table):
-            if path in seen:
+            if path in found:
                 continue
             try:
                 _rows(path)
             except Exception as exc:
                 run_id, rnd = _partition_of(path)
-                problems.append(Problem(path, f"truncated or not Parquet ({type(exc).__name__})", run_id, rnd,
-                                        _owner(store, path, run_id, rnd)))
-    return problems
+                found[path] = Problem(path, f"truncated or not Parquet ({type(exc).__name__})", run_id, rnd,
+                                      _owners(store, path, run_id, rnd))
+    return list(found.values())
 
 
 def _partition_of(path: Path) -> tuple[str, int]:
@@ -145,15 +145,12 @@ def _partition_of(path: Path) -> tuple[str, int]:
     return run, int(rnd) if rnd.isdigit() else 0
 
 
-def _owner(store: "Store", path: Path, run_id: str, rnd: int) -> Path | None:
-    """The marker of the chunk a file belongs to (``gen-ab12-rollout`` belongs to ``gen-ab12``), if any."""
+def _owners(store: "Store", path: Path, run_id: str, rnd: int) -> tuple[Path, ...]:
+    """The markers of the chunk a file belongs to (``chunk-ab12-rollout`` belongs to ``chunk-ab12``)."""
     folder = store.markers_dir / f"run_id={run_id}" / f"round={rnd}"
     stem = path.stem
-    for marker in sorted(folder.glob("*.done")) if folder.is_dir() else []:
-        chunk = marker.stem.partition(".")[2]
-        if chunk and (stem == chunk or stem.startswith(chunk + "-")):
-            return marker
-    return None
+    return tuple(m for m in (sorted(folder.glob("*.done")) if folder.is_dir() else [])
+                 if (chunk := m.stem.partition(".")[2]) and (stem == chunk or stem.startswith(chunk + "-")))
 
 
 def invalidate(problems: list[Problem]) -> list[Path]:
@@ -161,8 +158,8 @@ def invalidate(problems: list[Problem]) -> list[Path]:
     chunk's files), and so does a file no marker names (so the stage that writes it finds it missing)."""
     removed = []
     for p in problems:
-        target = p.marker if p.marker is not None else p.path
-        if target.exists():
-            target.unlink()
-            removed.append(target)
+        for target in p.markers or (p.path,):
+            if target.exists():
+                target.unlink()
+                removed.append(target)
     return removed

@@ -29,13 +29,17 @@ class RoleConfig(_Strict):
     base_url: str | None = None
     api_key_env: str | None = None
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=4096, ge=1)
-    max_concurrency: int = Field(default=8, ge=1)
-    rpm: int | None = Field(default=None, ge=1)
-    tpm: int | None = Field(default=None, ge=1)
+    # Every size has an upper bound, with its reason: a typo (an extra digit or three) is refused at config
+    # time instead of running for hours or filling memory. No model writes a million-token reply;
+    max_tokens: int = Field(default=4096, ge=1, le=1_000_000)
+    # open connections per model: past a thousand a laptop runs out of sockets before a provider says no;
+    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    # no provider's tier announces more than a million requests or a billion tokens a minute
+    rpm: int | None = Field(default=None, ge=1, le=1_000_000)
+    tpm: int | None = Field(default=None, ge=1, le=1_000_000_000)
     max_invalid_retries: int = Field(default=2, ge=0, le=10)
     # transport: seconds per request, and retries of 429 / 5xx / timeouts / connection errors
-    timeout_s: float = Field(default=120.0, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0, le=3600)  # an hour: no single reply takes longer
     max_retries: int = Field(default=6, ge=0, le=20)
     # bytes of one reply, refused while it is read (agents/llm/transport.py): 8 MiB is hundreds of times a
     # long completion; at most 1 GiB, so a typo cannot let a hostile server fill memory
@@ -85,7 +89,7 @@ class OfficialEvalConfig(_Strict):
     # tasks/official_agents.py checks the name against the domain before any work (`run`, `evosyn_run`)
     split: str = Field(default="test", pattern=r"^[A-Za-z0-9_]+$")
     trials: int = Field(default=1, ge=1, le=64)  # k of pass^k
-    max_tasks: int | None = Field(default=None, ge=1)  # only the split's first N tasks
+    max_tasks: int | None = Field(default=None, ge=1, le=100_000)  # the split's first N (splits hold hundreds)
     max_steps: int = Field(default=40, ge=1, le=500)
     user: RoleConfig = Field(default_factory=RoleConfig)  # embedded (scripted) unless backend: llm
 
@@ -100,10 +104,10 @@ class LlamaFactoryConfig(_Strict):
     recipe: dict[str, Any] = Field(default_factory=dict)
     # auto: vLLM where it is installed and a GPU is present, else `llamafactory-cli api`
     serve: Literal["auto", "vllm", "llamafactory"] = "auto"
-    max_new_tokens: int = Field(default=1024, ge=1)  # per reply of the served checkpoint
+    max_new_tokens: int = Field(default=1024, ge=1, le=1_000_000)  # per reply of the served checkpoint
     max_steps: int = Field(default=40, ge=1, le=200)  # agent replies per evaluated task
-    train_timeout_s: float = Field(default=24 * 3600, gt=0)
-    serve_timeout_s: float = Field(default=900, gt=0)  # until the server answers /v1/models
+    train_timeout_s: float = Field(default=24 * 3600, gt=0, le=30 * 24 * 3600)  # a month: a round, not a project
+    serve_timeout_s: float = Field(default=900, gt=0, le=24 * 3600)  # until the server answers /v1/models
 
 
 MAX_PRIOR_WRITES = 6  # the top of the num_write bucket 5+ (agents/plans.BUCKET_RANGE)
@@ -158,7 +162,8 @@ class RunConfig(_Strict):
     budget: int = Field(default=200, ge=1, le=1_000_000)
     seed: int = Field(default=0, ge=0)
     learner: Literal["embedded", "llamafactory"] = "embedded"
-    chunk_size: int = Field(default=50, ge=1)
+    # a chunk is the unit of resume and of one Prefect task: 10,000 blueprints in one would redo hours after a crash
+    chunk_size: int = Field(default=50, ge=1, le=10_000)
     test_size: int = Field(default=300, ge=1, le=10_000)  # tasks of each fixed test set (official-matched, uniform)
     # blueprints of a balanced probe set per round (the uniform builder, in a seed namespace of the run's seed and
     # round) that a Reflector with learner evidence also reads its probes on; 0: the diagnostic set only
@@ -166,7 +171,7 @@ class RunConfig(_Strict):
     concurrency: int = Field(default=2, ge=1, le=256)
     # a reflecting arm stops after this many consecutive rounds without a space update (App. B.1: 2);
     # 0 never stops early: every arm runs `rounds` rounds and `rounds x budget` blueprints (`bench learning`)
-    stop_after_static_rounds: int = Field(default=2, ge=0)
+    stop_after_static_rounds: int = Field(default=2, ge=0, le=50)  # at most `rounds`, which is at most 50
     # "flow/deployment" of the SFT flow (e.g. "sft-train/sft-train" on the gpu pool); None trains in-process
     train_deployment: str | None = Field(default=None, pattern=r"^[^/\s]+/[^/\s]+$")
     # e.g. {split: test, trials: 4}: each round also scores its learner on tau2's official split (pass^k)

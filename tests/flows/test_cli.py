@@ -20,10 +20,13 @@ def test_help_lists_commands(tmp_path):
         assert cmd in out.stdout
 
 
-def test_query_on_fresh_root_prints_zero_and_writes_nothing(tmp_path):
-    out = evosyn("query", "select count(*) as n from verdicts", home=tmp_path / "h")
-    assert out.returncode == 0, out.stderr
-    assert "│ 0" in out.stdout
+@pytest.mark.parametrize("args", [("query", "select count(*) as n from verdicts"), ("runs",), ("show", "t1"),
+                                  ("report", "r1"), ("store", "check")])
+def test_a_reader_of_a_missing_store_root_says_so_in_one_line_and_writes_nothing(tmp_path, args):
+    out = evosyn(*args, home=tmp_path / "h")
+    assert out.returncode == 2 and out.stdout == ""
+    (line,) = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert line.startswith("error:") and str(tmp_path / "h") in line and "no store" in line
     assert not (tmp_path / "h").exists()
 
 
@@ -83,6 +86,7 @@ def test_a_column_pyarrow_refuses_is_one_line_naming_the_cast():
 
 
 def test_query_table_shows_every_column_of_its_rows(tmp_path):
+    (tmp_path / "h").mkdir()  # a store root, empty: constant SQL needs no table
     out = evosyn("query", "select 1 as a, 2 as a, 'x' as b union all select 3, 4, NULL", "--limit", "1",
                  home=tmp_path / "h")
     assert out.returncode == 0, out.stderr
@@ -96,6 +100,7 @@ def test_query_in_table_and_json_formats(tmp_path, store, root):
 
     store.write([samples()["verdicts"]], "c")
     home = tmp_path / "h" if root == "fresh" else store.root
+    home.mkdir(exist_ok=True)  # fresh: a root that exists and holds nothing yet
     code = ("import sys\nfrom flows.cli import main\n"
             "for fmt in ('table', 'json'):\n"
             "    main(['query', 'select count(*) as n from verdicts', '--format', fmt], standalone_mode=False)\n")
@@ -109,10 +114,11 @@ def test_query_in_table_and_json_formats(tmp_path, store, root):
 @pytest.mark.parametrize("sql", ["selec 1", "select * from no_such_table"])
 def test_bad_sql_is_one_line_exit_2_and_writes_nothing(tmp_path, sql):
     target = tmp_path / "o.csv"
+    (tmp_path / "h").mkdir()
     out = evosyn("query", sql, "--format", "csv", "--output", str(target), home=tmp_path / "h")
     assert out.returncode == 2
     assert out.stderr.startswith("error: SQL:") and out.stderr.count("\n") == 1
-    assert not target.exists() and not (tmp_path / "h").exists()
+    assert not target.exists() and list((tmp_path / "h").iterdir()) == []
 
 
 def test_config_validate(tmp_path):

@@ -172,11 +172,12 @@ def test_the_console_entry_point_prints_one_line(sandbox):
 
 def test_a_writable_output_still_works(sandbox):
     out = sandbox / "new" / "deeper" / "rows.csv"
+    (sandbox / "fresh").mkdir()
     result = CliRunner().invoke(main, ["query", "select 1 as one", "--format", "csv", "--output", str(out)],
                                 env={"EVOSYN_HOME": str(sandbox / "fresh")})
     assert result.exit_code == 0, result.output
     assert out.read_text().splitlines() == ['"one"', "1"]
-    assert not (sandbox / "fresh").exists() and not list(sandbox.glob(".evosyn-probe-*"))
+    assert list((sandbox / "fresh").iterdir()) == [] and not list(sandbox.glob(".evosyn-probe-*"))
 
 
 def _console(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:

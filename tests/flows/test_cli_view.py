@@ -104,7 +104,8 @@ def test_unknown_id_is_one_line_naming_the_store(tmp_path, home):
     for root in (home, tmp_path / "nowhere"):
         out = CliRunner().invoke(main, ["--home", str(root), "show", "no-such-id"])
         assert out.exit_code == 2 and out.stdout == ""
-        assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: no-such-id: no record")
+        said = "error: no-such-id: no record" if root == home else "error: store root"  # no store: said first
+        assert out.stderr.count("\n") == 1 and out.stderr.startswith(said)
         assert str(root) in out.stderr and "--home" in out.stderr and "EVOSYN_HOME" in out.stderr
     assert not (tmp_path / "nowhere").exists()
 
@@ -124,8 +125,11 @@ def test_runs_lists_every_pass_with_its_counts(home):
 
 
 def test_runs_on_an_empty_store(tmp_path):
+    (tmp_path / "empty").mkdir()
     out = cli(tmp_path / "empty", "runs")
-    assert out.exit_code == 0 and "0 runs" in out.stdout and not (tmp_path / "empty").exists()
+    assert out.exit_code == 0 and "0 runs" in out.stdout and list((tmp_path / "empty").iterdir()) == []
+    out = cli(tmp_path / "none", "runs")  # no store at all: one line, exit 2, nothing written
+    assert out.exit_code == 2 and "no store there" in out.stderr and not (tmp_path / "none").exists()
 
 
 @pytest.mark.parametrize("domain", DOMAINS)

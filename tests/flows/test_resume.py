@@ -96,3 +96,48 @@ def test_a_full_disk_while_mlflow_builds_its_database_is_one_line_then_the_rerun
     run(home, "run", "--resume", run_id)
     got_id, got = digests(home)
     assert got_id == run_id and [t for t in TABLES if got[t] != want[t]] == []
+
+
+DAMAGE = ("deleted", "truncated", "corrupted")
+
+
+def _damage(path, how):
+    if how == "deleted":
+        path.unlink()
+    elif how == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    else:
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+
+
+def test_a_deleted_truncated_and_corrupted_chunk_in_three_tables_is_named_then_rebuilt(tmp_path, clean):
+    """A finished run; in each of tasks, trajectories and verdicts one chunk file deleted, one truncated, one
+    corrupted: `store check` names the nine in one line each, `--resume` rebuilds them row-identically and the
+    run stays finished; then `store check` is clean."""
+    import shutil
+
+    cfg, (run_id, want) = clean
+    home = tmp_path / "damaged"
+    shutil.copytree(cfg.parent / "clean", home)
+    store = Store(home, create=False)
+    damaged = []
+    for table in ("tasks", "trajectories", "verdicts"):
+        files = [p for p in store.files(table, run_id=run_id, round=1) if p.stem.startswith(("gen-", "chunk-"))]
+        for how, path in zip(DAMAGE, files[:3]):
+            _damage(path, how)
+            damaged.append(path)
+    assert len(damaged) == 9
+    p = subprocess.run([sys.executable, "-m", "flows.cli", "store", "check"], capture_output=True, text=True,
+                       env={**os.environ, "EVOSYN_HOME": str(home)}, timeout=300)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    named = [ln for ln in p.stdout.splitlines() if ln.strip()]
+    assert len(named) == 9 and all(any(str(d) in ln for ln in named) for d in damaged)
+    run(home, "run", "--resume", run_id)
+    got_id, got = digests(home)
+    assert [t for t in TABLES if got[t] != want[t]] == []
+    assert Store(home, create=False).read_records("runs", run_id=run_id)[0].status == "finished"
+    p = subprocess.run([sys.executable, "-m", "flows.cli", "store", "check"], capture_output=True, text=True,
+                       env={**os.environ, "EVOSYN_HOME": str(home)}, timeout=300)
+    assert p.returncode == 0 and p.stdout.startswith("ok:")
