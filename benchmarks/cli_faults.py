@@ -1,5 +1,7 @@
 """`evosyn bench faults`: kill-and-resume at every stage boundary, fuzzed replies, faulty and absent LLM servers,
-concurrent first use of a store, and a search for the API key in everything the runs wrote."""
+concurrent first use of a store, a search for the API key in everything the runs wrote, and the store's and the
+client's rows: kills and a full disk inside the first-time initialisations, random kills of the main PID only,
+damaged chunks, a hostile LLM server."""
 from __future__ import annotations
 
 import click
@@ -7,16 +9,19 @@ import click
 from flows.cli_app import UserError
 from flows.render import print_table
 
-AREAS = ("kill", "fuzz", "llm", "concurrent")
+AREAS = ("kill", "fuzz", "llm", "concurrent", "init", "random", "damage", "hostile")
 
 
 @click.command("faults")
 @click.option("--only", multiple=True, type=click.Choice(AREAS), help="Run only these areas (repeatable).")
 @click.option("--fuzz-replies", type=click.IntRange(1), default=3000, show_default=True)
+@click.option("--trials", type=click.IntRange(1, 1000), default=20, show_default=True,
+              help="Random kills of the main PID (area random).")
 @click.option("--workdir", type=click.Path(file_okay=False), default=None,
               help="Keep the runs' stores here (default: a temporary folder, removed afterwards).")
 @click.option("--output", type=click.Path(dir_okay=False), default=None)
-def bench_faults(only: tuple[str, ...], fuzz_replies: int, workdir: str | None, output: str | None) -> None:
+def bench_faults(only: tuple[str, ...], fuzz_replies: int, trials: int, workdir: str | None,
+                 output: str | None) -> None:
     """Every fault row of issue 15 (crash safety, determinism, fail-loud); exit 1 if a row fails."""
     from pathlib import Path
 
@@ -32,9 +37,9 @@ def bench_faults(only: tuple[str, ...], fuzz_replies: int, workdir: str | None, 
             import hypothesis  # noqa: F401
         except ImportError:
             raise UserError("bench faults: the fuzzed replies need hypothesis; pip install -e '.[dev]' "
-                            "(or pass --only kill --only llm --only concurrent)") from None
+                            "(or pick other areas: --only kill --only init ...)") from None
 
-    result = run(Path(workdir) if workdir else None, fuzz_n=fuzz_replies, only=set(only) or None,
+    result = run(Path(workdir) if workdir else None, fuzz_n=fuzz_replies, only=set(only) or None, trials=trials,
                  say=lambda s: click.echo(s, err=True))
     print_table("fault benchmark", ["area", "check", "result", "detail", "seconds"],
                 [[c["area"], c["check"], "PASS" if c["passed"] else "FAIL", c["detail"], f"{c['seconds']:.0f}"]

@@ -16,7 +16,9 @@ would meet it:
 - **concurrent first use**: 3 runs started at once on a fresh store all finish,
   and the store they leave is consistent;
 - **key leaks**: the fake API key of the LLM runs appears in no file they wrote
-  and in none of their output.
+  and in none of their output;
+- **init**, **random**, **damage**, **hostile**: the store's and the client's
+  rows (benchmarks/faults_store.py).
 """
 from __future__ import annotations
 
@@ -336,7 +338,7 @@ def key_leaks(b: Bench, key: str = FAKE_KEY) -> Check:
 
 
 # ---------------------------------------------------------------- all of it
-def run(workdir: Path | None = None, *, fuzz_n: int = 3000, only: set[str] | None = None,
+def run(workdir: Path | None = None, *, fuzz_n: int = 3000, only: set[str] | None = None, trials: int = 20,
         say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     t0 = time.perf_counter()
     tmp = None
@@ -360,7 +362,19 @@ def run(workdir: Path | None = None, *, fuzz_n: int = 3000, only: set[str] | Non
         if want("concurrent"):
             checks.append(concurrent_runs(b))
             say(f"concurrent: {checks[-1].detail}")
-        if want("llm"):  # the fake key is the LLM runs' key: searched for in everything every check wrote
+        # the store's and the client's rows (issue 44): benchmarks/faults_store.py
+        from benchmarks import faults_store as fs
+
+        if want("init"):
+            checks += fs.init_faults(b)
+        if want("random"):
+            checks += fs.random_kills(b, trials=trials)
+        if want("damage"):
+            checks.append(fs.damaged_chunks(b))
+            say(f"damage: {checks[-1].detail}")
+        if want("hostile"):
+            checks += fs.hostile_server(b)
+        if want("llm") or want("hostile"):  # the fake key of the LLM runs: searched for in everything they wrote
             checks.append(key_leaks(b))
     finally:
         if tmp is not None:

@@ -99,4 +99,7 @@ def _repair(ctx, st, problems, root_fixes: list[str]) -> None:
         for p in left:
             click.echo(f"still broken: {p.line()}")
         ctx.exit(1)
-    click.echo(f"repaired: {len(problems) + len(root_fixes)} problem(s); every chunk matches its marker")
+    pending = sorted(set(affected) - set(to_resume))
+    click.echo(f"repaired: {len(problems) + len(root_fixes)} problem(s); every chunk matches its marker"
+               + (f"; the broken chunks of {', '.join(pending)} are gone and the next run that builds them "
+                  "recomputes them" if pending else ""))

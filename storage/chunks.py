@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from storage.store import Store
 
 UNVERIFIED = ("llm_calls",)
+MTIME_MARGIN_NS = 50_000_000  # file times come from a coarse clock (a few ms behind time.time_ns)
 _MARKER = re.compile(r"^run_id=(?P<run>[^/]+)/round=(?P<round>\d+)/(?P<name>[^/]+)\.done$")
 
 
@@ -70,10 +71,23 @@ def chunk_files(store: "Store", run_id: str, round: int, chunk: str) -> dict[str
     return out
 
 
-def describe(store: "Store", run_id: str, round: int, chunk: str) -> dict[str, dict]:
-    """What the marker records of each file of the chunk: its rows and checksum."""
-    return {name: {"rows": _rows(path), "sha256": _sha256(path)}
-            for name, path in chunk_files(store, run_id, round, chunk).items()}
+def describe(store: "Store", run_id: str, round: int, chunk: str, since_ns: int | None = None) -> dict[str, dict]:
+    """What the marker records of each file of the chunk: its rows and checksum.
+
+    ``since_ns``: when the stage began (``time.time_ns``); only files written since are its own. A later stage
+    writes files of the same chunk name (verify's ``chunk-ab12`` verdicts beside rollout's ``chunk-ab12``
+    trajectories): a marker that vouched for another stage's files would be broken by that stage's every redo,
+    and each redo would break the other's. The margin covers the file clock's coarser tick.
+    """
+    out = {}
+    for name, path in chunk_files(store, run_id, round, chunk).items():
+        try:
+            if since_ns is not None and path.stat().st_mtime_ns < since_ns - MTIME_MARGIN_NS:
+                continue
+            out[name] = {"rows": _rows(path), "sha256": _sha256(path)}
+        except Exception:  # a file being replaced, or one another stage's redo will rewrite: not this stage's
+            continue
+    return out
 
 
 def verify(store: "Store", marker: Path) -> list[Problem]:
@@ -154,11 +168,11 @@ def _owners(store: "Store", path: Path, run_id: str, rnd: int) -> tuple[Path, ..
 
 
 def invalidate(problems: list[Problem]) -> list[Path]:
-    """Make a resume redo each problem's chunk: its marker goes (the stage then recomputes and rewrites the
-    chunk's files), and so does a file no marker names (so the stage that writes it finds it missing)."""
+    """Make a resume redo each problem's chunk: its markers go (the stage then recomputes and rewrites the
+    chunk's files), and so does the broken file itself, so that no reader meets it until then."""
     removed = []
     for p in problems:
-        for target in p.markers or (p.path,):
+        for target in (*p.markers, p.path):
             if target.exists():
                 target.unlink()
                 removed.append(target)

@@ -240,13 +240,15 @@ class Store:
         name = _check_id("stage", stage) + (f".{_check_id('chunk', chunk)}" if chunk else "")
         return self.markers_dir / f"run_id={_check_id('run_id', run_id)}" / f"round={int(round)}" / f"{name}.done"
 
-    def mark_complete(self, stage: str, run_id: str, round: int, chunk: str = "", **info: object) -> Path:
+    def mark_complete(self, stage: str, run_id: str, round: int, chunk: str = "", since_ns: int | None = None,
+                      **info: object) -> Path:
         """Record that ``stage`` (``chunk``) of ``run_id`` round ``round`` wrote all of its output, with what it
-        wrote: each chunk file's row count and checksum (``storage/chunks.py``), so a resume can verify it."""
+        wrote since ``since_ns`` (when it began): each chunk file's row count and checksum
+        (``storage/chunks.py``), so a resume can verify it."""
         from storage.chunks import describe
 
         path = self.marker_path(stage, run_id, round, chunk)
-        files = describe(self, run_id, round, chunk) if chunk else {}
+        files = describe(self, run_id, round, chunk, since_ns) if chunk else {}
         write_text(path, json.dumps({"stage": stage, "run_id": run_id, "round": int(round), "chunk": chunk,
                                      **info, **({"files": files} if files else {})}, default=str) + "\n")
         return path

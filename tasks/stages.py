@@ -41,6 +41,7 @@ from storage.store import Store
 
 DIAGNOSTIC_FRACTION = 0.2
 log = logging.getLogger("evosyn.stages")
+_BEGAN: dict[tuple, int] = {}  # (root, run, round, stage, chunk) -> when its computation began (Ctx.done / mark)
 
 
 def _h(*parts: object) -> str:
@@ -109,15 +110,20 @@ class Ctx:
         are still what the marker records (storage/chunks.py): a chunk file missing, truncated or changed since
         makes the stage recompute the chunk, row-identically."""
         marker = self.store.marker_path(stage, self.run_id, self.round, chunk)
-        if not marker.is_file():
-            return False
-        problems = verify(self.store, marker)
-        for p in problems:
+        problems = verify(self.store, marker) if marker.is_file() else None
+        for p in problems or ():
             log.warning("%s; recomputing chunk %s of %s", p.line(), chunk, stage)
-        return not problems
+        if problems == []:
+            return True
+        _BEGAN[self._key(stage, chunk)] = time.time_ns()  # the stage computes it now: its files are those since
+        return False
 
     def mark(self, stage: str, chunk: str) -> None:
-        self.store.mark_complete(stage, self.run_id, self.round, chunk)
+        since = _BEGAN.pop(self._key(stage, chunk), None)
+        self.store.mark_complete(stage, self.run_id, self.round, chunk, since_ns=since)
+
+    def _key(self, stage: str, chunk: str) -> tuple:
+        return str(self.store.root), self.run_id, self.round, stage, chunk
 
     def read(self, table: str, chunk: str) -> list:
         return self.store.read_chunk(table, self.run_id, self.round, chunk)

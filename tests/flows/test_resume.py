@@ -118,9 +118,10 @@ def test_a_deleted_truncated_and_corrupted_chunk_in_three_tables_is_named_then_r
     run stays finished; then `store check` is clean."""
     import shutil
 
-    cfg, (run_id, want) = clean
+    cfg, (run_id, _) = clean
     home = tmp_path / "damaged"
     shutil.copytree(cfg.parent / "clean", home)
+    _, want = digests(home)  # the copy before the damage (its stored config names the first root)
     store = Store(home, create=False)
     damaged = []
     for table in ("tasks", "trajectories", "verdicts"):

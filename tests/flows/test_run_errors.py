@@ -6,6 +6,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -34,9 +35,13 @@ def test_a_run_already_running_elsewhere_is_refused_in_one_line(tmp_path):
     env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME,
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
     with store_lock(home, f"run-{run_id}"):  # the first process of this run id
+        t0 = time.monotonic()
         res = subprocess.run([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg_file)], env=env,
                              capture_output=True, text=True, timeout=600)
+        took = time.monotonic() - t0
     assert res.returncode == 1, res.stderr[-2000:]
+    # at once: the lock is taken before Prefect's temporary server starts (no server, no flow imports)
+    assert took < 30, took
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and run_id in errors[0] and "already running" in errors[0], res.stderr[-2000:]
     assert "Traceback" not in res.stderr

@@ -71,4 +71,4 @@ def test_an_unreadable_file_no_marker_names_is_found_and_its_owner_invalidated(g
     assert problem.path == path and problem.markers == (marker,)
     with pytest.raises(StoreFault, match="unreadable chunk file"):  # a read names it in one line
         ctx.store.read_records("tasks", run_id="chk")
-    assert invalidate([problem]) == [marker] and not marker.exists()
+    assert invalidate([problem]) == [marker, path] and not marker.exists() and not path.exists()
