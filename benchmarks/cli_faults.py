@@ -48,6 +48,8 @@ def bench_faults(only: tuple[str, ...], fuzz_replies: int, trials: int, workdir:
     click.echo(f"{'PASS' if result['passed'] else 'FAIL'}: {len(result['checks']) - failed} of "
                f"{len(result['checks'])} rows pass ({result['seconds']:.0f}s)")
     with writing(out, "--output"):
-        click.echo(f"wrote {write_json('faults', result, out)}")
+        # a partial run names its areas (faults-init-random): RESULTS.md lists it beside the full one
+        name = "-".join(["faults", *only]) if only else "faults"
+        click.echo(f"wrote {write_json(name, result, out)}")
     if not result["passed"]:
         raise SystemExit(1)

@@ -87,27 +87,27 @@ def init_faults(b: Bench) -> list[Check]:
 
 
 # ---------------------------------------------------------------- random kills of the main PID only
-def _session_left(pid: int, wait_s: float = 30.0) -> list[int]:
-    """Processes of the killed command's session still alive after ``wait_s`` (its children are told by the kernel
-    and stop on their own)."""
+def _descendants(pid: int) -> list[psutil.Process]:
+    """Every process the command started (the temporary Prefect server runs in a session of its own)."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _left(procs: list[psutil.Process], wait_s: float = 30.0) -> list[int]:
+    """Those of ``procs`` still running after ``wait_s``: their parent's death should have stopped them."""
     deadline = time.monotonic() + wait_s
     while True:
-        left = [p.pid for p in psutil.process_iter() if _sid(p.pid) == pid and p.pid != pid and _alive(p)]
+        left = [p.pid for p in procs if _running(p)]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.5)
 
 
-def _sid(pid: int) -> int | None:
+def _running(p: psutil.Process) -> bool:
     try:
-        return os.getsid(pid)
-    except OSError:
-        return None
-
-
-def _alive(p: psutil.Process) -> bool:
-    try:
-        return p.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+        return p.is_running() and p.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
     except psutil.Error:
         return False
 
@@ -127,13 +127,18 @@ def random_kills(b: Bench, trials: int = 20, seed: int = 0) -> list[Check]:
         p = b.start(home, "run", "--config", str(cfg))
         try:
             p.wait(timeout=at)
-            killed = False  # it finished first
+            killed, left = False, []  # it finished first
         except subprocess.TimeoutExpired:
+            children = _descendants(p.pid)
             os.kill(p.pid, signal.SIGKILL)  # the main PID only: what the OOM killer does
             p.wait()
-            killed = True
-        left = _session_left(p.pid) if killed else []
-        b.finish(p)  # reaps, then clears anything left (counted above)
+            killed, left = True, _left(children)
+            for pid in left:  # counted: now cleared, so the next trial starts clean
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        b.finish(p)
         again = _resume(b, home, cfg)
         differ = _differ(want, home) if again.returncode == 0 else ["(resume failed)"]
         ok = again.returncode == 0 and not differ and not left

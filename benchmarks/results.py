@@ -187,7 +187,9 @@ SECTIONS = [
             "concurrency, latency and the limit set, the 429s met, failed calls, and a warm rerun over the cache.",
             "evosyn bench llm", "one run per concurrency; the server's latencies are drawn from the seed", llm),
     Section("faults", "Fault rows", "Kill-and-resume at every stage boundary, fuzzed replies, faulty and absent "
-            "LLM servers, concurrent first use of a store, and a search for the API key in everything the runs wrote.",
+            "LLM servers, concurrent first use of a store, and a search for the API key in everything the runs wrote; "
+            "kills and a full disk inside the first-time initialisations, random kills of the main PID only, "
+            "damaged chunk files, and a hostile LLM server (areas init, random, damage, hostile).",
             "evosyn bench faults", "pass or fail per row", faults),
     Section("learning", "The learning effect", "Every arm x seed as a normal run, then test success per round "
             "with two-level bootstrap intervals and paired differences against evosyn.",

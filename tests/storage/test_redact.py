@@ -13,7 +13,6 @@ from agents.llm.calllog import write_calls
 from benchmarks.fake_llm_server import FakeLLMServer, Reply
 from benchmarks.hostile_server import HostileServer
 from storage.config import RoleConfig
-from storage.records import LLMCall
 from storage.store import Store
 from tests.storage.samples import samples
 
