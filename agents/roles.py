@@ -150,14 +150,17 @@ def flush_calls(roles: Roles, store, *, run_id: str, round: int, chunk: str) -> 
     server is down, the URL or the key is wrong; or bodies that are no chat
     completion: the URL points at some other web server), ``StageUnavailable``:
     a stage of rejections only is not a result, and the run must fail loudly. A
-    model that answers, however badly, is not this: its rejections are data.
+    model that answers, however badly, is not this: its rejections are data, unless
+    not one of its replies in the stage was usable: then ``RoleInvalid`` (the role's
+    ``on_invalid: fail``, the default) or a ``fallback`` row (``on_invalid: fallback``,
+    warned about in the stage's line, the report and MLflow). Never silent.
     """
     from agents.llm.calllog import write_calls
 
     down = None
     for role, client in roles.clients.items():
         replies = [c for c in client.log.rows if c.status != "fallback"]
-        if replies and not any(_no_reply(c) for c in replies) and not any(c.status == "ok" for c in replies):
+        if replies and not any(c.status == "ok" for c in replies) and not all(_no_reply(c) for c in replies):
             # every reply of the role in this stage was unusable: no silent fallback (RoleConfig.on_invalid)
             last = replies[-1].error
             if roles.falls_back(role):
@@ -167,8 +170,8 @@ def flush_calls(roles: Roles, store, *, run_id: str, round: int, chunk: str) -> 
                 down = RoleInvalid(role, client.endpoint, f"every reply invalid in this stage; last: {last}")
         calls = client.take_calls(run_id, round)
         write_calls(store, calls, f"{chunk}-{role}", role)
-        if calls and all(_no_reply(c) for c in calls if c.status != "fallback") and \
-                any(c.status != "fallback" for c in calls):
+        if (down is None or isinstance(down, RoleInvalid)) and any(c.status != "fallback" for c in calls) and \
+                all(_no_reply(c) for c in calls if c.status != "fallback"):
             last = next((c for c in reversed(calls) if c.status not in ("retry", "fallback")), calls[-1])
             down = StageUnavailable(role, client.endpoint, last.error)  # a server that is down says so first
     if down is not None:
