@@ -147,6 +147,17 @@ def _lock_run(cfg, resume: str | None):
         raise RunFailed(str(exc)) from None
 
 
+def _forget_root(root, existed: bool) -> None:
+    """A command that failed before its run began writes nothing: a root it made for its lock alone goes again."""
+    import shutil
+
+    try:
+        if not existed and {p.name for p in root.iterdir()} <= {"locks"}:
+            shutil.rmtree(root)
+    except OSError:  # gone already, or not ours to judge
+        pass
+
+
 def print_summary(summary) -> None:
     print_table(f"run {summary.run_id} ({summary.seconds:.0f}s)",
                 ["round", "verified yield", "diagnostic success", "test success", "uniform test success",
@@ -211,6 +222,7 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
         cfg = _config(ctx, config_file, domain=domain, rounds=rounds, arm=arm, budget=budget, seed=seed,
                       backend=backend, learner=learner)
     check_store_root(cfg.store_root())
+    existed = cfg.store_root().exists()
     busy = _lock_run(cfg, resume)  # before the slow start-up: a run already running is said at once
     try:
         prefect_api(cfg.store_root(), meanwhile=_import_run_flow)
@@ -222,6 +234,7 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
             summary = evosyn_run(cfg, run_id=resume, progress=show)
     finally:
         busy.__exit__(None, None, None)
+        _forget_root(cfg.store_root(), existed)
     print_summary(summary)
     print_next(summary.run_id, cfg.store_root())
 
