@@ -158,17 +158,21 @@ class RunConfig(_Strict):
     domain: str = Field(default="", pattern=r"^[A-Za-z0-9_]*$")
     arm: Arm = "evosyn"
     backend: Literal["embedded", "llm"] = "embedded"
+    # upper bounds, with their reasons: the paper's loops run a handful of rounds (50 is ten times that); a
+    # million blueprints a round is days of embedded synthesis, and a bill with an LLM
     rounds: int = Field(default=3, ge=1, le=50)
     budget: int = Field(default=200, ge=1, le=1_000_000)
     seed: int = Field(default=0, ge=0)
     learner: Literal["embedded", "llamafactory"] = "embedded"
     # a chunk is the unit of resume and of one Prefect task: 10,000 blueprints in one would redo hours after a crash
     chunk_size: int = Field(default=50, ge=1, le=10_000)
-    test_size: int = Field(default=300, ge=1, le=10_000)  # tasks of each fixed test set (official-matched, uniform)
+    # tasks of each fixed test set (official-matched, uniform), built before round 1 (about 2.5 blueprints a task):
+    # 10,000 is minutes of building, and more than thirty times tau2's largest official split
+    test_size: int = Field(default=300, ge=1, le=10_000)
     # blueprints of a balanced probe set per round (the uniform builder, in a seed namespace of the run's seed and
     # round) that a Reflector with learner evidence also reads its probes on; 0: the diagnostic set only
-    probe_size: int = Field(default=0, ge=0, le=10_000)
-    concurrency: int = Field(default=2, ge=1, le=256)
+    probe_size: int = Field(default=0, ge=0, le=10_000)  # as test_size: built every round
+    concurrency: int = Field(default=2, ge=1, le=256)  # worker threads: past a few hundred they only take turns
     # a reflecting arm stops after this many consecutive rounds without a space update (App. B.1: 2);
     # 0 never stops early: every arm runs `rounds` rounds and `rounds x budget` blueprints (`bench learning`)
     stop_after_static_rounds: int = Field(default=2, ge=0, le=50)  # at most `rounds`, which is at most 50
