@@ -39,8 +39,10 @@ def bench_faults(only: tuple[str, ...], fuzz_replies: int, trials: int, workdir:
             raise UserError("bench faults: the fuzzed replies need hypothesis; pip install -e '.[dev]' "
                             "(or pick other areas: --only kill --only init ...)") from None
 
-    result = run(Path(workdir) if workdir else None, fuzz_n=fuzz_replies, only=set(only) or None, trials=trials,
-                 say=lambda s: click.echo(s, err=True))
+    from benchmarks.faults_store import checks as store_checks
+
+    result = run(Path(workdir) if workdir else None, fuzz_n=fuzz_replies, only=set(only) or None,
+                 also=lambda b, want: store_checks(b, want, trials), say=lambda s: click.echo(s, err=True))
     print_table("fault benchmark", ["area", "check", "result", "detail", "seconds"],
                 [[c["area"], c["check"], "PASS" if c["passed"] else "FAIL", c["detail"], f"{c['seconds']:.0f}"]
                  for c in result["checks"]])

@@ -338,8 +338,11 @@ def key_leaks(b: Bench, key: str = FAKE_KEY) -> Check:
 
 
 # ---------------------------------------------------------------- all of it
-def run(workdir: Path | None = None, *, fuzz_n: int = 3000, only: set[str] | None = None, trials: int = 20,
+def run(workdir: Path | None = None, *, fuzz_n: int = 3000, only: set[str] | None = None,
+        also: Callable[[Bench, Callable[[str], bool]], list[Check]] | None = None,
         say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """Every area ``only`` names (all: None); ``also(bench, want)``: more rows on the same bench (the store's and
+    the client's, benchmarks/faults_store.py), before the search for the key."""
     t0 = time.perf_counter()
     tmp = None
     if workdir is None:
@@ -362,18 +365,8 @@ def run(workdir: Path | None = None, *, fuzz_n: int = 3000, only: set[str] | Non
         if want("concurrent"):
             checks.append(concurrent_runs(b))
             say(f"concurrent: {checks[-1].detail}")
-        # the store's and the client's rows (issue 44): benchmarks/faults_store.py
-        from benchmarks import faults_store as fs
-
-        if want("init"):
-            checks += fs.init_faults(b)
-        if want("random"):
-            checks += fs.random_kills(b, trials=trials)
-        if want("damage"):
-            checks.append(fs.damaged_chunks(b))
-            say(f"damage: {checks[-1].detail}")
-        if want("hostile"):
-            checks += fs.hostile_server(b)
+        if also is not None:
+            checks += also(b, want)
         if want("llm") or want("hostile"):  # the fake key of the LLM runs: searched for in everything they wrote
             checks.append(key_leaks(b))
     finally:

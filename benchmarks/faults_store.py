@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -237,4 +238,19 @@ def hostile_server(b: Bench) -> list[Check]:
                          f"{peak:.0f} MB ({peak - base:+.0f} vs sane); key in {len(leaks)} files",
                          time.perf_counter() - t0, {"peak_mb": peak, "leaks": leaks[:5]}))
         b.say(f"hostile {mode}: {out[-1].detail}")
+    return out
+
+
+def checks(b: Bench, want: Callable[[str], bool], trials: int = 20) -> list[Check]:
+    """The rows of the areas ``want`` names: init, random, damage, hostile."""
+    out: list[Check] = []
+    if want("init"):
+        out += init_faults(b)
+    if want("random"):
+        out += random_kills(b, trials=trials)
+    if want("damage"):
+        out.append(damaged_chunks(b))
+        b.say(f"damage: {out[-1].detail}")
+    if want("hostile"):
+        out += hostile_server(b)
     return out
