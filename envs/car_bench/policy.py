@@ -8,12 +8,15 @@ AUT-POL rules are checked in code, in two places:
   collects them (``CarBenchEpisode.policy_errors``);
 * over the whole trajectory by ``trajectory_violations`` (005, 009, 010, 011,
   013, 014, 018 for parallel edits), CAR-bench's way: what was called in
-  earlier assistant turns, and the car's state at the end.
+  earlier assistant turns, and the car's state at the end (so a sunroof opened
+  before the sunshade in an earlier turn passes if the shade ends up open).
 
 ``check_write`` is the per-write hook of the domain pack (the core's strict
 policy check, before each write): the ordering parts of the rules above (the
 weather looked up before opening the sunroof, the lights looked at before
-switching fog lights or high beams, parallel navigation edits) and the explicit
+switching fog lights or high beams, parallel navigation edits), the
+preconditions on the state before the call (the sunshade open before the
+sunroof, 005; no high beams while the fog lights are on, 014) and the explicit
 confirmation that ``send_email``, ``open_close_trunk_door`` and
 ``set_head_lights_high_beams`` need (LLM-POL:004 in CAR-bench, checked here by
 the shared confirmation rule).
@@ -141,7 +144,10 @@ def check_write(episode: Episode, call: ToolCall, history: list[Message]) -> lis
     own = {"open_close_sunroof": ("005", "009"), "set_window_defrost": ("010",), "set_air_conditioning": ("011",),
            "set_fog_lights": ("013",), "set_head_lights_high_beams": ("014",)}
     codes = own.get(call.name, ("018",) if call.name in NAV_EDITS else ())
-    found = [f"[{v[:11]}] {v}" for v in step_violations(turn, before, None) if v[8:11] in codes]
+    found = step_violations(turn, before, None)
+    # the sunshade and the fog lights are preconditions: the state before the call must already allow it
+    found += [v for v in step_violations(turn, before, episode.state) if v[8:11] in ("005", "014") and v not in found]
+    found = [f"[{v[:11]}] {v}" for v in found if v[8:11] in codes]
     if call.name in CONFIRMATION_TOOLS:
         found += confirmation_rule(episode, call, history)
     return found
