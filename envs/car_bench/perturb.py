@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from envs.car_bench.reward import gold_trajectory, uses_removed_part
+from envs.car_bench.reward import TERMINATING_TOOLS, gold_trajectory, uses_removed_part
 from envs.car_bench.tasks import CarBenchTask
 from storage.records import Message, ToolCall
 
@@ -46,10 +46,18 @@ def _drop(messages: list[Message], i: int) -> list[Message]:
     return messages[:i] + messages[i + 2:]
 
 
+def _ends_early(messages: list[Message]) -> int | None:
+    """The index of the turn whose call ends the conversation (a phone call), if any."""
+    return next((i for i, m in enumerate(messages) if any(c.name in TERMINATING_TOOLS for c in m.tool_calls)), None)
+
+
 def _with_call(messages: list[Message], call: ToolCall) -> list[Message]:
-    """One more call (with a placeholder answer: the reward replays, it never reads answers) before the close."""
-    return messages[:-1] + [Message(role="assistant", tool_calls=[call]),
-                            Message(role="tool", content="", tool_call_id=call.id), messages[-1]]
+    """One more call (with a placeholder answer: the reward replays, it never reads answers) before the close,
+    or before the phone call that ends the conversation."""
+    at = _ends_early(messages)
+    at = len(messages) - 1 if at is None else at
+    return messages[:at] + [Message(role="assistant", tool_calls=[call]),
+                            Message(role="tool", content="", tool_call_id=call.id)] + messages[at:]
 
 
 def _changed(arguments: dict[str, Any]) -> dict[str, Any] | None:
@@ -89,7 +97,7 @@ def perturb(domain: CarBenchDomain, task: CarBenchTask, gold: list[Message], kin
         reply = Message(role="assistant", content="One moment.")
         user = Message(role="user", content="Sure.")
         return gold[:a] + gold[b:b + 2] + [reply, user] + gold[a:a + 2] + gold[a + 2:b] + gold[b + 2:]
-    if kind == "failure_keyword":
+    if kind == "failure_keyword" and _ends_early(gold) is None:  # after a phone call the user says nothing
         keyword = "DISAMBIGUATION_ERROR" if task.family == "disambiguation" else (
             "HALLUCINATION_ERROR" if task.is_hallucination else "OUT_OF_SCOPE")
         return gold + [Message(role="user", content=keyword)]

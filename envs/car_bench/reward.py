@@ -18,7 +18,8 @@ at 0:
   on a hallucination task, no removed tool or parameter was used.
 
 Hallucination tasks skip ``state``, ``tool_subset`` and ``policy`` (their
-components read None). ``end_keyword`` is the user simulator's last control
+components read None). A phone call (``call_phone_by_number``) ends the
+conversation: nothing after the turn that makes it is scored. ``end_keyword`` is the user simulator's last control
 keyword; without one, a last user message that is exactly a keyword counts.
 
 ``pass_hat_k`` / ``pass_at_k`` turn several trials per task into CAR-bench's
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from envs.car_bench.domain import CarBenchDomain
 
 FAILURE_KEYWORDS = frozenset({"HALLUCINATION_ERROR", "DISAMBIGUATION_ERROR", "OUT_OF_SCOPE"})
+TERMINATING_TOOLS = frozenset({"call_phone_by_number"})  # a phone call ends the conversation
 # (task, messages) -> LLM-POL violations; CAR-bench asks an LLM, one policy at a time
 Judge = Callable[[CarBenchTask, list[Message]], list[str]]
 
@@ -92,7 +94,7 @@ def reward(domain: CarBenchDomain, task: CarBenchTask, messages: Sequence[Messag
     episode = domain.episode(task)
     spoken = [episode.state_digest()]  # CAR-bench records the state whenever the turn passes to the user
     called: set[str] = set()
-    for m in messages:
+    for n, m in enumerate(messages):
         if m.role != "assistant":
             continue
         if not m.tool_calls:
@@ -101,6 +103,9 @@ def reward(domain: CarBenchDomain, task: CarBenchTask, messages: Sequence[Messag
         for call in m.tool_calls:
             episode.step(call.name, dict(call.arguments), call.requestor)
             called.add(call.name)
+        if any(c.name in TERMINATING_TOOLS for c in m.tool_calls):
+            messages = messages[:n + 1]  # the call ends the conversation: nothing after it happened
+            break
     keyword = end_keyword if end_keyword is not None else _last_keyword(messages)
     hallucinated = [f"used removed part {p}" for p in episode.hallucinated]
     r_user_end = keyword not in FAILURE_KEYWORDS and not hallucinated
