@@ -61,6 +61,7 @@ LLM_POLICIES = {
     "021": "A route presented in detail that has toll roads is said to have them.",
     "022": "A multi-stop route without a stated choice takes the fastest leg each time and says so.",
 }
+# all five route edits: CAR-bench's own checker names two of them wrongly and so misses parallel deletes
 NAV_EDITS = frozenset({"navigation_add_one_waypoint", "navigation_delete_destination", "navigation_delete_waypoint",
                        "navigation_replace_final_destination", "navigation_replace_one_waypoint"})
 

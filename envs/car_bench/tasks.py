@@ -41,10 +41,6 @@ class GoldAction(BaseModel):
     dependent_on_action_index: int | list[int] | None = None
 
 
-def _json_field(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
-
-
 class CarBenchTask(BaseModel):
     """One CAR-bench task. ``id`` is ``task_id`` (the core looks tasks up by ``id``)."""
 
@@ -62,8 +58,11 @@ class CarBenchTask(BaseModel):
     disambiguation_element_note: str | None = None
     removed_part: list[str] | None = None
 
-    _parse = field_validator("context_init_config", "actions", "removed_part", mode="before")(
-        classmethod(lambda cls, v: _json_field(v)))
+    @field_validator("context_init_config", "actions", "removed_part", mode="before")
+    @classmethod
+    def _from_json_string(cls, value: Any) -> Any:
+        """The dataset stores these three as JSON strings; a parsed value passes through."""
+        return json.loads(value) if isinstance(value, str) else value
 
     @property
     def id(self) -> str:

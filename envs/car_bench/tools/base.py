@@ -123,4 +123,7 @@ def id_ok(value: Any, kind: str) -> bool:
 
 
 def percent_ok(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 100
+    """Within 0-100; a value that is no number raises (an ``Error:`` answer, as in CAR-bench, not a refusal)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"percentage must be a number, not {value!r}")
+    return 0 <= value <= 100

@@ -28,6 +28,10 @@ def test_a_refused_call_is_a_tool_error_and_a_rejected_value_is_not(car):
     assert error and answer.startswith("Error:") and ep.state.climate_temperature_driver == 20
     answer, error = call(ep, "set_seat_heating", level=2)  # a missing argument
     assert error and answer.startswith("Error:")
+    for name, arguments in (("get_user_preferences", {"preference_categories": ["weather"]}),
+                            ("open_close_sunroof", {"percentage": "half"})):
+        answer, error = call(ep, name, **arguments)  # wrong types: an answer, never an exception
+        assert error and answer.startswith("Error:")
     assert len(ep.tool_errors) == 1  # only the refusal counts, as in CAR-bench
     assert ep.step("fly", {}).content == "Unknown action fly"
 
