@@ -23,8 +23,8 @@ from jsonschema import Draft202012Validator
 
 from envs.base import Domain, EnvSummary, Requestor, ToolKind, ToolSpec
 from envs.car_bench.data import CarBenchData, resolve_root
-from envs.car_bench.episode import CarBenchEpisode, CarInitialState
-from envs.car_bench.state import split_config
+from envs.car_bench.episode import CarBenchEpisode
+from envs.car_bench.state import CarInitialState, split_config
 from envs.car_bench.tasks import SPLITS, CarBenchTask, load_tasks
 from envs.car_bench.tools import TOOLS
 
@@ -88,7 +88,7 @@ class CarBenchDomain(Domain):
         """A fresh car: ``initial_state`` is a ``CarBenchTask``, a ``CarInitialState``, a ``context_init_config``
         dict, or None (CAR-bench's defaults)."""
         if isinstance(initial_state, CarBenchTask):
-            initial_state = CarInitialState.of(initial_state)
+            initial_state = initial_state.initial_state
         elif isinstance(initial_state, dict):
             initial_state = CarInitialState(context_init_config=initial_state)
         return CarBenchEpisode(self, initial_state)

@@ -12,30 +12,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from envs.base import Episode, Observation, Requestor
-from envs.car_bench.state import split_config
+from envs.car_bench.state import CarInitialState, split_config
 from envs.car_bench.tools import TOOLS, Raw, ToolContext, ToolFailure
 
 if TYPE_CHECKING:
     from envs.car_bench.domain import CarBenchDomain
-    from envs.car_bench.tasks import CarBenchTask
-
-
-class CarInitialState(BaseModel):
-    """What an episode starts from: a task's ``context_init_config``, its calendar and what it removed."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    context_init_config: dict[str, Any] = Field(default_factory=dict)
-    calendar_id: str = ""
-    removed_part: list[str] = Field(default_factory=list)
-
-    @classmethod
-    def of(cls, task: CarBenchTask) -> CarInitialState:
-        return cls(context_init_config=task.context_init_config, calendar_id=task.calendar_id,
-                   removed_part=list(task.removed_part or []))
 
 
 def _blank(value: Any, path: list[str]) -> None:

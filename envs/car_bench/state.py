@@ -168,3 +168,13 @@ class FixedContext(BaseModel):
 def split_config(config: dict[str, Any]) -> tuple[CarState, FixedContext]:
     """The mutable state and the fixed context a ``context_init_config`` sets."""
     return CarState.model_validate(config), FixedContext.model_validate(config)
+
+
+class CarInitialState(BaseModel):
+    """What an episode starts from: a task's ``context_init_config``, its calendar and what it removed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    context_init_config: dict[str, Any] = Field(default_factory=dict)
+    calendar_id: str = ""
+    removed_part: list[str] = Field(default_factory=list)

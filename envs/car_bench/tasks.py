@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from envs.car_bench.data import read_jsonl
+from envs.car_bench.state import CarInitialState
 
 TaskType = Literal["base", "hallucination_missing_tool", "hallucination_missing_tool_parameter",
                    "hallucination_missing_tool_response", "disambiguation_internal", "disambiguation_user"]
@@ -67,6 +68,12 @@ class CarBenchTask(BaseModel):
     @property
     def id(self) -> str:
         return self.task_id
+
+    @property
+    def initial_state(self) -> CarInitialState:
+        """What ``CarBenchDomain.episode`` starts the task from."""
+        return CarInitialState(context_init_config=self.context_init_config, calendar_id=self.calendar_id,
+                               removed_part=list(self.removed_part or []))
 
     @property
     def family(self) -> str:
