@@ -104,21 +104,19 @@ def string(description: str) -> dict[str, Any]:
 
 def id_ok(value: Any, kind: str) -> bool:
     """CAR-bench's id shapes: ``loc_abc_123`` / ``poi_abc_123``, routes ``rll_abc_def_123`` (rll, rlp, rpl,
-    rpp), contacts ``con_123``, charging plugs ``plg_abc_123``."""
+    rpp), contacts ``con_123``, charging plugs ``plg_abc_123``. An id too short to have the shape raises
+    ``IndexError``, an ``Error:`` answer rather than a refusal, as in CAR-bench (so it is no tool execution error)."""
     if not isinstance(value, str):
         return False
-    try:
-        if kind == "place":
-            return value[:3] in ("poi", "loc") and value[3] == "_" and value[7] == "_" and value[8:].isdigit()
-        if kind == "route":
-            return (value[:3] in ("rll", "rlp", "rpl", "rpp") and value[3] == "_" and value[7] == "_"
-                    and value[11] == "_" and value[12:].isdigit())
-        if kind == "contact":
-            return value[:3] == "con" and value[3] == "_" and value[4:].isdigit()
-        if kind == "plug":
-            return value[:3] == "plg" and value[3] == "_" and value[7] == "_" and value[8:].isdigit()
-    except IndexError:
-        return False
+    if kind == "place":
+        return value[3] == "_" and value[7] == "_" and value[8:].isdigit() and value[:3] in ("poi", "loc")
+    if kind == "route":
+        return (value[3] == "_" and value[7] == "_" and value[11] == "_" and value[12:].isdigit()
+                and value[:3] in ("rll", "rlp", "rpl", "rpp"))
+    if kind == "contact":
+        return value[3] == "_" and value[4:].isdigit() and value[:3] == "con"
+    if kind == "plug":
+        return value[3] == "_" and value[7] == "_" and value[8:].isdigit() and value[:3] == "plg"
     raise ValueError(f"unknown id kind {kind!r}")
 
 

@@ -20,17 +20,22 @@ from envs.car_bench.tools.base import (
 )
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.USub: operator.neg, ast.UAdd: operator.pos}
+        ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
+MAX_EXPONENT = 64  # 9**9**9 would hang the process; no in-car sum needs more
 
 
 def _arith(node: ast.AST) -> float:
-    """Only numbers, + - * / and parentheses: a model's text is never handed to ``eval``."""
+    """Only numbers, + - * / // ** and parentheses (what CAR-bench's calculator takes): a model's text is never
+    handed to ``eval``."""
     if isinstance(node, ast.Expression):
         return _arith(node.body)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        return _OPS[type(node.op)](_arith(node.left), _arith(node.right))
+        left, right = _arith(node.left), _arith(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
+            raise ValueError(f"exponents above {MAX_EXPONENT} are not supported")
+        return _OPS[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
         return _OPS[type(node.op)](_arith(node.operand))
     raise ValueError("only numbers, + - * / and parentheses are allowed")

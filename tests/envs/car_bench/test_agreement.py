@@ -7,6 +7,9 @@ project (``data/carbench_score.py`` says how); only the rule and tool-error
 codes of its findings are kept. The LLM policy judge answered "followed" there
 (LLM-POL rules are not machine-checked), so the policy component compares the
 AUT-POL rules alone.
+
+``data/tool_agreement.jsonl`` checks the tools themselves the same way: random
+call sequences with what CAR-bench's own tools answered and did after each call.
 """
 from __future__ import annotations
 
@@ -66,3 +69,36 @@ def test_gold_passes_and_every_perturbation_fails_one_of_our_checks(scored):
             assert row["carbench"]["reward"] == ours.reward == 1.0
         else:
             assert ours.failed, (row["task_id"], row["kind"])
+
+
+# ------------------------------------------------------------------ tool level
+CALLS = [json.loads(line) for line in (Path(__file__).parent / "data" / "tool_agreement.jsonl").read_text().splitlines()]
+
+
+def _kind(content: str) -> str:
+    try:
+        parsed = json.loads(content)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and parsed.get("status") in ("SUCCESS", "FAILURE"):
+        return parsed["status"]
+    return "Error" if content.startswith("Error") else "Unknown" if content.startswith("Unknown action") else "text"
+
+
+def test_every_tool_call_answers_and_changes_the_state_as_carbench(car):
+    """Random call sequences (``data/tool_calls.py``), valid and invalid, on the fixture tasks' contexts: after
+    each call, the answer's kind (success, refusal, error), the state's digest and the counts of tool errors and
+    policy violations equal what CAR-bench's own tools gave."""
+    assert len({c["name"] for row in CALLS for c in row["calls"]}) >= 50
+    diverged = []
+    for row in CALLS:
+        episode = car.episode(car.official_task(row["task_id"]))
+        for call, theirs in zip(row["calls"], row["carbench"], strict=True):
+            content = episode.step(call["name"], dict(call["arguments"])).content
+            kind = _kind(content)
+            mine = {"kind": kind, "state": episode.state_digest(), "policy_errors": len(episode.policy_errors),
+                    "tool_errors": len(episode.tool_errors)}
+            if mine != theirs:
+                diverged.append((row["id"], call["name"], mine, theirs))
+                break
+    assert not diverged

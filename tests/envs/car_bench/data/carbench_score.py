@@ -11,6 +11,8 @@ Run it in a scratch environment OUTSIDE the project (CAR-bench is not a dependen
         [print(json.dumps({'task_id': t.id, 'kind': k, 'task': t.to_row(), \
                'messages': [m.model_dump(mode='json') for m in ms]})) for t, k, ms in trajectories(d)]" > ours.jsonl
     venv/bin/python <this file> <repo>/envs/car_bench/fixture ours.jsonl theirs.jsonl
+    # the tool-level set: random call sequences (tool_calls.py), each call's answer kind and state after it
+    venv/bin/python <this file> <repo>/envs/car_bench/fixture --tools calls.jsonl tool_agreement.jsonl
 
 It runs CAR-bench's ``Env`` (tools, state hashes, ``calculate_reward``, AUT policy
 evaluator) unmodified on the fixture's mock data, with the official scoring
@@ -131,7 +133,55 @@ def score(task, messages):
             "policy_aut_errors": info.policy_aut_errors or [], "tool_execution_errors": info.tool_execution_errors or [], "observations": observed}
 
 
-if __name__ == "__main__":
+def answer_kind(text):
+    """SUCCESS / FAILURE for the envelope, Error / Unknown for the plain-text failures, text for other answers."""
+    try:
+        parsed = json.loads(text)
+    except (TypeError, ValueError):
+        parsed = None
+    if isinstance(parsed, dict) and parsed.get("status") in ("SUCCESS", "FAILURE"):
+        return parsed["status"]
+    if isinstance(parsed, dict) and "errors" in parsed:  # a few refusals of CAR-bench's tools omit the status
+        return "FAILURE"
+    text = str(text)
+    return "Error" if text.startswith("Error") else "Unknown" if text.startswith("Unknown action") else "text"
+
+
+def run_calls(task, calls):
+    """Each call through CAR-bench's own tool, as its Env runs it; the answer's kind and the state after it."""
+    tokens = [task_config.set(TaskConfig()), context_state.set(ContextState()), fixed_context.set(FixedContext()),
+              policy_errors_during_runtime.set([]), tool_execution_errors_during_runtime.set([])]
+    task_config.get().update_state(calendar_id=task.calendar_id)
+    fixed_context.get().update_state(**task.context_init_config)
+    context_state.get().update_state(**task.context_init_config)
+    tools = {tool.get_info()["function"]["name"]: tool for tool in ALL_TOOLS}
+    steps = []
+    for c in calls:
+        try:
+            text = tools[c["name"]].invoke(data={}, **c["arguments"])
+        except Exception as exc:  # noqa: BLE001 - what Env._run_action answers
+            text = f"Error: {exc}"
+        steps.append({"kind": answer_kind(text), "state": context_state.get().model_dump(mode="json"),
+                      "policy_errors": len(policy_errors_during_runtime.get()),
+                      "tool_errors": len(tool_execution_errors_during_runtime.get())})
+    for var, token in zip((task_config, context_state, fixed_context, policy_errors_during_runtime,
+                           tool_execution_errors_during_runtime), tokens):
+        var.reset(token)
+    return steps
+
+
+if __name__ == "__main__" and sys.argv[2] == "--tools":
+    # python carbench_score.py FIXTURE --tools calls.jsonl out.jsonl
+    tasks = {}
+    for name in Path(sys.argv[1], "tasks").glob("*.jsonl"):
+        for line in name.read_text().splitlines():
+            row = json.loads(line)
+            tasks[row["task_id"]] = parse_task(row)
+    with Path(sys.argv[4]).open("w") as f:
+        for line in Path(sys.argv[3]).read_text().splitlines():
+            row = json.loads(line)
+            f.write(json.dumps({**row, "carbench": run_calls(tasks[row["task_id"]], row["calls"])}) + "\n")
+elif __name__ == "__main__":
     out = []
     for line in Path(sys.argv[2]).read_text().splitlines():
         row = json.loads(line)
