@@ -86,7 +86,7 @@ def _kind(content: str) -> str:
 
 
 def test_every_tool_call_answers_and_changes_the_state_as_carbench(car):
-    """Random call sequences (``data/tool_calls.py``), valid and invalid, on the fixture tasks' contexts: after
+    """Random call sequences (``data/build_agreement.py``), valid and invalid, on the fixture tasks' contexts: after
     each call, the answer's kind (success, refusal, error), the state's digest and the counts of tool errors and
     policy violations equal what CAR-bench's own tools gave."""
     assert len({c["name"] for row in CALLS for c in row["calls"]}) >= 50

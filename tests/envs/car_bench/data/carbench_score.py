@@ -5,14 +5,9 @@ Run it in a scratch environment OUTSIDE the project (CAR-bench is not a dependen
     mkdir -p /tmp/carbench-scratch/src && cd /tmp/carbench-scratch
     git -C <a checkout or mirror of CAR-bench/car-bench or a fork> archive HEAD car_bench | tar x -C src
     python3 -m venv venv && venv/bin/pip install pydantic litellm numpy
-    # our trajectories, one JSON object a line: {"task_id", "kind", "task": CarBenchTask.to_row(), "messages"}
-    <evosyn venv>/bin/python -c "import json; from envs.car_bench.domain import CarBenchDomain; \
-        from envs.car_bench.perturb import trajectories; d = CarBenchDomain(); \
-        [print(json.dumps({'task_id': t.id, 'kind': k, 'task': t.to_row(), \
-               'messages': [m.model_dump(mode='json') for m in ms]})) for t, k, ms in trajectories(d)]" > ours.jsonl
+    # ours.jsonl and calls.jsonl come from build_agreement.py (trajectories, calls)
     venv/bin/python <this file> <repo>/envs/car_bench/fixture ours.jsonl theirs.jsonl
-    # the tool-level set: random call sequences (tool_calls.py), each call's answer kind and state after it
-    venv/bin/python <this file> <repo>/envs/car_bench/fixture --tools calls.jsonl tool_agreement.jsonl
+    venv/bin/python <this file> <repo>/envs/car_bench/fixture --tools calls.jsonl tools_theirs.jsonl
 
 It runs CAR-bench's ``Env`` (tools, state hashes, ``calculate_reward``, AUT policy
 evaluator) unmodified on the fixture's mock data, with the official scoring

@@ -1,18 +1,24 @@
-"""Random sequences of tool calls on the fixture, for the tool-level agreement set (``tool_agreement.jsonl``).
+"""The EvoSyn side of the CAR-bench agreement sets (run with the project's venv, from the repository root).
 
-``python tests/envs/car_bench/data/tool_calls.py N SEED > calls.jsonl`` writes N sequences of calls (valid and
-invalid arguments alike) from the fixture tasks' contexts; ``carbench_score.py --tools calls.jsonl out.jsonl``
-runs them through CAR-bench's own tools (outside the project) and records, after each call, the answer's kind and
-the car's state. The test replays the same calls with ours.
+    python tests/envs/car_bench/data/build_agreement.py trajectories > ours.jsonl      # gold and perturbed
+    python tests/envs/car_bench/data/build_agreement.py calls 150 1 > calls.jsonl      # random call sequences
+    # ... score both with CAR-bench's own code, outside the project (carbench_score.py) ...
+    python tests/envs/car_bench/data/build_agreement.py rewards theirs.jsonl > agreement.jsonl
+    python tests/envs/car_bench/data/build_agreement.py tools tools_theirs.jsonl > tool_agreement.jsonl
+
+The last two keep our messages and calls, and of CAR-bench's answers only the reward, its components, the codes of
+the rules and tool errors it reported, and per call the answer's kind, our digest of its state and its counts.
 """
 from __future__ import annotations
 
 import json
 import random
+import re
 import sys
+from pathlib import Path
 
 PLACES = ["loc_mun_9995", "loc_aug_1002", "loc_stu_1003", "loc_ulm_1004", "loc_nur_1005", "poi_cha_4101",
-          "poi_res_4001", "poi_cha_4003", "loc_xyz_0001", "bad"]
+          "poi_res_4001", "poi_cha_4003", "poi_res_4102", "loc_xyz_0001", "bad"]
 ROUTES = ["rll_mun_aug_2001", "rll_mun_aug_2002", "rll_mun_stu_2003", "rll_mun_stu_2004", "rll_mun_ulm_2006",
           "rll_aug_stu_2009", "rlp_mun_cha_3001", "rpl_cha_stu_3101", "rlp_mun_res_3003", "rll_xxx_yyy_0000"]
 WINDOWS = ["ALL", "DRIVER", "PASSENGER", "DRIVER_REAR", "PASSENGER_REAR", "RIGHT_REAR", "LEFT_REAR", "ROOF"]
@@ -98,7 +104,6 @@ def arguments(name: str, rng: random.Random) -> dict:
 
 
 def sequences(n: int, seed: int) -> list[dict]:
-    sys.path.insert(0, ".")
     from envs.car_bench.domain import CarBenchDomain
     from envs.car_bench.tools import TOOLS
 
@@ -114,6 +119,49 @@ def sequences(n: int, seed: int) -> list[dict]:
     return out
 
 
+def trajectories() -> None:
+    from envs.car_bench.domain import CarBenchDomain
+    from envs.car_bench.perturb import trajectories as all_trajectories
+
+    for task, kind, messages in all_trajectories(CarBenchDomain()):
+        print(json.dumps({"task_id": task.id, "kind": kind, "task": task.to_row(),
+                          "messages": [m.model_dump(mode="json") for m in messages]}))
+
+
+def rewards(path: str) -> None:
+    keep = ("reward", "r_actions_final", "r_actions_intermediate", "r_tool_subset", "r_tool_execution", "r_policy",
+            "r_user_end_conversation")
+    for line in Path(path).read_text().splitlines():
+        row = json.loads(line)
+        theirs = row["carbench"]
+        out = {k: theirs[k] for k in keep}
+        out["policy_codes"] = [re.match(r"(?:TECH-)?AUT-POL:\d+", e).group(0) for e in theirs["policy_aut_errors"]]
+        out["tool_error_codes"] = [e.split(":")[0] for e in theirs["tool_execution_errors"]]
+        print(json.dumps({"task_id": row["task_id"], "kind": row["kind"], "messages": row["messages"],
+                          "carbench": out}))
+
+
+def tools(path: str) -> None:
+    from envs.car_bench.state import CarState
+
+    for line in Path(path).read_text().splitlines():
+        row = json.loads(line)
+        steps = [{"kind": s["kind"], "state": CarState.model_validate(s["state"]).digest(),
+                  "policy_errors": s["policy_errors"], "tool_errors": s["tool_errors"]} for s in row["carbench"]]
+        print(json.dumps({"id": row["id"], "task_id": row["task_id"], "calls": row["calls"], "carbench": steps}))
+
+
 if __name__ == "__main__":
-    for row in sequences(int(sys.argv[1]), int(sys.argv[2])):
-        print(json.dumps(row))
+    sys.path.insert(0, ".")
+    command, args = sys.argv[1], sys.argv[2:]
+    if command == "calls":
+        for row in sequences(int(args[0]), int(args[1])):
+            print(json.dumps(row))
+    elif command == "trajectories":
+        trajectories()
+    elif command == "rewards":
+        rewards(args[0])
+    elif command == "tools":
+        tools(args[0])
+    else:
+        raise SystemExit(f"unknown command {command!r}: calls, trajectories, rewards or tools")
