@@ -88,3 +88,20 @@ def test_summary_counts_the_mock_data(car):
     summary = car.summary()
     assert summary.entity_counts == {"locations": 5, "pois": 7, "contacts": 6, "calendars": 3}
     assert len(summary.tools) == 57
+
+
+def test_the_routes_index_and_metadata_read_from_parquet_as_the_hub_stores_them(tmp_path, car):
+    import pyarrow.json as paj
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "hub"
+    shutil.copytree(FIXTURE, copy, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    nav = copy / "mock_data" / "navigation"
+    for stem in ("routes_index", "routes_metadata"):
+        pq.write_table(paj.read_json(nav / f"{stem}.jsonl"), nav / f"{stem}.parquet")
+        (nav / f"{stem}.jsonl").unlink()
+    hub = CarBenchDomain(copy)
+    derived = hub.data.route("rlp_mun_res_3002")  # a route stored as metadata: a share of its base plus a detour
+    assert derived == car.data.route("rlp_mun_res_3002") and derived["distance_km"] == 151.6
+    assert [r["route_id"] for r in hub.data.routes_between("loc_mun_9995", "loc_stu_1003")] == [
+        "rll_mun_stu_2003", "rll_mun_stu_2004", "rll_mun_stu_2005"]
