@@ -109,10 +109,23 @@ def perturb(domain: CarBenchDomain, task: CarBenchTask, gold: list[Message], kin
     return None
 
 
+def parallel(gold: list[Message]) -> list[Message]:
+    """The gold calls made all at once, in one assistant turn (CAR-bench runs parallel calls in order). Not a
+    perturbation: it passes unless a rule wants a look-up in an earlier turn (the weather before the sunroof)."""
+    calls = [c for m in gold if m.role == "assistant" for c in m.tool_calls]
+    if len(calls) < 2:
+        return gold
+    answers = [m for m in gold if m.role == "tool"]
+    return [gold[0], Message(role="assistant", tool_calls=calls), *answers, gold[-1]]
+
+
 def trajectories(domain: CarBenchDomain) -> list[tuple[CarBenchTask, str, list[Message]]]:
+    """Every official task's gold trajectory, its ``parallel`` variant (two or more calls) and its perturbations."""
     out = []
     for task in domain.tasks():
         gold = gold_trajectory(task, domain)
         out.append((task, "gold", gold))
+        if (together := parallel(gold)) is not gold:
+            out.append((task, "parallel", together))
         out.extend((task, kind, m) for kind in KINDS if (m := perturb(domain, task, gold, kind)) is not None)
     return out
