@@ -15,8 +15,9 @@ reward checks:
 * ``failure_keyword``: the user ends with a failure keyword;
 * ``removed_part_used``: a hallucination task's removed tool or parameter used anyway.
 
-``trajectories(domain)`` is every official task's gold trajectory and every
-applicable perturbation, the agreement set's input.
+``trajectories(domain)`` is every official task's gold trajectory, its
+``parallel`` variant (all calls in one turn) and every applicable
+perturbation: the agreement set's input.
 """
 from __future__ import annotations
 
