@@ -196,7 +196,11 @@ def set_navigation(ctx: ToolContext, route_ids: list[str]) -> dict[str, Any]:
         raise ToolFailure("SET_NAVIGATION_002", "route_ids is empty")
     for rid in route_ids:
         _ids(ctx, {"SET_NAVIGATION_002": (rid, "route")})
-    legs = [_route(ctx, rid, "SET_NAVIGATION_003") for rid in route_ids]
+    if ctx.data.route(route_ids[0]) is None:
+        # CAR-bench's tool fails on an unknown first route before it can refuse it: an Error answer, which its
+        # reward does not count as a tool execution error (the later routes are refused as unknown)
+        raise LookupError(f"route {route_ids[0]} not found")
+    legs = [_route(ctx, rid, "SET_NAVIGATION_004") for rid in route_ids]
     for i, (a, b) in enumerate(pairwise(legs)):
         if a["destination_id"] != b["start_id"]:
             raise ToolFailure("SET_NAVIGATION_005", f"route {i} does not end where route {i + 1} starts")
