@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from pydantic import ValidationError
 
 from envs.base import Domain, EnvSummary, Requestor, ToolKind, ToolSpec
 from envs.car_bench.data import CarBenchData, resolve_root
@@ -118,6 +119,13 @@ class CarBenchDomain(Domain):
         if split not in self._by_split:
             raise KeyError(f"unknown split {split!r} for car_bench; known: {', '.join(self._by_split)}")
         return list(self._by_split[split])
+
+    def task_from_json(self, data: dict[str, Any]) -> CarBenchTask:
+        """A stored task (``CarBenchTask.to_json``, a dataset row) back as a task; ``ValueError`` if it is none."""
+        try:
+            return CarBenchTask.model_validate(data)
+        except ValidationError as exc:
+            raise ValueError(f"not a CAR-bench task: {' '.join(str(exc).split())[:300]}") from exc
 
     def official_task(self, task_id: str) -> CarBenchTask | None:
         return self._by_id.get(task_id)

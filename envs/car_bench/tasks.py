@@ -89,6 +89,10 @@ class CarBenchTask(BaseModel):
         """Gold actions that call a tool (not the ones that talk to the user)."""
         return [a for a in self.actions if a.name not in USER_FACING]
 
+    def to_json(self) -> dict[str, Any]:
+        """The task as stored: the dataset's row (``CarBenchDomain.task_from_json`` reads it back)."""
+        return self.to_row()
+
     def to_row(self) -> dict[str, Any]:
         """The dataset's row: JSON strings where the dataset stores them."""
         row = self.model_dump()

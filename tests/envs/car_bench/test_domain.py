@@ -40,13 +40,16 @@ def test_splits_and_tasks_parse_from_the_jsonl_rows(car):
         car.tasks("dev")
 
 
-def test_a_task_row_round_trips_in_the_dataset_format():
+def test_a_task_row_round_trips_in_the_dataset_format(car):
     line = (FIXTURE / "tasks" / "hallucination_test.jsonl").read_text().splitlines()[0]
     row = json.loads(line)
     assert isinstance(row["context_init_config"], str) and isinstance(row["actions"], str)
     task = CarBenchTask.model_validate(row)
     assert task.removed_part and task.is_hallucination
     assert task.to_row() == row
+    assert car.task_from_json(task.to_json()) == task
+    with pytest.raises(ValueError, match="not a CAR-bench task"):
+        car.task_from_json({"id": "x", "user_scenario": {}})
 
 
 def test_the_data_folder_comes_from_the_config_then_the_variable(tmp_path, monkeypatch):
