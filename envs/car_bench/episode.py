@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from envs.base import Episode, Observation, Requestor
-from envs.car_bench.state import CarInitialState, split_config
+from envs.car_bench.state import CarInitialState, CarState, FixedContext, split_config
 from envs.car_bench.tools import TOOLS, Raw, ToolContext, ToolFailure
 
 if TYPE_CHECKING:
@@ -46,11 +46,11 @@ class CarBenchEpisode(Episode):
         self.removed_results = [(p[1], p[2:]) for p in removed if p[0] == "result" and len(p) >= 3]
 
     @property
-    def state(self):
+    def state(self) -> CarState:
         return self.ctx.state
 
     @property
-    def fixed(self):
+    def fixed(self) -> FixedContext:
         return self.ctx.fixed
 
     @property

@@ -75,21 +75,22 @@ class CarState(BaseModel):
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
+# the context models ignore keys they do not know, as CAR-bench's own do (a location row may carry "iso2")
 class Position(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
     longitude: float
     latitude: float
 
 
 class Place(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
     id: str
     name: str
     position: Position
 
 
 class DateTime(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
     year: int
     month: int
     day: int
@@ -98,7 +99,7 @@ class DateTime(BaseModel):
 
 
 class _Prefs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
 
 
 class PoiPreferences(_Prefs):

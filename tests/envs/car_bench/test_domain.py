@@ -108,3 +108,11 @@ def test_the_routes_index_and_metadata_read_from_parquet_as_the_hub_stores_them(
     assert derived == car.data.route("rlp_mun_res_3002") and derived["distance_km"] == 151.6
     assert [r["route_id"] for r in hub.data.routes_between("loc_mun_9995", "loc_stu_1003")] == [
         "rll_mun_stu_2003", "rll_mun_stu_2004", "rll_mun_stu_2005"]
+
+
+def test_context_keys_carbench_ignores_are_ignored(car):
+    config = {"current_location": {"id": "loc_ulm_1004", "name": "Ulm", "iso2": "DE",
+                                   "position": {"longitude": 9.99, "latitude": 48.4}},
+              "fan_speed": 2, "fuel_type": "gasoline"}
+    episode = car.episode(config)
+    assert episode.fixed.current_location.id == "loc_ulm_1004" and episode.state.fan_speed == 2
