@@ -77,8 +77,12 @@ def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) ->
     """The fixed test sets (official-matched, uniform), built (once) before any round, so a set the generator
     cannot fill is known now; each set's report line (what it aimed at, what it realized) is said."""
     from tasks.testset import KINDS, report_line, test_cases, test_set_report
+    from tasks.testset_targets import no_official_reason
 
     for kind in KINDS:
+        if kind == "official-matched" and (why := no_official_reason(cfg.domain)) is not None:
+            say(f"test set {kind}: skipped: {why}; the uniform set is this run's test set")
+            continue
         cases = test_cases(store, cfg.domain, n=cfg.test_size, kind=kind)
         if not cases:
             raise TestSetError(f"test_size: the {cfg.domain} generator built no {kind} test task for a set of "
@@ -192,7 +196,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
             res.space_in.version else "no change"
         summary.rounds.append({"round": r, **metrics, "diff": diff})
         say(f"round {r}: verified {res.verified}/{res.blueprints}, diagnostic "
-            f"{metrics['success_diagnostic']:.3f}, test {metrics['success_test']:.3f}, test uniform "
+            f"{metrics['success_diagnostic']:.3f}, test {metrics.get('success_test', float('nan')):.3f}, test uniform "
             f"{metrics.get('success_test_uniform', 0.0):.3f}, space: {diff}")
         steering = steering_for(cfg.arm, res.reflection, res.feedback)
         unchanged = unchanged + 1 if res.space_out.version == res.space_in.version else 0

@@ -7,7 +7,8 @@ from directions the set writes itself: no Designer, no steering, nothing any arm
 learned. Every blueprint runs the round's stages (tasks/stages.py: plan,
 generate, rollout, verify) and only verified tasks join the set.
 
-- ``official-matched``: ``size`` slots over the joint cells (task family, outcome,
+- ``official-matched``: none for a domain without official tasks with gold actions
+  (``testset_targets.no_official_reason``: its runs test on the uniform set alone); else ``size`` slots over the joint cells (task family, outcome,
   write count, read count) of tau2's official tasks (tasks/testset_targets.py)
   by largest remainder; each slot's direction fixes its cell, the Planner draws
   the rest (seeded from the set's ids). A slot is filled by a verified task whose
@@ -51,8 +52,8 @@ from envs.packs import default_domain, get_pack
 from tasks.datasets import cases_for, with_count_factors, with_factors
 from tasks.stages import Ctx
 from tasks.testset_targets import (ANY_READS, CELL, Cell, allocate, cell_of, distribution, drawn_keys, in_cell,
-                                      marginals, nearest, official_cells, relaxed, rng_for, target_of, total_variation,
-                                      tv_from_uniform, uniform_draw)
+                                      marginals, nearest, no_official_reason, official_cells, relaxed, rng_for,
+                                      target_of, total_variation, tv_from_uniform, uniform_draw)
 from storage.locks import store_lock
 from storage.records import TABLES, Direction, SynthesisSpace, Verdict
 from storage.store import Store
@@ -87,6 +88,8 @@ def test_cases(store: Store, domain: str | None = None, n: int = DEFAULT_SIZE, s
     build resumes. Never read by synthesis or the Reflector.
     """
     domain = domain or default_domain()
+    if kind == "official-matched" and no_official_reason(domain) is not None:
+        return []  # nothing to match: the uniform set is the domain's only test set
     run_id = test_set_run_id(domain, seed, n, kind, name)
     if not _built(store, run_id):
         with store_lock(store.root, run_id):  # concurrent first runs: one builds it, the others wait ...
