@@ -6,7 +6,7 @@ from collections import Counter
 
 import click
 
-from flows.cli_app import UserError, main
+from flows.cli_app import PATH, UserError, main
 from flows.render import print_table
 
 

@@ -239,9 +239,9 @@ OFFICIAL = [
 
 
 def official_tasks() -> list[Any]:
-    from tau2.data_model.tasks import Task
+    from envs.tau2.convert import task_from_dict  # tasks are tau2 Task objects (the verifier reads their criteria)
 
-    return [Task.model_validate({
+    return [task_from_dict({
         "id": task_id,
         "user_scenario": {"instructions": {
             "domain": NAME, "reason_for_call": f"You want to {request}.",
