@@ -41,7 +41,7 @@ def check_domain(name: str | None, option: str = "--domain", generator: bool = F
         raise UserError(f"{option} {name}: unknown domain (known domains: {', '.join(runnable)})")
     if generator and not get_pack(name).has_generator:
         ready = [d for d in runnable if get_pack(d).has_generator]
-        raise UserError(f"{option} {name}: the embedded backend has no generator for this domain yet "
+        raise UserError(f"{option} {name}: task_builder: the embedded backend has no generator for this domain yet "
                         f"(domains with one: {', '.join(ready)}); define task_builder(domain, prior) in its pack")
     if generator or run:
         from envs.pack_check import first_error

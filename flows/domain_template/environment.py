@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 from envs.base import Domain, Episode, EnvSummary, Observation, Requestor, ToolKind, ToolSpec
 
 NAME = __package__.rpartition(".")[2]  # the domain's name is its folder's name
-MAX_BOOKINGS = 2  # the policy's one rule: classes a member may have booked at once (policy.py checks it)
+MAX_BOOKINGS = 3  # the policy's one rule: classes a member may have booked at once (policy.py checks it)
 
 POLICY = f"""# Gym front desk policy
 
@@ -57,8 +57,8 @@ def initial_state() -> State:
                for n, (t, c) in enumerate([("Yoga", 8), ("Spin", 2), ("Pilates", 6), ("Boxing", 4),
                                            ("Rowing", 5), ("Zumba", 10)], 1)}
     members = {}
-    # bookings chosen so the rule has members it applies to (M3 is at the limit)
-    for n, (name, booked) in enumerate([("Ada", []), ("Ben", ["C1"]), ("Cleo", ["C1", "C2"]), ("Dev", []),
+    # bookings chosen so the rule has a member it applies to (M3 is at the limit)
+    for n, (name, booked) in enumerate([("Ada", []), ("Ben", ["C1"]), ("Cleo", ["C1", "C2", "C4"]), ("Dev", []),
                                         ("Eli", ["C3"])], 1):
         members[f"M{n}"] = Member(member_id=f"M{n}", name=name, bookings=list(booked))
         for class_id in booked:

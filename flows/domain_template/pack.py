@@ -41,8 +41,9 @@ class Pack(DomainPack):
                             ask_identity="I can help with that. Could you please give me your member id first?",
                             vague_opening="I need help with my gym bookings.", vague_hint="my gym bookings",
                             unknown_info="You do not know the gym's internal rules.", identity_words=("member id",))
-    # the properties the generator realizes exactly, with the buckets it can build (at most 2 bookings each,
-    # and every task reads the member first): what the uniform test set draws and the Reflector may promote
+    # the properties the generator realizes exactly, with the buckets it can build (at most 3 bookings each, so
+    # "3-4" only half the time; every task reads the member first, so never "0" reads): what the uniform test
+    # set draws and the Reflector may promote
     controllable = {"num_write": ["0", "1", "2"], "num_read": ["1", "2", "3-4", "5+"]}
 
     def task_builder(self, domain, prior):

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from envs.pack_check import first_error, problems
-from tests.fakes.user_packs import fresh_registry
+from tests.fakes.user_packs import user_registry  # noqa: F401  (a fixture)
 
 # the 4 settings a first try sets (issue: a pack that verified tasks but recorded "unknown" families, no
 # tool-use patterns, no policy gating, and a user who called its member id a customer id)
@@ -31,11 +31,11 @@ class Pack(DomainPack):
 
 
 @pytest.fixture
-def pack_folder(tmp_path, monkeypatch) -> Path:
+def pack_folder(tmp_path, user_registry) -> Path:
     from flows.cli_new_domain import write_pack
 
     folder = write_pack("gym_check", tmp_path)
-    fresh_registry(monkeypatch, tmp_path)
+    user_registry(tmp_path)
     return folder
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from envs import packs
 from envs.packs import DomainPack, UnknownDomain, default_domain, get_domain, get_pack, known, register
+from tests.fakes.user_packs import user_registry  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ("storage", "envs", "agents", "tasks", "flows", "benchmarks", "deployments")
@@ -180,9 +181,8 @@ def test_without_the_built_in_folder_every_lookup_fails(monkeypatch):
             packs.known()
 
 
-def test_user_folders_are_scanned_and_a_broken_pack_stops_no_other(tmp_path, monkeypatch):
-    from tests.fakes.user_packs import fresh_registry
-
+def test_user_folders_are_scanned_and_a_broken_pack_stops_no_other(tmp_path, user_registry):
+    
     good, bad = tmp_path / "desk", tmp_path / "broken"
     for folder in (good, bad):
         folder.mkdir()
@@ -197,7 +197,7 @@ def test_user_folders_are_scanned_and_a_broken_pack_stops_no_other(tmp_path, mon
         "class Broken(DomainPack):\n    name = 'broken'\n"
         "register(Broken())\n"
         "raise RuntimeError('half written')\n")
-    fresh_registry(monkeypatch, tmp_path)
+    user_registry(tmp_path)
     assert "desk" in known() and "airline" in known() and "broken" not in known()  # its registration undone
     assert packs.broken() == {"broken": "RuntimeError: half written"}
     with pytest.raises(packs.BrokenPack, match="domain 'broken' failed to load: RuntimeError: half written"):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.user_packs import user_registry  # noqa: F401  (a fixture)
 from tests.prefect_home import PREFECT_HOME
 
 
@@ -56,19 +57,24 @@ def test_the_template_checks_clean_verifies_and_synthesizes(tmp_path):
     assert out.returncode == 0 and re.search(r"passed\W+2\b", out.stdout), out.stdout + out.stderr
     out = evosyn("synth", "--domain", "gym_demo", "--n", "20", "--seed", "0", "--quiet", packs=packs, home=home)
     assert out.returncode == 0, out.stderr[-2000:]
-    q = evosyn("query", "select count(*) as n, count(distinct observed.task_family[1]) as families from verdicts "
-                        "where passed", "--format", "json", packs=packs, home=home)
+    q = evosyn("query", "select count(*) as n, count(distinct observed_task_family[1]) as families, count(*) "
+                        "filter (where observed_task_family[1] = 'unknown') as unknown, count(*) filter (where "
+                        "len(observed_tool_use_pattern) > 0) as patterned, count(*) filter (where "
+                        "observed_policy_gated[1] != '0') as gated from verdicts where passed", "--format", "json",
+               packs=packs, home=home)
     row = json.loads(q.stdout)
-    assert row["n"] >= 18 and row["families"] == 2, row  # both families, and no refusal it cannot build
+    # every blueprint verified (no refusal it cannot build), both families, and the facts the pack's settings
+    # record: a family for every task, tool-use patterns, policy-gated writes
+    assert row["n"] == 20 and row["families"] == 2 and row["unknown"] == 0, row
+    assert row["patterned"] == 20 and row["gated"] > 0, row
 
 
-def test_verify_takes_your_own_task_and_trajectory(tmp_path, monkeypatch):
+def test_verify_takes_your_own_task_and_trajectory(tmp_path, user_registry):
     from envs.gold import gold_messages
     from envs.packs import get_domain
-    from tests.fakes.user_packs import fresh_registry
-
+    
     packs, _ = new_domain(tmp_path, "gym_verify")
-    fresh_registry(monkeypatch, packs)
+    user_registry(packs)
     dom = get_domain("gym_verify")
     task = dom.tasks(None)[0]
     messages = [m.model_dump(mode="json") for m in gold_messages(dom, task)]
