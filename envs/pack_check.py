@@ -20,7 +20,7 @@ from typing import Literal
 
 from envs.base import TOOL_KINDS
 from envs.ontology import SpaceError, load_initial_space
-from envs.packs import DomainPack, UnknownDomain, UserPhrasing, get_domain, get_pack
+from envs.packs import DomainPack, PackError, UnknownDomain, UserPhrasing, get_domain, get_pack
 
 Purpose = Literal["check", "synth", "run"]
 FEW_OFFICIAL = 10  # fewer official tasks with gold actions than this: the official-matched set repeats few cells
@@ -89,13 +89,12 @@ def _first(exc: BaseException) -> str:
 def _space(pack: DomainPack) -> list[Finding]:
     try:
         load_initial_space(pack.name)
-    except (ValueError, TypeError, KeyError) as exc:  # PackError, SpaceError, bad JSON, a factor missing a field
-        setting = "ontology.json"
-        why = str(exc) if isinstance(exc, SpaceError) or "ontology.json" in str(exc) else \
-            f"not a valid initial space ({type(exc).__name__}: {_first(exc)})"
-        if isinstance(exc, json.JSONDecodeError):
-            why = f"not valid JSON ({exc})"
-        return [_error(setting, why.removeprefix("ontology.json: "))]
+    except PackError as exc:  # no ontology.json: the message names the file and the fix
+        return [_error("ontology.json", str(exc).removeprefix("ontology.json: "))]
+    except json.JSONDecodeError as exc:
+        return [_error("ontology.json", f"not valid JSON ({exc})")]
+    except (SpaceError, ValueError, TypeError, KeyError) as exc:  # a factor missing a field, a bad cardinality
+        return [_error("ontology.json", f"not a valid initial space ({type(exc).__name__}: {_first(exc)})")]
     return []
 
 

@@ -156,8 +156,9 @@ def _verify_files(domain: str, task_file: str, trajectory_file: str, fmt: str) -
     try:
         task = task_from_dict(raw_task)
     except ValidationError as exc:
-        raise UserError(f"--task {task_file}: not a tau2 task ({str(exc).splitlines()[0]}; "
-                        f"{str(exc).splitlines()[1].strip() if len(str(exc).splitlines()) > 1 else ''})") from None
+        first = exc.errors()[0]
+        raise UserError(f"--task {task_file}: not a tau2 task ({'.'.join(map(str, first['loc'])) or 'the task'}: "
+                        f"{first['msg']})") from None
     try:
         messages = TypeAdapter(list[Message]).validate_python(raw_traj["messages"])
     except ValidationError as exc:

@@ -76,12 +76,11 @@ def stops(cfg: RunConfig, unchanged: int) -> bool:
 def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
     """The fixed test sets (official-matched, uniform), built (once) before any round, so a set the generator
     cannot fill is known now; each set's report line (what it aimed at, what it realized) is said."""
-    from tasks.testset import KINDS, report_line, test_cases, test_set_report
-    from tasks.testset_targets import no_official_reason
+    from tasks.testset import KINDS, report_line, skipped_line, test_cases, test_set_report
 
     for kind in KINDS:
-        if kind == "official-matched" and (why := no_official_reason(cfg.domain)) is not None:
-            say(f"test set {kind}: skipped: {why}; the uniform set is this run's test set")
+        if (skipped := skipped_line(cfg.domain, kind)) is not None:  # no official tasks: nothing to match
+            say(skipped)
             continue
         cases = test_cases(store, cfg.domain, n=cfg.test_size, kind=kind)
         if not cases:

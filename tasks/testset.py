@@ -71,6 +71,13 @@ Target = Cell | dict  # a slot's aim: its official cell, or its draw of the cont
 MAX_TOPUPS = 4  # rounds of extra slots for those no attempt filled
 
 
+def skipped_line(domain: str, kind: Kind) -> str | None:
+    """The line a run (or `evosyn testsets`) says for a set the domain cannot have (None: it can)."""
+    if kind == "official-matched" and (why := no_official_reason(domain)) is not None:
+        return f"test set {kind}: skipped: {why}; the uniform set is this domain's test set"
+    return None
+
+
 def test_set_run_id(domain: str, seed: int = TEST_SEED, n: int = DEFAULT_SIZE, kind: Kind = "official-matched",
                     name: str = "testset") -> str:
     """``name``: ``testset``, or ``probeset`` for a Reflector's probe set (tasks/loop.py), built alike."""

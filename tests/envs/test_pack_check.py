@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 
 from envs.pack_check import first_error, problems
-from tests.fakes.user_packs import user_registry  # noqa: F401  (a fixture)
 
 # the 4 settings a first try sets (issue: a pack that verified tasks but recorded "unknown" families, no
 # tool-use patterns, no policy gating, and a user who called its member id a customer id)

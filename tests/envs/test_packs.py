@@ -8,7 +8,6 @@ import pytest
 
 from envs import packs
 from envs.packs import DomainPack, UnknownDomain, default_domain, get_domain, get_pack, known, register
-from tests.fakes.user_packs import user_registry  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ("storage", "envs", "agents", "tasks", "flows", "benchmarks", "deployments")

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.user_packs import user_registry  # noqa: F401  (a fixture)
 from tests.prefect_home import PREFECT_HOME
 
 
@@ -123,7 +122,8 @@ def test_a_domain_without_official_tasks_runs_on_the_uniform_set(tmp_path):
                  timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     said = out.stderr + out.stdout
-    assert "test set official-matched: skipped: the gym_none domain has no official tasks" in said, said
+    assert "test set official-matched: skipped: the gym_none domain has no official tasks; the uniform set is this " \
+           "domain's test set" in said, said
     q = evosyn("query", "select task_set, count(*) as n from evaluations group by all order by 1", "--format",
                "json", packs=packs, home=tmp_path / "h")
     assert {r["task_set"] for r in json.loads(q.stdout)} == {"diagnostic", "test_uniform"}
