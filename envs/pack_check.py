@@ -126,6 +126,7 @@ def _facts(pack: DomainPack, writes: list[str]) -> list[Finding]:
                                            "check must precede)"))
     if not pack.identify_reads:
         out.append(_warn("identify_reads", "empty: no read counts as identifying the customer"))
+    out += _names(pack, writes)
     default = UserPhrasing()
     if pack.phrasing == default:
         out.append(_warn("phrasing", f"the default wording: the user is asked for and gives a '"
@@ -134,6 +135,22 @@ def _facts(pack: DomainPack, writes: list[str]) -> list[Finding]:
         out.append(_warn("phrasing.identity_words", f"the default {default.identity_words}: an agent asking for "
                                                     "your domain's identifier is not recognised"))
     return out
+
+
+def _names(pack: DomainPack, writes: list[str]) -> list[Finding]:
+    """Maps that name a tool the environment lacks or a value the space lacks: what they record never matches."""
+    space = {f["key"]: set(f["values"]) for f in pack.initial_space()["factors"]}
+    checks = [("family_by_tool", set(pack.family_by_tool) - set(writes), "write tools"),
+              ("focus_by_tool", set(pack.focus_by_tool) - set(writes), "write tools"),
+              ("family_by_tool", set(pack.family_by_tool.values()) - space.get("task_family", set()),
+               "task_family values"),
+              ("focus_by_tool", set(pack.focus_by_tool.values()) - space.get("policy_or_constraint_focus", set()),
+               "policy_or_constraint_focus values"),
+              ("shape_values", set(pack.shape_values.values()) - space.get("tool_use_pattern", set()),
+               "tool_use_pattern values")]
+    return [_warn(setting, f"names {sorted(bad)}, which are not {what} of this domain (ontology.json, the "
+                           "environment's tools): what it records never matches")
+            for setting, bad, what in checks if bad]
 
 
 def _planner(pack: DomainPack) -> list[Finding]:

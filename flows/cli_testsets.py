@@ -43,7 +43,7 @@ def testsets(ctx, domain: str | None, n: int) -> None:
     from flows.inputs import check_domain
     from tasks.testset import KINDS, skipped_line, test_cases, test_set_report
 
-    domain = check_domain(domain, generator=True)
+    domain = check_domain(domain, generator=True, run=True)  # the uniform set draws on controllable
     store = store_from(ctx)
     for kind in KINDS:
         if (skipped := skipped_line(domain, kind)) is not None:

@@ -254,6 +254,9 @@ def build_test_set(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int =
     trajectories and verdicts (the observed factors).
     """
     run_id = test_set_run_id(domain, seed, n, kind, name)
+    if kind == "uniform" and not get_pack(domain).controllable:  # flows/inputs.check_domain says so before any work
+        raise ValueError(f"controllable: the {domain} pack names no property its generator controls, so a uniform "
+                         "test set has nothing to draw (set controllable in its pack)")
     for table in TABLES:  # a partial build of the one-chunk layout before the stages: its rows would stay beside
         store.remove_chunk(table, run_id, 0, LEGACY_CHUNK)
     ctx = Ctx(store, run_id, 0, seed, domain, diagnostic_fraction=None, source="test_set",

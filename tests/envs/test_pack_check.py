@@ -84,3 +84,13 @@ def test_few_or_no_official_tasks_are_said(pack_folder):
     env = pack_folder / "environment.py"
     env.write_text(env.read_text().replace("OFFICIAL = [", "OFFICIAL = []\n_UNUSED = ["))
     assert any(line.startswith("official tasks: none") for line in lines("gym_check", "warning"))
+
+
+def test_maps_naming_unknown_tools_or_values_are_named(pack_folder):
+    text = (pack_folder / "pack.py").read_text()
+    (pack_folder / "pack.py").write_text(text.replace('family_by_tool = {"book_class": "book_class", ',
+                                                      'family_by_tool = {"book_class": "booking", "enrol": "x", '))
+    warned = lines("gym_check", "warning")
+    assert any(w.startswith("family_by_tool: names ['enrol'], which are not write tools") for w in warned), warned
+    assert any(w.startswith("family_by_tool: names ['booking', 'x'], which are not task_family values")
+               for w in warned), warned
