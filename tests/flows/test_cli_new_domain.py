@@ -107,7 +107,7 @@ def test_a_one_round_run_on_the_template(tmp_path):
     assert "test set official-matched: 20 tasks" in out.stderr + out.stdout
     q = evosyn("query", "select task_set, count(*) as n from evaluations group by all order by 1", "--format",
                "json", packs=packs, home=tmp_path / "h")
-    sets = {r["task_set"]: r["n"] for r in json.loads(q.stdout)}
+    sets = {r["task_set"]: r["n"] for r in map(json.loads, q.stdout.splitlines())}  # JSON lines
     assert sets["test"] == 20 and sets["test_uniform"] == 20, sets
 
 
@@ -126,7 +126,7 @@ def test_a_domain_without_official_tasks_runs_on_the_uniform_set(tmp_path):
            "domain's test set" in said, said
     q = evosyn("query", "select task_set, count(*) as n from evaluations group by all order by 1", "--format",
                "json", packs=packs, home=tmp_path / "h")
-    assert {r["task_set"] for r in json.loads(q.stdout)} == {"diagnostic", "test_uniform"}
+    assert {json.loads(line)["task_set"] for line in q.stdout.splitlines()} == {"diagnostic", "test_uniform"}
     summary = json.loads(next((tmp_path / "h").glob("summary-*.json")).read_text())
     assert "success_test" not in summary["rounds"][0] and "success_test_uniform" in summary["rounds"][0]
 
