@@ -3,10 +3,11 @@
 ``problems(name, purpose)`` loads the pack and its environment and returns
 ``Finding``s, each one line naming the setting and the fix:
 
-- errors stop ``synth`` / ``run`` before any work (``evosyn`` prints the first as ``error: …`` and exits 2):
-  a pack that failed to import, no ``ontology.json`` (or an invalid one), an environment that fails to load,
-  a tool of an unknown kind, a ``policy.py`` without ``check_write``, no generator for the embedded backend,
-  and for ``run`` an empty ``controllable`` (the uniform test set draws on it);
+- errors stop ``synth`` / ``run`` before any work (``evosyn`` prints the first as ``error: …`` and exits 2;
+  ``evosyn envs check`` lists them all and exits 1): a pack that failed to import, no ``ontology.json`` (or an
+  invalid one), an environment that fails to load, a tool of an unknown kind, a ``policy.py`` without
+  ``check_write``, no generator for the embedded backend, and for ``run`` (and ``envs check``) an empty
+  ``controllable`` (the uniform test set draws on it);
 - warnings name each optional setting left at a default that changes what is recorded (task families,
   tool-use patterns, policy gating, the user's wording, identity words), refusals the planner may plan that
   the generator cannot build, and how many official tasks the official-matched test set can match
@@ -51,28 +52,32 @@ def problems(name: str, purpose: Purpose = "check", embedded: bool = True) -> li
     except UnknownDomain as exc:
         return [_error("pack", str(exc))]
     out = _space(pack)
+    has_space = not out  # the checks below that read the space need one
     try:
         domain = get_domain(name)
     except Exception as exc:  # the pack's own code: one line, the traceback is the pack author's to read
         return out + [_error("environment()", f"the {name} environment failed to load: {type(exc).__name__}: "
                                               f"{_first(exc)}")]
-    tools = domain.tools()
+    try:
+        tools = domain.tools()
+    except Exception as exc:  # an environment whose tool table cannot be read (a kind tau2 does not know, ...)
+        return out + [_error("tools", f"the {name} tools cannot be listed: {type(exc).__name__}: {_first(exc)}")]
     for spec in tools:
         if spec.kind not in TOOL_KINDS:
             out.append(_error("tools", f"tool {spec.name!r} has kind {spec.kind!r}; use one of "
                                        f"{', '.join(TOOL_KINDS)} (a write changes the state, a read only looks)"))
     out += _policy(pack)
-    if embedded and purpose != "check" and not pack.has_generator:
+    if embedded and not pack.has_generator:
         out.append(_error("task_builder", f"domain {name!r} has no embedded generator; define "
                                           "task_builder(domain, prior) in its pack (docs: Adding a domain)"))
     if not pack.controllable:
-        finding = _error if purpose == "run" else _warn
+        finding = _warn if purpose == "synth" else _error  # `envs check` checks what a run needs
         out.append(finding("controllable", "empty: `evosyn run` needs the properties the generator realizes "
                                            "exactly (its uniform test set draws on them); set e.g. controllable = "
                                            "properties.controllable(\"num_write\", \"num_read\")"))
     if purpose == "check":
         writes = sorted({s.name for s in tools if s.kind == "write"})
-        out += _facts(pack, writes) + _planner(pack) + _official(domain)
+        out += _facts(pack, writes) + (_names(pack, writes) + _planner(pack) if has_space else []) + _official(domain)
     return sorted(out, key=lambda f: f.level != "error")
 
 
@@ -126,7 +131,6 @@ def _facts(pack: DomainPack, writes: list[str]) -> list[Finding]:
                                            "check must precede)"))
     if not pack.identify_reads:
         out.append(_warn("identify_reads", "empty: no read counts as identifying the customer"))
-    out += _names(pack, writes)
     default = UserPhrasing()
     if pack.phrasing == default:
         out.append(_warn("phrasing", f"the default wording: the user is asked for and gives a '"

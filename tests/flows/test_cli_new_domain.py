@@ -149,6 +149,8 @@ def test_an_incomplete_pack_is_one_line_before_any_work(tmp_path, setting, chang
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr[-2000:]
     assert out.stderr.startswith(f"error: --domain gym_bad: {setting}: "), out.stderr
     assert not (tmp_path / "h").exists()  # before any work: not even the store
+    check = evosyn("envs", "check", "gym_bad", packs=packs, home=tmp_path / "h")  # what a run needs: all errors
+    assert check.returncode == 1 and f"error: {setting}: " in check.stdout, check.stdout + check.stderr
 
 
 def test_a_missing_policy_is_no_rules_and_a_warning(tmp_path):
