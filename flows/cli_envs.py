@@ -81,10 +81,11 @@ def envs_show(domain: str) -> None:
 @click.option("--trajectory", "trajectory_file", type=PATH,
               help='Its conversation as JSON: {"messages": [...], "termination": "agent_stop"} (docs: Adding a '
                    "domain, Verifying your own trajectory).")
+@click.option("--task-id", default=None, help="--task holds a list of tasks (an export's tasks.json): this one.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="How --task/--trajectory's verdict is printed.")
 def verify(domain: str, official: bool, split: str, task_file: str | None, trajectory_file: str | None,
-           fmt: str) -> None:
+           task_id: str | None, fmt: str) -> None:
     """Verify the official tasks' gold actions (--official), or your own task and conversation
     (--task FILE --trajectory FILE). Exit 1 when a verification fails."""
     if (task_file is None) != (trajectory_file is None):
@@ -92,7 +93,7 @@ def verify(domain: str, official: bool, split: str, task_file: str | None, traje
     if official == (task_file is not None):
         raise UserError("verify: pass --official, or --task FILE --trajectory FILE")
     if task_file is not None:
-        _verify_files(domain, task_file, trajectory_file, fmt)
+        _verify_files(domain, task_file, trajectory_file, task_id, fmt)
         return
     from envs.gold import gold_messages
     from envs.verify import run_checks
@@ -138,7 +139,24 @@ def _read_json(path: str, option: str):
         raise UserError(f"{option} {path}: not valid JSON ({exc})") from None
 
 
-def _verify_files(domain: str, task_file: str, trajectory_file: str, fmt: str) -> None:
+def _one_task(raw, task_file: str, task_id: str | None):
+    """The task of ``--task``: the file's one task, or ``--task-id``'s entry of a list (an export's tasks.json)."""
+    if not isinstance(raw, (dict, list)):
+        raise UserError(f"--task {task_file}: expected a tau2 task (a JSON object) or a list of them")
+    if isinstance(raw, dict) and task_id in (None, raw.get("id")):
+        return raw
+    if isinstance(raw, list):
+        found = [t for t in raw if isinstance(t, dict) and (task_id is None or t.get("id") == task_id)]
+        if len(found) == 1:
+            return found[0]
+        ids = [t.get("id") for t in raw if isinstance(t, dict)]
+        if task_id is None:
+            raise UserError(f"--task {task_file}: holds {len(ids)} tasks; pick one with --task-id "
+                            f"({', '.join(map(str, ids[:5]))}{', ...' if len(ids) > 5 else ''})")
+    raise UserError(f"--task {task_file}: no task {task_id!r} in it")
+
+
+def _verify_files(domain: str, task_file: str, trajectory_file: str, task_id: str | None, fmt: str) -> None:
     """One task and one conversation, checked as the verifier checks a synthetic one (envs/verify.py)."""
     from pydantic import TypeAdapter, ValidationError
 
@@ -147,7 +165,7 @@ def _verify_files(domain: str, task_file: str, trajectory_file: str, fmt: str) -
     from storage.records import Message
 
     dom = _domain(domain)
-    raw_task = _read_json(task_file, "--task")
+    raw_task = _one_task(_read_json(task_file, "--task"), task_file, task_id)
     raw_traj = _read_json(trajectory_file, "--trajectory")
     if isinstance(raw_traj, list):
         raw_traj = {"messages": raw_traj}
