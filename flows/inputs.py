@@ -33,7 +33,7 @@ def check_domain(name: str | None, option: str = "--domain", generator: bool = F
     if not name:
         name = default_domain()
     failed = broken()
-    if name in failed:
+    if name in failed and name not in known():  # (a second pack of a registered name fails, the first stays)
         raise UserError(f"{option} {name}: the pack failed to load: {failed[name]} (`evosyn envs check {name}` "
                         "shows the traceback)")
     runnable = known(with_environment=True)
