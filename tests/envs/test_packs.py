@@ -196,9 +196,15 @@ def test_user_folders_are_scanned_and_a_broken_pack_stops_no_other(tmp_path, use
         "class Broken(DomainPack):\n    name = 'broken'\n"
         "register(Broken())\n"
         "raise RuntimeError('half written')\n")
+    (tmp_path / "again").mkdir()  # a second pack of a built-in name: refused, and the built-in one stays
+    (tmp_path / "again" / "__init__.py").write_text(
+        "from envs.packs import DomainPack, register\nclass Again(DomainPack):\n    name = 'airline'\n"
+        "register(Again())\n")
     user_registry(tmp_path)
     assert "desk" in known() and "airline" in known() and "broken" not in known()  # its registration undone
-    assert packs.broken() == {"broken": "RuntimeError: half written"}
+    assert packs.broken() == {"broken": "RuntimeError: half written",
+                              "again": "ValueError: domain 'airline' is already registered"}
+    assert type(get_pack("airline")).__module__.startswith(f"{packs.PACKAGE}.")
     with pytest.raises(packs.BrokenPack, match="domain 'broken' failed to load: RuntimeError: half written"):
         get_pack("broken")
     assert type(get_pack("desk")).__module__ == f"{packs.USER_PACKAGE}.desk"
