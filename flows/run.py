@@ -173,7 +173,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     steering, previous, unchanged = ColdStart(), None, 0
     summary = RunSummary(run_id)
     for r in range(1, cfg.rounds + 1):
-        say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, train, evaluate, reflect")
+        say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, dedup, train, evaluate, reflect")
         with timing.span("flow", "round", r):
             res = round_flow(cfg, run_id, r, space, steering, previous)
         child = tracker.start_round(parent, run_id, r)

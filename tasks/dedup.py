@@ -183,17 +183,54 @@ def verified(store: Store, run_id: str, upto: int) -> dict[int, list[tuple[Synth
     return out
 
 
-def check_round(store: Store, domain: Domain, run_id: str, round: int, params: Params, test_size: int
+def check_round(store: Store, domain: Domain, run_id: str, round: int, params: Params, test_size: int,
+                sets: tuple[list[DedupCheck], tuple[Index, dict[str, str]]] | None = None
                 ) -> tuple[list[DedupCheck], list[DedupCheck]]:
-    """(the round's rows, the test sets' rows): computed unless stored with ``params``, then stored."""
-    set_rows, sets = test_sets_checked(store, domain, test_size, params)
+    """(the round's rows, the test sets' rows): computed unless stored with ``params``, then stored. ``sets``:
+    ``test_sets_checked``'s answer when the caller has it (a check of several rounds)."""
+    set_rows, index = sets if sets is not None else test_sets_checked(store, domain, test_size, params)
     if _checked_with(store, run_id, round, params):
         return store.read_chunk(TABLE, run_id, round, CHUNK), set_rows
     by_round = verified(store, run_id, round)
     earlier = [t for r, pairs in by_round.items() if r < round for t, _ in pairs]
-    rows = check(by_round.get(round, []), earlier, domain, params, sets)
+    rows = check(by_round.get(round, []), earlier, domain, params, index)
     _write(store, run_id, round, rows, params)
     return rows, set_rows
+
+
+class RunCheck(Contract):
+    """`evosyn dedup`: what one run's check found, per round, and in the test sets it is scored on."""
+
+    run_id: str
+    domain: str
+    params: str
+    rounds: dict[int, DedupCounts]
+    test_sets: DedupCounts
+    test_set_ids: list[str]
+
+
+def run_settings(store: Store, run_id: str) -> tuple[str | None, DedupConfig, int]:
+    """(domain, dedup config, test size) of a run: its stored config, or for a synthesis pass (no run row) its
+    tasks' domain and the defaults."""
+    from storage.config import RunConfig
+
+    runs = store.read_records("runs", run_id=run_id, round=0)
+    if runs:
+        cfg = RunConfig.model_validate_json(runs[0].config_json)
+        return runs[0].domain, cfg.dedup, cfg.test_size
+    first = store.read_fields("tasks", ["domain"], run_id=run_id)[:1]
+    return (first[0]["domain"] if first else None), DedupConfig(), RunConfig().test_size
+
+
+def check_run(store: Store, domain: Domain, run_id: str, cfg: DedupConfig, test_size: int) -> RunCheck:
+    """Every round of ``run_id`` with verified tasks, and the test sets of ``test_size`` built in the store."""
+    params = params_of(cfg)
+    sets = test_sets_checked(store, domain, test_size, params)
+    rounds = sorted({e["round"] for e in store.read_fields("sft_examples", ["round"], run_id=run_id)})
+    counts = {r: DedupCounts.of(check_round(store, domain, run_id, r, params, test_size, sets)[0]) for r in rounds}
+    ids = sorted({r.run_id for r in sets[0]})
+    return RunCheck(run_id=run_id, domain=domain.name, params=params.key(), rounds=counts,
+                    test_sets=DedupCounts.of(sets[0]), test_set_ids=ids)
 
 
 def dropped(store: Store, run_id: str, upto: int) -> frozenset[str]:
