@@ -142,6 +142,14 @@ def tool_turn(res, episode, step: int) -> list[Message]:
     return out
 
 
+def _device(episode, user, message: Message) -> list[Message]:
+    """The results of a user message's device actions, stepped as the user and handed back to it."""
+    results = device_results(episode, message)
+    if results:
+        user.observe(results)
+    return results
+
+
 class LLMTeacher:
     """An LLM agent with tool calling, acting in the live environment against a user simulator.
 
@@ -160,8 +168,9 @@ class LLMTeacher:
     def _user(self, task: SynthTask, plain: bool):
         from agents.user import LLMUser, ReactiveUser, user_scenario_text
 
-        if self.user_client is not None:
-            return LLMUser(self.user_client, user_scenario_text(task.tau2_task, plain), self.retries)
+        if self.user_client is not None:  # with the user's device tools in a dual-control domain (tau2's telecom)
+            return LLMUser(self.user_client, user_scenario_text(task.tau2_task, plain), self.retries,
+                           tools=[s.openai_schema() for s in self.domain.tools("user")])
         scenario = dict(task.scenario)
         if plain:
             scenario["challenges"] = []
@@ -195,6 +204,7 @@ class LLMTeacher:
         episode = self.domain.episode(tau2_task.initial_state)
         user = self._user(task, plain)
         msgs: list[Message] = [user.opening()]
+        msgs += _device(episode, user, msgs[0])
         termination, steps = "max_steps", 0
         while steps < self.max_steps and not getattr(user, "done", False):
             steps += 1
@@ -205,7 +215,7 @@ class LLMTeacher:
             msgs.append(Message(role="assistant", content=res.text))
             reply = user.respond(res.text)
             msgs.append(reply)
-            msgs.extend(device_results(episode, reply))
+            msgs += _device(episode, user, reply)
         if getattr(user, "done", False):
             termination = "user_stop"
         return Trajectory(run_id=task.run_id, round=task.round, space_version=task.space_version,

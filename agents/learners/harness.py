@@ -43,6 +43,15 @@ def _said(user: Any, turn: Callable[[], Message]) -> Message:
         raise UserGaveUp(str(exc)) from None
 
 
+def _device(ep: Any, user: Any, message: Message) -> list[Message]:
+    """The results of a user message's device actions, stepped as the user and handed back to it (an LLM user
+    reads them on its next turn)."""
+    results = device_results(ep, message)
+    if results:
+        user.observe(results)
+    return results
+
+
 def converse(agent: TaskAgent, domain: Domain, initial_state: Any, user: Any, max_steps: int = 40
              ) -> tuple[list[Message], str]:
     """The agent/user/tool loop of one episode on a fresh copy of ``initial_state``: (messages, termination).
@@ -59,7 +68,7 @@ def converse(agent: TaskAgent, domain: Domain, initial_state: Any, user: Any, ma
     msgs: list[Message] = []
     try:
         msgs.append(_said(user, user.opening))
-        msgs.extend(device_results(ep, msgs[0]))
+        msgs.extend(_device(ep, user, msgs[0]))
         if getattr(user, "done", False):
             return msgs, "user_stop"
         for _ in range(max_steps):
@@ -72,7 +81,7 @@ def converse(agent: TaskAgent, domain: Domain, initial_state: Any, user: Any, ma
                 continue
             answer = _said(user, partial(user.respond, reply.content or ""))
             msgs.append(answer)
-            msgs.extend(device_results(ep, answer))
+            msgs.extend(_device(ep, user, answer))
             if user.done:
                 return msgs, "user_stop"
     except UserGaveUp:
