@@ -76,11 +76,13 @@ def test_a_telecom_round_with_an_llm_teacher_and_user_verifies_device_tasks_as_t
         assert ours.reward == theirs == 1.0, (task.id, note)
 
 
-def test_the_official_telecom_split_with_an_llm_user_completes_device_tasks_and_tau2_agrees(tmp_path, role):
-    from agents.learners.openai_agent import OpenAICompatibleAgent
-
+@pytest.fixture(scope="module")
+def official():
+    """Two official telecom test tasks with device actions whose users can tell them apart (many telecom tasks
+    share their instructions, not their phone), and the scripted models that play them: ``agent_reply`` the
+    served agent (the gold turns of the task its user named in its opening), ``user_reply(refuse)`` the
+    customer (does on its phone what the agent names, or with ``refuse`` declines to, confirms, ends the call)."""
     dom = get_domain("telecom")
-    # two tasks whose users can tell them apart (many telecom tasks share their instructions, not their phone)
     text = {t.id: user_scenario_text(t.model_dump(mode="json", exclude_none=True))
             for t in official_tasks("telecom", "test") if _needs_device(t)}
     tasks = []
@@ -88,12 +90,11 @@ def test_the_official_telecom_split_with_an_llm_user_completes_device_tasks_and_
         if t.id in text and not any(text[t.id] in text[o.id] or text[o.id] in text[t.id] for o in tasks):
             tasks.append(t)
     tasks = tasks[:2]
-    ids = [t.id for t in tasks]
     turns = {t.id: [m for m in gold_messages(dom, t) if m.role == "assistant"] for t in tasks}
     scenarios = {t.id: text[t.id] for t in tasks}
     device = [t.name for t in dom.tools("user")]
 
-    def agent_reply(body):  # the served model: the gold turns of the task its user named in its opening
+    def agent_reply(body):
         k = sum(1 for m in body["messages"] if m["role"] == "assistant")
         task_id = body["messages"][1]["content"].split("@@")[0]  # telecom's ids hold "|"
         m = turns[task_id][min(k, len(turns[task_id]) - 1)]
@@ -102,38 +103,75 @@ def test_the_official_telecom_split_with_an_llm_user_completes_device_tasks_and_
             return completion(tool_call={"id": c.id, "name": c.name, "arguments": c.arguments})
         return completion(content=m.content)
 
-    def user_reply(body):  # the customer: does on its phone what the agent names, confirms, then ends the call
-        msgs = body["messages"]
-        assert [t["function"]["name"] for t in body.get("tools", [])] == device
-        system = msgs[0]["content"]
-        [task_id] = [t for t, text in scenarios.items() if text in system]  # telecom's reasons start alike
-        if len(msgs) == 2:
-            return completion(content=f"{task_id}@@My phone does not work.")
-        if msgs[-1]["role"] == "tool":  # never happens: the agent speaks after a device action
-            return completion(content="Done.")
-        said = msgs[-1]["content"] or ""
-        asked = asked_device_action(said, device)
-        if asked is not None:
-            return completion(tool_call={"id": f"dev{len(msgs)}", "name": asked[0], "arguments": asked[1]})
-        if "confirm" in said.lower():
-            return completion(content="Yes, please go ahead.")
-        return completion(content="Thanks, that is all. ###STOP###")
+    def user_reply(refuse: bool = False):
+        def reply(body):
+            msgs = body["messages"]
+            assert [t["function"]["name"] for t in body.get("tools", [])] == device
+            [task_id] = [t for t, text in scenarios.items() if text in msgs[0]["content"]]
+            if len(msgs) == 2:
+                return completion(content=f"{task_id}@@My phone does not work.")
+            said = msgs[-1]["content"] or ""
+            asked = asked_device_action(said, device)
+            if asked is not None and not refuse:
+                return completion(tool_call={"id": f"dev{len(msgs)}", "name": asked[0], "arguments": asked[1]})
+            if asked is not None:
+                return completion(content="I would rather not touch my phone settings.")
+            if "confirm" in said.lower():
+                return completion(content="Yes, please go ahead.")
+            return completion(content="Thanks, that is all. ###STOP###")
+        return reply
 
-    store = Store(tmp_path / "s")
+    return tasks, scenarios, agent_reply, user_reply
+
+
+def _evaluate(store, role, agent_reply, user_reply, ids):
+    from agents.learners.openai_agent import OpenAICompatibleAgent
+
     with ScriptedServer(agent_reply) as agent_srv, ScriptedServer(user_reply) as user_srv:
         client = client_for("user", role(user_srv.base_url), store.root / "llm_cache").bound()
         agent = OpenAICompatibleAgent(agent_srv.base_url, "served-ckpt")
         res = evaluate_official(store, agent, UserSim("openai:gpt-4o-mini", client), run_id="tel-off", round=1,
                                 domain="telecom", split="test", model_version="served-ckpt", trials=1, task_ids=ids)
         agent.close()
-    assert [o.rewards for o in res.tasks] == [[1.0], [1.0]], [o.failed_checks for o in res.tasks]
-    trajectories = {t.task_id: t for t in store.read_records("trajectories", run_id="tel-off")}
+        return res, user_srv.requests
+
+
+@pytest.mark.parametrize("refuse", [False, True])
+def test_the_official_telecom_split_with_an_llm_user_and_tau2s_evaluator_agree(tmp_path, role, official, refuse):
+    """The user performs the device actions (every task solved), or declines them (none is): tau2's evaluator
+    gives each trajectory the reward our verifier gives."""
+    tasks, scenarios, agent_reply, user_reply = official
+    store = Store(tmp_path / "s")
+    res, requests = _evaluate(store, role, agent_reply, user_reply(refuse), [t.id for t in tasks])
+    ours = {o.task_id: o.rewards[0] for o in res.tasks}
+    assert set(ours.values()) == ({0.0} if refuse else {1.0}), [o.failed_checks for o in res.tasks]
     by_id = {t.id: t for t in tasks}
-    for task_id, traj in trajectories.items():
-        task = by_id[task_id]
-        assert _device_calls(traj.messages) == [a.name for a in task.evaluation_criteria.actions
-                                                if a.requestor == "user"]
+    for traj in store.read_records("trajectories", run_id="tel-off"):
+        task = by_id[traj.task_id]
+        wanted = [a.name for a in task.evaluation_criteria.actions if a.requestor == "user"]
+        assert _device_calls(traj.messages) == ([] if refuse else wanted)
         theirs, note = tau2_reward("telecom", task, traj.messages, traj.termination)
-        assert theirs == 1.0, note
-    system = user_srv.requests[0]["body"]["messages"][0]["content"]  # the text-only prompt, then its phone
+        assert theirs == ours[traj.task_id], note
+    system = requests[0]["body"]["messages"][0]["content"]  # the text-only prompt, then its phone
     assert any(system == render("user.md", scenario=text) + "\n\n" + DEVICE_NOTE for text in scenarios.values())
+
+
+def test_evaluate_official_on_telecom_with_an_llm_user_from_the_command_line(tmp_path, official, monkeypatch):
+    from click.testing import CliRunner
+
+    from flows.cli import main
+
+    tasks, _, agent_reply, user_reply = official
+    monkeypatch.setenv("EVOSYN_TEST_USER_KEY", KEY)
+    with ScriptedServer(agent_reply) as agent_srv, ScriptedServer(user_reply()) as user_srv:
+        result = CliRunner().invoke(main, [
+            "--home", str(tmp_path / "h"), "evaluate", "--official", "--domain", "telecom", "--split", "test",
+            "--agent", "openai_compatible:served", "--agent-base-url", agent_srv.base_url,
+            "--user", "openai_compatible:user-sim", "--user-base-url", user_srv.base_url,
+            "--user-key-env", "EVOSYN_TEST_USER_KEY", "--task-ids", ",".join(t.id for t in tasks), "--quiet"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert "pass^k k=1: 1.000" in result.stdout, result.stdout
+    store = Store(tmp_path / "h", create=False)
+    rows = [e for e in store.read_records("evaluations") if e.task_set == "official:test"]
+    assert sorted(e.task_id for e in rows) == sorted(t.id for t in tasks) and all(e.success for e in rows)
+    assert any(c.role == "user" for c in store.read_records("llm_calls"))
