@@ -24,7 +24,7 @@ from collections.abc import Callable
 import prefect
 
 from envs.base import Domain
-from storage.config import DedupConfig
+from storage.config import DedupConfig, RunConfig
 from storage.locks import store_lock
 from storage.records import Contract, DedupCheck, SFTExample, SynthTask
 from storage.store import Store
@@ -56,7 +56,7 @@ class DedupCounts(Contract):
     test_set: int = 0
 
     @classmethod
-    def of(cls, rows: list[DedupCheck]) -> "DedupCounts":
+    def of(cls, rows: list[DedupCheck]) -> DedupCounts:
         return cls(checked=len(rows), flagged=sum(r.flagged for r in rows),
                    **{f: sum(f in r.flags for r in rows) for f in FLAGS})
 
@@ -212,8 +212,6 @@ class RunCheck(Contract):
 def run_settings(store: Store, run_id: str) -> tuple[str | None, DedupConfig, int]:
     """(domain, dedup config, test size) of a run: its stored config, or for a synthesis pass (no run row) its
     tasks' domain and the defaults."""
-    from storage.config import RunConfig
-
     runs = store.read_records("runs", run_id=run_id, round=0)
     if runs:
         cfg = RunConfig.model_validate_json(runs[0].config_json)

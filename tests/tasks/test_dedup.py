@@ -4,10 +4,10 @@ rows are queryable in SQL, read back (not redone) on a rerun, and dropped from t
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
-import tasks.dedup as dedup
 from agents.designer import ColdStart
 from envs.ontology import load_initial_space
 from envs.packs import get_domain
@@ -16,7 +16,7 @@ from storage.config import DedupConfig
 from storage.digest import normalized_rows
 from storage.records import Run, SFTExample, SynthTask
 from storage.store import Store
-from tasks import testset
+from tasks import dedup, testset
 from tasks.stages import Ctx
 from tasks.synthesis import run_pass
 
@@ -146,7 +146,7 @@ def test_flagged_tasks_leave_training_only_when_the_run_drops_them(seeded):
     for drop in (False, True):
         cfg = {"domain": "airline", "dedup": {"drop": drop}}
         store.write([Run(run_id=RUN, round=0, domain="airline", rounds=2, budget=40,
-                         config_json=__import__("json").dumps(cfg))], "run")
+                         config_json=json.dumps(cfg))], "run")
         kept = [e.task_id for e in dedup.training_examples(store, RUN, 2)]
         assert kept == everything if not drop else kept == [t for t in everything if t not in planted]
     store.remove_chunk("runs", RUN, 0, "run")

@@ -3,7 +3,14 @@ from __future__ import annotations
 
 import copy
 
-from tasks.dedup_index import Index, Params, actions_signature, instruction_text, shingles, signatures
+from tasks.dedup_index import (
+    Index,
+    Params,
+    actions_signature,
+    instruction_text,
+    shingles,
+    signatures,
+)
 
 P = Params()
 WRITES = {"cancel_reservation", "update_reservation_baggages"}

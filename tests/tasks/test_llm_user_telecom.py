@@ -43,10 +43,9 @@ def role(monkeypatch, tmp_path):
 def test_a_telecom_round_with_an_llm_teacher_and_user_verifies_device_tasks_as_tau2_does(tmp_path, role):
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
+    from tasks import stages
     from tasks.stages import Ctx
     from tasks.synthesis import run_pass
-
-    import tasks.stages as stages
 
     dom, script = get_domain("telecom"), RoleScript("telecom")
     store = Store(tmp_path / "s")
