@@ -12,7 +12,7 @@ import json
 from typing import Protocol
 
 from agents.learners.exports import chat_message
-from agents.user import EmbeddedUser, UserSimulator, device_results
+from agents.user import EmbeddedUser, UserSimulator, device_turn
 from envs.base import Domain
 from envs.gold import confirmation_request, device_request
 from envs.tau2.convert import task_from_dict
@@ -115,7 +115,8 @@ def to_chat(msgs: list[Message]) -> list[dict]:
 def _as_agent_sees(m: Message) -> Message:
     if m.requestor == "user" and m.tool_calls:  # a device action the user performed
         done = "; ".join(f"{c.name} {json.dumps(c.arguments)}" if c.arguments else c.name for c in m.tool_calls)
-        return Message(role="user", content=f"(on my device: {done})")
+        said = f"{m.content} " if m.content else ""  # an LLM user may speak beside its device actions
+        return Message(role="user", content=f"{said}(on my device: {done})")
     if m.role == "tool" and m.requestor == "user":
         return Message(role="user", content=f"My device shows: {m.content or ''}")
     return m
@@ -140,14 +141,6 @@ def tool_turn(res, episode, step: int) -> list[Message]:
         obs = episode.step(c.name, c.arguments)
         out.append(Message(role="tool", content=obs.content, tool_call_id=c.id, error=obs.error))
     return out
-
-
-def _device(episode, user, message: Message) -> list[Message]:
-    """The results of a user message's device actions, stepped as the user and handed back to it."""
-    results = device_results(episode, message)
-    if results:
-        user.observe(results)
-    return results
 
 
 class LLMTeacher:
@@ -204,7 +197,7 @@ class LLMTeacher:
         episode = self.domain.episode(tau2_task.initial_state)
         user = self._user(task, plain)
         msgs: list[Message] = [user.opening()]
-        msgs += _device(episode, user, msgs[0])
+        msgs += device_turn(episode, user, msgs[0])
         termination, steps = "max_steps", 0
         while steps < self.max_steps and not getattr(user, "done", False):
             steps += 1
@@ -215,7 +208,7 @@ class LLMTeacher:
             msgs.append(Message(role="assistant", content=res.text))
             reply = user.respond(res.text)
             msgs.append(reply)
-            msgs += _device(episode, user, reply)
+            msgs += device_turn(episode, user, reply)
         if getattr(user, "done", False):
             termination = "user_stop"
         return Trajectory(run_id=task.run_id, round=task.round, space_version=task.space_version,

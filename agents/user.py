@@ -108,6 +108,15 @@ def device_results(episode: Any, message: Message) -> list[Message]:
     return out
 
 
+def device_turn(episode: Any, user: Any, message: Message) -> list[Message]:
+    """``device_results`` of a user message, handed back to its user (``observe``): an LLM user reads them on its
+    next turn, as tau2 routes a user's tool results back to the user."""
+    results = device_results(episode, message)
+    if results:
+        user.observe(results)
+    return results
+
+
 def asked_device_action(text: str, tools: Iterable[str]) -> tuple[str, dict[str, Any]] | None:
     """The user tool an agent's text asks for by name, with the JSON arguments written after it (or none)."""
     for name in sorted(tools, key=len, reverse=True):  # longest first: set_apn_settings before ...apn...

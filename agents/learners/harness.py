@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any
 
 from agents.learners.base import TaskAgent
-from agents.user import ReactiveUser, device_results
+from agents.user import ReactiveUser, device_turn
 from agents.verifier import verify
 from envs.base import Domain
 from envs.tau2.convert import task_from_dict
@@ -43,15 +43,6 @@ def _said(user: Any, turn: Callable[[], Message]) -> Message:
         raise UserGaveUp(str(exc)) from None
 
 
-def _device(ep: Any, user: Any, message: Message) -> list[Message]:
-    """The results of a user message's device actions, stepped as the user and handed back to it (an LLM user
-    reads them on its next turn)."""
-    results = device_results(ep, message)
-    if results:
-        user.observe(results)
-    return results
-
-
 def converse(agent: TaskAgent, domain: Domain, initial_state: Any, user: Any, max_steps: int = 40
              ) -> tuple[list[Message], str]:
     """The agent/user/tool loop of one episode on a fresh copy of ``initial_state``: (messages, termination).
@@ -68,7 +59,7 @@ def converse(agent: TaskAgent, domain: Domain, initial_state: Any, user: Any, ma
     msgs: list[Message] = []
     try:
         msgs.append(_said(user, user.opening))
-        msgs.extend(_device(ep, user, msgs[0]))
+        msgs.extend(device_turn(ep, user, msgs[0]))
         if getattr(user, "done", False):
             return msgs, "user_stop"
         for _ in range(max_steps):
@@ -81,7 +72,7 @@ def converse(agent: TaskAgent, domain: Domain, initial_state: Any, user: Any, ma
                 continue
             answer = _said(user, partial(user.respond, reply.content or ""))
             msgs.append(answer)
-            msgs.extend(_device(ep, user, answer))
+            msgs.extend(device_turn(ep, user, answer))
             if user.done:
                 return msgs, "user_stop"
     except UserGaveUp:
