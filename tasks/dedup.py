@@ -11,7 +11,7 @@ against three references, by the two tests of ``tasks.dedup_index``:
 The test sets' own tasks are checked too, once per set and parameters, in the set's own run partition: against
 the official tasks and the set's earlier tasks. Rows go to the ``dedup`` table as chunk ``dedup`` of their
 partition, and the completion marker names the parameters: a rerun with the same ones reads them back (a resume
-is row-identical), other ones recompute the chunk. Flagging changes nothing else; ``dedup.drop`` in the run config
+is row-identical), other ones (or a test set built since) recompute the chunk. Flagging changes nothing else; ``dedup.drop`` in the run config
 also leaves the flagged tasks out of training (``training_examples``).
 """
 from __future__ import annotations
@@ -20,11 +20,13 @@ import functools
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import prefect
 
 from envs.base import Domain
 from storage.config import DedupConfig, RunConfig
+from storage.faults import kill_point
 from storage.locks import store_lock
 from storage.records import Contract, DedupCheck, SFTExample, SynthTask
 from storage.store import Store
@@ -112,15 +114,29 @@ def _row(task: SynthTask, split: str, sig: Signature, dups: list[Match], earlier
                       flags=flags, flagged=bool(flags), **fields)
 
 
+@dataclass
+class SetIndex:
+    """The built test sets of a domain and size: their own rows, their tasks indexed, each task's set, the sets."""
+
+    rows: list[DedupCheck]
+    index: Index
+    owner: dict[str, str]  # task id -> its set's run id
+    ids: list[str]  # the sets' run ids
+
+    def key(self, params: Params) -> str:
+        """What a round's check was made against: the parameters, and the sets (a set built later: checked again)."""
+        return params.key() + (f";sets={','.join(self.ids)}" if self.ids else "")
+
+
 def check(checked: list[tuple[SynthTask, str]], earlier: list[SynthTask], domain: Domain, params: Params,
-          test_sets: tuple[Index, dict[str, str]] | None = None) -> list[DedupCheck]:
+          test_sets: SetIndex | None = None) -> list[DedupCheck]:
     """A row per (task, split) of ``checked``, in order; each compared with ``earlier``, the tasks of
-    ``checked`` before it, the official tasks and (when given: (index, task -> set run id)) the test sets."""
+    ``checked`` before it, the official tasks and (when given) the test sets' tasks."""
     writes = _writes(domain)
     index, rounds = Index(params), {t.task_id: t.round for t in earlier}
     index.extend(signatures([(t.task_id, t.tau2_task) for t in earlier], params, writes))
     official, official_splits = official_index(domain, params)
-    tests, owner = test_sets if test_sets is not None else (None, {})
+    tests, owner = (test_sets.index, test_sets.owner) if test_sets is not None else (None, {})
     rows = []
     sigs = signatures([(t.task_id, t.tau2_task) for t, _ in checked], params, writes)
     for (task, split), sig in zip(checked, sigs):
@@ -132,40 +148,42 @@ def check(checked: list[tuple[SynthTask, str]], earlier: list[SynthTask], domain
 
 
 # ---------------------------------------------------------------- over the store
-def _checked_with(store: Store, run_id: str, round: int, params: Params) -> bool:
-    """Chunk ``dedup`` of the partition was written with ``params`` (its marker says which)."""
+def _checked_with(store: Store, run_id: str, round: int, key: str) -> bool:
+    """Chunk ``dedup`` of the partition was written with ``key`` (its parameters and references; its marker says
+    which)."""
     path = store.marker_path(STAGE, run_id, round, CHUNK)
-    return path.is_file() and json.loads(path.read_text()).get("params") == params.key()
+    return path.is_file() and json.loads(path.read_text()).get("params") == key
 
 
-def _write(store: Store, run_id: str, round: int, rows: list[DedupCheck], params: Params) -> None:
+def _write(store: Store, run_id: str, round: int, rows: list[DedupCheck], key: str) -> None:
     if rows:
         store.write(rows, CHUNK)
     else:
         store.remove_chunk(TABLE, run_id, round, CHUNK)
-    store.mark_complete(STAGE, run_id, round, CHUNK, params=params.key())
+    kill_point(STAGE, round)
+    store.mark_complete(STAGE, run_id, round, CHUNK, params=key)
 
 
-def test_sets_checked(store: Store, domain: Domain, size: int, params: Params
-                      ) -> tuple[list[DedupCheck], tuple[Index, dict[str, str]]]:
-    """The rows of the domain's built test sets of ``size`` tasks (checked now if they were not with ``params``),
-    and an index of their tasks for the synthesized ones. A set not built yet is left out."""
-    rows, index, owner = [], Index(params), {}
+def test_sets_checked(store: Store, domain: Domain, size: int, params: Params) -> SetIndex:
+    """The domain's built test sets of ``size`` tasks: their rows (checked now if they were not with ``params``),
+    and their tasks indexed for the synthesized ones. A set not built yet is left out."""
+    rows, index, owner, ids = [], Index(params), {}, []
     for kind in KINDS:
         if not is_built(store, domain.name, size, kind):
             continue
         run_id = test_set_run_id(domain.name, n=size, kind=kind)
+        ids.append(run_id)
         members = [c.task for c in test_cases(store, domain.name, n=size, kind=kind)]
         with store_lock(store.root, f"dedup-{run_id}"):  # runs sharing the set: one checks it, the others read it
-            if _checked_with(store, run_id, 0, params):
+            if _checked_with(store, run_id, 0, params.key()):
                 out = store.read_chunk(TABLE, run_id, 0, CHUNK)
             else:
                 out = check([(t, "") for t in members], [], domain, params)
-                _write(store, run_id, 0, out, params)
+                _write(store, run_id, 0, out, params.key())
         rows += out
         index.extend(signatures([(t.task_id, t.tau2_task) for t in members], params, _writes(domain)))
         owner.update({t.task_id: run_id for t in members if t.task_id not in owner})
-    return rows, (index, owner)
+    return SetIndex(rows, index, owner, sorted(ids))
 
 
 def verified(store: Store, run_id: str, upto: int) -> dict[int, list[tuple[SynthTask, str]]]:
@@ -184,18 +202,18 @@ def verified(store: Store, run_id: str, upto: int) -> dict[int, list[tuple[Synth
 
 
 def check_round(store: Store, domain: Domain, run_id: str, round: int, params: Params, test_size: int,
-                sets: tuple[list[DedupCheck], tuple[Index, dict[str, str]]] | None = None
-                ) -> tuple[list[DedupCheck], list[DedupCheck]]:
-    """(the round's rows, the test sets' rows): computed unless stored with ``params``, then stored. ``sets``:
-    ``test_sets_checked``'s answer when the caller has it (a check of several rounds)."""
-    set_rows, index = sets if sets is not None else test_sets_checked(store, domain, test_size, params)
-    if _checked_with(store, run_id, round, params):
-        return store.read_chunk(TABLE, run_id, round, CHUNK), set_rows
+                sets: SetIndex | None = None) -> tuple[list[DedupCheck], list[DedupCheck]]:
+    """(the round's rows, the test sets' rows): computed unless stored with ``params`` against the same test
+    sets, then stored. ``sets``: ``test_sets_checked``'s answer when the caller has it (a check of several
+    rounds)."""
+    sets = sets if sets is not None else test_sets_checked(store, domain, test_size, params)
+    if _checked_with(store, run_id, round, sets.key(params)):
+        return store.read_chunk(TABLE, run_id, round, CHUNK), sets.rows
     by_round = verified(store, run_id, round)
     earlier = [t for r, pairs in by_round.items() if r < round for t, _ in pairs]
-    rows = check(by_round.get(round, []), earlier, domain, params, index)
-    _write(store, run_id, round, rows, params)
-    return rows, set_rows
+    rows = check(by_round.get(round, []), earlier, domain, params, sets)
+    _write(store, run_id, round, rows, sets.key(params))
+    return rows, sets.rows
 
 
 class RunCheck(Contract):
@@ -226,9 +244,8 @@ def check_run(store: Store, domain: Domain, run_id: str, cfg: DedupConfig, test_
     sets = test_sets_checked(store, domain, test_size, params)
     rounds = sorted({e["round"] for e in store.read_fields("sft_examples", ["round"], run_id=run_id)})
     counts = {r: DedupCounts.of(check_round(store, domain, run_id, r, params, test_size, sets)[0]) for r in rounds}
-    ids = sorted({r.run_id for r in sets[0]})
     return RunCheck(run_id=run_id, domain=domain.name, params=params.key(), rounds=counts,
-                    test_sets=DedupCounts.of(sets[0]), test_set_ids=ids)
+                    test_sets=DedupCounts.of(sets.rows), test_set_ids=sets.ids)
 
 
 def dropped(store: Store, run_id: str, upto: int) -> frozenset[str]:

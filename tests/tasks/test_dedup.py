@@ -161,3 +161,19 @@ def test_a_default_dedup_section_leaves_the_run_id_and_its_stored_config_as_they
     assert run_id_for(cfg) == run_id_for(cfg.model_copy(update={"dedup": DedupConfig(threshold=0.9)}))
     dropping = cfg.model_copy(update={"dedup": DedupConfig(drop=True)})
     assert run_id_for(dropping) != run_id_for(cfg) and '"drop":true' in dropping.stored_json()
+
+
+def test_a_test_set_built_after_a_check_is_checked_against_on_the_next_one(tmp_path):
+    store, domain = Store(tmp_path / "s"), get_domain("airline")
+    ctx = Ctx(store, "late", 0, seed=4)
+    run_pass(ctx, load_initial_space("airline", run_id="late"), ColdStart(), 6)
+    first = dedup.check_run(store, domain, "late", DedupConfig(), N_TEST)
+    assert first.test_set_ids == [] and first.rounds[0].checked > 0
+    marker = store.marker_path(dedup.STAGE, "late", 0, dedup.CHUNK)
+    before = json.loads(marker.read_text())["params"]
+    testset.test_cases(store, "airline", n=N_TEST)
+    second = dedup.check_run(store, domain, "late", DedupConfig(), N_TEST)
+    assert second.test_set_ids == [testset.test_set_run_id("airline", n=N_TEST)]
+    after = json.loads(marker.read_text())["params"]
+    assert after != before and after.endswith(f"sets={second.test_set_ids[0]}")  # checked again, against the set
+    assert second.test_sets.checked == N_TEST
