@@ -173,7 +173,7 @@ QUIET = click.option("--quiet", is_flag=True, help="One plain line per finished 
 @QUIET
 @click.pass_context
 def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, resume, quiet) -> None:
-    """Run the closed loop: rounds of design, plan, generate, rollout, verify, train, evaluate, reflect."""
+    """Run the closed loop: rounds of design, plan, generate, rollout, verify, dedup, train, evaluate, reflect."""
     import json
 
     from flows.inputs import check_store_root

@@ -55,6 +55,8 @@ def run_id_for(cfg: RunConfig) -> str:
         exclude["prior"] = {"writes": True}
     if not cfg.initial_factors:  # the pack's initial space: ids stay as they were
         exclude["initial_factors"] = True
+    if not cfg.dedup.drop:  # flagging changes only the dedup table; dropping changes what is trained
+        exclude["dedup"] = True
     digest = hashlib.sha256(cfg.model_dump_json(exclude=exclude).encode()).hexdigest()[:6]
     return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
 
@@ -157,7 +159,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     store = Store(cfg.store_root())
     run_id = run_id or run_id_for(cfg)
     run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,
-              rounds=cfg.rounds, budget=cfg.budget, config_json=cfg.model_dump_json())
+              rounds=cfg.rounds, budget=cfg.budget, config_json=cfg.stored_json())
     prior = store.read_records("runs", run_id=run_id)
     if prior:  # a resume keeps the stored row (its created_at), so finishing it twice writes the same row
         run = prior[0].model_copy(update={"status": "running"})
@@ -174,7 +176,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     steering, previous, unchanged = ColdStart(), None, 0
     summary = RunSummary(run_id)
     for r in range(1, cfg.rounds + 1):
-        say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, train, evaluate, reflect")
+        say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, dedup, train, evaluate, reflect")
         with timing.span("flow", "round", r):
             res = round_flow(cfg, run_id, r, space, steering, previous)
         child = tracker.start_round(parent, run_id, r)
@@ -196,7 +198,8 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
         summary.rounds.append({"round": r, **metrics, "diff": diff})
         say(f"round {r}: verified {res.verified}/{res.blueprints}, diagnostic "
             f"{metrics['success_diagnostic']:.3f}, test {metrics.get('success_test', float('nan')):.3f}, test uniform "
-            f"{metrics.get('success_test_uniform', 0.0):.3f}, space: {diff}")
+            f"{metrics.get('success_test_uniform', 0.0):.3f}, dedup: {res.dedup.flagged}/{res.dedup.checked} flagged, "
+            f"space: {diff}")
         steering = steering_for(cfg.arm, res.reflection, res.feedback)
         unchanged = unchanged + 1 if res.space_out.version == res.space_in.version else 0
         space, previous = res.space_out, res.feedback

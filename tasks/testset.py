@@ -120,6 +120,12 @@ def _built(store: Store, run_id: str) -> bool:
     return bool(marker) and marker.get("n_tasks", 1) > 0
 
 
+def is_built(store: Store, domain: str, n: int = DEFAULT_SIZE, kind: Kind = "official-matched",
+             seed: int = TEST_SEED) -> bool:
+    """Whether the test set is built in ``store`` (``test_cases`` reads it without building anything)."""
+    return _built(store, test_set_run_id(domain, seed, n, kind))
+
+
 def test_set_report(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int = TEST_SEED,
                     kind: Kind = "official-matched") -> dict:
     """The report a finished build stored in its marker ({} before the set is built)."""
