@@ -8,6 +8,7 @@ last round as proposed for a round that did not run.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from math import nan
 
 from agents.feedback import wilson
 from envs.packs import default_domain
@@ -161,8 +162,9 @@ def trace(store: Store, run_id: str) -> list[dict]:
                          if top else ""),
             "decision": refl[r].summary if r in refl else "(no Reflector in this arm)",
             "designer_focus": ", ".join(f"{k} ({n})" for k, n in focus.most_common(3)) if nxt else "-",
-            "change": (f"test {rows[r]['success_test']:.3f} -> {rows[r + 1]['success_test']:.3f}; 3+ write share "
-                       f"{rows[r]['share_num_write_3plus']:.2f} -> {rows[r + 1]['share_num_write_3plus']:.2f}"
+            "change": (f"test {rows[r].get('success_test', nan):.3f} -> {rows[r + 1].get('success_test', nan):.3f}; "
+                       f"3+ write share {rows[r]['share_num_write_3plus']:.2f} -> "
+                       f"{rows[r + 1]['share_num_write_3plus']:.2f}"
                        if nxt else "-")})
     return out
 
