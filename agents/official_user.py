@@ -11,7 +11,8 @@ What it wants changed is the task's state-changing gold actions: the user's
 side of the task, never shown to the agent.
 
 The LLM user is ``agents.user.LLMUser`` reading the same instructions
-(``user_scenario_text``, our own prompt in ``agents/prompts/user.md``); each
+(``user_scenario_text``, our own prompt in ``agents/prompts/user.md``), with the
+domain's user tools as tool calls where it has them (telecom's phone); each
 trial asks its model afresh (``TrialClient``), so k trials are k samples and a
 rerun of the same trial replays the response cache.
 """
@@ -94,9 +95,11 @@ class TrialClient:
         return self.client.chat_sync(messages, attempt=attempt + self.trial * self.stride, **kw)
 
 
-def llm_user(client: Any, task: Any, trial: int = 0, retries: int = 2):
-    """An ``LLMUser`` playing ``task``'s instructions through ``client`` (trial ``trial``)."""
+def llm_user(client: Any, task: Any, trial: int = 0, retries: int = 2, domain: Domain | None = None):
+    """An ``LLMUser`` playing ``task``'s instructions through ``client`` (trial ``trial``), with ``domain``'s
+    user tools (its device, in a dual-control domain) when given."""
     from agents.user import LLMUser, user_scenario_text
 
     data = task.model_dump(mode="json", exclude_none=True)
-    return LLMUser(TrialClient(client, trial, retries + 1), user_scenario_text(data), retries)
+    tools = [t.openai_schema() for t in domain.tools("user")] if domain is not None else []
+    return LLMUser(TrialClient(client, trial, retries + 1), user_scenario_text(data), retries, tools=tools)

@@ -12,7 +12,7 @@ import json
 from typing import Protocol
 
 from agents.learners.exports import chat_message
-from agents.user import EmbeddedUser, UserSimulator, device_results
+from agents.user import EmbeddedUser, UserSimulator, device_turn
 from envs.base import Domain
 from envs.gold import confirmation_request, device_request
 from envs.tau2.convert import task_from_dict
@@ -115,7 +115,8 @@ def to_chat(msgs: list[Message]) -> list[dict]:
 def _as_agent_sees(m: Message) -> Message:
     if m.requestor == "user" and m.tool_calls:  # a device action the user performed
         done = "; ".join(f"{c.name} {json.dumps(c.arguments)}" if c.arguments else c.name for c in m.tool_calls)
-        return Message(role="user", content=f"(on my device: {done})")
+        said = f"{m.content} " if m.content else ""  # an LLM user may speak beside its device actions
+        return Message(role="user", content=f"{said}(on my device: {done})")
     if m.role == "tool" and m.requestor == "user":
         return Message(role="user", content=f"My device shows: {m.content or ''}")
     return m
@@ -160,8 +161,9 @@ class LLMTeacher:
     def _user(self, task: SynthTask, plain: bool):
         from agents.user import LLMUser, ReactiveUser, user_scenario_text
 
-        if self.user_client is not None:
-            return LLMUser(self.user_client, user_scenario_text(task.tau2_task, plain), self.retries)
+        if self.user_client is not None:  # with the user's device tools in a dual-control domain (tau2's telecom)
+            return LLMUser(self.user_client, user_scenario_text(task.tau2_task, plain), self.retries,
+                           tools=[s.openai_schema() for s in self.domain.tools("user")])
         scenario = dict(task.scenario)
         if plain:
             scenario["challenges"] = []
@@ -195,6 +197,7 @@ class LLMTeacher:
         episode = self.domain.episode(tau2_task.initial_state)
         user = self._user(task, plain)
         msgs: list[Message] = [user.opening()]
+        msgs += device_turn(episode, user, msgs[0])
         termination, steps = "max_steps", 0
         while steps < self.max_steps and not getattr(user, "done", False):
             steps += 1
@@ -205,7 +208,7 @@ class LLMTeacher:
             msgs.append(Message(role="assistant", content=res.text))
             reply = user.respond(res.text)
             msgs.append(reply)
-            msgs.extend(device_results(episode, reply))
+            msgs += device_turn(episode, user, reply)
         if getattr(user, "done", False):
             termination = "user_stop"
         return Trajectory(run_id=task.run_id, round=task.round, space_version=task.space_version,

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from agents.learners.exports import chat_message
 from envs.packs import UserPhrasing, get_pack
 from storage.records import Message, ToolCall
 
@@ -94,6 +95,9 @@ class EmbeddedUser:
         """Perform the device action the agent asked for (dual-control domains): a user tool call."""
         return Message(role="user", tool_calls=[call.model_copy(update={"requestor": "user"})], requestor="user")
 
+    def observe(self, results: list[Message]) -> None:
+        """The results of its device actions: the scripted user acts on the agent's words alone."""
+
 
 def device_results(episode: Any, message: Message) -> list[Message]:
     """The tool messages of a user message's device actions, each stepped on ``episode`` as the user."""
@@ -102,6 +106,15 @@ def device_results(episode: Any, message: Message) -> list[Message]:
         obs = episode.step(call.name, call.arguments, "user")
         out.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error, requestor="user"))
     return out
+
+
+def device_turn(episode: Any, user: Any, message: Message) -> list[Message]:
+    """``device_results`` of a user message, handed back to its user (``observe``): an LLM user reads them on its
+    next turn, as tau2 routes a user's tool results back to the user."""
+    results = device_results(episode, message)
+    if results:
+        user.observe(results)
+    return results
 
 
 def asked_device_action(text: str, tools: Iterable[str]) -> tuple[str, dict[str, Any]] | None:
@@ -195,55 +208,91 @@ def user_scenario_text(tau2_task: dict, plain: bool = False) -> str:
     return "\n".join(f"{labels.get(k, k)}: {v}" for k, v in instr.items() if v and k in labels)
 
 
-def user_messages(scenario: str, history: list[tuple[str, str]]) -> list[dict]:
-    """The simulator's view: its own turns are 'assistant', the agent's are 'user' (pure)."""
+DEVICE_NOTE = """YOUR PHONE:
+You have your phone with you, and a tool for each thing you can do on it. When the agent asks you to check or \
+change something on your phone, do it by calling the matching tool (one call per thing asked), then answer \
+the agent. Do not touch your phone unless the agent asks you to or your scenario tells you to."""
+
+
+def user_messages(scenario: str, history: list[dict], device: bool = False) -> list[dict]:
+    """The simulator's view (pure): its own turns are 'assistant' (with its device tool calls), the agent's are
+    'user', its device's answers are 'tool' messages. ``device``: it has device tools (told in its prompt)."""
     from agents.ask import render
 
-    msgs = [{"role": "system", "content": render("user.md", scenario=scenario)},
-            {"role": "user", "content": "(The call is connected. Write your first message to the agent.)"}]
-    for who, text in history:
-        msgs.append({"role": "assistant" if who == "user" else "user", "content": text})
-    return msgs
+    system = render("user.md", scenario=scenario) + ("\n\n" + DEVICE_NOTE if device else "")
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": "(The call is connected. Write your first message to the agent.)"},
+            *history]
 
 
 class LLMUser:
-    """A user simulator played by an LLM; ``done`` once it ends the call with the stop token."""
+    """A user simulator played by an LLM; ``done`` once it ends the call with the stop token.
 
-    def __init__(self, client, scenario: str, retries: int = 2):
+    ``tools``: the OpenAI schemas of the user's device tools (dual control: tau2's telecom). With them a turn may
+    be device actions instead of words: a user message of tool calls (requestor ``user``), which the caller
+    steps on the episode as the user (``device_results``) and hands back with ``observe``, exactly as it does
+    for the embedded user's device actions; the simulator reads the results on its next turn.
+    """
+
+    def __init__(self, client, scenario: str, retries: int = 2, tools: list[dict] | None = None):
         self.client, self.scenario, self.retries = client, scenario, retries
-        self.history: list[tuple[str, str]] = []  # (who, text), who in user / agent
+        self.tools = list(tools or [])
+        self.history: list[dict] = []  # the chat so far from the simulator's side (``user_messages``)
         self.done = False
+        self._calls = 0
+
+    def _ask(self, msgs: list[dict], attempt: int):
+        kw = {"tools": self.tools} if self.tools else {}  # no tools: the request a text-only user always sent
+        return self.client.chat_sync(msgs, role="user", attempt=attempt, **kw)
 
     def _turn(self) -> Message:
         from agents.ask import RoleRejected, one_line, reask
         from agents.llm import LLMOutputError, LLMUnavailable
 
-        msgs, problem = user_messages(self.scenario, self.history), ""
+        device = bool(self.tools)
+        msgs, problem = user_messages(self.scenario, self.history, device), ""
         for attempt in range(self.retries + 1):
             try:
-                text = self.client.chat_sync(msgs, role="user", attempt=attempt).text or ""
+                res = self._ask(msgs, attempt)
             except LLMOutputError as exc:
                 problem = one_line(str(exc))
             except LLMUnavailable as exc:
                 raise RoleRejected(f"user: LLM unavailable: {one_line(str(exc))}") from None
             else:
-                if text.strip():
+                text = res.text or ""
+                if text.strip() or (device and res.tool_calls):
                     break
                 problem = "the reply was empty"
-            msgs = [*user_messages(self.scenario, self.history),
+            msgs = [*user_messages(self.scenario, self.history, device),
                     {"role": "user", "content": reask(problem).replace("as strict JSON matching the required "
                                                                        "schema", "as the customer's next message")}]
         else:
             raise RoleRejected(f"user: no usable reply after {self.retries + 1} attempts: {problem}")
         if STOP in text:
             self.done = True
-            text = text.replace(STOP, "").strip() or "Thank you, goodbye."
-        self.history.append(("user", text))
+            text = text.replace(STOP, "").strip() or ("" if res.tool_calls else "Thank you, goodbye.")
+        if device and res.tool_calls:
+            return self._device_turn(text, res.tool_calls)
+        self.history.append({"role": "assistant", "content": text})
         return _user(text)
+
+    def _device_turn(self, text: str, calls) -> Message:
+        out = []
+        for c in calls:
+            self._calls += 1
+            out.append(ToolCall(id=c.id or f"device_{self._calls}", name=c.name, arguments=dict(c.arguments or {}),
+                                requestor="user"))
+        self.history.append(chat_message(Message(role="assistant", content=text or None, tool_calls=out)))
+        return Message(role="user", content=text or None, tool_calls=out, requestor="user")
+
+    def observe(self, results: list[Message]) -> None:
+        """The device's answers to this user's last tool calls (``device_results``), read on its next turn."""
+        self.history += [{"role": "tool", "tool_call_id": r.tool_call_id, "content": r.content or ""}
+                         for r in results]
 
     def opening(self) -> Message:
         return self._turn()
 
     def respond(self, agent_text: str) -> Message:
-        self.history.append(("agent", agent_text))
+        self.history.append({"role": "user", "content": agent_text})
         return self._turn()

@@ -99,7 +99,6 @@ class RoleScript:
     def generator(self, prompt: str) -> dict:
         from agents.generator import GeneratorOut, parse_generator
         from agents.plans import DefaultPrior
-        from agents.teacher import EmbeddedTeacher
         from envs.packs import get_pack
         from storage.records import Blueprint
 
@@ -116,12 +115,18 @@ class RoleScript:
                               domain=self.dom.name, selected_dimensions=bp["selected_dimensions"],
                               generation_intent=bp["generation_intent"], seed=bp["seed"],
                               expected_difficulty_controls=bp["expected_difficulty_controls"])
-        task = parse_generator(GeneratorOut(**out), blueprint, self.space, self.dom)
+        self.remember(parse_generator(GeneratorOut(**out), blueprint, self.space, self.dom))
+        return out
+
+    def remember(self, task) -> None:
+        """The teacher and user replay the embedded teacher's conversation of ``task`` (by its opening and its
+        reason for calling); the Generator's reply registers its task, a test may register any other."""
+        from agents.teacher import EmbeddedTeacher
+
         traj = EmbeddedTeacher(self.dom).rollout(task)
         with self.lock:
             self.by_reason[task.tau2_task["user_scenario"]["instructions"]["reason_for_call"]] = traj
             self.by_opening[traj.messages[0].content] = traj
-        return out
 
     def repair(self, prompt: str) -> dict:
         return {"action": "rerun", "reason": "roll out again"}
@@ -152,10 +157,15 @@ class RoleScript:
         reason = scenario.split("Why you are calling: ", 1)[-1].split("\n", 1)[0]
         traj = self.by_reason.get(reason)
         k = sum(1 for m in request.body.get("messages", []) if m["role"] == "assistant")
-        said = [m.content for m in traj.messages if m.role == "user"] if traj else []
+        said = [m for m in traj.messages if m.role == "user"] if traj else []
         if k >= len(said):
             return _text(request, "Thanks, bye. ###STOP###")
-        return _text(request, said[k] + (" ###STOP###" if k == len(said) - 1 else ""))
+        if said[k].tool_calls and request.body.get("tools"):  # a device action (dual control), with its tools
+            c = said[k].tool_calls[0]
+            if request.anthropic:
+                return anthropic_reply(tool_use={"id": f"toolu_device_{k}", "name": c.name, "input": c.arguments})
+            return openai_reply(None, {"id": f"device_{k}", "name": c.name, "arguments": c.arguments})
+        return _text(request, (said[k].content or "") + (" ###STOP###" if k == len(said) - 1 else ""))
 
 
 def _text(request: Request, text: str):

@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-STAGES = ("design", "plan", "generate", "rollout", "verify", "train", "evaluate", "reflect")
+STAGES = ("design", "plan", "generate", "rollout", "verify", "dedup", "train", "evaluate", "reflect")
 MAPPED = "generate+rollout+verify"  # one call site: the three mapped stages overlap chunk by chunk
 
 

@@ -69,9 +69,20 @@ class Episode(ABC):
         yield
 
 
+TOOL_KINDS: tuple[ToolKind, ...] = ("read", "write", "generic")
+
+
 class Domain(ABC):
-    name: str
-    policy: str
+    """What the core calls on an environment; a pack's ``environment()`` returns one (envs/packs.py).
+
+    Subclass it directly for an environment of your own (``evosyn new-domain`` writes one), or use a family's
+    adapter (``envs.tau2.domain.Tau2Domain``). Tool kinds matter: a ``write`` tool changes the state (the
+    verifier counts it, the policy is checked before it), a ``read`` tool only looks, ``generic`` is neither
+    (a calculator, a hand-off).
+    """
+
+    name: str  # the domain's name, as the pack registers it
+    policy: str  # the policy text the agent is given (its system prompt)
     # Names the form of ``Episode.state_digest`` (and the base DB it is taken over), so a digest stored
     # with a task is only used by a domain that computes the same one; "" means digests are never stored.
     digest_scheme: str = ""
@@ -96,23 +107,34 @@ class Domain(ABC):
                 return spec
         return None
 
+    def tool_kind(self, name: str, requestor: Requestor = "assistant") -> ToolKind | None:
+        """The kind of tool ``name`` of ``requestor`` (None: no such tool). Asked by the verifier, the generator,
+        the policy checks and the teacher for every call: an environment with many tools may index them."""
+        spec = self.tool(name, requestor)
+        return spec.kind if spec is not None else None
+
     @abstractmethod
     def validate_arguments(self, name: str, arguments: dict[str, Any],
                            requestor: Requestor = "assistant") -> str | None:
         """None if the call is well-formed, else the reason it is not."""
 
     @abstractmethod
-    def episode(self, initial_state: Any = None) -> Episode: ...
+    def episode(self, initial_state: Any = None) -> Episode:
+        """A fresh copy of the initial state to act in; ``initial_state``: a task's tau2 ``InitialState`` (None
+        for most tasks) applied first."""
 
     @abstractmethod
     def tasks(self, split: str | None = None) -> list[Any]:
-        """Official tau2 ``Task`` objects of a split (None: all)."""
+        """Official tau2 ``Task`` objects of a split (None: all); ``[]`` for a domain with none (its runs test
+        on the uniform set only). Raises ``KeyError`` naming the known splits for an unknown one."""
 
     def official_task(self, task_id: str) -> Any | None:
         return next((t for t in self.tasks(None) if t.id == task_id), None)
 
     @abstractmethod
-    def splits(self) -> dict[str, int]: ...
+    def splits(self) -> dict[str, int]:
+        """Split name -> number of official tasks (``{}``: none)."""
 
     @abstractmethod
-    def summary(self) -> EnvSummary: ...
+    def summary(self) -> EnvSummary:
+        """Entity counts and example ids of the initial state, and the assistant's tools by kind."""

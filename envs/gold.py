@@ -47,7 +47,7 @@ def gold_messages(domain: Domain, task: Any) -> list[Message]:
     for n, action in enumerate(criteria.actions or []):
         call = ToolCall(id=f"call_{n}", name=action.name, arguments=dict(action.arguments),
                         requestor=action.requestor)
-        kind = getattr(domain, "tool_kind")(action.name, action.requestor)
+        kind = domain.tool_kind(action.name, action.requestor)
         if action.requestor == "user":
             messages.append(Message(role="assistant", content=device_request(action.name, action.arguments)))
             messages.append(Message(role="user", tool_calls=[call], requestor="user"))

@@ -29,7 +29,7 @@ def _slice_table(title: str, evaluations, factor: str) -> None:
 @click.pass_context
 def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config_file: str | None) -> None:
     """Train the task agent on all verified training examples of rounds <= R."""
-    from tasks.datasets import examples_upto
+    from tasks.dedup import training_examples
     from storage.config import ConfigError, load_config
 
     try:
@@ -39,7 +39,7 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config
     lf = lf.model_copy(update={"model": model}) if model else lf
     # an unknown run is refused before the store is created
     store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
-    examples = examples_upto(store, run_id, round_, "train")
+    examples = training_examples(store, run_id, round_)
     if not examples:
         raise UserError(f"--run {run_id} --round {round_}: no training examples in the store")
     if learner == "embedded":

@@ -1,4 +1,5 @@
-"""One EvoSyn round as a Prefect flow: design -> plan -> generate -> rollout -> verify -> train -> evaluate -> reflect.
+"""One EvoSyn round as a Prefect flow: design -> plan -> generate -> rollout -> verify -> dedup -> train -> evaluate
+-> reflect.
 
 The round composes the stages' Prefect tasks, each a thin wrapper defined beside its stage function in
 ``tasks/`` (``tasks.stages``, ``tasks.loop``, ``tasks.checkpoint``, ``tasks.official_agents``: the same
@@ -29,6 +30,7 @@ from storage.config import RunConfig
 from storage.records import Direction, Evaluation, Feedback, Reflection, SynthesisSpace
 from tasks import checkpoint, loop, stages, timing
 from tasks.checkpoint import evaluate_checkpoint_task, train_checkpoint_task
+from tasks.dedup import DedupCounts, dedup_task
 from tasks.engine import listening, publish
 from tasks.learn import Checkpoint
 from tasks.loop import evaluate_task, reflect_task, train_task
@@ -53,6 +55,8 @@ class RoundResult:
     metrics: dict[str, float] = field(default_factory=dict)
     official: OfficialResult | None = None  # the run config's `official_eval`, when it asks for one
     test_uniform: list[Evaluation] = field(default_factory=list)  # the uniform test set (task_set "test_uniform")
+    dedup: DedupCounts = field(default_factory=DedupCounts)  # the round's verified tasks (tasks/dedup.py)
+    dedup_test_sets: DedupCounts = field(default_factory=DedupCounts)  # the fixed test sets' own tasks
 
 
 def round_metrics_of(ctx: Ctx, res: RoundResult) -> dict[str, float]:
@@ -64,9 +68,13 @@ def round_metrics_of(ctx: Ctx, res: RoundResult) -> dict[str, float]:
     m.update({k: v for k, v in extra.items() if not math.isnan(v)})
     rate = lambda evs: (sum(e.success for e in evs) / len(evs)) if evs else 0.0  # noqa: E731
     m.update({"verified_yield": res.verified / max(1, res.blueprints), "verified_total": float(len(samples)),
-              "success_diagnostic": rate(res.diagnostic), "success_test": rate(res.test),
+              "success_diagnostic": rate(res.diagnostic),
+              # a domain without official tasks has no official-matched set: no success_test (not a 0)
+              **({"success_test": rate(res.test)} if res.test else {}),
               "success_test_uniform": rate(res.test_uniform),
               "space_version": float(res.space_out.version)})
+    m.update(res.dedup.metrics())
+    m.update(res.dedup_test_sets.metrics("dedup_test_sets_"))
     for s in res.feedback.performance:
         if s.factor in ("num_write", "task_family", "expected_outcome") and s.success_rate is not None:
             m[f"success_diag.{s.factor}.{s.value}"] = s.success_rate
@@ -117,6 +125,8 @@ def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steer
         rolled = rollout_task.map(unmapped(c), [opaque(f) for f in generated], names)
         verified = verify_task.map(unmapped(c), [opaque(f) for f in generated], [opaque(f) for f in rolled], names)
         examples = [e for f in verified for e in f.result()[1]]
+    with timing.span("task", "dedup", round):  # after every verify chunk: it reads their examples from the store
+        counts, set_counts = dedup_task(c, cfg.test_size)
     # SFT on a (GPU) work pool through its deployment when configured, otherwise in this process
     lf = quote(cfg.llamafactory)
     with timing.span("task", "train", round):
@@ -151,7 +161,7 @@ def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steer
     res = RoundResult(round=round, space_in=space, space_out=nxt, blueprints=len(blueprints),
                       verified=len({e.task_id for e in examples}), feedback=feedback, reflection=reflection,
                       diagnostic=diagnostic, test=test, directions=directions, official=official,
-                      test_uniform=test_uniform)
+                      test_uniform=test_uniform, dedup=counts, dedup_test_sets=set_counts)
     with timing.span("own", "metrics", round):
         res.metrics = round_metrics_of(ctx, res)
         if official is not None:

@@ -59,9 +59,12 @@ def stops(cfg: RunConfig, unchanged: int) -> bool:
 def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
     """The fixed test sets (official-matched, uniform), built (once) before any round, so a set the generator
     cannot fill is known now; each set's report line (what it aimed at, what it realized) is said."""
-    from tasks.testset import KINDS, report_line, test_cases, test_set_report
+    from tasks.testset import KINDS, report_line, skipped_line, test_cases, test_set_report
 
     for kind in KINDS:
+        if (skipped := skipped_line(cfg.domain, kind)) is not None:  # no official tasks: nothing to match
+            say(skipped)
+            continue
         cases = test_cases(store, cfg.domain, n=cfg.test_size, kind=kind)
         if not cases:
             raise TestSetError(f"test_size: the {cfg.domain} generator built no {kind} test task for a set of "
@@ -168,7 +171,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     store = Store(cfg.store_root())
     run_id = run_id or run_id_for(cfg)
     run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,
-              rounds=cfg.rounds, budget=cfg.budget, config_json=cfg.model_dump_json())
+              rounds=cfg.rounds, budget=cfg.budget, config_json=cfg.stored_json())
     prior = store.read_records("runs", run_id=run_id)
     if prior:  # a resume keeps the stored row (its created_at), so finishing it twice writes the same row
         run = prior[0].model_copy(update={"status": "running"})
@@ -185,7 +188,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     steering, previous, unchanged = ColdStart(), None, 0
     summary = RunSummary(run_id)
     for r in range(1, cfg.rounds + 1):
-        say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, train, evaluate, reflect")
+        say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, dedup, train, evaluate, reflect")
         with timing.span("flow", "round", r):
             res = round_flow(cfg, run_id, r, space, steering, previous)
         child = tracker.start_round(parent, run_id, r)
@@ -207,8 +210,9 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
             res.space_in.version else "no change"
         summary.rounds.append({"round": r, **metrics, "diff": diff})
         say(f"round {r}: verified {res.verified}/{res.blueprints}, diagnostic "
-            f"{metrics['success_diagnostic']:.3f}, test {metrics['success_test']:.3f}, test uniform "
-            f"{metrics.get('success_test_uniform', 0.0):.3f}, space: {diff}")
+            f"{metrics['success_diagnostic']:.3f}, test {metrics.get('success_test', float('nan')):.3f}, test uniform "
+            f"{metrics.get('success_test_uniform', 0.0):.3f}, dedup: {res.dedup.flagged}/{res.dedup.checked} flagged, "
+            f"space: {diff}")
         steering = steering_for(cfg.arm, res.reflection, res.feedback)
         unchanged = unchanged + 1 if res.space_out.version == res.space_in.version else 0
         space, previous = res.space_out, res.feedback

@@ -29,6 +29,8 @@ def run_id_for(cfg: RunConfig) -> str:
         exclude["prior"] = {"writes": True}
     if not cfg.initial_factors:  # the pack's initial space: ids stay as they were
         exclude["initial_factors"] = True
+    if not cfg.dedup.drop:  # flagging changes only the dedup table; dropping changes what is trained
+        exclude["dedup"] = True
     # role fields added later, at their defaults: ids of LLM runs stay as they were
     later = {r: {k for k in NEWER_ROLE_FIELDS if getattr(rc, k) == RoleConfig.model_fields[k].default}
              for r, rc in cfg.roles.items()}

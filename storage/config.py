@@ -152,6 +152,20 @@ class GeneratorPrior(_Strict):
         return not self.suppress and self.writes is None
 
 
+class DedupConfig(_Strict):
+    """The dedup stage after verify (tasks/dedup.py): near copies among the run's verified tasks, of the domain's
+    official tasks and of its fixed test sets. It always flags (the ``dedup`` table); ``drop`` also leaves
+    flagged tasks out of training."""
+
+    drop: bool = False  # train without the flagged tasks (their diagnostic examples stay in the diagnostic set)
+    threshold: float = Field(default=0.8, gt=0.0, le=1.0)  # MinHash Jaccard of the instructions' word shingles
+    num_perm: int = Field(default=128, ge=16, le=1024)  # MinHash permutations
+    shingle: int = Field(default=3, ge=1, le=10)  # words per shingle
+
+    def is_default(self) -> bool:
+        return self == DedupConfig()
+
+
 class RunConfig(_Strict):
     # a domain pack's name; "" is the default pack. Storage cannot see the packs: flows/inputs.py
     # checks the name (a known domain with an environment) and fills the default before any work
@@ -185,6 +199,8 @@ class RunConfig(_Strict):
     # controllable properties of the domain's generator added to the initial space (v1) as standard factors, e.g.
     # [num_write, num_read]: `evosyn bench discovery --space paper` plants gaps beyond them; [] the pack's space
     initial_factors: list[str] = Field(default_factory=list)
+    # near copies flagged after verify; `drop: true` trains without them (docs/guides/dedup.md)
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     roles: dict[Literal[ROLES], RoleConfig] = Field(default_factory=dict)  # type: ignore[valid-type]
 
@@ -200,6 +216,11 @@ class RunConfig(_Strict):
             raise ValueError("official_eval: only with learner: embedded for now; score a served checkpoint with "
                              "`evosyn evaluate --official --agent openai_compatible:MODEL --agent-base-url URL`")
         return self
+
+    def stored_json(self) -> str:
+        """The config as a run's row stores it: a default ``dedup`` section is left out, so the rows of runs
+        that keep the default are the ones they were before the section existed."""
+        return self.model_dump_json(exclude={"dedup"} if self.dedup.is_default() else None)
 
     def store_root(self) -> Path:
         root = self.store.root or os.environ.get("EVOSYN_HOME") or ".evosyn"

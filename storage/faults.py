@@ -15,6 +15,7 @@ plan       plan rejections and blueprints written, plan not yet marked complete
 generate   the first finished chunk's tasks written, that chunk not yet marked complete
 rollout    the first finished chunk's trajectories written, not yet marked complete
 verify     the first finished chunk's verdicts written, its SFT examples not yet written
+dedup      a check's rows written (the test sets' first, round 0; then the round's), not yet marked complete
 train      mid-training-save: model bytes in the temp file, not yet renamed into place
 evaluate   an evaluation's learner trajectories written, its evaluations not yet written
 testset    the fixed test set's tasks written, its trajectories and verdicts not yet
@@ -53,7 +54,8 @@ AFTER_ENV = "EVOSYN_FAULT_KILL_AFTER_S"
 FULL_ENV = "EVOSYN_FAULT_FULL_AT"
 FULL_BYTES_ENV = "EVOSYN_FAULT_FULL_BYTES"
 ZONES = ("mlflow-init", "catalog-init")
-POINTS = ("design", "plan", "generate", "rollout", "verify", "train", "evaluate", "testset", "reflect", *ZONES)
+POINTS = ("design", "plan", "generate", "rollout", "verify", "dedup", "train", "evaluate", "testset", "reflect",
+          *ZONES)
 
 
 def parse(spec: str) -> tuple[str, int | None]:

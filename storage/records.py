@@ -382,8 +382,49 @@ class LLMCall(Record):
     created_at: UTCDatetime = Field(default_factory=utcnow)
 
 
+# ---------------------------------------------------------------- deduplication and decontamination
+DedupFlag = Literal["duplicate", "official", "official_test", "test_set"]
+DedupTest = Literal["instruction", "actions"]
+
+
+class DedupCheck(Record):
+    """One task checked for near copies (tasks/dedup.py): of an earlier task of its run (``duplicate``), of an
+    official task of the domain (``official``; ``official_test`` when that task is in the official test split)
+    and, for a synthesized task, of a task of the domain's fixed test sets (``test_set``).
+
+    Two tests find a copy (``*_by``): ``instruction``, the MinHash estimate of the Jaccard similarity of the
+    user instructions' word shingles at or above the run's threshold (``*_jaccard``), and ``actions``, the same
+    gold actions exactly (``actions_signature``), counted only when they change state (``actions_write``): a
+    read-only or empty gold list is shared by every refusal on the same record. ``flags``: the kinds found,
+    ``flagged``: any. A test set's own tasks are checked in its run partition, against the official tasks and
+    the set's earlier tasks.
+    """
+
+    table: ClassVar[str] = "dedup"
+
+    task_id: str
+    source: Literal["synthesized", "official", "test_set"] = "synthesized"
+    split: str = ""  # a synthesized task's SFT split (train / diagnostic); "" for a test set's task
+    actions_signature: str = ""  # sha256 prefix of the gold actions (requestor, name, arguments) in order
+    actions_write: bool = False
+    duplicate_of: str = ""  # the earlier task of the run (or set) it copies
+    duplicate_round: int | None = None
+    duplicate_jaccard: float = 0.0
+    duplicate_by: list[str] = Field(default_factory=list)
+    official_task: str = ""  # the official task it copies (one of the test split's when any matches)
+    official_splits: list[str] = Field(default_factory=list)
+    official_jaccard: float = 0.0
+    official_by: list[str] = Field(default_factory=list)
+    test_set_task: str = ""  # the test-set task it copies
+    test_set: str = ""  # that task's test set (its run id)
+    test_set_jaccard: float = 0.0
+    test_set_by: list[str] = Field(default_factory=list)
+    flags: list[str] = Field(default_factory=list)  # DedupFlag values
+    flagged: bool = False
+
+
 RECORD_TYPES: tuple[type[Record], ...] = (
     Run, SynthesisSpace, Direction, Blueprint, SynthTask, Trajectory, Verdict,
-    SFTExample, Evaluation, Feedback, Probe, Reflection, LLMCall,
+    SFTExample, Evaluation, Feedback, Probe, Reflection, LLMCall, DedupCheck,
 )
 TABLES: dict[str, type[Record]] = {cls.table: cls for cls in RECORD_TYPES}

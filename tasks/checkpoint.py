@@ -35,6 +35,7 @@ from storage.store import Store
 from tasks import timing
 from tasks.engine import STAGE_TASK, emitter
 from tasks.datasets import examples_upto
+from tasks.dedup import training_examples
 from tasks.learn import Checkpoint
 from tasks.progress import Emit
 from tasks.stages import Ctx, emit_event
@@ -50,7 +51,7 @@ def sft_dir(store: Store, run_id: str, round: int) -> Path:
 def export_round(store: Store, run_id: str, round: int, domain: str, lf: LlamaFactoryConfig) -> Checkpoint:
     """The round's dataset, ``dataset_info.json`` and ``sft.yaml``; the checkpoint they will train (not yet)."""
     base = sft_dir(store, run_id, round)
-    exported = write_dataset(examples_upto(store, run_id, round, "train"), base / "data",
+    exported = write_dataset(training_examples(store, run_id, round), base / "data",
                              system=get_domain(domain).policy)
     held_out = len(examples_upto(store, run_id, round, "diagnostic"))
     if not exported.rows:

@@ -39,8 +39,11 @@ def sft_examples(kept: Iterable[tuple[SynthTask, Trajectory]], diagnostic_fracti
     return out
 
 
-def examples_upto(store: Store, run_id: str, round: int, split: str) -> list[SFTExample]:
-    rows = [e for e in store.read_records("sft_examples", run_id=run_id) if e.round <= round and e.split == split]
+def examples_upto(store: Store, run_id: str, round: int, split: str, drop: frozenset[str] = frozenset()
+                  ) -> list[SFTExample]:
+    """The examples of ``split`` of rounds <= ``round``, less those of the tasks in ``drop`` (tasks/dedup.py)."""
+    rows = [e for e in store.read_records("sft_examples", run_id=run_id)
+            if e.round <= round and e.split == split and e.task_id not in drop]
     return sorted(rows, key=lambda e: (e.round, e.example_id))
 
 

@@ -13,7 +13,8 @@ from storage.atomic import read_or_none
 from storage.faults import kill_point
 from storage.records import Evaluation, Trajectory
 from storage.store import Store
-from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto
+from tasks.datasets import as_trajectories, diagnostic_cases
+from tasks.dedup import training_examples
 from tasks.progress import Emit, StageEvent
 from tasks.testset import TASK_SETS, test_cases
 
@@ -61,7 +62,7 @@ def fit_embedded(trajectories: list[Trajectory], domain: str | None = None, seed
 def train_round(store: Store, run_id: str, round: int, seed: int = 0, domain: str | None = None
                 ) -> tuple[EmbeddedLearner, Path, float]:
     """SFT (behaviour cloning) on every training example of rounds <= ``round``; saved as an artifact."""
-    examples = examples_upto(store, run_id, round, "train")
+    examples = training_examples(store, run_id, round)
     t0 = time.perf_counter()
     learner = fit_embedded(as_trajectories(examples), run_domain(store, run_id, domain), seed=seed)
     seconds = time.perf_counter() - t0

@@ -102,6 +102,19 @@ METRICS: dict[str, Metric] = {
     "cmi_given_space": Metric(
         "I(Y;d|O)", "conditional mutual information (nats) between failure and a probe given the current "
         "space's stratum (B.10): failure information the space does not yet explain", ">= 0", "-"),
+    "checked_set": Metric("checked", "what the dedup check read: a round's verified tasks, or a test set", "-", "-"),
+    "checked": Metric("tasks checked", "tasks the dedup check compared (a round's verified tasks, or a test set's)",
+                      ">= 0", "-"),
+    "flagged": Metric("flagged", "checked tasks that copy another by either test (any flag below)", ">= 0", "lower"),
+    "duplicate": Metric("near copies", "flagged as a near copy of an earlier task of the same run (or test set): "
+                        "the same gold actions, with a near instruction (MinHash Jaccard >= the threshold) or a "
+                        "state change", ">= 0", "lower"),
+    "official": Metric("copies of official tasks", "flagged as a near copy of an official task of the domain "
+                       "outside its test split", ">= 0", "lower"),
+    "official_test": Metric("copies of official test tasks", "flagged as a near copy of a task of tau2's official "
+                            "test split: a score on that split would be contaminated", ">= 0", "lower"),
+    "test_set": Metric("copies of test-set tasks", "flagged as a near copy of a task of the fixed test sets the run "
+                       "is scored on", ">= 0", "lower"),
 }
 
 

@@ -31,7 +31,8 @@ from storage.faults import kill_point
 from storage.records import Arm, Evaluation, Feedback, Probe, Reflection, SynthesisSpace
 from tasks import timing
 from tasks.engine import STAGE_TASK, emitter
-from tasks.datasets import as_trajectories, diagnostic_cases, examples_upto
+from tasks.datasets import as_trajectories, diagnostic_cases
+from tasks.dedup import training_examples
 from tasks.learn import Checkpoint, evaluate_round, evaluated, fit_embedded, model_path, model_version
 from tasks.progress import Emit
 from tasks.stages import Ctx, emit_event
@@ -49,7 +50,7 @@ def train(ctx: Ctx, emit: Emit | None = None):
     from agents.learners.embedded import EmbeddedLearner, fingerprint
 
     t0 = time.monotonic()
-    trajectories = as_trajectories(examples_upto(ctx.store, ctx.run_id, ctx.round, "train"))
+    trajectories = as_trajectories(training_examples(ctx.store, ctx.run_id, ctx.round))
     path = model_path(ctx.store, ctx.run_id, ctx.round)
     learner = read_or_none(path, EmbeddedLearner.load, "model")  # a truncated or corrupt model is retrained
     if learner is not None and learner.fingerprint == fingerprint(trajectories):

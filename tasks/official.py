@@ -90,7 +90,7 @@ class UserSim:
 
         if self.client is None:
             return scripted_user(domain, task)
-        return llm_user(self.client, task, trial, self.retries)
+        return llm_user(self.client, task, trial, self.retries, domain)
 
 
 # ------------------------------------------------------------------ results

@@ -87,7 +87,7 @@ def describe(stage: str, done: int, kept: int, rejected: dict[str, int], total: 
     if stage.startswith("evaluate"):
         line = f"{stage}: {detail}" if detail else f"{stage}: {kept}/{done} succeeded"
         return line + (f"; failed: {counts(rejected)}" if rejected else "")
-    if stage in ("train", "reflect", "design"):
+    if stage in ("train", "reflect", "design", "dedup"):
         return f"{stage}: {detail or f'{kept} {VERBS[stage]}'}"
     of = total if total is not None else done
     line = f"{stage}: {kept}/{of} {VERBS.get(stage, 'kept')}"

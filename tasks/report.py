@@ -58,6 +58,11 @@ TRACE_NOTE = ("<p>The space each round used (in) and left for the next (out), th
               "<b>change</b> this round's value -&gt; the next round's. An update after the last round is listed "
               "as proposed for a round that did not run.</p>")
 LEGEND_EXTRA = ["slice_success", "allocation", "probe_failure_rate", "cmi_given_space"]
+DEDUP_COLS = ["checked_set", "checked", "flagged", "duplicate", "official", "official_test", "test_set"]
+DEDUP_NOTE = ("<p>Verified tasks of each round, and the tasks of the test sets the run is scored on, checked for near "
+              "copies (MinHash over the user's instruction, and the gold actions): of an earlier task of the run "
+              "(duplicate), of an official task of the domain (official; official_test when it is in tau2's test "
+              "split) and of a test-set task (test_set). The rows are in the <code>dedup</code> table.</p>")
 
 
 def _md(rows: list[dict], cols: list[str]) -> str:
@@ -167,6 +172,11 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
                          + H.table(result["arm_means"], list(result["arm_means"][0]))))
         md.append(markdown(result).replace("# EvoSyn comparison", "## Comparison"))
         cols = [*cols, *COLUMNS]
+    dedup = D.dedup_rows(store, run_id)
+    if dedup:
+        sections.append(("dedup", "Near copies and contamination", DEDUP_NOTE + H.table(dedup, DEDUP_COLS)))
+        md += ["## Near copies and contamination", _md(dedup, DEDUP_COLS)]
+        cols = [*cols, *DEDUP_COLS[1:]]
     cost = llm_cost_rows(store, run_id)
     if cost:
         sections.append(("cost", "LLM cost per verified sample by role", H.table(cost, LLM_COLS)))

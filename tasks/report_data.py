@@ -8,6 +8,7 @@ last round as proposed for a round that did not run.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from math import nan
 
 from agents.feedback import wilson
 from envs.packs import default_domain
@@ -161,8 +162,9 @@ def trace(store: Store, run_id: str) -> list[dict]:
                          if top else ""),
             "decision": refl[r].summary if r in refl else "(no Reflector in this arm)",
             "designer_focus": ", ".join(f"{k} ({n})" for k, n in focus.most_common(3)) if nxt else "-",
-            "change": (f"test {rows[r]['success_test']:.3f} -> {rows[r + 1]['success_test']:.3f}; 3+ write share "
-                       f"{rows[r]['share_num_write_3plus']:.2f} -> {rows[r + 1]['share_num_write_3plus']:.2f}"
+            "change": (f"test {rows[r].get('success_test', nan):.3f} -> {rows[r + 1].get('success_test', nan):.3f}; "
+                       f"3+ write share {rows[r]['share_num_write_3plus']:.2f} -> "
+                       f"{rows[r + 1]['share_num_write_3plus']:.2f}"
                        if nxt else "-")})
     return out
 
@@ -209,3 +211,22 @@ def chat_turns(messages: list[Message]) -> list[dict]:
     """A trajectory as chat turns: who speaks, the text, each tool call with its arguments, tool results."""
     return [{"role": m.role, "requestor": m.requestor, "content": m.content or "", "error": m.error,
              "calls": [(c.name, c.arguments) for c in m.tool_calls]} for m in messages if m.role != "system"]
+
+
+def dedup_rows(store: Store, run_id: str) -> list[dict]:
+    """The dedup table's counts per round of the run, then per test set it is scored on (tasks/dedup.py)."""
+    from tasks.dedup import FLAGS, run_settings
+    from tasks.testset import KINDS, test_set_run_id
+
+    domain, _, size = run_settings(store, run_id)
+    sets = {test_set_run_id(domain, n=size, kind=k): k for k in KINDS} if domain else {}
+    rows = []
+    for rid in [run_id, *sets]:
+        by: dict[int, list] = defaultdict(list)
+        for r in store.read_fields("dedup", ["round", "flagged", "flags"], run_id=rid):
+            by[r["round"]].append(r)
+        for rnd, rs in sorted(by.items()):
+            rows.append({"checked_set": f"round {rnd}" if rid == run_id else f"test set {sets[rid]}",
+                         "checked": len(rs), "flagged": sum(r["flagged"] for r in rs),
+                         **{f: sum(f in r["flags"] for r in rs) for f in FLAGS}})
+    return rows

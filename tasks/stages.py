@@ -33,7 +33,7 @@ from tasks import timing
 from tasks.engine import STAGE_TASK, emitter
 from tasks.datasets import sft_examples
 from tasks.progress import Emit, StageEvent, rejections
-from storage.config import RoleConfig, RunConfig
+from storage.config import DedupConfig, RoleConfig, RunConfig
 from storage.faults import kill_point
 from storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.chunks import verify
@@ -74,13 +74,14 @@ class Ctx:
     prior: dict[str, dict[str, float]] = field(default_factory=dict)  # RunConfig.prior.suppress
     prior_writes: dict[int, float] | None = None  # RunConfig.prior.writes
     probe_size: int = 0  # RunConfig.probe_size
+    dedup: DedupConfig = field(default_factory=DedupConfig)  # RunConfig.dedup (tasks/dedup.py; `drop` in training)
 
     @classmethod
     def for_run(cls, cfg: RunConfig, run_id: str, round: int) -> "Ctx":
         """A round of the run ``cfg`` (its LLM roles are those ``check_roles`` accepted before the run began)."""
         return cls(Store(cfg.store_root()), run_id, round, cfg.seed, cfg.domain or default_domain(),
                    llm_roles=llm_roles(cfg), prior=cfg.prior.suppress, prior_writes=cfg.prior.writes,
-                   probe_size=cfg.probe_size)
+                   probe_size=cfg.probe_size, dedup=cfg.dedup)
 
     @functools.cached_property
     def env(self) -> Domain:

@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any
 
 from agents.learners.base import TaskAgent
-from agents.user import ReactiveUser, device_results
+from agents.user import ReactiveUser, device_turn
 from agents.verifier import verify
 from envs.base import Domain
 from envs.tau2.convert import task_from_dict
@@ -59,7 +59,7 @@ def converse(agent: TaskAgent, domain: Domain, initial_state: Any, user: Any, ma
     msgs: list[Message] = []
     try:
         msgs.append(_said(user, user.opening))
-        msgs.extend(device_results(ep, msgs[0]))
+        msgs.extend(device_turn(ep, user, msgs[0]))
         if getattr(user, "done", False):
             return msgs, "user_stop"
         for _ in range(max_steps):
@@ -72,7 +72,7 @@ def converse(agent: TaskAgent, domain: Domain, initial_state: Any, user: Any, ma
                 continue
             answer = _said(user, partial(user.respond, reply.content or ""))
             msgs.append(answer)
-            msgs.extend(device_results(ep, answer))
+            msgs.extend(device_turn(ep, user, answer))
             if user.done:
                 return msgs, "user_stop"
     except UserGaveUp:

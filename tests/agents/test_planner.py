@@ -58,3 +58,17 @@ def test_avoid_patterns_are_avoided(space):
 def test_unknown_factor_in_a_direction(space):
     with pytest.raises(KeyError, match="not in space v1"):
         EmbeddedPlanner().plan(direction(space, allowed_values={"num_write": ["1"]}), space, None, index=0, seed=0)
+
+
+def test_a_refusal_is_planned_only_for_a_family_with_a_rule_to_break(space):
+    from envs.packs import PlannerRules
+
+    rules = PlannerRules(violable={"flight_cancellation": ["refund_eligibility"]})  # one refusable family
+    d = direction(space, allowed_values={"expected_outcome": ["refuse"]})
+    for i in range(30):
+        sel = EmbeddedPlanner(rules=rules).plan(d, space, None, index=i, seed=0).selected_dimensions
+        assert sel["task_family"] == ["flight_cancellation"]
+        assert "refund_eligibility" in sel["policy_or_constraint_focus"]  # the rule it breaks, among its foci
+    pinned = direction(space, allowed_values={"expected_outcome": ["refuse"], "task_family": ["flight_change"]})
+    with pytest.raises(PlanError, match="task_family must be one of"):
+        EmbeddedPlanner(rules=rules).plan(pinned, space, None, index=0, seed=0)

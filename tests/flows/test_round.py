@@ -47,7 +47,7 @@ def test_stage_tasks_neither_hash_their_inputs_nor_persist_results():
     from prefect.cache_policies import NO_CACHE
 
     tasks = [c for c in _prefect_callables() if c.name != "evosyn-round"]
-    assert {t.name for t in tasks} == {"design", "plan", "generate", "rollout", "verify", "train", "evaluate",
-                                       "reflect"}
+    assert {t.name for t in tasks} == {"design", "plan", "generate", "rollout", "verify", "dedup", "train",
+                                       "evaluate", "reflect"}
     for t in tasks:
         assert t.cache_policy is NO_CACHE and t.persist_result is False, t.name

@@ -66,4 +66,10 @@ def samples(**lineage) -> dict[str, R.Record]:
         "llm_calls": R.LLMCall(**lin, call_id="l1", role="planner", provider="openai", model="gpt",
                                request_hash="abc", input_tokens=10, output_tokens=5, latency_s=0.2,
                                cost_usd=0.001, created_at=T0),
+        "dedup": R.DedupCheck(**lin, task_id="t1", split="train", actions_signature="0123456789abcdef",
+                              actions_write=True, duplicate_of="t0", duplicate_round=1, duplicate_jaccard=0.9,
+                              duplicate_by=["instruction", "actions"], official_task="5",
+                              official_splits=["base", "test"], official_jaccard=1.0,
+                              official_by=["instruction", "actions"], flags=["duplicate", "official_test"],
+                              flagged=True),
     }

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import sys
 
+import tasks.dedup as dedup
 import tasks.loop as loop
 import tasks.stages as stages
+import tasks.testset as testset
 from agents.designer import ColdStart
 from envs.ontology import load_initial_space
 from storage.store import Store
@@ -23,6 +25,8 @@ def run(store: Store, run_id: str = RUN_ID, rounds: int = 2, budget: int = 16, c
     space = load_initial_space("airline", run_id=run_id)
     if not store.has_chunk("spaces", run_id, 0, "initial"):
         store.write([space], "initial")
+    for kind in testset.KINDS:  # built before round 1, as `evosyn run` builds them
+        testset.test_cases(store, "airline", n=test_size, kind=kind)
     steering, previous = ColdStart(), None
     for r in range(1, rounds + 1):
         ctx = stages.Ctx(store, run_id, r, seed)
@@ -32,6 +36,7 @@ def run(store: Store, run_id: str = RUN_ID, rounds: int = 2, budget: int = 16, c
             tasks_ = stages.generate(ctx, space, part)
             name = stages.chunk_name("chunk", part)
             stages.verify_chunk(ctx, tasks_, stages.rollout(ctx, tasks_, name), name)
+        dedup.dedup(ctx, test_size)
         learner = loop.train(ctx)
         diagnostic = loop.evaluate(ctx, learner, "diagnostic", test_size)
         loop.evaluate(ctx, learner, "test", test_size)

@@ -1,0 +1,176 @@
+"""Telecom with an LLM user (dual control) over HTTP against scripted servers on 127.0.0.1: a synthesis round whose
+teacher and user are LLM roles, and an official evaluation with an LLM user, complete tasks that need device
+actions; tau2's own evaluator gives every one of those trajectories the reward our verifier gives."""
+from __future__ import annotations
+
+import pytest
+
+from agents.ask import render
+from agents.roles import client_for
+from agents.user import DEVICE_NOTE, asked_device_action, user_scenario_text
+from benchmarks.fake_llm_server import FakeLLMServer
+from benchmarks.llm_script import RoleScript
+from envs.gold import gold_messages
+from envs.packs import get_domain
+from envs.tau2.convert import task_from_dict
+from envs.tau2.official_eval import tau2_reward
+from envs.verify import run_checks
+from storage.config import RoleConfig
+from storage.store import Store
+from tasks.official import UserSim, evaluate_official, official_tasks
+from tests.fakes.openai_server import ScriptedServer, completion
+
+KEY = "sk-test-telecom"
+
+
+def _device_calls(messages) -> list[str]:
+    return [c.name for m in messages if m.role == "user" for c in m.tool_calls]
+
+
+def _needs_device(task) -> bool:
+    return any(a.requestor == "user" for a in (task.evaluation_criteria.actions or []))
+
+
+@pytest.fixture
+def role(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+
+    def make(base_url: str) -> RoleConfig:
+        return RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini", base_url=base_url, max_retries=2)
+    return make
+
+
+def test_a_telecom_round_with_an_llm_teacher_and_user_verifies_device_tasks_as_tau2_does(tmp_path, role):
+    from agents.designer import ColdStart
+    from envs.ontology import load_initial_space
+    from tasks import stages
+    from tasks.stages import Ctx
+    from tasks.synthesis import run_pass
+
+    dom, script = get_domain("telecom"), RoleScript("telecom")
+    store = Store(tmp_path / "s")
+    space = load_initial_space("telecom", run_id="tel-llm")
+    # the embedded generator's tasks (the LLM generator's gold actions are the agent's only), generated first so
+    # the scripted model knows each task's conversation; the pass below reads them back and rolls them out
+    embedded = Ctx(store, "tel-llm", 1, 0, "telecom")
+    blueprints = stages.plan(embedded, space, stages.design(embedded, space, ColdStart(), 16, "evosyn"))
+    for task in stages.generate(embedded, space, blueprints):
+        script.remember(task)
+    with FakeLLMServer(script) as server:
+        llm = {r: role(server.base_url) for r in ("teacher", "user")}
+        result = run_pass(Ctx(store, "tel-llm", 1, 0, "telecom", llm_roles=llm), space, ColdStart(), 16)
+    kept = [k for k in result.kept if _needs_device(task_from_dict(k.task.tau2_task))]
+    assert len(kept) >= 3, f"{len(result.kept)} kept, {len(kept)} with device actions"
+    for k in kept:  # the LLM user performed them: user tool calls in the recorded trajectory, stepped as the user
+        gold_user = [a.name for a in task_from_dict(k.task.tau2_task).evaluation_criteria.actions
+                     if a.requestor == "user"]
+        assert _device_calls(k.trajectory.messages) == gold_user
+        assert any(m.role == "tool" and m.requestor == "user" for m in k.trajectory.messages)
+    calls = store.read_records("llm_calls", run_id="tel-llm")
+    assert any(c.role == "user" for c in calls) and any(c.role == "teacher" for c in calls)
+    for k in kept:
+        task = task_from_dict(k.task.tau2_task)
+        ours = run_checks(dom, task, k.trajectory.messages, termination=k.trajectory.termination)
+        theirs, note = tau2_reward("telecom", task, k.trajectory.messages, k.trajectory.termination)
+        assert ours.reward == theirs == 1.0, (task.id, note)
+
+
+@pytest.fixture(scope="module")
+def official():
+    """Two official telecom test tasks with device actions whose users can tell them apart (many telecom tasks
+    share their instructions, not their phone), and the scripted models that play them: ``agent_reply`` the
+    served agent (the gold turns of the task its user named in its opening), ``user_reply(refuse)`` the
+    customer (does on its phone what the agent names, or with ``refuse`` declines to, confirms, ends the call)."""
+    dom = get_domain("telecom")
+    text = {t.id: user_scenario_text(t.model_dump(mode="json", exclude_none=True))
+            for t in official_tasks("telecom", "test") if _needs_device(t)}
+    tasks = []
+    for t in official_tasks("telecom", "test"):
+        if t.id in text and not any(text[t.id] in text[o.id] or text[o.id] in text[t.id] for o in tasks):
+            tasks.append(t)
+    tasks = tasks[:2]
+    turns = {t.id: [m for m in gold_messages(dom, t) if m.role == "assistant"] for t in tasks}
+    scenarios = {t.id: text[t.id] for t in tasks}
+    device = [t.name for t in dom.tools("user")]
+
+    def agent_reply(body):
+        k = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        task_id = body["messages"][1]["content"].split("@@")[0]  # telecom's ids hold "|"
+        m = turns[task_id][min(k, len(turns[task_id]) - 1)]
+        if m.tool_calls:
+            c = m.tool_calls[0]
+            return completion(tool_call={"id": c.id, "name": c.name, "arguments": c.arguments})
+        return completion(content=m.content)
+
+    def user_reply(refuse: bool = False):
+        def reply(body):
+            msgs = body["messages"]
+            assert [t["function"]["name"] for t in body.get("tools", [])] == device
+            [task_id] = [t for t, text in scenarios.items() if text in msgs[0]["content"]]
+            if len(msgs) == 2:
+                return completion(content=f"{task_id}@@My phone does not work.")
+            said = msgs[-1]["content"] or ""
+            asked = asked_device_action(said, device)
+            if asked is not None and not refuse:
+                return completion(tool_call={"id": f"dev{len(msgs)}", "name": asked[0], "arguments": asked[1]})
+            if asked is not None:
+                return completion(content="I would rather not touch my phone settings.")
+            if "confirm" in said.lower():
+                return completion(content="Yes, please go ahead.")
+            return completion(content="Thanks, that is all. ###STOP###")
+        return reply
+
+    return tasks, scenarios, agent_reply, user_reply
+
+
+def _evaluate(store, role, agent_reply, user_reply, ids):
+    from agents.learners.openai_agent import OpenAICompatibleAgent
+
+    with ScriptedServer(agent_reply) as agent_srv, ScriptedServer(user_reply) as user_srv:
+        client = client_for("user", role(user_srv.base_url), store.root / "llm_cache").bound()
+        agent = OpenAICompatibleAgent(agent_srv.base_url, "served-ckpt")
+        res = evaluate_official(store, agent, UserSim("openai:gpt-4o-mini", client), run_id="tel-off", round=1,
+                                domain="telecom", split="test", model_version="served-ckpt", trials=1, task_ids=ids)
+        agent.close()
+        return res, user_srv.requests
+
+
+@pytest.mark.parametrize("refuse", [False, True])
+def test_the_official_telecom_split_with_an_llm_user_and_tau2s_evaluator_agree(tmp_path, role, official, refuse):
+    """The user performs the device actions (every task solved), or declines them (none is): tau2's evaluator
+    gives each trajectory the reward our verifier gives."""
+    tasks, scenarios, agent_reply, user_reply = official
+    store = Store(tmp_path / "s")
+    res, requests = _evaluate(store, role, agent_reply, user_reply(refuse), [t.id for t in tasks])
+    ours = {o.task_id: o.rewards[0] for o in res.tasks}
+    assert set(ours.values()) == ({0.0} if refuse else {1.0}), [o.failed_checks for o in res.tasks]
+    by_id = {t.id: t for t in tasks}
+    for traj in store.read_records("trajectories", run_id="tel-off"):
+        task = by_id[traj.task_id]
+        wanted = [a.name for a in task.evaluation_criteria.actions if a.requestor == "user"]
+        assert _device_calls(traj.messages) == ([] if refuse else wanted)
+        theirs, note = tau2_reward("telecom", task, traj.messages, traj.termination)
+        assert theirs == ours[traj.task_id], note
+    system = requests[0]["body"]["messages"][0]["content"]  # the text-only prompt, then its phone
+    assert any(system == render("user.md", scenario=text) + "\n\n" + DEVICE_NOTE for text in scenarios.values())
+
+
+def test_evaluate_official_on_telecom_with_an_llm_user_from_the_command_line(tmp_path, official, monkeypatch):
+    from click.testing import CliRunner
+
+    from flows.cli import main
+
+    tasks, _, agent_reply, user_reply = official
+    monkeypatch.setenv("EVOSYN_TEST_USER_KEY", KEY)
+    with ScriptedServer(agent_reply) as agent_srv, ScriptedServer(user_reply()) as user_srv:
+        result = CliRunner().invoke(main, [
+            "--home", str(tmp_path / "h"), "evaluate", "--official", "--domain", "telecom", "--split", "test",
+            "--agent", "openai_compatible:served", "--agent-base-url", agent_srv.base_url,
+            "--user", "openai_compatible:user-sim", "--user-base-url", user_srv.base_url,
+            "--user-key-env", "EVOSYN_TEST_USER_KEY", "--task-ids", ",".join(t.id for t in tasks), "--quiet"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert "pass^k k=1: 1.000" in result.stdout, result.stdout
+    store = Store(tmp_path / "h", create=False)
+    rows = [e for e in store.read_records("evaluations") if e.task_set == "official:test"]
+    assert sorted(e.task_id for e in rows) == sorted(t.id for t in tasks) and all(e.success for e in rows)
+    assert any(c.role == "user" for c in store.read_records("llm_calls"))
