@@ -7,7 +7,7 @@ from typing import Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.reflector import apply_reflection
-from storage.records import DimensionReview, Feedback, Probe, Proposal, Reflection, SynthesisSpace
+from storage.records import DimensionReview, Factor, Feedback, Probe, Proposal, Reflection, SynthesisSpace
 
 
 class ReflectorOut(BaseModel):
@@ -22,7 +22,9 @@ class ReflectorOut(BaseModel):
 
 
 NO_EVIDENCE = ("NOTE: no learner evidence is available this round (no-feedback control). Only the coverage of the "
-               "synthesized data is shown; learner success and failure association are withheld.")
+               "synthesized data is shown; learner success and failure association are withheld. Without evidence "
+               "every controllable property outside the space is equally supported: add one of them this round, and "
+               "keep every experimental factor experimental (there is no evidence to review it by).")
 
 
 _r = round  # the builtin (``round`` is a parameter below)
@@ -57,8 +59,7 @@ def reflector_messages(space: SynthesisSpace, feedback: Feedback, probes: list[P
                 "failure_rate_by_bucket": {b.bucket: None if b.failure_rate is None else _r(b.failure_rate, 3)
                                            for b in p.buckets}}
         probe_view[p.probe] = row
-    experimental = [{"key": f.key, "values": f.values, "added_in": f.added_in, "guidance": f.guidance}
-                    for f in space.factors if f.status == "experimental"]
+    experimental = [_experimental(f, probes, evidence) for f in space.factors if f.status == "experimental"]
     prev = [{"round": r.round, "summary": r.summary,
              "reviews": [f"{d.dimension}: {d.decision}" for d in r.dimension_reviews]} for r in previous or []]
     text = render("reflector.md", version=str(space.version),
@@ -67,6 +68,23 @@ def reflector_messages(space: SynthesisSpace, feedback: Feedback, probes: list[P
                   previous=prev or "none", evidence_note="" if evidence else NO_EVIDENCE,
                   round_id=f"{feedback.run_id}/r{round}")
     return [{"role": "user", "content": text}]
+
+
+def _experimental(f: Factor, probes: list[Probe], evidence: bool) -> dict:
+    """An experimental factor as the audit package shows it; with evidence, the learner's success on the values
+    it was added for, then and now (what its review decides on)."""
+    row = {"key": f.key, "values": f.values, "added_in": f.added_in, "guidance": f.guidance}
+    base = f.baseline
+    if evidence and base is not None and base.values:
+        now = next((p for p in probes if p.probe == f.key), None)
+        counts = {b.bucket: b for b in now.buckets} if now is not None else {}
+        tasks = sum(counts[v].count for v in base.values if v in counts)
+        wins = sum(counts[v].count - round((counts[v].failure_rate or 0.0) * counts[v].count)
+                   for v in base.values if v in counts)
+        row["targeted_values"] = base.values
+        row["success_when_added"] = f"{base.successes}/{base.tasks} (round {base.round})"
+        row["success_now"] = f"{wins}/{tasks}"
+    return row
 
 
 def parse_reflector(out: ReflectorOut, space: SynthesisSpace, probes: list[Probe], *, max_buckets: int = 6
@@ -146,7 +164,7 @@ class LLMReflector:
             self.client.record_fallback(str(exc), "reflector")
             reviews, proposal, summary = [], None, (f"{fallback_note('reflector', 'space kept')}: LLM reflector "
                                                     f"output rejected: {exc}")
-        new_space = apply_reflection(space, reviews, proposal, round=round)
+        new_space = apply_reflection(space, reviews, proposal, round=round, probes=probes)
         proposals = [proposal] if proposal else [Proposal(action="no_change", reason=summary[:300])]
         added = proposal is not None and proposal.action == "promote_probe_to_dimension"
         reflection = Reflection(run_id=feedback.run_id, round=round, space_version=space.version,

@@ -20,6 +20,10 @@ def _num(v: float) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
 
 
+def _ranged(v: float | None, span: list[float] | None) -> str:
+    return _num(v) + (f" [{span[0]:+.2f}, {span[1]:+.2f}]" if span and span[0] != span[1] else "")
+
+
 def print_learning(result: dict) -> None:
     pct = int(result["level"] * 100)
     seeds = ",".join(map(str, result["seeds"]))
@@ -48,6 +52,14 @@ def print_learning(result: dict) -> None:
                       c["n_realized"]] for c in result["controllability"]])
     else:
         click.echo("controllability: evosyn promoted no factor in these runs")
+    if result.get("adaptation"):
+        print_table("within-space adaptation: a slice's allocation gain (its share of the round's verified data "
+                    "minus the previous round's) against its success gap (the previous learner's success on the "
+                    "set minus on the slice); mean over seeds [range]",
+                    ["arm", "set", "round", "seeds", "slices", "gap-allocation spearman", "targeted improvement rate"],
+                    [[a["arm"], a["set"], a["round"], a["seeds"], a["slices"], _ranged(a["spearman"],
+                                                                                       a["spearman_range"]),
+                      _ranged(a["targeted_improvement_rate"], a["rate_range"])] for a in result["adaptation"]])
     _print_slices(result["slices"], pct)
     click.echo(f"{result['runs_launched']} runs launched, {result['runs_reused']} reused; wall {result['wall_s']:.1f}s"
                f" (runs {result['runs_wall_s']:.1f}s, {result['jobs']} at a time), CPU {result['cpu_s']:.1f}s")

@@ -150,14 +150,15 @@ def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: i
 
     print_table(f"embedded learner on {domain}: test-set success ({result['test_tasks']} tasks)",
                 ["train size", "success", *[f"nw={b}" for b in buckets], "train s", "eval s", "train CPU s",
-                 "CPU ms/trained traj", "CPU ms/evaluated task"],
+                 "CPU ms/trained traj", "CPU ms/evaluated task", "peak RSS MiB"],
                 [[r["size"], f"{r['success']:.3f}", *[r["by_num_write"].get(b, "") for b in buckets],
                   f"{r['train_seconds']:.1f}", f"{r['eval_seconds']:.1f}", f"{r['train_cpu_seconds']:.1f}",
-                  per(r["train_cpu_ms_per_trajectory"]), per(r["eval_cpu_ms_per_task"])] for r in result["curve"]])
+                  per(r["train_cpu_ms_per_trajectory"]), per(r["eval_cpu_ms_per_task"]), f"{r['peak_rss_mib']:.0f}"]
+                 for r in result["curve"]])
     big = result["largest"]
     click.echo(f"training {big['size']} trajectories: {big['train_cpu_seconds']:.1f} s CPU "
                f"({per(big['train_cpu_ms_per_trajectory'])} ms each); evaluation {per(big['eval_cpu_ms_per_task'])} "
-               "ms CPU per task")
+               f"ms CPU per task; peak resident memory of the benchmark's process {big['peak_rss_mib']:.0f} MiB")
     phases = big["train_cpu_by_phase"].items()
     click.echo("  its training CPU by phase: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases))
     if big["train_sgd_by_model"]:

@@ -8,6 +8,7 @@ how much data the learner needs.
 from __future__ import annotations
 
 import random
+import resource
 import time
 from typing import Any
 
@@ -57,14 +58,18 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cas
                       "train_cpu_by_phase": dict(learner.fit_cpu),
                       # the sgd phase model by model: rows, stored nonzeros, classes, CPU seconds
                       "train_sgd_by_model": dict(learner.fit_cpu.models),
-                      "eval_cpu_ms_per_task": 1000 * (c2 - c1) / len(cases)})
+                      "eval_cpu_ms_per_task": 1000 * (c2 - c1) / len(cases),
+                      # this process's peak resident memory so far (sizes grow: the largest fit's peak, or an
+                      # earlier step's when that was higher), in MiB; Linux reports ru_maxrss in KiB
+                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
     largest = max(curve, key=lambda r: r["size"])
     return {"domain": domain, "test_tasks": len(cases), "seed": seed, "pool": len(trajectories), "curve": curve,
             "largest": {"size": largest["size"], "train_cpu_seconds": largest["train_cpu_seconds"],
                         "train_cpu_by_phase": largest["train_cpu_by_phase"],
                         "train_sgd_by_model": largest["train_sgd_by_model"],
                         "train_cpu_ms_per_trajectory": largest["train_cpu_ms_per_trajectory"],
-                        "eval_cpu_ms_per_task": largest["eval_cpu_ms_per_task"]}}
+                        "eval_cpu_ms_per_task": largest["eval_cpu_ms_per_task"],
+                        "peak_rss_mib": max(r["peak_rss_mib"] for r in curve)}}
 
 
 MULTI = ("3-4", "5+")

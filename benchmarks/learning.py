@@ -15,6 +15,8 @@ Reported, from the store:
   tasks within a seed: ``benchmarks.bootstrap``); per other arm, the paired difference ``evosyn - arm`` (by
   seed and task) with its interval; the intrinsic metrics' mean and seed-bootstrap interval;
 - evosyn's promoted factors (those its Reflector added) and their controllability per round;
+- within-space adaptation per arm, set and round (``benchmarks.adaptation``): the gap-allocation Spearman
+  (a slice's allocation gain against its success gap) and the targeted improvement rate;
 - at the last round, where the paired differences come from: per slice of each test set (one value of one
   observed factor of its tasks) each arm's success and ``evosyn - arm`` with its interval, and the slices no
   arm solves in any round (``benchmarks.learning_slices``).
@@ -33,6 +35,7 @@ from typing import Any, get_args
 
 import numpy as np
 
+from benchmarks.adaptation import adaptation, allocation
 from benchmarks.bootstrap import LEVEL, RESAMPLES, paired, two_level
 from benchmarks.learning_slices import common_tasks, slices
 from storage.config import ENV_OVERRIDES
@@ -220,7 +223,7 @@ def collect(plan: Plan, jobs: list[Launched]) -> list[dict]:
         out.append({"arm": j.arm, "seed": j.seed, "run_id": j.run_id, "reused": j.reused, "wall_s": j.wall_s,
                     "run_seconds": _run_seconds(store, j.run_id),
                     "promoted": _promoted(store, j.run_id), "rounds": rounds, "_outcomes": outcomes,
-                    "_observed": observed})
+                    "_observed": observed, "_allocation": allocation(store, j.run_id)})
     return out
 
 
@@ -263,7 +266,7 @@ def analyze(plan: Plan, runs: list[dict], resamples: int = RESAMPLES, seed: int 
                 intrinsic.append({"arm": arm, "round": rnd, "metric": metric, "mean": ci["mean"], "lo": ci["lo"],
                                   "hi": ci["hi"], "n_seeds": ci["n_seeds"]})
     return {"test_sets": sets, "success": success, "paired": diffs, "intrinsic": intrinsic,
-            "controllability": _controllability(runs),
+            "controllability": _controllability(runs), "adaptation": adaptation(runs, plan.arms),
             "slices": slices(runs, plan.arms, BASELINE, resamples, seed)}
 
 
@@ -294,6 +297,7 @@ def bench(plan: Plan, say=lambda s: None, resamples: int = RESAMPLES) -> dict[st
     for r in runs:
         r.pop("_outcomes")
         r.pop("_observed", None)
+        r.pop("_allocation", None)
     return {"domain": plan.domain, "seeds": plan.seeds, "arms": plan.arms, "rounds": plan.rounds,
             "budget": plan.budget, "test_size": plan.test_size, "jobs": plan.jobs, "home": str(plan.home),
             "stop_after_static_rounds": 0, "resamples": resamples, "level": LEVEL,

@@ -82,6 +82,16 @@ class Cardinality(Contract):
     max: int = Field(default=1, ge=1)
 
 
+class Baseline(Contract):
+    """The learner's success on the values a factor was added for, measured when the Reflector added it: its later
+    reviews (App. D ``dimension_reviews``) compare the learner's success on those values with it."""
+
+    values: list[str] = Field(default_factory=list)  # the values that failed more than the factor's others
+    tasks: int = Field(default=0, ge=0)  # diagnostic (and probe-set) tasks on those values
+    successes: int = Field(default=0, ge=0)
+    round: int = 0  # the round whose learner was measured
+
+
 class Factor(Contract):
     key: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     values: list[str] = Field(min_length=1)
@@ -90,6 +100,7 @@ class Factor(Contract):
     cardinality: Cardinality = Field(default_factory=Cardinality)
     observable: bool = False  # the verifier can measure it on a trajectory
     added_in: int = 1
+    baseline: Baseline | None = None  # a factor the Reflector added: what its reviews compare with
 
 
 class SpaceChange(Contract):

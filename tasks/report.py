@@ -47,13 +47,15 @@ COLS = ["round", "verified", "verified_new", "success_diagnostic", "success_test
 UNION_COLS = [*COLS[:COLS.index("trajectory_diversity") + 1], "trajectory_diversity_union",
               *COLS[COLS.index("trajectory_diversity") + 1:]]
 ARM_COLS = ["domain", "arm", "round", "task_set", "runs", "n", "success", "ci_low", "ci_high"]
-TRACE = ["transition", "space", "evidence", "decision", "designer_focus", "change"]
+TRACE = ["transition", "space", "evidence", "decision", "reviews", "designer_focus", "change"]
 VERSION_COLS = ["round", "version_in", "version_out", "factors", "diff"]
 LLM_COLS = ["round", "role", "calls", "cache_hits", "failed", "fallbacks", "input_tokens", "output_tokens", "latency_s", "cost_usd",
             "verified", "cost_per_verified_usd"]
 TRACE_NOTE = ("<p>The space each round used (in) and left for the next (out), then one row per transition between "
               "rounds that ran (Tables 13/15): <b>evidence</b> is the round's probe with the most failure "
               "information the space does not explain (I(Y;d|O), nats); <b>decision</b> the Reflector's; "
+              "<b>reviews</b> its review of each experimental factor (promote, keep experimental, deprecate) with "
+              "the learner's success on the values the factor was added for, then and now; "
               "<b>designer_focus</b> the values the next round's directions asked for most (blueprints); "
               "<b>change</b> this round's value -&gt; the next round's. An update after the last round is listed "
               "as proposed for a round that did not run.</p>")

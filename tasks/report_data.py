@@ -161,6 +161,8 @@ def trace(store: Store, run_id: str) -> list[dict]:
             "evidence": (f"{top.probe}: I(Y;d|O)={top.cmi_given_space:.3f}, residual {top.residual_cmi:.3f}"
                          if top else ""),
             "decision": refl[r].summary if r in refl else "(no Reflector in this arm)",
+            "reviews": "; ".join(f"{d.dimension}: {d.decision.replace('_', ' ')} ({d.evidence or d.reason})"
+                                 for d in refl[r].dimension_reviews) if r in refl else "",
             "designer_focus": ", ".join(f"{k} ({n})" for k, n in focus.most_common(3)) if nxt else "-",
             "change": (f"test {rows[r].get('success_test', nan):.3f} -> {rows[r + 1].get('success_test', nan):.3f}; "
                        f"3+ write share {rows[r]['share_num_write_3plus']:.2f} -> "

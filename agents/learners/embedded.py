@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
@@ -44,6 +45,7 @@ from agents.learners.candidates import (
 from agents.learners.collector import collector_paused
 from agents.learners.features import Candidate, Scene, state_tokens
 from agents.learners.fitclock import FitClock
+from agents.learners.fitrows import FitRows
 from agents.learners.profiles import candidate_json, candidate_profile
 from agents.learners.replies import (
     ARGS_SLOT,
@@ -67,6 +69,7 @@ MAX_VALUES = 4  # per argument: the text values the data gives it most often
 MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
 MODELS = ("action", "write", "asked", "argument", "report")  # the fitted scikit-learn models
 EPOCHS = 15  # SGD passes over the training rows (5 lost test success at 250 trajectories: README)
+CHUNK = 100  # trajectories whose candidate rows are built, then hashed, at a time (``_fit``)
 
 
 def fingerprint(trajectories: list[Trajectory]) -> str:
@@ -131,54 +134,65 @@ class EmbeddedLearner(Scoring):
             self._read_conventions(trajectories)
             self._learn_constants(trajectories)
             self._learn_values(trajectories)
-        with clock.phase("features"):  # every decision's state and label, the candidate rows
-            states, actions, write_states, writes, arg_feats, arg_labels = [], [], [], [], [], []
-            report_feats, report_labels, asked_states, asked_tools = [], [], [], []
-            styles = Counter()  # how the told numbers were written: as they are, or with two decimals
-            for traj in trajectories:
-                msgs = traj.messages
-                for i, m in enumerate(msgs):
-                    if m.role != "assistant":
-                        continue
-                    history = msgs[:i]
-                    scene = Scene.of(history, self.writes)  # one per decision: state, arguments and report share it
-                    label = label_of(m)
-                    states.append(state_tokens(history, scene, labels_of(history)))
-                    actions.append(label)
-                    if label in self.requests and (asked := asked_call(msgs, i)) is not None:
-                        asked_states.append(states[-1])
-                        asked_tools.append(asked.name)
-                    if label == "say:confirm":
-                        nxt = next((x for x in msgs[i + 1:] if x.tool_calls), None)
-                        if nxt is not None:
-                            write_states.append(states[-1])
-                            writes.append(nxt.tool_calls[0].name)
-                    if m.tool_calls:
-                        self._arg_samples(m.tool_calls[0], history, scene, arg_feats, arg_labels)
-                    elif label in self.slots:
-                        said = norm_text(m.content or "")
-                        for c, row in self._report_candidates(label, scene):
-                            report_feats.append(row)
-                            plain, cents = (norm_text(render(c.value, k)) in said for k in (False, True))
-                            report_labels.append(int(plain or cents))
-                            styles[cents and not plain] += isinstance(c.value, float) and (plain or cents)
-        self.action, self.constant_action = self._classifier("action", states, actions)
-        self.write, self.constant_write = self._classifier("write", write_states, writes)
-        self.asked, self.constant_asked = self._classifier("asked", asked_states, asked_tools)
-        self.argument = self._binary("argument", arg_feats, arg_labels)
-        self.report = self._binary("report", report_feats, report_labels)
-        self.cents = styles[True] > styles[False]
+        # every decision's state and label, and the candidate rows, built CHUNK trajectories at a time: a chunk's
+        # candidate rows (Python tuples, hundreds of bytes each, about 670 per trajectory) are hashed into their
+        # sparse block before the next chunk is built, so the fit holds the hashed matrix (the same rows in the
+        # same order as hashing them all at once) and one chunk's rows, never every row as Python objects
+        rows = FitRows()
+        for start in range(0, len(trajectories), CHUNK):
+            with clock.phase("features"):
+                for traj in trajectories[start:start + CHUNK]:
+                    self._decisions(traj, rows)
+            with clock.phase("hashing"):
+                rows.flush(self._hashed)
+        self.action, self.constant_action = self._classifier("action", rows.states, rows.actions)
+        self.write, self.constant_write = self._classifier("write", rows.write_states, rows.writes)
+        self.asked, self.constant_asked = self._classifier("asked", rows.asked_states, rows.asked_tools)
+        self.argument = self._binary("argument", rows.arg_blocks, rows.arg_labels)
+        self.report = self._binary("report", rows.report_blocks, rows.report_labels)
+        self.cents = rows.styles[True] > rows.styles[False]
         return self
+
+    def _decisions(self, traj: Trajectory, rows: FitRows) -> None:
+        """Every assistant decision of ``traj``: its state and label, its candidate rows (added to ``rows``)."""
+        msgs = traj.messages
+        for i, m in enumerate(msgs):
+            if m.role != "assistant":
+                continue
+            history = msgs[:i]
+            scene = Scene.of(history, self.writes)  # one per decision: state, arguments and report share it
+            label = label_of(m)
+            rows.states.append(state_tokens(history, scene, labels_of(history)))
+            rows.actions.append(label)
+            if label in self.requests and (asked := asked_call(msgs, i)) is not None:
+                rows.asked_states.append(rows.states[-1])
+                rows.asked_tools.append(asked.name)
+            if label == "say:confirm":
+                nxt = next((x for x in msgs[i + 1:] if x.tool_calls), None)
+                if nxt is not None:
+                    rows.write_states.append(rows.states[-1])
+                    rows.writes.append(nxt.tool_calls[0].name)
+            if m.tool_calls:
+                self._arg_samples(m.tool_calls[0], history, scene, rows.arg_feats, rows.arg_labels)
+            elif label in self.slots:
+                said = norm_text(m.content or "")
+                for c, row in self._report_candidates(label, scene):
+                    rows.report_feats.append(row)
+                    plain, cents = (norm_text(render(c.value, k)) in said for k in (False, True))
+                    rows.report_labels.append(int(plain or cents))
+                    rows.styles[cents and not plain] += isinstance(c.value, float) and (plain or cents)
 
     def _sgd(self) -> SGDClassifier:
         return SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=EPOCHS, tol=None, random_state=self.seed,
                              average=True)
 
-    def _binary(self, model: str, rows, labels):
+    def _binary(self, model: str, blocks: list, labels):
+        """The binary model over the hashed candidate rows, given as the blocks of consecutive rows."""
         if not labels or len(set(labels)) < 2:
             return None
         with self.fit_cpu.phase("hashing"):
-            X = self._hashed(rows)
+            X = sp.vstack(blocks, format="csr") if len(blocks) > 1 else blocks[0]
+            blocks.clear()  # X holds the rows now
         with self.fit_cpu.sgd(model, X, 2):
             return for_prediction(self._sgd().fit(X, labels))
 

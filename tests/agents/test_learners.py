@@ -102,6 +102,19 @@ def test_fit_cpu_by_phase_is_measured_and_never_saved(kept, tmp_path):
     assert loaded.fit_cpu.models == {}
 
 
+def test_a_fit_hashed_chunk_by_chunk_is_the_fit_of_all_rows_at_once(kept, tmp_path, monkeypatch):
+    """The candidate rows are hashed a chunk of trajectories at a time (the fit's memory holds the hashed matrix,
+    not every row as Python objects): the same matrix, so the same saved model, whatever the chunk."""
+    import agents.learners.embedded as embedded
+
+    trajectories = [c.trajectory for c in kept[:40]]
+    whole = fit_embedded(trajectories)  # CHUNK (100) > 40 trajectories: one block
+    monkeypatch.setattr(embedded, "CHUNK", 3)
+    chunked = fit_embedded(trajectories)
+    assert chunked.fit_cpu.models["argument"]["rows"] == whole.fit_cpu.models["argument"]["rows"]
+    assert whole.save(tmp_path / "a.joblib").read_bytes() == chunked.save(tmp_path / "b.joblib").read_bytes()
+
+
 def test_sharegpt_export_alternates_and_openai_keeps_tool_calls(kept):
     tools = [t.openai_schema() for t in get_domain("airline").tools("assistant")]
     for c in kept:

@@ -228,6 +228,15 @@ def test_reflector_adds_one_probe_factor(space, serve):
     refl, new = LLMReflector(client).reflect(space, _feedback(), PROBES, round=1)
     assert new.version == space.version + 1 and new.factor("num_write").status == "experimental"
     assert refl.steering == "new_factor" and refl.synthesis_space_version_out == new.version
+    # what its reviews will compare with: the learner's success on the bucket that failed more (3-4: 0 of 3)
+    base = new.factor("num_write").baseline
+    assert (base.values, base.tasks, base.successes, base.round) == (["3-4"], 3, 0, 1)
+    # the next round's audit package shows it, then and now; the control's withholds it
+    now = [PROBES[0].model_copy(update={"in_space": True, "buckets": [
+        ProbeBucket(bucket="1", count=30, failure_rate=0.2), ProbeBucket(bucket="3-4", count=10, failure_rate=0.4)]})]
+    full = reflector_messages(new, _feedback(), now, round=2)[0]["content"]
+    assert "targeted_values" in full and "0/3 (round 1)" in full and "6/10" in full
+    assert "0/3 (round 1)" not in reflector_messages(new, _feedback(), now, round=2, evidence=False)[0]["content"]
 
 
 @pytest.mark.parametrize("bad,reason", [

@@ -53,6 +53,9 @@ def test_bench_learner_reports_cpu_per_trajectory_and_per_task(tmp_path):
     assert "argument" in by_model and by_model["argument"]["rows"] > 0 and empty["train_sgd_by_model"] == {}
     assert sum(m["cpu_seconds"] for m in by_model.values()) == pytest.approx(phases["sgd"], abs=1e-6)
     assert "its sgd by model: " in out.stdout and "argument" in out.stdout.split("its sgd by model: ")[1]
+    # peak resident memory of the process (a Python process with the learner loaded is well over 50 MiB)
+    assert 50 < empty["peak_rss_mib"] <= trained["peak_rss_mib"] == data["largest"]["peak_rss_mib"]
+    assert "peak RSS MiB" in out.stdout and "peak resident memory" in out.stdout
 
 
 def test_bench_learner_without_a_test_task_is_a_one_line_error(tmp_path, monkeypatch):

@@ -113,6 +113,18 @@ def test_bench_learning_end_to_end(tmp_path, monkeypatch):
     assert {(r["set"], r["round"]) for r in data["slices"]["rows"]} >= {("test", 3)}
     assert {r["b"] for r in data["slices"]["rows"]} == {"static", "no_feedback"}
     assert "where the last round's paired difference comes from" in res.output
+    # within-space adaptation per arm, set and round >= 2 (issue 43, item 3)
+    assert {(a["arm"], a["round"]) for a in data["adaptation"] if a["set"] == "test"} <= \
+        {(a, n) for a in ("evosyn", "static", "no_feedback") for n in (2, 3)}
+    assert all(set(a) >= {"spearman", "targeted_improvement_rate", "per_seed"} for a in data["adaptation"])
+    assert "within-space adaptation" in res.output or not data["adaptation"]
+    # every arm adds at most one factor per round; the feedback arm as often as the control (issue 43, item 1)
+    added = {}
+    for r in data["runs"]:  # a round that kept the space stores it again, with its older diff
+        spaces = sorted(store.read_records("spaces", run_id=r["run_id"]), key=lambda s: s.round)
+        added[r["arm"]] = [sum(c.kind == "add_factor" for c in s.diff) if s.version != before.version else 0
+                           for before, s in zip(spaces, spaces[1:])]
+    assert all(n <= 1 for ns in added.values() for n in ns) and added["static"] == [0, 0, 0]
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0, again.output[-3000:]
     assert json.loads(out.read_text())["runs_reused"] == 3

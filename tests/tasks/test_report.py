@@ -95,8 +95,11 @@ def test_an_update_after_the_last_round_is_shown_as_proposed(tmp_path):
                  f"space-{rnd}")
     for rnd in (1, 2):
         st.write([S["evaluations"].model_copy(update={"round": rnd, "evaluation_id": f"e{rnd}"})], f"eval-{rnd}")
+    review = S["reflections"].dimension_reviews[0].model_copy(update={"evidence": "success on 3-4: 0.20 -> 0.60"})
+    st.write([S["reflections"].model_copy(update={"round": 2, "dimension_reviews": [review]})], "reflect-2")
     trace = D.trace(st, "r")
     assert [t["transition"] for t in trace] == ["1 -> 2", "after 2: proposed for round 3 (not run)"]
+    assert trace[0]["reviews"] == "" and trace[1]["reviews"] == "num_write: promote (success on 3-4: 0.20 -> 0.60)"
     assert trace[0]["space"].startswith("v1 -> v2: add_factor num_write")
     assert trace[1]["space"].startswith("v2 -> v3") and trace[1]["designer_focus"] == "-"
 
