@@ -45,6 +45,11 @@ class RoleConfig(_Strict):
     tool_calls: Literal["native", "prompt"] = "native"
     # teacher only: model calls per rollout before it ends as `max_steps` (None: the teacher's default, 40)
     max_steps: int | None = Field(default=None, ge=1, le=200)
+    # how a structured role's JSON schema reaches the server, so that decoding is constrained to it
+    # (agents/llm/providers.py): "response_format" (OpenAI's json_schema; llama.cpp's server turns it into a
+    # grammar, vLLM into guided decoding), "structured_outputs" (vLLM >= 0.10's own field), "guided_json"
+    # (vLLM before 0.12), "none" (the schema only checked on our side). Anthropic: always its forced tool.
+    structured_output: Literal["response_format", "structured_outputs", "guided_json", "none"] = "response_format"
 
     @field_validator("base_url")
     @classmethod

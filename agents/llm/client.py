@@ -194,9 +194,9 @@ class LLMClient(CallLogView):
         except LLMOutputError as exc:
             record(latency, usage, cache_hit, "invalid", str(exc), number)
             raise
-        record(latency, usage, cache_hit, "ok", "", number)
+        call_id = record(latency, usage, cache_hit, "ok", "", number)
         return ChatResult(text=text, parsed=parsed, tool_calls=calls, usage=usage, cache_hit=cache_hit,
-                          finish_reason=finish)
+                          finish_reason=finish, call_id=call_id)
 
     def reply_sync(self, messages: list[dict], *, tools: list[dict] | None = None, temperature: float | None = None,
                    max_tokens: int | None = None, extra: dict[str, Any] | None = None, role: str = "",
@@ -233,6 +233,9 @@ class LLMClient(CallLogView):
                    "temperature": temperature, "max_tokens": max_tokens, "attempt": attempt}
         if prompted:  # only then: the keys of native calls stay those of earlier caches
             request["tool_calls"] = "prompt"
+        mode = getattr(self._provider, "structured_output", "response_format")
+        if schema is not None and mode != "response_format":  # likewise: another way to send it, another reply
+            request["structured_output"] = mode
         if extra:  # likewise
             request["extra"] = extra
         blob = request_blob(request)
@@ -340,12 +343,15 @@ class LLMClient(CallLogView):
         return text
 
     def _record(self, into: CallLog, role: str, key: str, attempt: int, latency: float, usage: Usage | None,
-                cache_hit: bool, status: str, error: str, transport_attempt: int = 0) -> None:
-        into.append(LLMCall(run_id=self.run_id, round=self.round, call_id=uuid.uuid4().hex, role=role or self.role,
+                cache_hit: bool, status: str, error: str, transport_attempt: int = 0) -> str:
+        """Append the row; its ``call_id`` (a role that refuses the reply marks it: ``CallLog.reject``)."""
+        call_id = uuid.uuid4().hex
+        into.append(LLMCall(run_id=self.run_id, round=self.round, call_id=call_id, role=role or self.role,
                             provider=self.provider, model=self.model, request_hash=key,
                             input_tokens=usage.input_tokens if usage else 0,
                             output_tokens=usage.output_tokens if usage else 0, latency_s=latency,
                             cost_usd=usage.cost_usd if usage else 0.0, cache_hit=cache_hit, status=status,
                             error=self._scrub(_one_line(error)), attempt=attempt,
                             transport_attempt=0 if cache_hit else transport_attempt))
+        return call_id
 

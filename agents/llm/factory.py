@@ -42,6 +42,12 @@ def check_role_config(role: str, cfg: RoleConfig) -> None:
                           f"{len(known_models(cfg.provider))} {cfg.provider} models listed), so its cost is unknown: "
                           f"use a listed model, or set {where}.input_cost_per_mtok and output_cost_per_mtok "
                           "to use it anyway")
+    if cfg.structured_output not in ("response_format", "none") and cfg.provider != "openai_compatible":
+        raise ConfigError(f"{where}.structured_output: {cfg.structured_output} is a field of vLLM's server "
+                          "(use it with provider openai_compatible, or leave the default response_format)")
+    if cfg.structured_output != "response_format" and cfg.provider == "anthropic":
+        raise ConfigError(f"{where}.structured_output: anthropic takes the schema as a forced tool "
+                          "(leave the default response_format)")
     env = _key_env(cfg)
     if env:
         load_dotenv_secrets()
@@ -69,7 +75,7 @@ def make_client(role: str, cfg: RoleConfig, *, cache_dir: Path | None = None, ca
         from agents.llm.providers import OpenAIProvider
 
         # local servers (vLLM, llamafactory-cli api) accept any key; the SDK insists on one
-        provider = OpenAIProvider(cfg.provider, cfg.base_url, key or "EMPTY", cfg.timeout_s)
+        provider = OpenAIProvider(cfg.provider, cfg.base_url, key or "EMPTY", cfg.timeout_s, cfg.structured_output)
     if cache and cache_dir is None:
         from storage.store import default_root
 

@@ -76,11 +76,27 @@ def _json_object(data: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- OpenAI and OpenAI-compatible
+STRUCTURED_OUTPUT = ("response_format", "structured_outputs", "guided_json", "none")
+
+
 class OpenAIProvider:
-    def __init__(self, name: str, base_url: str | None, api_key: str, timeout: float):
+    """OpenAI's chat completions, and every server that speaks them (vLLM, llama.cpp's server, ...).
+
+    ``structured_output`` says how a schema reaches the server (``RoleConfig.structured_output``):
+    ``response_format`` is OpenAI's structured outputs, which llama.cpp's server compiles into a
+    grammar and vLLM into guided decoding, so even a small local model can only write schema-valid
+    JSON; ``structured_outputs`` and ``guided_json`` are vLLM's own fields for the same (current, and
+    before 0.12); ``none`` sends no schema (a server that refuses all three). Whatever is sent, the
+    reply is validated against the schema on our side.
+    """
+
+    def __init__(self, name: str, base_url: str | None, api_key: str, timeout: float,
+                 structured_output: str = "response_format"):
         from agents.llm.transport import DEFAULT_OPENAI_URL, ERRORS, ChatTransport, openai_headers
 
-        self.name = name
+        if structured_output not in STRUCTURED_OUTPUT:
+            raise ValueError(f"structured_output: {structured_output!r} is not one of {', '.join(STRUCTURED_OUTPUT)}")
+        self.name, self.structured_output = name, structured_output
         self.errors = ERRORS
         # the SDK's default URL and its environment override, so a role without base_url goes where the SDK went
         url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_URL
@@ -97,10 +113,17 @@ class OpenAIProvider:
         if tools:  # one call per turn: the SFT formats and the learners expect single calls
             kwargs["tools"] = tools
             kwargs["parallel_tool_calls"] = False
-        if schema is not None:
+        if schema is not None and self.structured_output != "none":
+            # the strict form (every field required, objects closed) where it exists: a constrained
+            # decoder then writes every field, and nothing the model invents beside them
             body, strict = strict_json_schema(schema)
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": schema_name(schema), "schema": body, "strict": strict}}
+            if self.structured_output == "response_format":
+                kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                    "name": schema_name(schema), "schema": body, "strict": strict}}
+            elif self.structured_output == "structured_outputs":
+                kwargs["structured_outputs"] = {"json": body}
+            else:
+                kwargs["guided_json"] = body
         return kwargs
 
     async def send(self, kwargs: dict[str, Any]) -> Any:

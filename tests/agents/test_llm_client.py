@@ -71,6 +71,29 @@ def test_structured_output_is_parsed_and_logged(provider):
     assert row.input_tokens == result.usage.input_tokens
 
 
+@pytest.mark.parametrize("mode, field", [("response_format", "response_format"),
+                                         ("structured_outputs", "structured_outputs"),
+                                         ("guided_json", "guided_json"), ("none", None)])
+def test_a_local_server_gets_the_schema_in_the_configured_field(mode, field, tmp_path):
+    """llama.cpp's server and vLLM constrain decoding to the schema they are sent (RoleConfig.structured_output)."""
+    fields = ("response_format", "structured_outputs", "guided_json")
+    with FakeLLMServer(good) as server:
+        c = client(server, "openai_compatible", tmp_path, structured_output=mode)
+        assert c.chat_sync(MSGS, schema=Plan).parsed == Plan(**GOOD)  # validated on our side whatever is sent
+        c.chat_sync(MSGS)  # no schema: no field
+        body, plain = server.requests[0]["body"], server.requests[1]["body"]
+        again = client(server, "openai_compatible", tmp_path, structured_output=mode).chat_sync(MSGS, schema=Plan)
+        assert again.cache_hit and server.count == 2  # the same mode: the same cache key
+        if mode != "response_format":  # another way to send the schema is another request: its own key
+            assert not client(server, "openai_compatible", tmp_path).chat_sync(MSGS, schema=Plan).cache_hit
+    assert [f for f in fields if f in body] == ([field] if field else []) and not any(f in plain for f in fields)
+    if field == "response_format":
+        assert body[field]["json_schema"]["schema"]["required"] == ["intent", "num_write", "tools"]
+    elif field is not None:  # vLLM's fields take the schema itself
+        schema = body[field]["json"] if field == "structured_outputs" else body[field]
+        assert schema["required"] == ["intent", "num_write", "tools"] and schema["additionalProperties"] is False
+
+
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_tool_calls_round_trip(provider):
     tools = [{"type": "function", "function": {"name": "get_user", "description": "Look up a user",
@@ -362,6 +385,10 @@ def test_api_key_appears_nowhere(store, tmp_path, caplog):
     (dict(provider="openai", model="gpt-17", api_key_env="EVOSYN_TEST_LLM_KEY"), "roles.planner.model"),
     (dict(model="gpt-4o"), "roles.planner.provider"),
     (dict(provider="openai_compatible", model="Qwen/Qwen3-8B"), "roles.planner.base_url"),
+    (dict(provider="openai", model="gpt-4o", api_key_env="EVOSYN_TEST_LLM_KEY", structured_output="guided_json"),
+     "roles.planner.structured_output"),
+    (dict(provider="anthropic", model="claude-opus-4-5", api_key_env="EVOSYN_TEST_LLM_KEY",
+          structured_output="none"), "roles.planner.structured_output"),
 ])
 def test_check_role_config_gives_one_line(cfg, field):
     with pytest.raises(ConfigError) as info:
