@@ -115,6 +115,8 @@ class DomainPack:
         return None
 
     official_waivers: dict[str, dict[str, str]] = {}  # official task id -> {rule code: reason}
+    # SHA-256 of an official tasks file -> the published release it is (named with every score: envs/task_sets.py)
+    task_releases: dict[str, str] = {}
 
     # ------------------------------------------------------------ observed factors (envs/factors.py)
     family_by_tool: dict[str, str] = {}  # state-changing tool -> task family

@@ -85,6 +85,9 @@ class OfficialEvalConfig(_Strict):
     max_tasks: int | None = Field(default=None, ge=1)  # only the split's first N tasks
     max_steps: int = Field(default=40, ge=1, le=500)
     user: RoleConfig = Field(default_factory=RoleConfig)  # embedded (scripted) unless backend: llm
+    # the official tasks of this tau2 data folder (e.g. a tau2-bench v1.0.1 checkout) instead of the installed
+    # package's, some of which predate v1.0's task fixes (docs: guides/official-tasks)
+    tasks_path: str | None = None
 
 
 class LlamaFactoryConfig(_Strict):
