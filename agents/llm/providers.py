@@ -14,6 +14,7 @@ provider.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -58,6 +59,32 @@ def strict_json_schema(schema: type[BaseModel]) -> tuple[dict[str, Any], bool]:
         return plain, False
 
 
+@functools.lru_cache(maxsize=256)
+def bounded_schema(schema: type[BaseModel], max_string: int | None, max_items: int | None) -> dict[str, Any]:
+    """The schema sent to a constraining server, with a ``maxLength`` on every free string and a ``maxItems``
+    on every array that has none: a grammar-constrained small model otherwise may fill a string or a list
+    until ``max_tokens`` (a JSON that never closes). Whatever fits it fits the schema too (it only narrows)."""
+    body, _ = strict_json_schema(schema)
+    if max_string is None and max_items is None:
+        return body
+    return _bound(copy.deepcopy(body), max_string, max_items)
+
+
+def _bound(node: Any, max_string: int | None, max_items: int | None) -> Any:
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if kind == "string" and max_string is not None and not ({"enum", "const", "format", "pattern"} & set(node)):
+            node["maxLength"] = min(node.get("maxLength", max_string), max_string)
+        if kind == "array" and max_items is not None:
+            node["maxItems"] = min(node.get("maxItems", max_items), max_items)
+        for value in node.values():
+            _bound(value, max_string, max_items)
+    elif isinstance(node, list):
+        for value in node:
+            _bound(value, max_string, max_items)
+    return node
+
+
 def _has_open_object(node: Any) -> bool:
     if isinstance(node, dict):
         extra = node.get("additionalProperties")
@@ -91,12 +118,13 @@ class OpenAIProvider:
     """
 
     def __init__(self, name: str, base_url: str | None, api_key: str, timeout: float,
-                 structured_output: str = "response_format"):
+                 structured_output: str = "response_format", bounds: tuple[int | None, int | None] = (None, None)):
         from agents.llm.transport import DEFAULT_OPENAI_URL, ERRORS, ChatTransport, openai_headers
 
         if structured_output not in STRUCTURED_OUTPUT:
             raise ValueError(f"structured_output: {structured_output!r} is not one of {', '.join(STRUCTURED_OUTPUT)}")
         self.name, self.structured_output = name, structured_output
+        self.bounds = bounds  # (max string length, max array items) added to the schema sent: bounded_schema
         self.errors = ERRORS
         # the SDK's default URL and its environment override, so a role without base_url goes where the SDK went
         url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_URL
@@ -117,6 +145,8 @@ class OpenAIProvider:
             # the strict form (every field required, objects closed) where it exists: a constrained
             # decoder then writes every field, and nothing the model invents beside them
             body, strict = strict_json_schema(schema)
+            if self.bounds != (None, None):
+                body = bounded_schema(schema, *self.bounds)
             if self.structured_output == "response_format":
                 kwargs["response_format"] = {"type": "json_schema", "json_schema": {
                     "name": schema_name(schema), "schema": body, "strict": strict}}

@@ -6,9 +6,10 @@ import json
 import logging
 import threading
 import time
+from typing import Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agents.llm import LLMOutputError, LLMUnavailable, check_role_config, make_client
 from agents.llm.cache import ResponseCache
@@ -92,6 +93,36 @@ def test_a_local_server_gets_the_schema_in_the_configured_field(mode, field, tmp
     elif field is not None:  # vLLM's fields take the schema itself
         schema = body[field]["json"] if field == "structured_outputs" else body[field]
         assert schema["required"] == ["intent", "num_write", "tools"] and schema["additionalProperties"] is False
+
+
+def test_schema_bounds_narrow_every_free_string_and_array_sent_to_a_local_server(tmp_path):
+    """A grammar-constrained small model cannot fill a string or a list until max_tokens (RoleConfig bounds)."""
+    class Step(BaseModel):
+        tool: str
+        kind: Literal["read", "write"]
+
+    class Steps(BaseModel):
+        title: str = Field(max_length=10)
+        notes: list[str]
+        steps: list[Step] = Field(max_length=5)
+
+    reply = {"title": "short", "notes": ["a"], "steps": [{"tool": "t", "kind": "read"}]}
+    with FakeLLMServer(lambda r: answer(r, reply)) as server:
+        c = client(server, "openai_compatible", tmp_path, schema_max_string=40, schema_max_items=2)
+        assert c.chat_sync(MSGS, schema=Steps).parsed == Steps(**reply)
+        sent = server.requests[0]["body"]["response_format"]["json_schema"]["schema"]
+        assert not client(server, "openai_compatible", tmp_path).chat_sync(MSGS, schema=Steps).cache_hit
+        unbounded = server.requests[1]["body"]["response_format"]["json_schema"]["schema"]
+    step = sent["$defs"]["Step"]["properties"]
+    props = sent["properties"]
+    assert props["title"]["maxLength"] == 10 and props["notes"]["items"]["maxLength"] == 40  # the tighter bound
+    assert props["notes"]["maxItems"] == 2 and props["steps"]["maxItems"] == 2 and step["tool"]["maxLength"] == 40
+    assert "maxLength" not in step["kind"]  # an enum is bounded already
+    assert "maxItems" not in unbounded["properties"]["notes"] and "maxLength" not in unbounded["properties"]["notes"][
+        "items"]  # without bounds the role's own schema goes as it is (and the cached one is not mutated)
+    with pytest.raises(ConfigError, match="^roles.planner.schema_max_string / schema_max_items: bounds for a local"):
+        check_role_config("planner", RoleConfig(backend="llm", provider="openai", model="gpt-4o",
+                                                api_key_env="EVOSYN_TEST_LLM_KEY", schema_max_items=2))
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
