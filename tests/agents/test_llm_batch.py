@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from agents.llm import LLMRequestError, make_client
 from agents.llm.limits import reset_limits
+from agents.llm.pricing import batch_price_of, cost_usd, price_of
 from benchmarks.fake_llm_server import FakeLLMServer, answer
 from benchmarks.llm_script import texts
 from storage.config import ConfigError, RoleConfig
@@ -166,7 +167,11 @@ def test_a_run_killed_while_its_batch_is_pending_resumes_by_polling_that_batch(p
         assert len(server.submissions) == 1  # polled the same batch: never a second submission
         # one row per request, each the batch's reply (paid once, at batch prices), none twice
         assert sorted((r.status, r.transport_attempt, r.cache_hit) for r in resumed.calls) == [("ok", 1, False)] * 5
-        assert len({r.request_hash for r in resumed.calls}) == 5 and all(r.cost_usd > 0 for r in resumed.calls)
+        assert len({r.request_hash for r in resumed.calls}) == 5
+        batch_price = batch_price_of(provider, MODELS[provider], price_of(provider, MODELS[provider]))
+        assert batch_price == tuple(p / 2 for p in price_of(provider, MODELS[provider]))  # litellm's batch prices
+        assert all(r.cost_usd == pytest.approx(cost_usd(batch_price, r.input_tokens, r.output_tokens))
+                   and r.cost_usd > 0 for r in resumed.calls)
         journal = [json.loads(x) for x in (tmp_path / "c" / "batches.jsonl").read_text().splitlines()]
         assert [e.get("batch", e.get("ended")) for e in journal] == [server.submissions[0]["id"]] * 2
 
@@ -181,3 +186,41 @@ def test_batch_is_for_the_providers_with_a_batch_api_and_the_non_interactive_rol
         check_role_config("planner", RoleConfig(backend="llm", batch=True, **cfg))
     with pytest.raises(ConfigError, match="^roles.teacher.batch: teacher talks turn by turn"):
         check_role_config("teacher", RoleConfig(backend="llm", provider="openai", model="gpt-4o", batch=True))
+
+
+def test_a_pass_with_batch_roles_writes_the_rows_of_the_same_pass_with_interactive_calls(tmp_path):
+    """design -> plan -> generate -> rollout -> verify with the Designer, Planner and Generator batched: the same
+    directions, blueprints, tasks, verdicts and llm_calls rows as interactive calls to the same scripted model."""
+    from agents.designer import ColdStart
+    from benchmarks.llm_script import RoleScript
+    from envs.ontology import load_initial_space
+    from storage.store import Store
+    from tasks.stages import Ctx
+    from tasks.synthesis import run_pass
+
+    space = load_initial_space("airline", run_id="b")
+    script = RoleScript()
+
+    def run(home, base, **extra):
+        roles = {r: role("openai", base, **extra) for r in ("designer", "planner", "generator")}
+        ctx = Ctx(Store(home), "b", 1, 0, "airline", llm_roles=roles)
+        run_pass(ctx, space, ColdStart(), 6, chunk_size=6)
+        return ctx.store
+
+    def rows(store, table, drop=("created_at",)):
+        return sorted(json.dumps(r.model_dump(mode="json", exclude=set(drop)), sort_keys=True)
+                      for r in store.read_records(table, run_id="b"))
+
+    with FakeLLMServer(script) as live:
+        interactive = run(tmp_path / "live", live.base_url)
+    with BatchServer(script) as server:
+        batched = run(tmp_path / "batch", server.base_url, batch=True, batch_window_s=0.3, batch_poll_s=0.05)
+        stages = len(server.submissions)
+    for table in ("directions", "blueprints", "tasks", "trajectories", "verdicts"):
+        assert rows(batched, table) == rows(interactive, table), table
+    calls = {name: store.read_records("llm_calls", run_id="b") for name, store in
+             (("live", interactive), ("batch", batched))}
+    assert row_view(calls["batch"]) == row_view(calls["live"]) and len(calls["batch"]) >= 3
+    assert sum(c.cost_usd for c in calls["batch"]) == pytest.approx(sum(c.cost_usd for c in calls["live"]) / 2)
+    # one batch per stage's ask (design; plan; generate; and each stage's re-asks, if any)
+    assert 3 <= stages <= len({(c.role, c.attempt) for c in calls["batch"]})
