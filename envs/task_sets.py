@@ -13,6 +13,7 @@ from pathlib import Path
 
 from storage.records import Contract
 
+
 def sha256_file(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 

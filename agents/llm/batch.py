@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import random
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -33,48 +34,63 @@ POLL_GROWTH, POLL_MAX_S = 1.5, 600.0  # polls slow down to one every ten minutes
 
 
 class BatchJournal:
-    """Which batch each request key went into, and which batches ended (and what they left unanswered)."""
+    """Which batch each request key went into, and which batches ended (and what they left unanswered).
+
+    An append-only file of JSON lines, read incrementally into an index (a round's stage asks it once per
+    call: thousands of keys, a file that grows with every batch).
+    """
 
     def __init__(self, path: Path):
         self.path = Path(path)
         # held across a submission, which the I/O loop awaits between two worker threads: not thread-local
         self.lock = FileLock(str(self.path) + ".lock", thread_local=False)
+        self._mutex = threading.Lock()
+        self._offset = 0
+        self._batch_of: dict[str, str] = {}  # key -> the latest batch that holds it
+        self._keys: dict[str, list[str]] = {}  # batch -> its keys
+        self._unanswered: dict[str, set[str]] = {}  # ended batch -> its keys without a reply
 
-    def entries(self) -> list[dict[str, Any]]:
-        try:
-            text = self.path.read_text()
-        except FileNotFoundError:
-            return []
-        out = []
-        for line in text.splitlines():
+    def _refresh(self) -> None:
+        with self._mutex:
             try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:  # a line torn by a crash: what it said is asked again
-                continue
-        return out
+                with open(self.path, "rb") as f:
+                    f.seek(self._offset)
+                    data = f.read()
+            except FileNotFoundError:
+                return
+            done = data.rfind(b"\n") + 1  # complete lines only: a line being written is read next time
+            for line in data[:done].splitlines():
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:  # a line torn by a crash: what it said is asked again
+                    continue
+                if "batch" in entry:
+                    self._keys[entry["batch"]] = list(entry["keys"])
+                    for key in entry["keys"]:
+                        self._batch_of[key] = entry["batch"]
+                elif "ended" in entry:
+                    self._unanswered[entry["ended"]] = set(entry.get("unanswered", ()))
+            self._offset += done
 
     def append(self, entry: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a") as f:
-            f.write(json.dumps(entry) + "\n")
+        with open(self.path, "ab+") as f:
+            f.seek(0, os.SEEK_END)
+            torn = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
+            f.write((b"\n" if torn else b"") + json.dumps(entry).encode() + b"\n")  # never glued to a torn line
             f.flush()
             os.fsync(f.fileno())  # a submitted batch is paid for: its id must outlive a power cut
 
-    @staticmethod
-    def where(key: str, entries: list[dict[str, Any]]) -> str | None:
+    def where(self, key: str) -> str | None:
         """The latest batch that holds ``key`` and may still answer it (pending, or ended with its reply);
         None when the key must be submitted."""
-        batch, unanswered = None, set()
-        for e in entries:
-            if key in e.get("keys", ()):
-                batch, unanswered = e["batch"], set()
-            elif batch is not None and e.get("ended") == batch:
-                unanswered = set(e.get("unanswered", ()))
-        return None if batch is None or key in unanswered else batch
+        self._refresh()
+        batch = self._batch_of.get(key)
+        return None if batch is None or key in self._unanswered.get(batch, ()) else batch
 
-    @staticmethod
-    def keys_of(batch_id: str, entries: list[dict[str, Any]]) -> list[str]:
-        return next((e["keys"] for e in entries if e.get("batch") == batch_id), [])
+    def keys_of(self, batch_id: str) -> list[str]:
+        self._refresh()
+        return self._keys.get(batch_id, [])
 
 
 class BatchFailed(Exception):
@@ -111,7 +127,7 @@ class Batcher:
             future = self._waiting[key] = asyncio.get_running_loop().create_future()
             future.add_done_callback(lambda f, k=key: self._waiting.pop(k, None) if self._waiting.get(k) is f
                                      else None)
-            found = BatchJournal.where(key, await asyncio.to_thread(self.journal.entries))
+            found = await asyncio.to_thread(self.journal.where, key)
             if found is not None:  # submitted before (by a run that was killed, or another process): never again
                 self._follow(found)
             else:
@@ -140,10 +156,9 @@ class Batcher:
         # under the journal's lock from the check to the record: two processes never submit the same key
         await asyncio.to_thread(self.journal.lock.acquire)
         try:
-            entries = await asyncio.to_thread(self.journal.entries)
             fresh = []
             for key in queued:
-                found = BatchJournal.where(key, entries)
+                found = self.journal.where(key)  # under the lock, an index lookup
                 if found is None:
                     fresh.append(key)
                 else:
@@ -176,7 +191,7 @@ class Batcher:
             except Exception as exc:  # polling failed: never resubmit (the batch may still answer); bounded
                 errors += 1
                 if errors > self.max_poll_errors:
-                    keys = BatchJournal.keys_of(batch_id, await asyncio.to_thread(self.journal.entries))
+                    keys = await asyncio.to_thread(self.journal.keys_of, batch_id)
                     self._fail(keys, BatchFailed(f"batch {batch_id}: polling failed {errors} times "
                                                  f"({type(exc).__name__}: {exc}); a rerun polls it again",
                                                  transient=False))
@@ -185,7 +200,7 @@ class Batcher:
             delay = min(delay * POLL_GROWTH, POLL_MAX_S)
         state = info.get("status") or info.get("processing_status")
         everything = results.get("*")  # the batch failed as a whole
-        keys = BatchJournal.keys_of(batch_id, await asyncio.to_thread(self.journal.entries))
+        keys = await asyncio.to_thread(self.journal.keys_of, batch_id)
         outcomes = {key: everything or results.get(key) or Outcome(
             error=f"batch {batch_id} ended ({state}) without a result for this request", transient=True)
             for key in keys}

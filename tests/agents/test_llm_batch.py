@@ -224,3 +224,16 @@ def test_a_pass_with_batch_roles_writes_the_rows_of_the_same_pass_with_interacti
     assert sum(c.cost_usd for c in calls["batch"]) == pytest.approx(sum(c.cost_usd for c in calls["live"]) / 2)
     # one batch per stage's ask (design; plan; generate; and each stage's re-asks, if any)
     assert 3 <= stages <= len({(c.role, c.attempt) for c in calls["batch"]})
+
+
+def test_the_journal_survives_a_torn_line_and_reads_what_later_processes_append(tmp_path):
+    from agents.llm.batch import BatchJournal
+
+    path = tmp_path / "batches.jsonl"
+    path.write_text(json.dumps({"batch": "b1", "keys": ["k1", "k2"]}) + "\n" + '{"batch": "b2", "ke')  # a crash
+    mine, other = BatchJournal(path), BatchJournal(path)
+    assert mine.where("k1") == "b1" and mine.where("k3") is None
+    other.append({"batch": "b3", "keys": ["k3"]})  # another process; never glued to the torn line
+    other.append({"ended": "b1", "unanswered": ["k2"]})
+    assert mine.where("k3") == "b3" and mine.keys_of("b3") == ["k3"]
+    assert mine.where("k1") == "b1" and mine.where("k2") is None  # ended without k2's reply: submit it again

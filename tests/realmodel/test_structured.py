@@ -36,9 +36,9 @@ def inputs(tmp_path_factory):
     from agents.verifier import verify
     from envs.ontology import load_initial_space
     from envs.packs import get_domain
+    from storage.store import Store
     from tasks.stages import Ctx
     from tasks.synthesis import run_pass
-    from storage.store import Store
 
     space = load_initial_space("airline", run_id="structured")
     done = run_pass(Ctx(Store(tmp_path_factory.mktemp("structured")), "structured", 0, 0, "airline"), space,
