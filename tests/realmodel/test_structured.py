@@ -9,6 +9,7 @@ is an ``llm_calls`` row of status ``rejected``; one that is not of the schema (t
 """
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -90,7 +91,9 @@ def ask_role(role: str, client, space, dom, done, broken) -> None:
             pass
 
 
-@pytest.mark.timeout(1500)  # a hang guard: about 20 replies of up to 320 tokens, each after a ~4k-token prompt
+# a hang guard, not a speed target: 14 replies of up to 320 tokens, each role's first after a ~4k-token prompt
+# (on a loaded machine, ten times slower, set EVOSYN_REALMODEL_TIMEOUT_S)
+@pytest.mark.timeout(int(os.environ.get("EVOSYN_REALMODEL_TIMEOUT_S", "1500")))
 def test_every_structured_role_gives_schema_valid_replies_on_the_real_model(real_model, inputs):
     from agents.llm import make_client
 
@@ -109,8 +112,7 @@ def test_every_structured_role_gives_schema_valid_replies_on_the_real_model(real
         why = sorted({c.error[:90] for c in replies if c.status != "ok"})[:2]
         lines.append(f"{role:9s} replies {len(replies):2d}  schema-valid {shares[role]:.2f}  accepted "
                      f"{len(accepted) / len(replies):.2f}  {took:6.1f}s  {'; '.join(why)}")
+        print(f"\nrealmodel structured output: {lines[-1]}", flush=True)  # as it goes: a role takes minutes
         client.close()
-    print("\nrealmodel structured output (SmolLM2-135M, llama.cpp, response_format json_schema):\n"
-          + "\n".join(lines))
     low = {r: s for r, s in shares.items() if s < MIN_SCHEMA_VALID}
     assert not low, f"schema-valid share below {MIN_SCHEMA_VALID}: {low}\n" + "\n".join(lines)
