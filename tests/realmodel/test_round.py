@@ -28,7 +28,8 @@ def config(tmp_path, model) -> str:
         # SmolLM2's template has no tool calls; 4 model calls per rollout bound a conversation that never ends
         extra = ", tool_calls: prompt, max_steps: 4" if name == "teacher" else ""
         # a structured role's schema, bounded, and room for the JSON it allows (tests/realmodel/test_structured.py)
-        tokens = "max_tokens: 320, schema_max_string: 40, schema_max_items: 2" if name in STRUCTURED \
+        room = 512 if name == "generator" else 320
+        tokens = f"max_tokens: {room}, schema_max_string: 40, schema_max_items: 2" if name in STRUCTURED \
             else "max_tokens: 64"
         return (f"  {name}: {{provider: openai_compatible, model: {model.model}, base_url: '{model.base_url}', "
                 f"{tokens}, max_invalid_retries: 1, max_retries: 1, timeout_s: 300, max_concurrency: 1"

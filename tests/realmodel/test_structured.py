@@ -20,13 +20,17 @@ PER_ROLE = {"designer": 2, "planner": 4, "generator": 4, "repair": 2, "reflector
 MIN_SCHEMA_VALID = 0.95
 
 
-def role_config(model, **extra):
+# room for the JSON the bounded schema allows: the Generator's has the most fields, and open argument objects
+MAX_TOKENS = {"generator": 512}
+
+
+def role_config(model, role: str):
     from storage.config import RoleConfig
 
     # what a user running a small local model sets: a bounded schema, room for the JSON it allows, no re-ask
     return RoleConfig(backend="llm", provider="openai_compatible", model=model.model, base_url=model.base_url,
-                      max_tokens=320, schema_max_string=40, schema_max_items=2, max_invalid_retries=0,
-                      max_retries=1, timeout_s=600, **extra)
+                      max_tokens=MAX_TOKENS.get(role, 320), schema_max_string=40, schema_max_items=2,
+                      max_invalid_retries=0, max_retries=1, timeout_s=600)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +103,7 @@ def test_a_structured_role_gives_schema_valid_replies_on_the_real_model(real_mod
     from agents.llm import make_client
 
     space, dom, done, broken = inputs
-    client = make_client(role, role_config(real_model), cache=False)
+    client = make_client(role, role_config(real_model, role), cache=False)
     t0 = time.perf_counter()
     ask_role(role, client, space, dom, done, broken)
     took = time.perf_counter() - t0
