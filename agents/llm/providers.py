@@ -70,8 +70,25 @@ def bounded_schema(schema: type[BaseModel], max_string: int | None, max_items: i
     return _bound(copy.deepcopy(body), max_string, max_items)
 
 
+_SHAPES = {"type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "properties"}
+
+
+def _flat(max_string: int | None, max_items: int | None) -> dict[str, Any]:
+    """Any JSON value, bounded: a short string, a number, a boolean, null, or a short list of those (what an
+    ``Any`` value becomes; left open, a grammar lets a small model nest or write without end)."""
+    scalars = [{"type": "string", **({"maxLength": max_string} if max_string else {})}, {"type": "number"},
+               {"type": "boolean"}, {"type": "null"}]
+    return {"anyOf": [*scalars, {"type": "array", "items": {"anyOf": scalars},
+                                 **({"maxItems": max_items} if max_items else {})}]}
+
+
 def _bound(node: Any, max_string: int | None, max_items: int | None) -> Any:
     if isinstance(node, dict):
+        if node.get("additionalProperties") is True:  # dict[str, Any]: its values bounded too
+            node["additionalProperties"] = _flat(max_string, max_items)
+        for key in ("items", "additionalProperties"):
+            if isinstance(node.get(key), dict) and not (_SHAPES & set(node[key])):  # an Any
+                node[key] = _flat(max_string, max_items)
         kind = node.get("type")
         if kind == "string" and max_string is not None and not ({"enum", "const", "format", "pattern"} & set(node)):
             node["maxLength"] = min(node.get("maxLength", max_string), max_string)

@@ -6,7 +6,7 @@ import json
 import logging
 import threading
 import time
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
@@ -105,8 +105,9 @@ def test_schema_bounds_narrow_every_free_string_and_array_sent_to_a_local_server
         title: str = Field(max_length=10)
         notes: list[str]
         steps: list[Step] = Field(max_length=5)
+        arguments: dict[str, Any] = Field(default_factory=dict)
 
-    reply = {"title": "short", "notes": ["a"], "steps": [{"tool": "t", "kind": "read"}]}
+    reply = {"title": "short", "notes": ["a"], "steps": [{"tool": "t", "kind": "read"}], "arguments": {"n": [1]}}
     with FakeLLMServer(lambda r: answer(r, reply)) as server:
         c = client(server, "openai_compatible", tmp_path, schema_max_string=40, schema_max_items=2)
         assert c.chat_sync(MSGS, schema=Steps).parsed == Steps(**reply)
@@ -118,6 +119,9 @@ def test_schema_bounds_narrow_every_free_string_and_array_sent_to_a_local_server
     assert props["title"]["maxLength"] == 10 and props["notes"]["items"]["maxLength"] == 40  # the tighter bound
     assert props["notes"]["maxItems"] == 2 and props["steps"]["maxItems"] == 2 and step["tool"]["maxLength"] == 40
     assert "maxLength" not in step["kind"]  # an enum is bounded already
+    # an Any value (tool arguments) becomes a short string, a number, a boolean, null or a short list of those
+    flat = props["arguments"]["additionalProperties"]["anyOf"]
+    assert {"type": "string", "maxLength": 40} in flat and flat[-1]["maxItems"] == 2
     assert "maxItems" not in unbounded["properties"]["notes"] and "maxLength" not in unbounded["properties"]["notes"][
         "items"]  # without bounds the role's own schema goes as it is (and the cached one is not mutated)
     with pytest.raises(ConfigError, match="^roles.planner.schema_max_string / schema_max_items: bounds for a local"):
