@@ -50,8 +50,9 @@ class RoleConfig(_Strict):
     # grammar, vLLM into guided decoding), "structured_outputs" (vLLM >= 0.10's own field), "guided_json"
     # (vLLM before 0.12), "none" (the schema only checked on our side). Anthropic: always its forced tool.
     structured_output: Literal["response_format", "structured_outputs", "guided_json", "none"] = "response_format"
-    # openai_compatible: a maxLength on every free string and a maxItems on every array of the schema sent, so a
-    # grammar-constrained small model cannot fill one until max_tokens (None: the role's schema as it is)
+    # openai_compatible: a maxLength on every free string and a maxItems on every array of the schema sent (a free
+    # value: a short scalar or list), so a grammar-constrained small model cannot fill one until max_tokens (None:
+    # the role's schema as it is)
     schema_max_string: int | None = Field(default=None, ge=1)
     schema_max_items: int | None = Field(default=None, ge=1)
     # the provider's batch API (OpenAI's Batch API, Anthropic's Message Batches: half the price, replies within
