@@ -118,6 +118,10 @@ def ask(client: "LLMClient", messages: list[dict], *, schema: type[BaseModel], v
             except Exception as exc:  # a value no rule foresaw (a role bug, or a reply too odd): re-asked, logged
                 log.warning("%s: validating a reply raised %s: %s", role, type(exc).__name__, one_line(str(exc)))
                 problem = one_line(f"{type(exc).__name__}: {exc}")
+            # the call's row says so: ``rejected`` (of its schema, refused by the role), or ``invalid`` (no answer)
+            calls = getattr(client, "log", None)
+            if calls is not None and res.call_id:
+                calls.reject(res.call_id, problem, "invalid" if res.parsed is None else "rejected")
         # only the latest failure is echoed, so a re-ask stays as short as the first question
         convo = [*messages, {"role": "assistant", "content": raw[:ECHO_LIMIT] or "(empty reply)"},
                  {"role": "user", "content": reask(problem)}]

@@ -7,10 +7,15 @@ A ``Domain`` is loaded once per process (tools, policy, DB, official tasks);
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Literal
+
+from envs.task_sets import TaskSet
 
 if TYPE_CHECKING:
     from envs.packs import DomainPack
@@ -134,6 +139,18 @@ class Domain(ABC):
     @abstractmethod
     def splits(self) -> dict[str, int]:
         """Split name -> number of official tasks (``{}``: none)."""
+
+    def task_set(self) -> TaskSet:
+        """Which official tasks ``tasks`` serves, named with every score (a family names its files and their
+        digests; this default names the family's module and digests the tasks' canonical JSON)."""
+        blob = json.dumps([t.model_dump(mode="json") if hasattr(t, "model_dump") else repr(t)
+                           for t in self.tasks(None)], sort_keys=True, default=str)
+        return TaskSet(domain=self.name, source=f"module {type(self).__module__}",
+                       tasks_sha256=hashlib.sha256(blob.encode()).hexdigest())
+
+    def with_tasks(self, path: Path) -> Domain:
+        """This environment with its official tasks read from the folder ``path`` (a newer task release)."""
+        raise ValueError(f"{self.name}: this environment family cannot read its official tasks from a folder")
 
     @abstractmethod
     def summary(self) -> EnvSummary:

@@ -173,6 +173,9 @@ class DomainPack:
         """Official task id -> {rule code: why its gold may break it} (``policy.OFFICIAL_WAIVERS``)."""
         return getattr(self.policy_module(), "OFFICIAL_WAIVERS", {})
 
+    # SHA-256 of an official tasks file -> the published release it is (named with every score: envs/task_sets.py)
+    task_releases: dict[str, str] = {}
+
     # ------------------------------------------------------------ observed factors (envs/factors.py)
     family_by_tool: dict[str, str] = {}  # state-changing tool -> task family
     family_keywords: list[tuple[str, str]] = []  # (keyword in the user's first message, family), in order

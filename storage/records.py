@@ -367,11 +367,14 @@ class LLMCall(Record):
     ``attempt`` is the role's ask (0, then each re-ask of an unusable reply);
     ``transport_attempt`` the try of that ask's request (1, then each retry of
     a 429 / 5xx / timeout; 0 for a cache hit). ``status``: ``ok``, ``invalid``
-    (a reply the role cannot use), ``retry`` (a transient failure, retried),
-    ``error`` (the last failure: no reply) or ``fallback`` (no request: the role's
-    replies stayed invalid and ``on_invalid: fallback`` went on without them;
-    ``error`` says why). ``latency_s`` is this attempt's own
-    time, so the rows of a call add up to its time on the wire.
+    (a reply the role cannot use: not JSON, not of its schema, truncated),
+    ``rejected`` (of its schema, but refused by the role's own validation: a
+    value outside the space, a broken constraint; the reason in ``error``),
+    ``retry`` (a transient failure, retried), ``error`` (the last failure: no
+    reply) or ``fallback`` (no request: the role's replies stayed invalid and
+    ``on_invalid: fallback`` went on without them; ``error`` says why).
+    ``latency_s`` is this attempt's own time, so the rows of a call add up to
+    its time on the wire.
     """
 
     table: ClassVar[str] = "llm_calls"
@@ -386,7 +389,7 @@ class LLMCall(Record):
     latency_s: float = 0.0
     cost_usd: float = 0.0
     cache_hit: bool = False
-    status: Literal["ok", "invalid", "retry", "error", "fallback"] = "ok"
+    status: Literal["ok", "invalid", "rejected", "retry", "error", "fallback"] = "ok"
     error: str = ""
     attempt: int = 0
     transport_attempt: int = 0

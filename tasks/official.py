@@ -1,7 +1,10 @@
 """A task agent on a split of tau2's official tasks: k trials per task, our verifier, tau2's pass^k.
 
 The tasks and splits are the installed tau2 package's own (``Domain.tasks(split)``:
-its ``split_tasks.json`` per domain, e.g. ``train`` / ``test`` / ``base``).
+its ``split_tasks.json`` per domain, e.g. ``train`` / ``test`` / ``base``), or those of a
+tau2 data folder given by path (``tasks_path``: e.g. a tau2-bench v1.0.1 checkout, whose task
+fixes the package predates). Every result names its task set (``envs.task_sets.TaskSet``:
+the package and version, or the folder, and the tasks file's SHA-256).
 Each trial is one conversation between the agent and a user simulator (scripted or
 an LLM, ``agents.official_user``) on a fresh copy of the task's initial state
 (``agents.learners.harness.converse``, the loop every evaluation runs),
@@ -23,12 +26,14 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agents.learners.base import TaskAgent
 from agents.learners.harness import converse
 from envs.base import Domain
 from envs.packs import get_domain
+from envs.task_sets import TaskSet
 from envs.verify import run_checks
 from storage.records import Contract, Evaluation, Trajectory
 from storage.store import Store
@@ -61,17 +66,26 @@ def task_set_name(split: str) -> str:
     return f"official:{split}"
 
 
-def official_tasks(domain: str, split: str, max_tasks: int | None = None,
+def official_domain(domain: str, tasks_path: str | Path | None = None) -> Domain:
+    """The domain's environment with its official tasks: the package's, or the tau2 data folder's at
+    ``tasks_path`` (``FileNotFoundError`` / ``ValueError``, one line, for a folder that has none)."""
+    dom = get_domain(domain)
+    return dom.with_tasks(Path(tasks_path)) if tasks_path is not None else dom
+
+
+def official_tasks(domain: str | Domain, split: str, max_tasks: int | None = None,
                    task_ids: Sequence[str] | None = None) -> list[Any]:
     """The split's tasks in tau2's order: those of ``task_ids`` (all when None), then the first ``max_tasks``.
 
+    ``domain``: a name (the package's tasks) or an environment (``official_domain``: maybe a folder's).
     ``KeyError`` (one line) for a split the domain lacks (naming the known ones) or an id not in the split.
     """
-    tasks = get_domain(domain).tasks(split)
+    dom = get_domain(domain) if isinstance(domain, str) else domain
+    tasks = dom.tasks(split)
     if task_ids is not None:
         missing = sorted(set(task_ids) - {t.id for t in tasks})
         if missing:
-            raise KeyError(f"task ids {', '.join(missing)} are not in {domain}'s {split} split")
+            raise KeyError(f"task ids {', '.join(missing)} are not in {dom.name}'s {split} split")
         tasks = [t for t in tasks if t.id in set(task_ids)]
     return tasks[:max_tasks] if max_tasks else tasks
 
@@ -111,6 +125,7 @@ class OfficialResult(Contract):
     model_version: str
     user: str
     chunk: str
+    task_source: TaskSet  # which tasks: the package and version, or the folder; the tasks file's SHA-256
     tasks: list[TaskOutcome]
     pass_hat: dict[int, float]  # tau2's pass^k from the rewards
     strict_pass_hat: dict[int, float]  # the same from the strict outcome
@@ -126,8 +141,9 @@ class OfficialResult(Contract):
 
 
 def result_of(evaluations: list[Evaluation], *, run_id: str, round: int, domain: str, split: str, trials: int,
-              model_version: str, user: str, chunk: str) -> OfficialResult:
-    """The per-task rewards and pass^k of a split's evaluation rows (fresh, or read back from the store)."""
+              model_version: str, user: str, chunk: str, task_source: TaskSet | None = None) -> OfficialResult:
+    """The per-task rewards and pass^k of a split's evaluation rows (fresh, or read back from the store);
+    ``task_source`` None: the installed package's tasks."""
     by_task: dict[str, list[Evaluation]] = {}
     for e in sorted(evaluations, key=lambda e: e.trial):
         by_task.setdefault(e.task_id, []).append(e)
@@ -136,16 +152,19 @@ def result_of(evaluations: list[Evaluation], *, run_id: str, round: int, domain:
     rewards = [r for o in outcomes for r in o.rewards]
     return OfficialResult(
         run_id=run_id, round=round, domain=domain, split=split, task_set=task_set_name(split), trials=trials,
-        model_version=model_version, user=user, chunk=chunk, tasks=outcomes,
+        model_version=model_version, user=user, chunk=chunk,
+        task_source=task_source if task_source is not None else get_domain(domain).task_set(), tasks=outcomes,
         pass_hat=pass_hat_ks({o.task_id: [is_success(r) for r in o.rewards] for o in outcomes}),
         strict_pass_hat=pass_hat_ks({o.task_id: o.strict for o in outcomes}),
         avg_reward=sum(rewards) / len(rewards) if rewards else 0.0)
 
 
 def chunk_name(split: str, model_version: str, user: str, trials: int, max_tasks: int | None,
-               task_ids: Sequence[str] | None = None) -> str:
+               task_ids: Sequence[str] | None = None, tasks_sha256: str = "") -> str:
+    """The chunk of one evaluation; ``tasks_sha256``: a folder's tasks (the package's keep the names they had)."""
     ids = ",".join(sorted(task_ids)) if task_ids is not None else "*"
-    key = hashlib.sha256(f"{model_version}/{user}/{trials}/{max_tasks}/{ids}".encode()).hexdigest()[:10]
+    tasks = f"/{tasks_sha256}" if tasks_sha256 else ""
+    key = hashlib.sha256(f"{model_version}/{user}/{trials}/{max_tasks}/{ids}{tasks}".encode()).hexdigest()[:10]
     return f"official-{split}-{key}"
 
 
@@ -156,16 +175,20 @@ def _id(*parts: object) -> str:
 def evaluate_official(store: Store, agent: TaskAgent, user: UserSim, *, run_id: str, round: int, domain: str,
                       split: str, model_version: str, trials: int = 1, max_tasks: int | None = None,
                       task_ids: Sequence[str] | None = None, max_steps: int = 40, emit: Emit | None = None,
-                      on_task: Callable[[TaskOutcome], None] | None = None) -> OfficialResult:
+                      on_task: Callable[[TaskOutcome], None] | None = None,
+                      tasks_path: str | Path | None = None) -> OfficialResult:
     """Every task of the split, ``trials`` times each; rows written as one chunk (replaced when run again).
 
-    ``emit``: a ``StageEvent`` per task (stage ``evaluate official:<split>``); ``on_task``: each task's outcome.
+    ``emit``: a ``StageEvent`` per task (stage ``evaluate official:<split>``); ``on_task``: each task's outcome;
+    ``tasks_path``: the tasks of that tau2 data folder instead of the package's (``official_domain``).
     """
     if trials < 1:
         raise ValueError(f"trials: {trials} (at least 1)")
-    dom, tasks = get_domain(domain), official_tasks(domain, split, max_tasks, task_ids)
+    dom = official_domain(domain, tasks_path)
+    tasks, source = official_tasks(dom, split, max_tasks, task_ids), dom.task_set()
     task_set = task_set_name(split)
-    chunk = chunk_name(split, model_version, user.label, trials, max_tasks, task_ids)
+    chunk = chunk_name(split, model_version, user.label, trials, max_tasks, task_ids,
+                       source.tasks_sha256 if tasks_path is not None else "")
     evaluations: list[Evaluation] = []
     trajectories: list[Trajectory] = []
     producer = "llm_agent" if getattr(agent, "name", "") == "openai_compatible" else "learner"
@@ -199,4 +222,4 @@ def evaluate_official(store: Store, agent: TaskAgent, user: UserSim, *, run_id: 
         store.write(trajectories, chunk)
         store.write(evaluations, chunk)
     return result_of(evaluations, run_id=run_id, round=round, domain=domain, split=split, trials=trials,
-                     model_version=model_version, user=user.label, chunk=chunk)
+                     model_version=model_version, user=user.label, chunk=chunk, task_source=source)

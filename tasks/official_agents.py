@@ -143,7 +143,8 @@ def log_official(tracker, result: OfficialResult) -> str:
     Run again (the same chunk), it logs into the same MLflow run and adds nothing it holds.
     """
     tags = {"evosyn.level": "official", "evosyn.run_id": result.run_id, "evosyn.round": str(result.round),
-            "evosyn.domain": result.domain, "evosyn.task_set": result.task_set, "evosyn.chunk": result.chunk}
+            "evosyn.domain": result.domain, "evosyn.task_set": result.task_set, "evosyn.chunk": result.chunk,
+            "evosyn.tasks_sha256": result.task_source.tasks_sha256}
     found = tracker.client.search_runs(
         [tracker.experiment_id], max_results=1,
         filter_string=f"tags.`evosyn.level` = 'official' and tags.`evosyn.chunk` = '{result.chunk}' and "
@@ -152,7 +153,8 @@ def log_official(tracker, result: OfficialResult) -> str:
         tracker.experiment_id, run_name=f"{result.run_id}/round-{result.round}/{result.task_set}", tags=tags
     ).info.run_id
     tracker.log_params(mlrun, {"domain": result.domain, "split": result.split, "trials": result.trials,
-                               "model_version": result.model_version, "user": result.user})
+                               "model_version": result.model_version, "user": result.user,
+                               "tasks": result.task_source.label})
     tracker.log_metrics(mlrun, result.metrics("official"), step=result.round)
     tracker.log_json(mlrun, f"{result.chunk}.json", result.model_dump(mode="json"), artifact_path="official")
     tracker.finish(mlrun)
@@ -161,12 +163,18 @@ def log_official(tracker, result: OfficialResult) -> str:
 
 # ------------------------------------------------------------------ a run config's `official_eval`
 def check_official_config(oc: OfficialEvalConfig, domain: str) -> None:
-    """One line for a split the domain lacks or an LLM user that cannot run; before any work."""
-    from envs.packs import get_domain
+    """One line for a split the domain lacks, a task folder without the domain's tasks, or an LLM user that
+    cannot run; before any work."""
+    from tasks.official import official_domain
 
-    splits = get_domain(domain).splits()
+    try:
+        dom = official_domain(domain, oc.tasks_path)
+    except (OSError, ValueError) as exc:
+        raise OfficialError(f"official_eval.tasks_path: {exc}") from None
+    splits = dom.splits()
     if oc.split not in splits:
-        raise OfficialError(f"official_eval.split: {oc.split!r} is not a split of tau2's {domain} tasks "
+        where = f"the {domain} tasks in {oc.tasks_path}" if oc.tasks_path else f"tau2's {domain} tasks"
+        raise OfficialError(f"official_eval.split: {oc.split!r} is not a split of {where} "
                             f"(known: {', '.join(splits)})")
     if oc.user.backend == "llm":
         check_user(oc.user, "official_eval.user")
@@ -183,13 +191,18 @@ def round_official(ctx, agent, oc: OfficialEvalConfig, emit: Emit | None = None,
         from tasks.learn import model_version
 
         version = model_version(agent, ctx.run_id, ctx.round)
+    from tasks.official import official_domain
+
     user = build_user(oc.user if oc.user.backend == "llm" else None, ctx.store.root / "llm_cache")
-    chunk = chunk_name(oc.split, version, user.label, oc.trials, oc.max_tasks)
+    source = official_domain(ctx.domain, oc.tasks_path).task_set()
+    chunk = chunk_name(oc.split, version, user.label, oc.trials, oc.max_tasks, None,
+                       source.tasks_sha256 if oc.tasks_path is not None else "")
     common = dict(run_id=ctx.run_id, round=ctx.round, domain=ctx.domain, split=oc.split, model_version=version)
     if ctx.done("evaluate", chunk):
-        return result_of(ctx.read("evaluations", chunk), trials=oc.trials, user=user.label, chunk=chunk, **common)
+        return result_of(ctx.read("evaluations", chunk), trials=oc.trials, user=user.label, chunk=chunk,
+                         task_source=source, **common)
     result = evaluate_official(ctx.store, agent, user, trials=oc.trials, max_tasks=oc.max_tasks,
-                               max_steps=oc.max_steps, emit=emit, **common)
+                               max_steps=oc.max_steps, emit=emit, tasks_path=oc.tasks_path, **common)
     flush_user(user, ctx.store, result)
     ctx.mark("evaluate", chunk)  # after its rows: a crash before it redoes the chunk, writing the same rows
     return result

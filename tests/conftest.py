@@ -9,6 +9,16 @@ import pytest
 pytest_plugins = ["tests.fakes.user_packs"]  # the user_registry fixture: a registry that scans a folder of packs
 
 
+def pytest_report_header(config):
+    """The official task sets this suite's official-task tests run on, named as every official score names its
+    own (tests/envs/test_task_sets.py pins them)."""
+    from envs.packs import get_pack, known
+    from envs.tau2.pack import Tau2Pack
+
+    packs = [get_pack(name) for name in known(with_environment=True)]
+    return [f"official tasks: {p.task_set().label}" for p in packs if isinstance(p, Tau2Pack)]
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     root = tmp_path / "home"

@@ -27,6 +27,16 @@ class CallLog:
         with self._lock:
             self._rows.append(row)
 
+    def reject(self, call_id: str, reason: str, status: str = "rejected") -> None:
+        """The role refused the reply of row ``call_id``: ``rejected`` (of its schema, but its own
+        validation refused it) or ``invalid`` (no answer of the schema at all, e.g. a tool call)."""
+        with self._lock:
+            for i in range(len(self._rows) - 1, -1, -1):  # the newest first: it was just appended
+                row = self._rows[i]
+                if row.call_id == call_id and row.status == "ok":
+                    self._rows[i] = row.model_copy(update={"status": status, "error": reason})
+                    return
+
     @property
     def rows(self) -> list[LLMCall]:
         with self._lock:
@@ -49,8 +59,8 @@ def _order(c: LLMCall) -> tuple:
 
 
 def _replies(calls: list[LLMCall]) -> Counter:
-    """How many replies (``ok`` / ``invalid``, sent or replayed) each (request, ask) got."""
-    return Counter((c.request_hash, c.attempt) for c in calls if c.status in ("ok", "invalid"))
+    """How many replies (``ok`` / ``invalid`` / ``rejected``, sent or replayed) each (request, ask) got."""
+    return Counter((c.request_hash, c.attempt) for c in calls if c.status in ("ok", "invalid", "rejected"))
 
 
 def merge_calls(recorded: list[LLMCall], new: list[LLMCall]) -> list[LLMCall]:

@@ -93,7 +93,8 @@ class LLMClient(CallLogView):
                  max_tokens: int | None, max_concurrency: int = 8, rpm: int | None = None, tpm: int | None = None,
                  max_retries: int = 6, price: tuple[float, float] | None = None, cache_dir: Path | None = None,
                  secrets: tuple[str, ...] = (), backoff_initial_s: float = 1.0, backoff_max_s: float = 30.0,
-                 run_id: str = "pending", round: int = 0, tool_calls: str = "native"):
+                 run_id: str = "pending", round: int = 0, tool_calls: str = "native", batch: bool = False,
+                 batch_window_s: float = 2.0, batch_poll_s: float = 30.0):
         if tool_calls not in MODES:
             raise ValueError(f"tool_calls: {tool_calls!r} is not one of {', '.join(MODES)}")
         self.role, self.provider, self.model, self.base_url = role, provider.name, model, base_url
@@ -107,6 +108,16 @@ class LLMClient(CallLogView):
         self._provider = provider
         self._secrets = tuple(s for s in secrets if s)
         self.log = CallLog()  # the calls of callers that pass no log of their own
+        self.batcher = None  # batch: true: requests go through the provider's batch API (agents.llm.batch)
+        if batch:
+            if self.cache is None:
+                raise ValueError("batch: needs a cache_dir (the journal of submitted batches lives there)")
+            from agents.llm.batch import BatchJournal, Batcher
+            from agents.llm.pricing import batch_price_of
+
+            self.batcher = Batcher(provider, BatchJournal(Path(cache_dir) / "batches.jsonl"),
+                                   window_s=batch_window_s, poll_s=batch_poll_s)
+            self.price = batch_price_of(provider.name, model, price)
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -195,9 +206,9 @@ class LLMClient(CallLogView):
         except LLMOutputError as exc:
             record(latency, usage, cache_hit, "invalid", str(exc), number)
             raise
-        record(latency, usage, cache_hit, "ok", "", number)
+        call_id = record(latency, usage, cache_hit, "ok", "", number)
         return ChatResult(text=text, parsed=parsed, tool_calls=calls, usage=usage, cache_hit=cache_hit,
-                          finish_reason=finish)
+                          finish_reason=finish, call_id=call_id)
 
     def reply_sync(self, messages: list[dict], *, tools: list[dict] | None = None, temperature: float | None = None,
                    max_tokens: int | None = None, extra: dict[str, Any] | None = None, role: str = "",
@@ -234,6 +245,12 @@ class LLMClient(CallLogView):
                    "temperature": temperature, "max_tokens": max_tokens, "attempt": attempt}
         if prompted:  # only then: the keys of native calls stay those of earlier caches
             request["tool_calls"] = "prompt"
+        mode = getattr(self._provider, "structured_output", "response_format")
+        if schema is not None and mode != "response_format":  # likewise: another way to send it, another reply
+            request["structured_output"] = mode
+        bounds = getattr(self._provider, "bounds", (None, None))
+        if schema is not None and bounds != (None, None):  # and a narrower schema
+            request["schema_bounds"] = list(bounds)
         if extra:  # likewise
             request["extra"] = extra
         blob = request_blob(request)
@@ -248,9 +265,13 @@ class LLMClient(CallLogView):
                                           max_tokens)
             kwargs.update(extra or {})
             try:
+                if self.batcher is not None:
+                    reply = await self._send_batched(key, kwargs, record, current)
+                else:
+                    reply = await self._send(kwargs, messages, max_tokens, record, current)
                 # a server may quote the key back (an echoed Authorization header): masked before it is
                 # cached, parsed or recorded (storage/redact.py)
-                reply = redact_value(await self._send(kwargs, messages, max_tokens, record, current))
+                reply = redact_value(reply)
             except LLMUnavailable as exc:
                 record(time.perf_counter() - current.started, None, False, "error", str(exc), current.number)
                 raise
@@ -303,6 +324,29 @@ class LLMClient(CallLogView):
             await asyncio.sleep(sleep)
         raise AssertionError("unreachable")  # the loop returns or raises
 
+    async def _send_batched(self, key: str, kwargs: dict[str, Any], record, current: _Try) -> dict[str, Any]:
+        """The reply through the provider's batch API (``agents.llm.batch``): a request the batch left
+        unanswered (expired, cancelled, a 429 or 5xx inside it) goes into a later batch, up to the retry
+        bound, each try a row; a request the API refused is not retried."""
+        from agents.llm.batch import BatchFailed
+
+        attempts = self.max_retries + 1
+        for number in range(1, attempts + 1):
+            current.number, current.started = number, time.perf_counter()
+            try:
+                body = await self.batcher.fetch(key, kwargs)
+            except BatchFailed as exc:
+                what = self._scrub(_one_line(str(exc), 300))
+                if not exc.transient:
+                    raise LLMRequestError(f"{self.provider} {self.model} batch: {what}") from None
+                if number == attempts:
+                    raise LLMUnavailable(f"{self.provider} {self.model} unavailable after {number} batches: "
+                                         f"{what}") from None
+                record(time.perf_counter() - current.started, None, False, "retry", what, number)
+                continue  # no backoff of its own: the next batch's window and polls are the wait
+            return read_reply(self._provider.parse, body, kwargs)  # LLMOutputError whatever the body holds
+        raise AssertionError("unreachable")
+
     def _wait_s(self, exc: BaseException, number: int) -> float:
         """Seconds before attempt ``number + 1``: the server's retry-after (bounded, with 0-10% jitter), else
         exponential backoff with jitter (``initial * 2**(n-1) + U(0, initial)``, at most ``backoff_max_s``)."""
@@ -348,12 +392,15 @@ class LLMClient(CallLogView):
         return redact(text)
 
     def _record(self, into: CallLog, role: str, key: str, attempt: int, latency: float, usage: Usage | None,
-                cache_hit: bool, status: str, error: str, transport_attempt: int = 0) -> None:
-        into.append(LLMCall(run_id=self.run_id, round=self.round, call_id=uuid.uuid4().hex, role=role or self.role,
+                cache_hit: bool, status: str, error: str, transport_attempt: int = 0) -> str:
+        """Append the row; its ``call_id`` (a role that refuses the reply marks it: ``CallLog.reject``)."""
+        call_id = uuid.uuid4().hex
+        into.append(LLMCall(run_id=self.run_id, round=self.round, call_id=call_id, role=role or self.role,
                             provider=self.provider, model=self.model, request_hash=key,
                             input_tokens=usage.input_tokens if usage else 0,
                             output_tokens=usage.output_tokens if usage else 0, latency_s=latency,
                             cost_usd=usage.cost_usd if usage else 0.0, cache_hit=cache_hit, status=status,
                             error=self._scrub(_one_line(error)), attempt=attempt,
                             transport_attempt=0 if cache_hit else transport_attempt))
+        return call_id
 

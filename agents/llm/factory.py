@@ -10,6 +10,7 @@ from storage.config import ConfigError, RoleConfig, load_dotenv_secrets
 from storage.redact import register as register_secret
 
 PROVIDERS = ("openai", "anthropic", "openai_compatible")
+BATCH_ROLES = ("designer", "planner", "generator", "reflector", "repair")  # no conversation: no one waits turn by turn
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 EXAMPLE_MODEL = {"openai": "gpt-4o", "anthropic": "claude-sonnet-4-5", "openai_compatible": "Qwen/Qwen3-8B"}
 
@@ -43,6 +44,22 @@ def check_role_config(role: str, cfg: RoleConfig) -> None:
                           f"{len(known_models(cfg.provider))} {cfg.provider} models listed), so its cost is unknown: "
                           f"use a listed model, or set {where}.input_cost_per_mtok and output_cost_per_mtok "
                           "to use it anyway")
+    if cfg.structured_output not in ("response_format", "none") and cfg.provider != "openai_compatible":
+        raise ConfigError(f"{where}.structured_output: {cfg.structured_output} is a field of vLLM's server "
+                          "(use it with provider openai_compatible, or leave the default response_format)")
+    bounded = cfg.schema_max_string is not None or cfg.schema_max_items is not None
+    if bounded and cfg.provider != "openai_compatible":
+        raise ConfigError(f"{where}.schema_max_string / schema_max_items: bounds for a local server's constrained "
+                          "decoding (use them with provider openai_compatible)")
+    if cfg.structured_output != "response_format" and cfg.provider == "anthropic":
+        raise ConfigError(f"{where}.structured_output: anthropic takes the schema as a forced tool "
+                          "(leave the default response_format)")
+    if cfg.batch and role not in BATCH_ROLES:
+        raise ConfigError(f"{where}.batch: {role} talks turn by turn, which a batch cannot (batch is for "
+                          f"{', '.join(BATCH_ROLES)})")
+    if cfg.batch and cfg.provider not in ("openai", "anthropic"):
+        raise ConfigError(f"{where}.batch: {cfg.provider} has no batch API (batch is for provider openai or "
+                          "anthropic)")
     env = _key_env(cfg)
     if env:
         load_dotenv_secrets()
@@ -71,12 +88,16 @@ def make_client(role: str, cfg: RoleConfig, *, cache_dir: Path | None = None, ca
         from agents.llm.providers import OpenAIProvider
 
         # local servers (vLLM, llamafactory-cli api) accept any key; the SDK insists on one
-        provider = OpenAIProvider(cfg.provider, cfg.base_url, key or "EMPTY", cfg.timeout_s, cfg.max_reply_bytes)
+        provider = OpenAIProvider(cfg.provider, cfg.base_url, key or "EMPTY", cfg.timeout_s, cfg.max_reply_bytes,
+                                  cfg.structured_output, (cfg.schema_max_string, cfg.schema_max_items))
     if cache and cache_dir is None:
         from storage.store import default_root
 
         cache_dir = default_root() / "llm_cache"
+    if cfg.batch and not cache:  # the journal of submitted batches lives beside the cache
+        raise ConfigError(f"roles.{role}.batch: needs the reply cache (a submitted batch is found again there)")
     return LLMClient(role, provider, model=cfg.model, base_url=cfg.base_url, temperature=cfg.temperature,
                      max_tokens=cfg.max_tokens, max_concurrency=cfg.max_concurrency, rpm=cfg.rpm, tpm=cfg.tpm,
                      max_retries=cfg.max_retries, price=_price(cfg), cache_dir=cache_dir if cache else None,
-                     secrets=(key,), tool_calls=cfg.tool_calls, **options)
+                     secrets=(key,), tool_calls=cfg.tool_calls, batch=cfg.batch, batch_window_s=cfg.batch_window_s,
+                     batch_poll_s=cfg.batch_poll_s, **options)

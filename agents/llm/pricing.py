@@ -23,7 +23,8 @@ from functools import lru_cache
 _SNAPSHOT = re.compile(r"(-\d{4}-?\d{2}-?\d{2}|-latest)$")
 COST_MAP_FILE = "model_prices_and_context_window_backup.json"
 
-Entry = tuple  # (litellm_provider, mode, input_cost_per_token, output_cost_per_token), each possibly None
+# (litellm_provider, mode, input_cost_per_token, output_cost_per_token, and the two at batch rates), each maybe None
+Entry = tuple
 
 
 def _litellm_files():
@@ -43,7 +44,8 @@ def cost_map() -> dict[str, Entry]:
     """litellm's model -> (provider, mode, input and output cost per token), read once per process."""
     data = json.loads(_litellm_files().joinpath(COST_MAP_FILE).read_text(encoding="utf-8"))
     return {name: (e.get("litellm_provider"), e.get("mode"), e.get("input_cost_per_token"),
-                   e.get("output_cost_per_token")) for name, e in data.items() if isinstance(e, dict)}
+                   e.get("output_cost_per_token"), e.get("input_cost_per_token_batches"),
+                   e.get("output_cost_per_token_batches")) for name, e in data.items() if isinstance(e, dict)}
 
 
 def _entry(provider: str, model: str) -> Entry | None:
@@ -55,16 +57,33 @@ def _entry(provider: str, model: str) -> Entry | None:
     return None
 
 
-def price_of(provider: str, model: str) -> tuple[float, float] | None:
-    """(input, output) USD per million tokens, or None when litellm's map does not list the model."""
+def _listed(provider: str, model: str) -> Entry | None:
     if not provider or not model:
         return None
     entry = _entry(provider, model)
     if entry is None and _SNAPSHOT.search(model):
         entry = _entry(provider, _SNAPSHOT.sub("", model))
+    return entry
+
+
+def price_of(provider: str, model: str) -> tuple[float, float] | None:
+    """(input, output) USD per million tokens, or None when litellm's map does not list the model."""
+    entry = _listed(provider, model)
     if entry is None:
         return None
     return (round(entry[2] * 1e6, 6), round(entry[3] * 1e6, 6))
+
+
+BATCH_DISCOUNT = 0.5  # OpenAI's Batch API and Anthropic's Message Batches bill half of the interactive price
+
+
+def batch_price_of(provider: str, model: str, price: tuple[float, float] | None) -> tuple[float, float] | None:
+    """(input, output) USD per million tokens through the provider's batch API: litellm's batch prices for
+    the model when it lists them, else ``price`` (the interactive one, or a role's own) at the batch discount."""
+    entry = _listed(provider, model)
+    if entry is not None and entry[4] is not None and entry[5] is not None and price == price_of(provider, model):
+        return (round(entry[4] * 1e6, 6), round(entry[5] * 1e6, 6))
+    return None if price is None else (price[0] * BATCH_DISCOUNT, price[1] * BATCH_DISCOUNT)
 
 
 def known_models(provider: str) -> list[str]:

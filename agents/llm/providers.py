@@ -14,6 +14,7 @@ provider.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -58,6 +59,49 @@ def strict_json_schema(schema: type[BaseModel]) -> tuple[dict[str, Any], bool]:
         return plain, False
 
 
+@functools.lru_cache(maxsize=256)
+def bounded_schema(schema: type[BaseModel], max_string: int | None, max_items: int | None) -> dict[str, Any]:
+    """The schema sent to a constraining server, with a ``maxLength`` on every free string and a ``maxItems``
+    on every array that has none: a grammar-constrained small model otherwise may fill a string or a list
+    until ``max_tokens`` (a JSON that never closes). Whatever fits it fits the schema too (it only narrows)."""
+    body, _ = strict_json_schema(schema)
+    if max_string is None and max_items is None:
+        return body
+    return _bound(copy.deepcopy(body), max_string, max_items)
+
+
+_SHAPES = {"type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "properties"}
+
+
+def _flat(max_string: int | None, max_items: int | None) -> dict[str, Any]:
+    """Any JSON value, bounded: a short string, a number, a boolean, null, or a short list of those (what an
+    ``Any`` value becomes; left open, a grammar lets a small model nest or write without end)."""
+    scalars = [{"type": "string", **({"maxLength": max_string} if max_string else {})}, {"type": "number"},
+               {"type": "boolean"}, {"type": "null"}]
+    return {"anyOf": [*scalars, {"type": "array", "items": {"anyOf": scalars},
+                                 **({"maxItems": max_items} if max_items else {})}]}
+
+
+def _bound(node: Any, max_string: int | None, max_items: int | None) -> Any:
+    if isinstance(node, dict):
+        if node.get("additionalProperties") is True:  # dict[str, Any]: its values bounded too
+            node["additionalProperties"] = _flat(max_string, max_items)
+        for key in ("items", "additionalProperties"):
+            if isinstance(node.get(key), dict) and not (_SHAPES & set(node[key])):  # an Any
+                node[key] = _flat(max_string, max_items)
+        kind = node.get("type")
+        if kind == "string" and max_string is not None and not ({"enum", "const", "format", "pattern"} & set(node)):
+            node["maxLength"] = min(node.get("maxLength", max_string), max_string)
+        if kind == "array" and max_items is not None:
+            node["maxItems"] = min(node.get("maxItems", max_items), max_items)
+        for value in node.values():
+            _bound(value, max_string, max_items)
+    elif isinstance(node, list):
+        for value in node:
+            _bound(value, max_string, max_items)
+    return node
+
+
 def _has_open_object(node: Any) -> bool:
     if isinstance(node, dict):
         extra = node.get("additionalProperties")
@@ -76,13 +120,30 @@ def _json_object(data: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- OpenAI and OpenAI-compatible
+STRUCTURED_OUTPUT = ("response_format", "structured_outputs", "guided_json", "none")
+
+
 class OpenAIProvider:
+    """OpenAI's chat completions, and every server that speaks them (vLLM, llama.cpp's server, ...).
+
+    ``structured_output`` says how a schema reaches the server (``RoleConfig.structured_output``):
+    ``response_format`` is OpenAI's structured outputs, which llama.cpp's server compiles into a
+    grammar and vLLM into guided decoding, so even a small local model can only write schema-valid
+    JSON; ``structured_outputs`` and ``guided_json`` are vLLM's own fields for the same (current, and
+    before 0.12); ``none`` sends no schema (a server that refuses all three). Whatever is sent, the
+    reply is validated against the schema on our side.
+    """
+
     def __init__(self, name: str, base_url: str | None, api_key: str, timeout: float,
-                 max_reply_bytes: int | None = None):
+                 max_reply_bytes: int | None = None, structured_output: str = "response_format",
+                 bounds: tuple[int | None, int | None] = (None, None)):
         from agents.llm.transport import (DEFAULT_MAX_REPLY_BYTES, DEFAULT_OPENAI_URL, ERRORS, ChatTransport,
                                           openai_headers)
 
-        self.name = name
+        if structured_output not in STRUCTURED_OUTPUT:
+            raise ValueError(f"structured_output: {structured_output!r} is not one of {', '.join(STRUCTURED_OUTPUT)}")
+        self.name, self.structured_output = name, structured_output
+        self.bounds = bounds  # (max string length, max array items) added to the schema sent: bounded_schema
         self.errors = ERRORS
         # the SDK's default URL and its environment override, so a role without base_url goes where the SDK went
         url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_URL
@@ -100,10 +161,19 @@ class OpenAIProvider:
         if tools:  # one call per turn: the SFT formats and the learners expect single calls
             kwargs["tools"] = tools
             kwargs["parallel_tool_calls"] = False
-        if schema is not None:
+        if schema is not None and self.structured_output != "none":
+            # the strict form (every field required, objects closed) where it exists: a constrained
+            # decoder then writes every field, and nothing the model invents beside them
             body, strict = strict_json_schema(schema)
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": schema_name(schema), "schema": body, "strict": strict}}
+            if self.bounds != (None, None):
+                body = bounded_schema(schema, *self.bounds)
+            if self.structured_output == "response_format":
+                kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                    "name": schema_name(schema), "schema": body, "strict": strict}}
+            elif self.structured_output == "structured_outputs":
+                kwargs["structured_outputs"] = {"json": body}
+            else:
+                kwargs["guided_json"] = body
         return kwargs
 
     async def send(self, kwargs: dict[str, Any]) -> Any:

@@ -113,25 +113,45 @@ class ChatTransport:
         return self._session
 
     async def post(self, path: str, body: dict[str, Any]) -> Any:
-        session = self._get()
+        return await self.request("POST", path, data=json.dumps(body).encode())
+
+    async def request(self, method: str, path: str, *, data: bytes | None = None, text: bool = False) -> Any:
+        """One request (``path`` below the base URL, or a full URL a reply named); the JSON reply, or its text
+        with ``text`` (a batch's results: JSON lines)."""
+        url = path if path.startswith(("http://", "https://")) else self.base_url + path
+        return await self._reply(self._get().request(method, url, data=data, proxy=self.proxy), text)
+
+    async def upload(self, path: str, fields: dict[str, str], filename: str, content: bytes) -> Any:
+        """A multipart upload (a batch's input file). Its own short-lived session: the shared one sends a JSON
+        content type with every request, which would hide the multipart boundary."""
+        form = aiohttp.FormData()
+        for name, value in fields.items():
+            form.add_field(name, value)
+        form.add_field("file", content, filename=filename, content_type="application/jsonl")
+        headers = {k: v for k, v in self.headers.items() if k != "Content-Type"}
+        async with aiohttp.ClientSession(headers=headers, trust_env=False,
+                                         timeout=aiohttp.ClientTimeout(total=self.timeout)) as session:
+            return await self._reply(session.post(self.base_url + path, data=form, proxy=self.proxy), False)
+
+    async def _reply(self, pending: Any, text: bool) -> Any:
         try:
-            async with session.post(self.base_url + path, data=json.dumps(body).encode(), proxy=self.proxy) as resp:
-                raw, status = await self._read(resp), resp.status
+            async with pending as resp:
+                raw, status = await self._body(resp), resp.status
         except TimeoutError:  # aiohttp's total timeout (asyncio.TimeoutError is TimeoutError)
             raise APIConnectionError("Request timed out.") from None
         except aiohttp.ClientError as exc:
             raise APIConnectionError(f"Connection error: {type(exc).__name__}: {exc}") from None
-        text = raw.decode("utf-8", "replace")
+        body = raw.decode("utf-8", "replace")
         try:
-            data = json.loads(text)
+            parsed = body if text and status < 400 else json.loads(body)
         except json.JSONDecodeError:  # not JSON: its text, as the SDKs hand it back
-            data = text
+            parsed = body
         if status >= 400:
-            message = data.get("error", data) if isinstance(data, dict) else data
-            raise APIStatusError(_error_message(status, message), status_code=status, response=resp, body=data)
-        return data
+            message = parsed.get("error", parsed) if isinstance(parsed, dict) else parsed
+            raise APIStatusError(_error_message(status, message), status_code=status, response=resp, body=parsed)
+        return parsed
 
-    async def _read(self, resp: aiohttp.ClientResponse) -> bytes:
+    async def _body(self, resp: aiohttp.ClientResponse) -> bytes:
         """The body, refused once it is (or is announced to be) over ``max_reply_bytes``; leaving the ``async
         with`` early closes the connection, so the rest is never read."""
         limit = self.max_reply_bytes

@@ -32,6 +32,7 @@ class ChatResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     cache_hit: bool = False
     finish_reason: str = ""
+    call_id: str = ""  # the ``LLMCall`` row of this reply (``CallLog.reject`` marks it refused)
 
 
 class LLMOutputError(ValueError):

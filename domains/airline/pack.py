@@ -49,6 +49,10 @@ class AirlinePack(Tau2Pack):
     description = "tau2-bench airline: flights, reservations, baggage, compensation"
 
     tau2_module = "tau2.domains.airline.environment"  # policy: policy.py (check_write, OFFICIAL_WAIVERS)
+    # SHA-256 of tau2-bench's tasks.json per release (github.com/sierra-research/tau2-bench, the tags' data/tau2/
+    # domains/airline/tasks.json): an official score names the release its tasks are (envs/task_sets.py)
+    task_releases = {"40d692b3fca780f46b56d48b447fd8db79a653f216667b8ed7c1a88380544532": "tau2-bench v0.1.0-v0.2.0",
+                     "ccd8ba737b4cc371415af70151187788f728d6108d0916e73bb4317b40542052": "tau2-bench v1.0.0-v1.0.1"}
 
     # ------------------------------------------------------------ observed factors
     family_by_tool = {"book_reservation": "flight_booking", "update_reservation_flights": "flight_change",

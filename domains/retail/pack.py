@@ -57,6 +57,10 @@ class RetailPack(Tau2Pack):
     description = "tau2-bench retail: orders, returns, exchanges, payment methods"
 
     tau2_module = "tau2.domains.retail.environment"  # policy: policy.py (check_write, OFFICIAL_WAIVERS)
+    # SHA-256 of tau2-bench's tasks.json per release (github.com/sierra-research/tau2-bench, the tags' data/tau2/
+    # domains/retail/tasks.json): an official score names the release its tasks are (envs/task_sets.py)
+    task_releases = {"76e1fa649a359bef2d2fd30eae834b99d261d84e2e5d364856f6632fdf778dfd": "tau2-bench v0.1.0-v0.2.0",
+                     "8e03ebce7901bd6218e7a7dc3105faa9324091a68058f7fe61c65262868812e8": "tau2-bench v1.0.0-v1.0.1"}
 
     # ------------------------------------------------------------ observed factors
     family_by_tool = {"cancel_pending_order": "order_cancellation",

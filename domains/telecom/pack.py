@@ -16,6 +16,10 @@ class TelecomPack(Tau2Pack):
     description = "tau2-bench telecom: lines, plans, bills, and the user's own device"
 
     tau2_module = "tau2.domains.telecom.environment"  # policy: policy.py (check_write, OFFICIAL_WAIVERS)
+    # SHA-256 of tau2-bench's tasks.json per release (github.com/sierra-research/tau2-bench, the tags' data/tau2/
+    # domains/telecom/tasks.json): an official score names the release its tasks are (envs/task_sets.py)
+    task_releases = {"192a2c143b3b512c37c3775fdf6c5040c33717388620c38b140c731dc6153cd7": "tau2-bench v0.1.0-v0.2.0",
+                     "37e562e1ae3242577407e1303b1548bc64e7ea68e37d36173e6747990ceaf8a4": "tau2-bench v1.0.0-v1.0.1"}
     copy_on_write = True  # the agent DB's lists of lines, bills, ... and the device DB: copied on write
 
     def sync_writes_agent_db(self, env: Any) -> bool:

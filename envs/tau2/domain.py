@@ -7,17 +7,20 @@ Nothing here imports litellm.
 """
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from loguru import logger as _tau2_logger
 
 from envs.base import Domain, EnvSummary, Requestor, ToolKind, ToolSpec
+from envs.task_sets import TaskSet
 from envs.tau2.cow import CowDB
 from envs.tau2.episode import Tau2Episode
 
@@ -166,6 +169,25 @@ class Tau2Domain(Domain):
     def official_task(self, task_id: str) -> Any | None:
         return self._by_id.get(task_id)
 
+    def task_set(self) -> TaskSet:
+        """The installed package's tasks (its version, the files' digests), or the folder's (``with_tasks``)."""
+        found = self.__dict__.get("_task_set")
+        if found is None:
+            from envs.tau2.task_folder import package_task_set
+
+            found = self._task_set = package_task_set(self.name, self.pack.task_releases)
+        return found
+
+    def with_tasks(self, path: Path) -> Tau2Domain:
+        """This environment with the official tasks and splits of the tau2 data folder at or below ``path``."""
+        from envs.tau2.task_folder import folder_tasks
+
+        tasks, splits, task_set = folder_tasks(Path(path), self.name, self.pack.task_releases)
+        other = copy.copy(self)  # the same DB, tools and episodes: only the tasks differ
+        other.__dict__.update(_all_tasks=tasks, _split_ids=splits, _by_id={t.id: t for t in tasks},
+                              _task_set=task_set)
+        return other
+
     def splits(self) -> dict[str, int]:
         return {name: len(ids) for name, ids in self._split_ids.items()}
 
@@ -190,9 +212,6 @@ class Tau2Domain(Domain):
                 examples[field] = [str(k) for k in keys]
         return EnvSummary(domain=self.name, entity_counts=counts, example_ids=examples,
                           tools={s.name: s.kind for s in self.tools("assistant")})
-
-
-
 
 
 def _environment_class() -> type:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from envs.packs import DomainPack
 
 if TYPE_CHECKING:
+    from envs.task_sets import TaskSet
     from envs.tau2.domain import Tau2Domain
 
 
@@ -26,6 +27,13 @@ class Tau2Pack(DomainPack):
         Only environments that override ``sync_tools`` ask; a pack that knows its sync only reads the
         agent DB (in some states) answers False there, so the sync copies nothing it looks up."""
         return True
+
+    def task_set(self) -> TaskSet:
+        """The installed package's official tasks of this domain, named (version, digest, known release),
+        without loading the environment."""
+        from envs.tau2.task_folder import package_task_set
+
+        return package_task_set(self.name, self.task_releases)
 
     def environment(self) -> Tau2Domain:
         from envs.tau2.domain import Tau2Domain, Tau2Source

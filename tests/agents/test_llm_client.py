@@ -6,9 +6,10 @@ import json
 import logging
 import threading
 import time
+from typing import Any, Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agents.llm import LLMOutputError, LLMUnavailable, check_role_config, make_client
 from agents.llm.cache import ResponseCache
@@ -69,6 +70,63 @@ def test_structured_output_is_parsed_and_logged(provider):
                                                                              "planner", False)
     assert (row.cost_usd > 0) == (provider != "openai_compatible")  # self-hosted models cost nothing
     assert row.input_tokens == result.usage.input_tokens
+
+
+@pytest.mark.parametrize("mode, field", [("response_format", "response_format"),
+                                         ("structured_outputs", "structured_outputs"),
+                                         ("guided_json", "guided_json"), ("none", None)])
+def test_a_local_server_gets_the_schema_in_the_configured_field(mode, field, tmp_path):
+    """llama.cpp's server and vLLM constrain decoding to the schema they are sent (RoleConfig.structured_output)."""
+    fields = ("response_format", "structured_outputs", "guided_json")
+    with FakeLLMServer(good) as server:
+        c = client(server, "openai_compatible", tmp_path, structured_output=mode)
+        assert c.chat_sync(MSGS, schema=Plan).parsed == Plan(**GOOD)  # validated on our side whatever is sent
+        c.chat_sync(MSGS)  # no schema: no field
+        body, plain = server.requests[0]["body"], server.requests[1]["body"]
+        again = client(server, "openai_compatible", tmp_path, structured_output=mode).chat_sync(MSGS, schema=Plan)
+        assert again.cache_hit and server.count == 2  # the same mode: the same cache key
+        if mode != "response_format":  # another way to send the schema is another request: its own key
+            assert not client(server, "openai_compatible", tmp_path).chat_sync(MSGS, schema=Plan).cache_hit
+    assert [f for f in fields if f in body] == ([field] if field else []) and not any(f in plain for f in fields)
+    if field == "response_format":
+        assert body[field]["json_schema"]["schema"]["required"] == ["intent", "num_write", "tools"]
+    elif field is not None:  # vLLM's fields take the schema itself
+        schema = body[field]["json"] if field == "structured_outputs" else body[field]
+        assert schema["required"] == ["intent", "num_write", "tools"] and schema["additionalProperties"] is False
+
+
+def test_schema_bounds_narrow_every_free_string_and_array_sent_to_a_local_server(tmp_path):
+    """A grammar-constrained small model cannot fill a string or a list until max_tokens (RoleConfig bounds)."""
+    class Step(BaseModel):
+        tool: str
+        kind: Literal["read", "write"]
+
+    class Steps(BaseModel):
+        title: str = Field(max_length=10)
+        notes: list[str]
+        steps: list[Step] = Field(max_length=5)
+        arguments: dict[str, Any] = Field(default_factory=dict)
+
+    reply = {"title": "short", "notes": ["a"], "steps": [{"tool": "t", "kind": "read"}], "arguments": {"n": [1]}}
+    with FakeLLMServer(lambda r: answer(r, reply)) as server:
+        c = client(server, "openai_compatible", tmp_path, schema_max_string=40, schema_max_items=2)
+        assert c.chat_sync(MSGS, schema=Steps).parsed == Steps(**reply)
+        sent = server.requests[0]["body"]["response_format"]["json_schema"]["schema"]
+        assert not client(server, "openai_compatible", tmp_path).chat_sync(MSGS, schema=Steps).cache_hit
+        unbounded = server.requests[1]["body"]["response_format"]["json_schema"]["schema"]
+    step = sent["$defs"]["Step"]["properties"]
+    props = sent["properties"]
+    assert props["title"]["maxLength"] == 10 and props["notes"]["items"]["maxLength"] == 40  # the tighter bound
+    assert props["notes"]["maxItems"] == 2 and props["steps"]["maxItems"] == 2 and step["tool"]["maxLength"] == 40
+    assert "maxLength" not in step["kind"]  # an enum is bounded already
+    # an Any value (tool arguments) becomes a short string, a number, a boolean, null or a short list of those
+    flat = props["arguments"]["additionalProperties"]["anyOf"]
+    assert {"type": "string", "maxLength": 40} in flat and flat[-1]["maxItems"] == 2
+    assert "maxItems" not in unbounded["properties"]["notes"] and "maxLength" not in unbounded["properties"]["notes"][
+        "items"]  # without bounds the role's own schema goes as it is (and the cached one is not mutated)
+    with pytest.raises(ConfigError, match="^roles.planner.schema_max_string / schema_max_items: bounds for a local"):
+        check_role_config("planner", RoleConfig(backend="llm", provider="openai", model="gpt-4o",
+                                                api_key_env="EVOSYN_TEST_LLM_KEY", schema_max_items=2))
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -362,6 +420,10 @@ def test_api_key_appears_nowhere(store, tmp_path, caplog):
     (dict(provider="openai", model="gpt-17", api_key_env="EVOSYN_TEST_LLM_KEY"), "roles.planner.model"),
     (dict(model="gpt-4o"), "roles.planner.provider"),
     (dict(provider="openai_compatible", model="Qwen/Qwen3-8B"), "roles.planner.base_url"),
+    (dict(provider="openai", model="gpt-4o", api_key_env="EVOSYN_TEST_LLM_KEY", structured_output="guided_json"),
+     "roles.planner.structured_output"),
+    (dict(provider="anthropic", model="claude-opus-4-5", api_key_env="EVOSYN_TEST_LLM_KEY",
+          structured_output="none"), "roles.planner.structured_output"),
 ])
 def test_check_role_config_gives_one_line(cfg, field):
     with pytest.raises(ConfigError) as info:

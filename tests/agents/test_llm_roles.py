@@ -135,6 +135,9 @@ def test_space_invalid_output_is_reasked_with_the_reason(space, env, script, ser
     LLMPlanner(client, env).plan(dirs[0], space, None, index=0, seed=0)
     reask = client.server.requests[1]["body"]["messages"][-1]["content"]
     assert "time_travel" in reask and "task_family" in reask
+    # the first reply was of its schema, refused by the planner's own rules: its row says so, with the reason
+    first, second = client.calls
+    assert (first.status, second.status) == ("rejected", "ok") and "time_travel" in first.error
 
 
 @pytest.mark.parametrize("bad", ["malformed", "truncated", "off_space", "forbidden"])
@@ -163,6 +166,9 @@ def test_persistently_invalid_output_becomes_a_recorded_rejection(space, env, sc
     expect = {"malformed": "malformed JSON", "truncated": "truncated", "off_space": "extreme",
               "forbidden": "allows only"}[bad]
     assert expect in str(exc.value)
+    # unusable replies are `invalid`; replies of the schema that the role refused are `rejected`
+    status = "invalid" if bad in ("malformed", "truncated") else "rejected"
+    assert [c.status for c in client.calls] == [status] * 3 and all(expect in c.error for c in client.calls)
 
 
 def test_generator_rejects_gold_actions_that_fail(space, env, dom, script, serve):

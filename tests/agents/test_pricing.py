@@ -39,3 +39,13 @@ def test_the_map_is_the_wheel_s_json_read_without_importing_litellm():
     assert out.stdout.split() == ["(2.5,", "10.0)", "True", "False"]
     assert cost_map()["gpt-4o"][:2] == ("openai", "chat")
     assert cost_map()["claude-sonnet-4-5"][:2] == ("anthropic", "chat")
+
+
+def test_batch_prices_are_litellms_batch_rates_else_half_the_price():
+    from agents.llm.pricing import batch_price_of, price_of
+
+    listed = price_of("openai", "gpt-4o-mini")
+    assert batch_price_of("openai", "gpt-4o-mini", listed) == (0.075, 0.3) == tuple(p / 2 for p in listed)
+    assert batch_price_of("anthropic", "claude-haiku-4-5", price_of("anthropic", "claude-haiku-4-5")) == (0.5, 2.5)
+    assert batch_price_of("openai", "gpt-4o-mini", (1.0, 2.0)) == (0.5, 1.0)  # a role's own price: at the discount
+    assert batch_price_of("openai", "no-such-model", None) is None

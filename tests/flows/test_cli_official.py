@@ -79,6 +79,7 @@ def test_the_embedded_learner_on_airlines_test_split_prints_rewards_per_task_and
     (["--user", "openai:gpt-4o"], "--user-key-env: environment variable OPENAI_API_KEY is not set"),
     (["--user", "llama:7b"], "--user 'llama:7b': unknown user"),
     (["--run", RUN], "--run and --round: give both"),
+    (["--tasks", "/no/such/folder"], "--tasks /no/such/folder: /no/such/folder: not a folder"),
 ])
 def test_bad_input_is_one_error_line_before_any_work(trained, args, message):
     before = len(trained.read_records("evaluations", run_id=RUN))
@@ -88,6 +89,35 @@ def test_bad_input_is_one_error_line_before_any_work(trained, args, message):
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr
     assert len(trained.read_records("evaluations", run_id=RUN)) == before
+
+
+def test_the_tasks_of_a_tau2_data_folder_are_evaluated_and_the_task_set_printed_and_stored(trained, tmp_path):
+    """`--tasks FOLDER` (e.g. a tau2-bench v1.0.1 checkout): its split is played; the output, the MLflow run and
+    the result name the folder and the tasks file's SHA-256."""
+    import hashlib
+    import json
+
+    from envs.packs import get_domain
+    from envs.tau2.task_folder import package_folder
+    from storage.tracking import Tracker
+
+    raw = json.loads((package_folder("airline") / "tasks.json").read_text())
+    test_ids = [t.id for t in get_domain("airline").tasks("test")][:2]
+    folder = tmp_path / "tau2-bench" / "data" / "tau2" / "domains" / "airline"
+    folder.mkdir(parents=True)
+    (folder / "tasks.json").write_text(json.dumps([t for t in raw if t["id"] in test_ids]))
+    (folder / "split_tasks.json").write_text(json.dumps({"test": test_ids}))
+    digest = hashlib.sha256((folder / "tasks.json").read_bytes()).hexdigest()
+    result = _invoke(trained, "--official", "--domain", "airline", "--run", RUN, "--round", "0",
+                     "--tasks", str(tmp_path / "tau2-bench"), "--quiet")
+    assert result.exit_code == 0, (result.output, result.exception)
+    label = f"airline tasks from path {folder} (tasks.json sha256 {digest[:12]})"
+    assert f"tasks: {label}" in result.stderr.splitlines() and result.stdout.splitlines()[-1] == f"tasks: {label}"
+    rows = [e for e in trained.read_records("evaluations", run_id=RUN) if e.task_set == "official:test"]
+    assert set(test_ids) <= {e.task_id for e in rows}
+    tracker = Tracker(trained.root)
+    found = tracker.client.search_runs([tracker.experiment_id], f"tags.`evosyn.tasks_sha256` = '{digest}'")
+    assert len(found) == 1 and found[0].data.params["tasks"] == label
 
 
 def test_the_embedded_agent_needs_a_run_and_official_options_need_official(trained):

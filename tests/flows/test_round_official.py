@@ -34,6 +34,22 @@ def test_the_split_and_the_llm_user_are_checked_against_the_domain():
         check_official_config(OfficialEvalConfig(user=user), "airline")
 
 
+def test_the_task_folder_is_checked_before_any_work(tmp_path):
+    import json
+
+    from envs.tau2.task_folder import package_folder
+    from tasks.official_agents import OfficialError, check_official_config
+
+    with pytest.raises(OfficialError, match=r"^official_eval.tasks_path: .*: no airline tasks found"):
+        check_official_config(OfficialEvalConfig(tasks_path=str(tmp_path)), "airline")
+    tasks = json.loads((package_folder("airline") / "tasks.json").read_text())[:2]
+    (tmp_path / "tasks.json").write_text(json.dumps(tasks))  # no split file: tau2's "base" split only
+    check_official_config(OfficialEvalConfig(split="base", tasks_path=str(tmp_path)), "airline")
+    with pytest.raises(OfficialError, match=rf"official_eval.split: 'test' is not a split of the airline tasks in "
+                                            rf"{tmp_path} \(known: base\)"):
+        check_official_config(OfficialEvalConfig(tasks_path=str(tmp_path)), "airline")
+
+
 def test_the_run_id_does_not_change_with_official_eval():
     """What a run also measures changes no row it synthesizes: runs made before the option keep their ids."""
     from flows.run import run_id_for
@@ -85,6 +101,7 @@ def test_each_round_scores_its_learner_on_the_official_split_and_a_resume_adds_n
         by_task.setdefault(e.task_id, []).append(is_success(e.reward))
     assert round_run.data.metrics["official_test_pass_hat_2"] == pytest.approx(pass_hat_ks(by_task)[2])
     assert round_run.data.metrics["official_test_tasks"] == 3
+    assert round_run.data.params["official_tasks"] == get_domain("airline").task_set().label  # the task set named
     cli(home, "run", "--resume", run_id)
     again = [e for e in Store(home, create=False).read_records("evaluations", run_id=run_id)
              if e.task_set == "official:test"]

