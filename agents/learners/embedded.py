@@ -137,7 +137,7 @@ class EmbeddedLearner(Scoring):
         # every decision's state and label, and the candidate rows, built CHUNK trajectories at a time: a chunk's
         # candidate rows (Python tuples, hundreds of bytes each, about 670 per trajectory) are hashed into their
         # sparse block before the next chunk is built, so the fit holds the hashed matrix (the same rows in the
-        # same order as hashing them all at once) and one chunk's rows, never every row as Python objects
+        # same sequence as hashing them all at once) and one chunk's rows, never every row as Python objects
         rows = FitRows()
         for start in range(0, len(trajectories), CHUNK):
             with clock.phase("features"):
