@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from envs.base import UserScenario
 from envs.packs import UserPhrasing, get_pack
 from storage.records import Message, ToolCall
 
@@ -179,20 +180,20 @@ class ReactiveUser(EmbeddedUser):
 STOP = "###STOP###"
 
 
-def user_scenario_text(tau2_task: dict, plain: bool = False) -> str:
+def user_scenario_text(scenario: UserScenario, plain: bool = False) -> str:
     """The task's user scenario as the simulator reads it; ``plain`` drops the interaction challenges."""
-    instr = dict(tau2_task.get("user_scenario", {}).get("instructions") or {})
+    parts = scenario.parts()
     if plain:
         from agents.generator import challenge_text
 
-        domain = instr.get("domain")
-        text = instr.get("task_instructions", "")
-        for sentence in challenge_text(get_pack(domain).phrasing if domain else UserPhrasing()).values():
+        text = parts.get("task_instructions", "")
+        phrasing = get_pack(scenario.domain).phrasing if scenario.domain else UserPhrasing()
+        for sentence in challenge_text(phrasing).values():
             text = text.replace(sentence, "")
-        instr["task_instructions"] = " ".join(text.split())
-    labels = {"reason_for_call": "Why you are calling", "known_info": "What you know",
+        parts["task_instructions"] = " ".join(text.split())
+    labels = {"persona": "Who you are", "reason_for_call": "Why you are calling", "known_info": "What you know",
               "unknown_info": "What you do not know", "task_instructions": "How to behave"}
-    return "\n".join(f"{labels.get(k, k)}: {v}" for k, v in instr.items() if v and k in labels)
+    return "\n".join(f"{labels[k]}: {v}" for k, v in parts.items() if v)
 
 
 def user_messages(scenario: str, history: list[tuple[str, str]]) -> list[dict]:

@@ -21,6 +21,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Iterable
 
+from envs.base import EnvTask
 from envs.gold import gold_messages
 from envs.packs import get_domain, get_pack
 from envs.verify import run_checks
@@ -30,8 +31,8 @@ CELL = ("task_family", "expected_outcome", "num_write", "num_read")
 Cell = tuple[str, ...]
 
 
-def has_gold_actions(task) -> bool:
-    return bool(task.evaluation_criteria and task.evaluation_criteria.actions)
+def has_gold_actions(task: EnvTask) -> bool:
+    return bool(task.gold_actions)
 
 
 def cell_of(observed: dict[str, list[str]]) -> Cell:

@@ -1,19 +1,9 @@
-"""Between our ``Message`` records and tau2's message and task objects."""
+"""Between our ``Message`` records and tau2's message objects (tasks: ``task.py``)."""
 from __future__ import annotations
 
 from typing import Any, Iterable
 
 from storage.records import Message, ToolCall
-
-
-def task_from_dict(data: dict[str, Any]) -> Any:
-    from tau2.data_model.tasks import Task
-
-    return Task.model_validate(data)
-
-
-def task_to_dict(task: Any) -> dict[str, Any]:
-    return task.model_dump(mode="json", exclude_none=True)
 
 
 def to_tau2_messages(messages: Iterable[Message]) -> list[Any]:
