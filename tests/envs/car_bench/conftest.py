@@ -1,0 +1,21 @@
+import json
+
+import pytest
+
+from envs.car_bench.data import FIXTURE
+from envs.car_bench.domain import CarBenchDomain
+
+
+@pytest.fixture(scope="session")
+def car():
+    """The CAR-bench environment on the bundled fixture (whatever $EVOSYN_CARBENCH_DATA says)."""
+    return CarBenchDomain(data_root=FIXTURE)
+
+
+def call(episode, name, **arguments):
+    """One tool call: its observation parsed (plain text stays text) and its error flag."""
+    obs = episode.step(name, arguments)
+    try:
+        return json.loads(obs.content), obs.error
+    except ValueError:
+        return obs.content, obs.error
