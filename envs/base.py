@@ -144,9 +144,10 @@ class TaskDraft:
 
 
 class EnvTask(ABC):
-    """A task of one environment family, as the core reads it. Subclasses wrap the family's own object."""
+    """A task of one environment family, as the core reads it: the family's own object, or a wrapper of it.
 
-    id: str
+    ``id`` (an attribute or a property: not declared here, so a pydantic task model can be one) names the task.
+    """
 
     @property
     @abstractmethod
@@ -263,6 +264,12 @@ class Domain(ABC):
     @abstractmethod
     def make_task(self, draft: TaskDraft) -> EnvTask:
         """A generator's draft as this family's task; raises ``ValueError`` when the family cannot hold it."""
+
+    def reward(self, task: EnvTask, messages: list[Message], passed: Mapping[str, bool]) -> float:
+        """The reward of a trajectory whose recorded observations replay, given the verifier's components
+        (``REWARD_COMPONENTS``): the task's own rule over them (``EnvTask.reward``); a family whose benchmark
+        scores a trajectory by its own replay (CAR-bench) computes it here instead."""
+        return task.reward(passed)
 
     def official_reward(self, task: EnvTask, messages: list[Message], termination: str = "agent_stop"
                         ) -> tuple[float, str] | None:

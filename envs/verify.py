@@ -9,10 +9,11 @@ Checks, each with a reason when it fails:
   policy       machine-checkable domain rules on the state before each write
   factors      requested values of measurable factors equal the observed ones
 
-The reward is the task's (``EnvTask.reward``) over the components its reward basis
-names (DB / ENV_ASSERTION / ACTION / COMMUNICATE): for a tau2 task exactly as tau2's
-evaluator computes it; a trajectory whose recorded observations do not replay gets
-reward 0 (tau2's evaluator raises on it).
+The reward is the domain's (``Domain.reward``): by default the task's rule over the
+components its reward basis names (DB / ENV_ASSERTION / ACTION / COMMUNICATE), for a
+tau2 task exactly as tau2's evaluator computes it; a family whose benchmark scores by
+its own replay (CAR-bench) computes its reward there. A trajectory whose recorded
+observations do not replay gets reward 0 (tau2's evaluator raises on it).
 """
 from __future__ import annotations
 
@@ -137,6 +138,6 @@ def run_checks(domain: Domain, task: EnvTask, messages: list[Message], terminati
         if replay_problems:
             reward = 0.0  # tau2 refuses to score a trajectory whose tool messages do not replay
         else:
-            reward = task.reward({"DB": db_ok, "ENV_ASSERTION": assertions_ok, "ACTION": not action_problems,
-                                  "COMMUNICATE": not comm_problems})
+            reward = domain.reward(task, messages, {"DB": db_ok, "ENV_ASSERTION": assertions_ok,
+                                                    "ACTION": not action_problems, "COMMUNICATE": not comm_problems})
     return Outcome(reward=reward, checks=checks, observed=observed)
