@@ -97,13 +97,19 @@ class EmbeddedDesigner:
 
     # ------------------------------------------------------------ modes
     def _cold_start(self, space: SynthesisSpace) -> list[dict]:
-        family, outcome = space.factor("task_family"), space.factor("expected_outcome")
+        # every family crossed with every outcome; a space without an outcome factor (CAR-bench's) crosses the
+        # families with its next factor (its task types), within the space's restrictions
+        second = "expected_outcome" if any(f.key == "expected_outcome" for f in space.active) else \
+            next(f.key for f in space.active if f.key != "task_family")
+        family, outcome = space.factor("task_family"), space.factor(second)
+        outcomes = [o for o in outcome.values if o in space.restrictions.get(second, outcome.values)]
         return [{"objective_type": "exploration", "budget_level": "explore",
-                 "objective": f"explore {f} with outcome {o}",
-                 "allowed_values": {"task_family": [f], "expected_outcome": [o]},
+                 "objective": f"explore {f} with outcome {o}" if second == "expected_outcome"
+                 else f"explore {f} with {second} {o}",
+                 "allowed_values": {"task_family": [f], second: [o]},
                  "rationale": "cold start: spread the budget over every family and outcome; the Planner "
                               "balances the remaining factors"}
-                for f in family.values for o in outcome.values]
+                for f in family.values for o in outcomes]
 
     def _from_feedback(self, space: SynthesisSpace, fb: LearnerFeedback) -> list[dict]:
         active = {f.key: f for f in space.active}

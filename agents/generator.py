@@ -129,7 +129,8 @@ def synth_task(task: EnvTask, blueprint: Blueprint, scenario: dict, generator: s
 def scenario_of(plan: Plan, blueprint: Blueprint) -> dict:
     return {"user_id": plan.user_id, "intents": plan.intents, "fillers": plan.fillers,
             "challenges": blueprint.selected_dimensions.get("interaction_challenge", []),
-            "refusal": plan.refusal, "info": plan.info, **({"identity": plan.identity} if plan.identity else {})}
+            "refusal": plan.refusal, "info": plan.info, **({"identity": plan.identity} if plan.identity else {}),
+            **({"clarify": plan.clarify} if plan.clarify else {})}
 
 
 def _gold_action(task_id: str, n: int, action: tuple) -> GoldAction:

@@ -64,6 +64,9 @@ class Plan:
     assertions: list[Any] = field(default_factory=list)  # assertions on the final state
     reward_basis: list[str] | None = None  # the reward's components; None: the core's default (DB, COMMUNICATE)
     persona: str = ""  # who the user is, when the family's tasks give the user a persona
+    # {"ask", "answer"}: the agent must ask for a value the request leaves out before acting (the teacher asks
+    # ``ask``, the user answers ``answer``); None: the request is complete
+    clarify: dict[str, str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # further fields of the family's task (TaskDraft.extra)
 
 

@@ -54,6 +54,9 @@ class EmbeddedTeacher:
         if isinstance(user, EmbeddedUser) and user.withholds_id():
             say(self.domain.pack.phrasing.ask_identity)
             msgs.append(user.give_user_id())
+        if scenario.get("clarify"):  # the request leaves a value out: the agent asks for it before acting
+            say(scenario["clarify"]["ask"])
+            msgs.append(user.clarify())
         actions = env_task.gold_actions
         intents = scenario.get("intents") or []
         writes_done, intent = 0, 0

@@ -75,6 +75,10 @@ class EmbeddedUser:
     def next_intent(self, index: int) -> Message:
         return _user(f"Yes, one more thing: I would also like to {self.s['intents'][index]['say']}.")
 
+    def clarify(self) -> Message:
+        """The value the request left out, when the agent asks for it (the scenario's ``clarify``)."""
+        return _user(self.s["clarify"]["answer"])
+
     def confirm(self, first: bool) -> list[Message]:
         if first and "preference_change" in self.challenges:
             return [_user("Hmm, wait. Can you tell me again exactly what you are going to change?")]
@@ -141,6 +145,7 @@ class ReactiveUser(EmbeddedUser):
         self.done = False
         self.device_tools = list(device_tools)  # the user tools of its device (dual-control domains)
         self._device_calls = 0
+        self._clarified = False
 
     def _wanted_ids(self) -> list[set[str]]:
         """For each request revealed so far, the ids among its arguments (those it can recognise)."""
@@ -154,6 +159,9 @@ class ReactiveUser(EmbeddedUser):
 
     def respond(self, text: str) -> Message:
         asked = asked_device_action(text or "", self.device_tools)
+        if self.s.get("clarify") and not self._clarified and "?" in (text or "") and "confirm" not in text.lower():
+            self._clarified = True  # the agent asks for the value the request left out
+            return self.clarify()
         if asked is not None:  # it performs a device action only when the agent names one of its tools
             self._device_calls += 1
             return self.device_action(ToolCall(id=f"device_{self._device_calls}", name=asked[0],
