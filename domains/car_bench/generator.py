@@ -17,7 +17,7 @@ import json
 import random
 from typing import Any
 
-from agents.plans import Infeasible, Plan, seeded_rng
+from agents.plans import BUCKET_RANGE, Infeasible, Plan, seeded_rng
 from domains.car_bench import recipes as R
 from domains.car_bench.recipes import Op
 
@@ -35,6 +35,25 @@ PERSONAS = ["You are 34, drive to work every day and speak to the assistant brie
 CHALLENGE_LINES = {"persona_indirect": "You hint at what you want rather than naming the function.",
                    "underspecified_value": "You leave out the exact value at first and give it when asked.",
                    "distractor_context": "You mention what your day is like before getting to the point."}
+# side lookups and further requests that bring a task to a difficulty or to requested counts: each reads, or
+# changes from CAR-bench's default state, something no recipe's AUT-POL rule depends on
+READ_FILLERS = [("tell me the car's color", ("get_car_color", {})),
+                ("tell me which seats are occupied", ("get_seats_occupancy", {})),
+                ("tell me the charge level", ("get_charging_specs_and_status", {})),
+                ("tell me the climate settings", ("get_climate_settings", {})),
+                ("tell me the window positions", ("get_vehicle_window_positions", {})),
+                ("tell me how far the sunroof is open", ("get_sunroof_and_sunshade_position", {})),
+                ("tell me whether the headlights are on", ("get_exterior_lights_status", {})),
+                ("tell me the seat heating levels", ("get_seat_heating_level", {})),
+                ("tell me the temperature set inside", ("get_temperature_inside_car", {})),
+                ("tell me whether the trunk is open", ("get_trunk_door_position", {}))]
+WRITE_FILLERS = [("switch on the passenger's reading light", ("set_reading_light", {"position": "PASSENGER",
+                                                                                      "on": True})),
+                 ("set the steering wheel heating to level 2", ("set_steering_wheel_heating", {"level": 2})),
+                 ("switch on the low beams", ("set_head_lights_low_beams", {"on": True})),
+                 ("open the sunshade fully", ("open_close_sunshade", {"percentage": 100})),
+                 ("set the air circulation to fresh air", ("set_air_circulation", {"mode": "FRESH_AIR"})),
+                 ("switch the rear window defrost on", ("set_window_defrost", {"on": True, "defrost_window": "REAR"}))]
 DISTRACTORS = ["It has been a long day at the office.", "I am on my way to pick up my daughter.",
                "The traffic was terrible this morning."]
 
@@ -102,7 +121,11 @@ class CarBenchGenerator:
         if task_type is None:
             raise Infeasible(f"task_nature {nature!r}: no CAR-bench task type")
         last = Infeasible(f"no {nature} / {behavior} recipe for {family}")
-        for op in self._candidates(self._ops(family, rng, ctx), nature, behavior, pattern, pre, rng):
+        ops = self._candidates(self._ops(family, rng, ctx), nature, behavior, pattern, pre, rng)
+        counts = self._counts(sel, random.Random(rng.random()))
+        if counts is not None:  # recipes whose own calls fit the requested counts first
+            ops.sort(key=lambda op: not self._fits(op, counts))
+        for op in ops:
             try:
                 return self._build(op, sel, ctx, rng, task_type, (low, high))
             except Infeasible as exc:  # too many or too few calls for the difficulty: the next recipe
@@ -123,7 +146,13 @@ class CarBenchGenerator:
                 actions, say = more.actions + actions, f"{more.say}; then {say}"
             else:
                 actions, say = actions + more.actions, f"{say}; then {more.say}"
-        fillers, info = self._fill(list(actions), *calls, rng, op)
+        counts = self._counts(sel, rng)
+        if counts is not None:  # the write and read counts a blueprint requests come before the difficulty
+            more, fillers = self._to_counts(actions, counts, refusal is not None, rng)
+            actions, say = actions + [c for _, c in more], "; then ".join([say, *(m for m, _ in more)])
+            info = list(op.info)
+        else:
+            fillers, info = self._fill(list(actions), *calls, rng, op)
         actions = [call for _, call in fillers] + actions
         config = {**ctx, **op.config, **{k: v for o in extra_ops for k, v in o.config.items()}}
         if prefs:
@@ -200,16 +229,7 @@ class CarBenchGenerator:
     def _fill(self, actions: list, low: int, high: int, rng: random.Random, op: Op):
         """Side lookups the driver asks for first, until the gold calls reach the difficulty's range:
         ([(what the driver asks, the call)], what the assistant tells)."""
-        lookups = [("tell me the car's color", ("get_car_color", {})),
-                   ("tell me which seats are occupied", ("get_seats_occupancy", {})),
-                   ("tell me the charge level", ("get_charging_specs_and_status", {})),
-                   ("tell me the climate settings", ("get_climate_settings", {})),
-                   ("tell me the window positions", ("get_vehicle_window_positions", {})),
-                   ("tell me how far the sunroof is open", ("get_sunroof_and_sunshade_position", {})),
-                   ("tell me whether the headlights are on", ("get_exterior_lights_status", {})),
-                   ("tell me the seat heating levels", ("get_seat_heating_level", {})),
-                   ("tell me the temperature set inside", ("get_temperature_inside_car", {})),
-                   ("tell me whether the trunk is open", ("get_trunk_door_position", {}))]
+        lookups = list(READ_FILLERS)
         used = {a[0] for a in actions}
         rng.shuffle(lookups)
         fillers = []
@@ -221,6 +241,40 @@ class CarBenchGenerator:
         if not low <= len(actions) + len(fillers) <= high:
             raise Infeasible(f"{len(actions) + len(fillers)} gold calls, outside the difficulty's {low}-{high}")
         return fillers, list(op.info)
+
+    def _fits(self, op: Op, counts: tuple[int | None, int | None]) -> bool:
+        kinds = [self.domain.tool_kind(a[0]) for a in op.actions]
+        return all(want is None or kinds.count(k) <= want for k, want in zip(("write", "read"), counts))
+
+    @staticmethod
+    def _counts(sel: dict[str, list[str]], rng: random.Random) -> tuple[int | None, int | None] | None:
+        """The write and read counts the blueprint asks for (None each when it does not), None for neither."""
+        want = [rng.randint(*BUCKET_RANGE[sel[k][0]]) if sel.get(k) and sel[k][0] in BUCKET_RANGE else None
+                for k in ("num_write", "num_read")]
+        return None if want == [None, None] else (want[0], want[1])
+
+    def _to_counts(self, actions: list, counts: tuple[int | None, int | None], refused: bool, rng: random.Random):
+        """Further requests (writes, asked after the main one) and side lookups (reads, asked first) that bring
+        the gold calls to the requested counts; ``Infeasible`` when the main request already has more."""
+        kind = lambda a: self.domain.tool_kind(a[0])  # noqa: E731
+        writes, reads = sum(kind(a) == "write" for a in actions), sum(kind(a) == "read" for a in actions)
+        want_w, want_r = counts
+        if want_w is not None and (writes > want_w or (refused and want_w > 0)):
+            raise Infeasible(f"the request makes {writes} writes, {want_w} requested")
+        if want_r is not None and reads > want_r:
+            raise Infeasible(f"the request makes {reads} reads, {want_r} requested")
+        used = {a[0] for a in actions}
+        extra_w = [(say, call) for say, call in WRITE_FILLERS if call[0] not in used]
+        extra_r = [(say, call) for say, call in READ_FILLERS if call[0] not in used]
+        rng.shuffle(extra_w)
+        rng.shuffle(extra_r)
+        more = extra_w[:max(0, (want_w or writes) - writes)]
+        fillers = extra_r[:max(0, (want_r or reads) - reads)]
+        if len(more) < (want_w or writes) - writes or len(fillers) < (want_r or reads) - reads:
+            raise Infeasible("not enough further requests for the requested counts")
+        if more and any(a[0] in TERMINATING for a in actions):  # nothing after a phone call is scored
+            raise Infeasible("a phone call ends the conversation: no further request can follow it")
+        return more, fillers
 
     @staticmethod
     def _elements(nature: str, op: Op) -> dict[str, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from envs import properties
 from envs.packs import DomainPack, PlannerRules, UserPhrasing
 
 HALLUCINATION = ("hallucination_missing_tool", "hallucination_missing_param", "hallucination_missing_result")
@@ -20,6 +21,10 @@ PLANNER_RULES = PlannerRules(implies={
     **{f"task_nature={n}": {"expected_behavior": ["decline_infeasible"]} for n in HALLUCINATION},
     "task_nature=disambiguation_internal": {"expected_behavior": ["resolve_from_preferences"]},
     "task_nature=disambiguation_user": {"expected_behavior": ["clarify_with_user"]},
+    # requested counts only some requests can show: no write is an information request, no read a plain setting
+    "num_write=0": {"task_family": ["charging", "info_query"]},
+    "num_read=0": {"task_family": ["climate_control", "window_and_body"], "task_nature": ["base_execute"],
+                   "expected_behavior": ["fulfill_reach_goal"]},
 })
 
 PHRASING = UserPhrasing(
@@ -41,6 +46,8 @@ class CarBenchPack(DomainPack):
 
     planner_rules = PLANNER_RULES
     phrasing = PHRASING
+    # the counts a blueprint may request: the generator realizes each bucket (further requests, side lookups)
+    controllable = properties.controllable("num_write", "num_read")
 
     def task_builder(self, domain, prior):
         from domains.car_bench.generator import CarBenchGenerator
@@ -58,6 +65,7 @@ class CarBenchPack(DomainPack):
                        ("battery", "charging"), ("call", "communication"), ("email", "communication"),
                        ("weather", "info_query"), ("temperature", "climate_control"), ("window", "window_and_body")]
     default_family = "info_query"
+    shape_values = {"lookup_then_modify": "read_then_set"}  # the generic shapes this space names (App. B.1)
 
     def policy_rules(self) -> Callable[[Any, Any, list[Any]], list[str]] | None:
         from envs.car_bench.policy import check_write
