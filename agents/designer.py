@@ -119,11 +119,12 @@ class EmbeddedDesigner:
         for key, factor in active.items():
             if key in ("interaction_challenge",):
                 continue
-            for value in factor.values:
+            values = [v for v in factor.values if v in space.restrictions.get(key, factor.values)]  # plannable ones
+            for value in values:
                 perf, cov = stats.get((key, value)), cover.get((key, value))
                 success = perf.success_rate if perf and perf.count else None
                 share = cov.coverage if cov and cov.coverage is not None else 0.0
-                expected_share = 1.0 / len(factor.values)
+                expected_share = 1.0 / len(values)
                 # without coverage statistics there is no evidence of a gap
                 gap = max(0.0, expected_share - share) / expected_share if cover else 0.0
                 if success is not None and success >= fb.mastered_at and gap < 0.5:
