@@ -228,6 +228,13 @@ def compatibility_problems(sel: dict[str, list[str]], rules: PlannerRules) -> li
     violable, no_read, info = rules.violable, rules.no_read_refusals, rules.info_families
     family, outcome, writes, reads = one("task_family"), one("expected_outcome"), one("num_write"), one("num_read")
     out = []
+    for cause, wants in rules.implies.items():  # the pack's value-implies-values rules
+        key, _, value = cause.partition("=")
+        if value in sel.get(key, []):
+            out += [f"{cause} goes with {other} in {options} (got {sel[other]})" for other, options in wants.items()
+                    if sel.get(other) and not set(sel[other]) & set(options)]
+    if outcome is None:  # the rules below relate a tau2-style outcome to the counts and the focus
+        return out
     if outcome == "refuse" and writes not in (None, "0"):
         out.append(f"a refusal changes no state, so num_write must be 0 (got {writes})")
     if reads == "0" and (outcome != "refuse" or family not in no_read):

@@ -67,7 +67,8 @@ class PlannerRules:
     @property
     def defined(self) -> bool:
         """Whether the pack states any rule (a pack without rules leaves LLM blueprints unchecked)."""
-        return bool(self.violable or self.no_read_refusals or self.info_families or self.min_refusal_reads)
+        return bool(self.violable or self.no_read_refusals or self.info_families or self.min_refusal_reads
+                    or self.implies)
 
 
 @dataclass(frozen=True)
