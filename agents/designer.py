@@ -12,6 +12,7 @@ from typing import Literal, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envs.packs import UnknownDomain, get_pack
 from storage.records import Direction, Feedback, SliceStat, SynthesisSpace
 
 LEVEL_WEIGHT = {"zero": 0.0, "low": 1.0, "explore": 1.5, "medium": 2.0, "high": 3.0}
@@ -71,6 +72,18 @@ def _direction_id(space: SynthesisSpace, seed: int, round: int, n: int, objectiv
     return f"d{round}-{n:03d}-" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
 
+def refusable_families(domain: str, families: list[str]) -> list[str]:
+    """The families a refusal can be planned for: those whose pack names a rule they can break (or a
+    categorical refusal); all of them when the pack names no rule (the planner then checks none)."""
+    try:
+        rules = get_pack(domain).planner_rules
+    except UnknownDomain:  # a space of no registered pack (a designer tried on its own): no rule to go by
+        return list(families)
+    if not rules.violable:
+        return list(families)
+    return [f for f in families if f in rules.violable or f in rules.no_read_refusals]
+
+
 class EmbeddedDesigner:
     """Deterministic allocation from the steering statistics (no LLM)."""
 
@@ -103,13 +116,14 @@ class EmbeddedDesigner:
             next(f.key for f in space.active if f.key != "task_family")
         family, outcome = space.factor("task_family"), space.factor(second)
         outcomes = [o for o in outcome.values if o in space.restrictions.get(second, outcome.values)]
+        refusable = refusable_families(space.domain, family.values)
         return [{"objective_type": "exploration", "budget_level": "explore",
                  "objective": f"explore {f} with outcome {o}" if second == "expected_outcome"
                  else f"explore {f} with {second} {o}",
                  "allowed_values": {"task_family": [f], second: [o]},
                  "rationale": "cold start: spread the budget over every family and outcome; the Planner "
                               "balances the remaining factors"}
-                for f in family.values for o in outcomes]
+                for f in family.values for o in outcomes if o != "refuse" or f in refusable]
 
     def _from_feedback(self, space: SynthesisSpace, fb: LearnerFeedback) -> list[dict]:
         active = {f.key: f for f in space.active}

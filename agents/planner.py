@@ -163,6 +163,10 @@ class EmbeddedPlanner:
             most = BUCKET_RANGE[sel["num_read"][0]][1] if sel["num_read"][0] in BUCKET_RANGE else None
             if most and any(need > most for need in rules.min_refusal_reads.values()):
                 force("task_family", [f for f in rules.violable if rules.min_refusal_reads.get(f, 0) <= most])
+        if sel["expected_outcome"] == ["refuse"] and rules.violable and "task_family" in keys:
+            # a refusal must break a rule: a family with no rule to break (and no categorical refusal) cannot
+            # be refused, so the generator could only reject it
+            force("task_family", [*rules.violable, *rules.no_read_refusals])
         if sel["expected_outcome"] == ["refuse"]:
             violable = rules.violable.get(sel["task_family"][0])
             if violable and not set(sel["policy_or_constraint_focus"]) & set(violable):
@@ -242,6 +246,9 @@ def compatibility_problems(sel: dict[str, list[str]], rules: PlannerRules) -> li
     if outcome == "fulfill" and writes == "0" and family not in info:
         out.append(f"a fulfilment without writes is an information request: task_family must be one of "
                    f"{info}")
+    if outcome == "refuse" and violable and family not in violable and family not in no_read:
+        out.append(f"a refusal must break a rule, and {family} has none to break: task_family must be one of "
+                   f"{sorted({*violable, *no_read})}")
     if outcome == "refuse" and family in violable and not set(sel.get("policy_or_constraint_focus", [])) & set(
             violable[family]):
         out.append(f"a refused {family} must focus on a rule it can break: one of {violable[family]}")

@@ -77,6 +77,9 @@ class Episode(ABC):
         yield
 
 
+TOOL_KINDS: tuple[ToolKind, ...] = ("read", "write", "generic")
+
+
 # ------------------------------------------------------------------ tasks
 @dataclass(frozen=True)
 class GoldAction:
@@ -212,8 +215,16 @@ class EnvTask(ABC):
 
 
 class Domain(ABC):
-    name: str
-    policy: str
+    """What the core calls on an environment; a pack's ``environment()`` returns one (envs/packs.py).
+
+    Subclass it directly for an environment of your own (``evosyn new-domain`` writes one), or use a family's
+    adapter (``envs.tau2.domain.Tau2Domain``). Tool kinds matter: a ``write`` tool changes the state (the
+    verifier counts it, the policy is checked before it), a ``read`` tool only looks, ``generic`` is neither
+    (a calculator, a hand-off).
+    """
+
+    name: str  # the domain's name, as the pack registers it
+    policy: str  # the policy text the agent is given (its system prompt)
     # Names the form of ``Episode.state_digest`` (and the base DB it is taken over), so a digest stored
     # with a task is only used by a domain that computes the same one; "" means digests are never stored.
     digest_scheme: str = ""
@@ -239,8 +250,10 @@ class Domain(ABC):
         return None
 
     def tool_kind(self, name: str, requestor: Requestor = "assistant") -> ToolKind | None:
+        """The kind of tool ``name`` of ``requestor`` (None: no such tool). Asked by the verifier, the generator,
+        the policy checks and the teacher for every call: an environment with many tools may index them."""
         spec = self.tool(name, requestor)
-        return spec.kind if spec else None
+        return spec.kind if spec is not None else None
 
     @abstractmethod
     def validate_arguments(self, name: str, arguments: dict[str, Any],
@@ -248,11 +261,14 @@ class Domain(ABC):
         """None if the call is well-formed, else the reason it is not."""
 
     @abstractmethod
-    def episode(self, initial_state: Any = None) -> Episode: ...
+    def episode(self, initial_state: Any = None) -> Episode:
+        """A fresh copy of the initial state to act in; ``initial_state``: a task's ``EnvTask.initial_state``
+        (None for most tau2 tasks) applied first."""
 
     @abstractmethod
     def tasks(self, split: str | None = None) -> list[EnvTask]:
-        """The benchmark's official tasks of a split (None: all)."""
+        """The benchmark's official tasks of a split (None: all); ``[]`` for a domain with none (its runs test
+        on the uniform set only). Raises ``KeyError`` naming the known splits for an unknown one."""
 
     def official_task(self, task_id: str) -> EnvTask | None:
         return next((t for t in self.tasks(None) if t.id == task_id), None)
@@ -278,7 +294,9 @@ class Domain(ABC):
         return None
 
     @abstractmethod
-    def splits(self) -> dict[str, int]: ...
+    def splits(self) -> dict[str, int]:
+        """Split name -> number of official tasks (``{}``: none)."""
 
     @abstractmethod
-    def summary(self) -> EnvSummary: ...
+    def summary(self) -> EnvSummary:
+        """Entity counts and example ids of the initial state, and the assistant's tools by kind."""

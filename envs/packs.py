@@ -1,10 +1,15 @@
 """Domain packs: everything that knows one domain, registered under its name.
 
-A pack is a package under ``domains/`` (one folder per domain, found by scanning
-that folder) or a third-party package named by an ``evosyn.domains`` entry
-point. Its ``__init__`` calls ``register(SomePack())`` and imports nothing
-heavy: the environment, the generator and the other hooks load when first
-used. The core asks ``get_pack(name)`` and never names a domain.
+A pack is a package found in one of three places: a folder under ``domains/``
+(the built-in packs), a folder under one of the user's pack folders
+(``EVOSYN_DOMAINS``, a list of folders separated like ``PATH``; by default
+``./domains`` in the working directory, where ``evosyn new-domain`` writes),
+or a third-party package named by an ``evosyn.domains`` entry point. Its
+``__init__`` calls ``register(SomePack())`` and imports nothing heavy: the
+environment, the generator and the other hooks load when first used. The core
+asks ``get_pack(name)`` and never names a domain. A pack that fails to import
+is recorded with its error (``broken()``) and refused by name; the other packs
+load as usual.
 
 ``DomainPack`` holds the hooks with their generic defaults; a pack overrides
 what its domain needs. Hooks the agents layer uses (generator, user phrasing,
@@ -15,11 +20,15 @@ documented on each method and live in ``agents/plans.py``.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
+import os
 import pkgutil
 import sys
+import types
 from dataclasses import dataclass, field
 from importlib import metadata, resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
@@ -28,11 +37,18 @@ if TYPE_CHECKING:
 
 PACKAGE = "domains"  # the folder of built-in packs
 ENTRY_POINT_GROUP = "evosyn.domains"
+USER_PACKAGE = "evosyn_user_domains"  # the package the user's pack folders are imported under (relative imports work)
+USER_FOLDERS_ENV = "EVOSYN_DOMAINS"  # folders of user packs, separated by os.pathsep
+USER_FOLDER_DEFAULT = "domains"  # relative to the working directory
 
 
 class UnknownDomain(KeyError):
     def __str__(self) -> str:  # KeyError quotes its message; we want plain text
         return self.args[0]
+
+
+class BrokenPack(UnknownDomain):
+    """A pack that failed to import: its name and the error, refused on every lookup of that name."""
 
 
 class NoEnvironment(RuntimeError):
@@ -90,8 +106,18 @@ class UserPhrasing:
     identity_words: tuple[str, ...] = ("customer id",)  # what an agent's request for the identity mentions
 
 
+class PackError(ValueError):
+    """A pack setting the core cannot work with: one line naming the setting and the fix."""
+
+
 class DomainPack:
-    """The hooks of one domain. Subclass, set ``name`` and override what differs."""
+    """The hooks of one domain. Subclass, set ``name`` and override what differs.
+
+    Required: ``name``, ``environment()``, ``ontology.json`` beside the pack. Needed by the embedded backend:
+    ``task_builder`` (the generator); by ``evosyn run``: ``controllable`` (the uniform test set and the
+    Reflector). Every other setting is optional, and its default changes recorded facts (``evosyn envs check``
+    names each one left at its default, and docs/guides/domain-pack.md says what each changes).
+    """
 
     name: str = ""
     default: bool = False  # the domain the CLI uses when --domain is not given (exactly one pack)
@@ -108,16 +134,47 @@ class DomainPack:
 
     def initial_space(self) -> dict[str, Any]:
         """The initial synthesis space (App. B.1) as raw JSON: ``ontology.json`` in the pack's package."""
+        path = resources.files(self.package).joinpath("ontology.json")
+        if not path.is_file():
+            raise PackError(f"ontology.json: domain {self.name!r} has no initial synthesis space; write "
+                            f"ontology.json beside its pack ({path}; `evosyn new-domain` writes one)")
+        return json.loads(path.read_text())
+
+    @property
+    def package(self) -> str:
+        """The pack's package (``domains.<name>``, ``evosyn_user_domains.<name>``, an installed one)."""
         module = sys.modules[type(self).__module__]
-        package = module.__name__ if hasattr(module, "__path__") else module.__package__  # a pack in __init__ too
-        return json.loads(resources.files(package).joinpath("ontology.json").read_text())
+        return module.__name__ if hasattr(module, "__path__") else module.__package__  # a pack in __init__ too
 
-    # ------------------------------------------------------------ policy
+    # ------------------------------------------------------------ policy (policy.py beside the pack)
+    def policy_module(self) -> types.ModuleType | None:
+        """The ``policy`` module of the pack's package; None when the pack has none (no machine-checked rules:
+        allowed, and `evosyn envs check` warns)."""
+        if not self.package:  # a pack class defined in a script: no package to hold a policy module
+            return None
+        name = f"{self.package}.policy"
+        found = sys.modules.get(name)  # asked before every checked write: skip the import machinery
+        if found is not None:
+            return found
+        if importlib.util.find_spec(name) is None:
+            return None
+        return importlib.import_module(name)
+
     def policy_rules(self) -> Callable[[Any, "ToolCall", list["Message"]], list[str]] | None:
-        """``(episode, call, history) -> violations`` checked before each write; None: not checked."""
-        return None
+        """``(episode, call, history) -> violations`` checked before each write (``policy.check_write``, each
+        violation starting with its ``[rule code]``); None: not checked."""
+        module = self.policy_module()
+        if module is None:
+            return None
+        if not callable(getattr(module, "check_write", None)):
+            raise PackError(f"policy.py: {module.__name__} has no check_write(episode, call, history) function; "
+                            "define it (return [] for no violation), or delete policy.py")
+        return module.check_write
 
-    official_waivers: dict[str, dict[str, str]] = {}  # official task id -> {rule code: reason}
+    @property
+    def official_waivers(self) -> dict[str, dict[str, str]]:
+        """Official task id -> {rule code: why its gold may break it} (``policy.OFFICIAL_WAIVERS``)."""
+        return getattr(self.policy_module(), "OFFICIAL_WAIVERS", {})
 
     # ------------------------------------------------------------ observed factors (envs/factors.py)
     family_by_tool: dict[str, str] = {}  # state-changing tool -> task family
@@ -186,6 +243,8 @@ class DomainPack:
 # ------------------------------------------------------------------ registry
 _PACKS: dict[str, DomainPack] = {}
 _INSTANCES: dict[str, "Domain"] = {}
+_BROKEN: dict[str, str] = {}  # pack (folder or entry point) name -> why it failed to import, one line
+_ERRORS: dict[str, BaseException] = {}  # ... and the exception itself (its traceback, for `evosyn envs check`)
 _loaded = False
 
 
@@ -197,17 +256,57 @@ def register(pack: DomainPack) -> None:
     _PACKS[pack.name] = pack
 
 
+def user_folders() -> list[Path]:
+    """The folders of the user's packs: ``EVOSYN_DOMAINS`` (``os.pathsep``-separated), else ``./domains``;
+    never the built-in folder itself (a working directory at the repository's root)."""
+    raw = os.environ.get(USER_FOLDERS_ENV)
+    folders = [Path(p) for p in raw.split(os.pathsep) if p] if raw is not None else [Path(USER_FOLDER_DEFAULT)]
+    builtin = {Path(p).resolve() for p in importlib.import_module(PACKAGE).__path__}
+    return [f.resolve() for f in folders if f.is_dir() and f.resolve() not in builtin]
+
+
+def _user_package(folders: list[Path]) -> str:
+    """A package whose ``__path__`` is the user's folders, so each pack in them imports as
+    ``evosyn_user_domains.<folder>`` (its relative imports work, and no folder name shadows a module)."""
+    package = sys.modules.get(USER_PACKAGE)
+    if package is None:
+        package = types.ModuleType(USER_PACKAGE, "The user's domain packs (envs/packs.py: user_folders).")
+        package.__path__ = []
+        sys.modules[USER_PACKAGE] = package
+    package.__path__[:] = [str(f) for f in folders]
+    return USER_PACKAGE
+
+
+def _import(name: str, load: Callable[[], Any]) -> None:
+    """Import one pack; a failure is recorded under ``name`` (what it registered undone) and the others go on."""
+    before = set(_PACKS)
+    try:
+        load()
+    except Exception as exc:  # any error of the pack's own code: reported by name, never fatal to the others
+        for added in set(_PACKS) - before:
+            del _PACKS[added]
+        text = str(exc).strip()
+        _BROKEN[name] = f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+        _ERRORS[name] = exc
+
+
 def _load() -> None:
     global _loaded
     if _loaded:
         return
-    root = importlib.import_module(PACKAGE)
+    root = importlib.import_module(PACKAGE)  # the built-in folder itself missing is an install error: raised
     for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda i: i.name):
-        if info.ispkg:
-            importlib.import_module(f"{PACKAGE}.{info.name}")
+        if info.ispkg and not info.name.startswith("_"):
+            _import(info.name, lambda n=info.name: importlib.import_module(f"{PACKAGE}.{n}"))
+    folders = user_folders()
+    if folders:
+        package = _user_package(folders)
+        for info in sorted(pkgutil.iter_modules([str(f) for f in folders]), key=lambda i: i.name):
+            if info.ispkg and not info.name.startswith("_"):
+                _import(info.name, lambda n=info.name: importlib.import_module(f"{package}.{n}"))
     for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        ep.load()  # a third-party pack reusing a built-in name is refused by register()
-    _loaded = True  # only now: a pack that failed to import fails every lookup, never a partial registry
+        _import(ep.name, ep.load)  # a third-party pack reusing a built-in name is refused by register()
+    _loaded = True
 
 
 def known(with_environment: bool = False) -> list[str]:
@@ -215,9 +314,24 @@ def known(with_environment: bool = False) -> list[str]:
     return sorted(n for n, p in _PACKS.items() if p.has_environment or not with_environment)
 
 
+def broken() -> dict[str, str]:
+    """Packs that failed to import: name -> the error, one line (``evosyn envs list`` shows them)."""
+    _load()
+    return dict(sorted(_BROKEN.items()))
+
+
+def import_error(name: str) -> BaseException | None:
+    """The exception a broken pack raised on import (None: it loaded, or there is no such pack)."""
+    _load()
+    return _ERRORS.get(name)
+
+
 def get_pack(name: str) -> DomainPack:
     _load()
     if name not in _PACKS:
+        if name in _BROKEN:
+            raise BrokenPack(f"domain {name!r} failed to load: {_BROKEN[name]} (fix the pack; "
+                             f"`evosyn envs check {name}` shows the traceback)")
         raise UnknownDomain(f"unknown domain {name!r}; known domains: {', '.join(sorted(_PACKS))}")
     return _PACKS[name]
 

@@ -88,7 +88,7 @@ def stages_section(stages: list[StageState]) -> str:
 def round_markdown(run_id: str, res: RoundResult, stages: list[StageState]) -> str:
     m = res.metrics
     head = (f"# Round {res.round} of `{run_id}`\n\nverified {res.verified}/{res.blueprints} blueprints; success: "
-            f"diagnostic {m.get('success_diagnostic', 0):.3f}, test {m.get('success_test', 0):.3f} "
+            f"diagnostic {m.get('success_diagnostic', 0):.3f}, test {m.get('success_test', float('nan')):.3f} "
             f"({len(res.test)} official-matched test tasks), uniform test {m.get('success_test_uniform', 0):.3f} "
             f"({len(res.test_uniform)} tasks)")
     return "\n\n".join([head, stages_section(stages), space_section(res.space_in, res.space_out),

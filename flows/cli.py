@@ -10,7 +10,8 @@ import sys
 
 import click
 
-from flows import cli_envs, cli_learn, cli_run, cli_services, cli_synth, cli_testsets, cli_view  # noqa: F401
+from flows import (cli_envs, cli_learn, cli_new_domain, cli_run, cli_services, cli_synth, cli_testsets,  # noqa: F401
+                   cli_view)
 from flows.cli_app import PATH, UserError, main
 from flows.inputs import store_from
 

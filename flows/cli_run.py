@@ -51,7 +51,7 @@ def _config(ctx, config_file, **overrides):
             raise UserError(str(exc)) from None
     from flows.inputs import check_domain
 
-    cfg.domain = check_domain(cfg.domain, generator=True)  # the fixed test set is always built embedded
+    cfg.domain = check_domain(cfg.domain, generator=True, run=True)  # the fixed test set is always built embedded
     from envs.ontology import check_initial_factors
     from envs.properties import check_prior
 
@@ -133,7 +133,7 @@ def print_summary(summary) -> None:
                 ["round", "verified yield", "diagnostic success", "test success", "uniform test success",
                  "factor cov", "balance", "interaction cov", "traj diversity", "space diff"],
                 [[r["round"], f"{r['verified_yield']:.2f}", f"{r['success_diagnostic']:.3f}",
-                  f"{r['success_test']:.3f}", f"{r.get('success_test_uniform', float('nan')):.3f}",
+                  f"{r.get('success_test', float('nan')):.3f}", f"{r.get('success_test_uniform', float('nan')):.3f}",
                   f"{r['factor_coverage']:.3f}", f"{r['factor_balance']:.3f}",
                   f"{r['interaction_coverage']:.3f}", f"{r['trajectory_diversity']:.3f}", r["diff"]]
                  for r in summary.rounds])
@@ -221,7 +221,7 @@ def sweep(ctx, config_file, quiet) -> None:
         raise UserError(str(exc)) from None
     from flows.inputs import check_domain
 
-    grid["domains"] = [check_domain(d, "sweep.domains", generator=True) for d in grid["domains"]]
+    grid["domains"] = [check_domain(d, "sweep.domains", generator=True, run=True) for d in grid["domains"]]
     check_learner(base)
     check_store_root(base.store_root())
     prefect_api(base.store_root(), meanwhile=_import_run_flow)

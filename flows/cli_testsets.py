@@ -41,10 +41,13 @@ def show(report: dict) -> None:
 def testsets(ctx, domain: str | None, n: int) -> None:
     """Build (once per store) or show the domain's two fixed test sets and what each realized."""
     from flows.inputs import check_domain
-    from tasks.testset import KINDS, test_cases, test_set_report
+    from tasks.testset import KINDS, skipped_line, test_cases, test_set_report
 
-    domain = check_domain(domain, generator=True)
+    domain = check_domain(domain, generator=True, run=True)  # the uniform set draws on controllable
     store = store_from(ctx)
     for kind in KINDS:
+        if (skipped := skipped_line(domain, kind)) is not None:
+            click.echo(skipped)
+            continue
         test_cases(store, domain, n=n, kind=kind)
         show(test_set_report(store, domain, n=n, kind=kind))

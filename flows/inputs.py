@@ -19,23 +19,36 @@ from flows.cli_app import UserError
 POINT_ELSEWHERE = "point at another store root with `evosyn --home DIR …` or EVOSYN_HOME=DIR"
 
 
-def check_domain(name: str | None, option: str = "--domain", generator: bool = False) -> str:
+def check_domain(name: str | None, option: str = "--domain", generator: bool = False, run: bool = False) -> str:
     """A known domain with an environment (the default pack when empty), before any work.
 
     ``generator``: the command synthesizes with the embedded generator, so the
-    domain's pack must have one. Otherwise one UserError line listing the domains.
+    domain's pack must have one, and the pack is checked as a synthesis needs
+    it (``envs.pack_check``: its space, its environment's tools, its policy
+    module); ``run``: also as a closed-loop run needs it (``controllable``).
+    Otherwise one UserError line naming the setting and the fix.
     """
-    from envs.packs import default_domain, get_pack, known
+    from envs.packs import broken, default_domain, get_pack, known
 
     if not name:
         name = default_domain()
+    failed = broken()
+    if name in failed and name not in known():  # (a second pack of a registered name fails, the first stays)
+        raise UserError(f"{option} {name}: the pack failed to load: {failed[name]} (`evosyn envs check {name}` "
+                        "shows the traceback)")
     runnable = known(with_environment=True)
     if name not in runnable:
         raise UserError(f"{option} {name}: unknown domain (known domains: {', '.join(runnable)})")
     if generator and not get_pack(name).has_generator:
         ready = [d for d in runnable if get_pack(d).has_generator]
-        raise UserError(f"{option} {name}: the embedded backend has no generator for this domain yet "
-                        f"(domains with one: {', '.join(ready)})")
+        raise UserError(f"{option} {name}: task_builder: the embedded backend has no generator for this domain yet "
+                        f"(domains with one: {', '.join(ready)}); define task_builder(domain, prior) in its pack")
+    if generator or run:
+        from envs.pack_check import first_error
+
+        why = first_error(name, "run" if run else "synth")
+        if why is not None:
+            raise UserError(f"{option} {name}: {why}")
     return name
 
 

@@ -64,7 +64,9 @@ def round_metrics_of(ctx: Ctx, res: RoundResult) -> dict[str, float]:
     m.update({k: v for k, v in extra.items() if not math.isnan(v)})
     rate = lambda evs: (sum(e.success for e in evs) / len(evs)) if evs else 0.0  # noqa: E731
     m.update({"verified_yield": res.verified / max(1, res.blueprints), "verified_total": float(len(samples)),
-              "success_diagnostic": rate(res.diagnostic), "success_test": rate(res.test),
+              "success_diagnostic": rate(res.diagnostic),
+              # a domain without official tasks has no official-matched set: no success_test (not a 0)
+              **({"success_test": rate(res.test)} if res.test else {}),
               "success_test_uniform": rate(res.test_uniform),
               "space_version": float(res.space_out.version)})
     for s in res.feedback.performance:

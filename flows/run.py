@@ -76,9 +76,12 @@ def stops(cfg: RunConfig, unchanged: int) -> bool:
 def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
     """The fixed test sets (official-matched, uniform), built (once) before any round, so a set the generator
     cannot fill is known now; each set's report line (what it aimed at, what it realized) is said."""
-    from tasks.testset import KINDS, report_line, test_cases, test_set_report
+    from tasks.testset import KINDS, report_line, skipped_line, test_cases, test_set_report
 
     for kind in KINDS:
+        if (skipped := skipped_line(cfg.domain, kind)) is not None:  # no official tasks: nothing to match
+            say(skipped)
+            continue
         cases = test_cases(store, cfg.domain, n=cfg.test_size, kind=kind)
         if not cases:
             raise TestSetError(f"test_size: the {cfg.domain} generator built no {kind} test task for a set of "
@@ -192,7 +195,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
             res.space_in.version else "no change"
         summary.rounds.append({"round": r, **metrics, "diff": diff})
         say(f"round {r}: verified {res.verified}/{res.blueprints}, diagnostic "
-            f"{metrics['success_diagnostic']:.3f}, test {metrics['success_test']:.3f}, test uniform "
+            f"{metrics['success_diagnostic']:.3f}, test {metrics.get('success_test', float('nan')):.3f}, test uniform "
             f"{metrics.get('success_test_uniform', 0.0):.3f}, space: {diff}")
         steering = steering_for(cfg.arm, res.reflection, res.feedback)
         unchanged = unchanged + 1 if res.space_out.version == res.space_in.version else 0

@@ -7,7 +7,8 @@ from directions the set writes itself: no Designer, no steering, nothing any arm
 learned. Every blueprint runs the round's stages (tasks/stages.py: plan,
 generate, rollout, verify) and only verified tasks join the set.
 
-- ``official-matched``: ``size`` slots over the joint cells (task family, outcome,
+- ``official-matched``: none for a domain without official tasks with gold actions
+  (``testset_targets.no_official_reason``: its runs test on the uniform set alone); else ``size`` slots over the joint cells (task family, outcome,
   write count, read count) of tau2's official tasks (tasks/testset_targets.py)
   by largest remainder; each slot's direction fixes its cell, the Planner draws
   the rest (seeded from the set's ids). A slot is filled by a verified task whose
@@ -51,8 +52,8 @@ from envs.packs import default_domain, get_pack
 from tasks.datasets import cases_for, with_count_factors, with_factors
 from tasks.stages import Ctx
 from tasks.testset_targets import (ANY_READS, CELL, Cell, allocate, cell_of, distribution, drawn_keys, in_cell,
-                                      marginals, nearest, official_cells, relaxed, rng_for, target_of, total_variation,
-                                      tv_from_uniform, uniform_draw)
+                                      marginals, nearest, no_official_reason, official_cells, relaxed, rng_for,
+                                      target_of, total_variation, tv_from_uniform, uniform_draw)
 from storage.locks import store_lock
 from storage.records import TABLES, Direction, SynthesisSpace, Verdict
 from storage.store import Store
@@ -68,6 +69,13 @@ LEGACY_CHUNK = "testset"  # the single chunk a test set was written as before it
 MAX_ATTEMPTS = 4  # per slot: its first blueprint and three re-salted retries
 Target = Cell | dict  # a slot's aim: its official cell, or its draw of the controllable properties
 MAX_TOPUPS = 4  # rounds of extra slots for those no attempt filled
+
+
+def skipped_line(domain: str, kind: Kind) -> str | None:
+    """The line a run (or `evosyn testsets`) says for a set the domain cannot have (None: it can)."""
+    if kind == "official-matched" and (why := no_official_reason(domain)) is not None:
+        return f"test set {kind}: skipped: {why}; the uniform set is this domain's test set"
+    return None
 
 
 def test_set_run_id(domain: str, seed: int = TEST_SEED, n: int = DEFAULT_SIZE, kind: Kind = "official-matched",
@@ -87,6 +95,8 @@ def test_cases(store: Store, domain: str | None = None, n: int = DEFAULT_SIZE, s
     build resumes. Never read by synthesis or the Reflector.
     """
     domain = domain or default_domain()
+    if kind == "official-matched" and no_official_reason(domain) is not None:
+        return []  # nothing to match: the uniform set is the domain's only test set
     run_id = test_set_run_id(domain, seed, n, kind, name)
     if not _built(store, run_id):
         with store_lock(store.root, run_id):  # concurrent first runs: one builds it, the others wait ...
@@ -247,6 +257,9 @@ def build_test_set(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int =
     trajectories and verdicts (the observed factors).
     """
     run_id = test_set_run_id(domain, seed, n, kind, name)
+    if kind == "uniform" and not get_pack(domain).controllable:  # flows/inputs.check_domain says so before any work
+        raise ValueError(f"controllable: the {domain} pack names no property its generator controls, so a uniform "
+                         "test set has nothing to draw (set controllable in its pack)")
     for table in TABLES:  # a partial build of the one-chunk layout before the stages: its rows would stay beside
         store.remove_chunk(table, run_id, 0, LEGACY_CHUNK)
     ctx = Ctx(store, run_id, 0, seed, domain, diagnostic_fraction=None, source="test_set",

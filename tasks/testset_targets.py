@@ -93,6 +93,17 @@ def nearest(cell: Cell, realized: Iterable[Cell]) -> Cell | None:
     return min(same, key=lambda c: (c[1] != cell[1], gap(c[2], cell[2]), gap(c[3], cell[3]), c))
 
 
+def no_official_reason(domain: str) -> str | None:
+    """Why the domain has no official-matched test set (None: it has one): no official tasks, or none with
+    gold actions to observe a cell on. Its runs then test on the uniform set alone."""
+    tasks = get_domain(domain).tasks(None)
+    if not tasks:
+        return f"the {domain} domain has no official tasks"
+    if not any(has_gold_actions(t) for t in tasks):
+        return f"none of the {domain} domain's {len(tasks)} official tasks has gold actions"
+    return None
+
+
 def official_cells(domain: str) -> Counter:
     """cell -> number of the domain's official tasks (all splits, those with gold actions) observed in it."""
     return Counter(dict(_official(domain)))

@@ -6,6 +6,8 @@ import os
 import storage.offline  # noqa: F401
 import pytest
 
+pytest_plugins = ["tests.fakes.user_packs"]  # the user_registry fixture: a registry that scans a folder of packs
+
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):

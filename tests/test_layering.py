@@ -83,7 +83,8 @@ def tau2_family_paths(root: Path) -> list[Path]:
     from envs.tau2.pack import Tau2Pack
 
     packs = [n for n in known() if isinstance(get_pack(n), Tau2Pack)]
-    return [root / "envs" / "tau2", *(root / "domains" / n for n in packs)]
+    # the pack `evosyn new-domain` copies into domains/: its tasks are in tau2's task model
+    return [root / "envs" / "tau2", *(root / "domains" / n for n in packs), root / "flows" / "domain_template"]
 
 
 def test_only_the_tau2_family_imports_tau2_or_reads_its_task_fields():

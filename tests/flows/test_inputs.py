@@ -37,7 +37,7 @@ def test_a_domain_without_generator_is_refused_when_synthesizing(monkeypatch):
 
     register(Bare())
     assert check_domain("bare") == "bare"
-    with pytest.raises(UserError, match=r"--domain bare: the embedded backend has no generator for this domain yet "
+    with pytest.raises(UserError, match=r"--domain bare: task_builder: the embedded backend has no generator for this domain yet "
                                         r"\(domains with one: airline"):
         check_domain("bare", generator=True)
 

@@ -270,3 +270,30 @@ def test_a_set_marked_empty_by_older_code_is_built_again_from_scratch(tmp_path, 
     fresh = Store(tmp_path / "fresh")
     assert _summary(testset.test_cases(old, "telecom", n=N)) == _summary(testset.test_cases(fresh, "telecom", n=N))
     assert table_digests(old, [run_id]) == table_digests(fresh, [run_id])
+
+
+def test_a_domain_without_official_tasks_has_no_official_matched_set(tmp_path, user_registry):
+    from flows.cli_new_domain import write_pack
+    from tasks.testset import skipped_line
+
+    folder = write_pack("gym_no_official", tmp_path / "packs")
+    env = folder / "environment.py"
+    env.write_text(env.read_text().replace("OFFICIAL = [", "OFFICIAL = []\n_UNUSED = ["))
+    user_registry(tmp_path / "packs")
+    store = Store(tmp_path / "home")
+    assert testset.test_cases(store, "gym_no_official", n=5, kind="official-matched") == []
+    assert skipped_line("gym_no_official", "official-matched") == (
+        "test set official-matched: skipped: the gym_no_official domain has no official tasks; the uniform set is "
+        "this domain's test set")
+    assert skipped_line("gym_no_official", "uniform") is None and skipped_line("airline", "official-matched") is None
+    assert not store.read_records("directions") and not store.read_records("tasks")  # nothing was built
+
+
+def test_a_uniform_set_of_a_pack_with_no_controllable_property_says_so(tmp_path, user_registry):
+    from flows.cli_new_domain import write_pack
+
+    pack = write_pack("gym_no_controllable", tmp_path / "packs") / "pack.py"
+    pack.write_text(pack.read_text().replace("controllable = {", "controllable = {}\n    _unused = {"))
+    user_registry(tmp_path / "packs")
+    with pytest.raises(ValueError, match="^controllable: the gym_no_controllable pack names no property"):
+        testset.test_cases(Store(tmp_path / "home"), "gym_no_controllable", n=5, kind="uniform")
