@@ -110,14 +110,20 @@ class EmbeddedDesigner:
 
     # ------------------------------------------------------------ modes
     def _cold_start(self, space: SynthesisSpace) -> list[dict]:
-        family, outcome = space.factor("task_family"), space.factor("expected_outcome")
+        # every family crossed with every outcome; a space without an outcome factor (CAR-bench's) crosses the
+        # families with its next factor (its task types), within the space's restrictions
+        second = "expected_outcome" if any(f.key == "expected_outcome" for f in space.active) else \
+            next(f.key for f in space.active if f.key != "task_family")
+        family, outcome = space.factor("task_family"), space.factor(second)
+        outcomes = [o for o in outcome.values if o in space.restrictions.get(second, outcome.values)]
         refusable = refusable_families(space.domain, family.values)
         return [{"objective_type": "exploration", "budget_level": "explore",
-                 "objective": f"explore {f} with outcome {o}",
-                 "allowed_values": {"task_family": [f], "expected_outcome": [o]},
+                 "objective": f"explore {f} with outcome {o}" if second == "expected_outcome"
+                 else f"explore {f} with {second} {o}",
+                 "allowed_values": {"task_family": [f], second: [o]},
                  "rationale": "cold start: spread the budget over every family and outcome; the Planner "
                               "balances the remaining factors"}
-                for f in family.values for o in outcome.values if o != "refuse" or f in refusable]
+                for f in family.values for o in outcomes if o != "refuse" or f in refusable]
 
     def _from_feedback(self, space: SynthesisSpace, fb: LearnerFeedback) -> list[dict]:
         active = {f.key: f for f in space.active}
@@ -127,11 +133,12 @@ class EmbeddedDesigner:
         for key, factor in active.items():
             if key in ("interaction_challenge",):
                 continue
-            for value in factor.values:
+            values = [v for v in factor.values if v in space.restrictions.get(key, factor.values)]  # plannable ones
+            for value in values:
                 perf, cov = stats.get((key, value)), cover.get((key, value))
                 success = perf.success_rate if perf and perf.count else None
                 share = cov.coverage if cov and cov.coverage is not None else 0.0
-                expected_share = 1.0 / len(factor.values)
+                expected_share = 1.0 / len(values)
                 # without coverage statistics there is no evidence of a gap
                 gap = max(0.0, expected_share - share) / expected_share if cover else 0.0
                 if success is not None and success >= fb.mastered_at and gap < 0.5:

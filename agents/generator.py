@@ -1,4 +1,7 @@
-"""Generator: turns a blueprint into an executable ``SynthTask`` (a tau2 Task + requested values)."""
+"""Generator: turns a blueprint into an executable ``SynthTask`` (the environment family's task + requested values).
+
+Both generators describe the task family-free (``envs.base.TaskDraft``); the domain's environment makes it
+one of its own tasks (``Domain.make_task``), and the store keeps that task's JSON."""
 from __future__ import annotations
 
 import hashlib
@@ -8,12 +11,11 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.plans import DefaultPrior, Infeasible, Plan, seeded_rng
-from envs.base import Domain
+from envs.base import Domain, EnvTask, GoldAction, TaskDraft, UserScenario
 from envs.ontology import check_selection
 from envs.packs import UserPhrasing
 from envs.properties import PROPERTIES, Call, bucket, measure_all, min_writes
 from envs.replay import gold_digest
-from envs.tau2.convert import task_from_dict
 from storage.records import Blueprint, SynthesisSpace, SynthTask
 
 
@@ -112,30 +114,35 @@ class EmbeddedGenerator:
         except Infeasible as exc:
             raise GenerationError(f"infeasible: {exc}") from None
         task_id = "syn-" + hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}".encode()).hexdigest()[:12]
-        tau2_task = build_tau2_task(task_id, blueprint, plan, self.domain.pack.phrasing)
-        task = task_from_dict(tau2_task)  # must be a valid tau2 Task
-        return SynthTask(run_id=blueprint.run_id, round=blueprint.round, space_version=blueprint.space_version,
-                         direction_id=blueprint.direction_id, blueprint_id=blueprint.blueprint_id, task_id=task_id,
-                         domain=blueprint.domain, tau2_task=tau2_task, requested=blueprint.selected_dimensions,
-                         scenario=scenario_of(plan, blueprint), generator="embedded",
-                         gold_digest=gold_digest(self.domain, task))
+        task = self.domain.make_task(task_draft(task_id, blueprint, plan, self.domain.pack.phrasing))
+        return synth_task(task, blueprint, scenario_of(plan, blueprint), "embedded", self.domain)
+
+
+def synth_task(task: EnvTask, blueprint: Blueprint, scenario: dict, generator: str, domain: Domain) -> SynthTask:
+    """The stored row of a task made for ``blueprint``."""
+    return SynthTask(run_id=blueprint.run_id, round=blueprint.round, space_version=blueprint.space_version,
+                     direction_id=blueprint.direction_id, blueprint_id=blueprint.blueprint_id, task_id=task.id,
+                     domain=blueprint.domain, tau2_task=task.to_json(), requested=blueprint.selected_dimensions,
+                     scenario=scenario, generator=generator, gold_digest=gold_digest(domain, task))
 
 
 def scenario_of(plan: Plan, blueprint: Blueprint) -> dict:
     return {"user_id": plan.user_id, "intents": plan.intents, "fillers": plan.fillers,
             "challenges": blueprint.selected_dimensions.get("interaction_challenge", []),
-            "refusal": plan.refusal, "info": plan.info, **({"identity": plan.identity} if plan.identity else {})}
+            "refusal": plan.refusal, "info": plan.info, **({"identity": plan.identity} if plan.identity else {}),
+            **({"clarify": plan.clarify} if plan.clarify else {})}
 
 
-def _gold_action(task_id: str, n: int, action: tuple) -> dict:
+def _gold_action(task_id: str, n: int, action: tuple) -> GoldAction:
     """(tool, arguments) is the agent's call; (tool, arguments, "user") a device action the user performs."""
     name, args = action[0], action[1]
     requestor = "user" if len(action) > 2 and action[2] == "user" else "assistant"
-    return {"action_id": f"{task_id}-{n}", "requestor": requestor, "name": name, "arguments": args}
+    return GoldAction(name=name, arguments=args, requestor=requestor, action_id=f"{task_id}-{n}")
 
 
-def build_tau2_task(task_id: str, blueprint: Blueprint, plan: Plan, phrasing: UserPhrasing) -> dict:
-    """The task as tau2 JSON; ``phrasing``: how the domain's pack words the user's side."""
+def task_draft(task_id: str, blueprint: Blueprint, plan: Plan, phrasing: UserPhrasing,
+               extra_instructions: str = "", notes: str = "") -> TaskDraft:
+    """The task, family-free; ``phrasing``: how the domain's pack words the user's side."""
     sel = blueprint.selected_dimensions
     asks = [i["say"] for i in plan.intents]
     if plan.fillers:
@@ -147,27 +154,22 @@ def build_tau2_task(task_id: str, blueprint: Blueprint, plan: Plan, phrasing: Us
         instructions.append("If the agent explains that this is not allowed, accept it and end the call.")
     else:
         instructions.append("Confirm each change with 'yes' when the agent describes it.")
-    task = {
-        "id": task_id,
-        "description": {"purpose": blueprint.generation_intent,
-                        "relevant_policies": ", ".join(sel.get("policy_or_constraint_focus", [])),
-                        "notes": f"EvoSyn embedded generator; blueprint {blueprint.blueprint_id}"},
-        "user_scenario": {"instructions": {
-            "domain": blueprint.domain,
-            "reason_for_call": "You want to " + "; then ".join(asks) + ".",
-            "known_info": plan.known_info or phrasing.known_identity.format(user_id=plan.user_id),
-            "unknown_info": phrasing.unknown_info,
-            "task_instructions": " ".join(instructions)}},
-        "ticket": "Customer " + plan.user_id + " wants to " + "; then ".join(asks) + ".",
-        "evaluation_criteria": {
-            "actions": [_gold_action(task_id, n, a) for n, a in enumerate(plan.actions)],
-            "communicate_info": plan.info,
-            **({"env_assertions": plan.env_assertions} if plan.env_assertions else {}),
-            "reward_basis": plan.reward_basis or ["DB", "COMMUNICATE"]},
-    }
-    if plan.initial_state is not None:
-        task["initial_state"] = plan.initial_state
-    return task
+    behave = " ".join(instructions)
+    if extra_instructions:
+        behave = f"{behave} {extra_instructions}"
+    return TaskDraft(
+        id=task_id, purpose=blueprint.generation_intent,
+        relevant_policies=", ".join(sel.get("policy_or_constraint_focus", [])),
+        notes=notes or f"EvoSyn embedded generator; blueprint {blueprint.blueprint_id}",
+        scenario=UserScenario(
+            domain=blueprint.domain, reason_for_call="You want to " + "; then ".join(asks) + ".",
+            known_info=plan.known_info or phrasing.known_identity.format(user_id=plan.user_id),
+            unknown_info=phrasing.unknown_info, task_instructions=behave, persona=plan.persona),
+        ticket="Customer " + plan.user_id + " wants to " + "; then ".join(asks) + ".",
+        actions=[_gold_action(task_id, n, a) for n, a in enumerate(plan.actions)],
+        communicate_info=plan.info, assertions=plan.assertions,
+        reward_basis=plan.reward_basis or ["DB", "COMMUNICATE"], initial_state=plan.initial_state,
+        extra=dict(plan.extra))
 
 
 # ------------------------------------------------------------------ LLM-backed Generator
@@ -252,19 +254,13 @@ def parse_generator(out: GeneratorOut, blueprint: Blueprint, space: SynthesisSpa
                 refusal={"say": out.intents[-1].say, "rule": out.refusal_rule} if outcome == "refuse" else None,
                 fillers=list(out.side_requests))
     task_id = "syn-" + hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}/llm".encode()).hexdigest()[:12]
-    tau2_task = build_tau2_task(task_id, blueprint, plan, domain.pack.phrasing)
-    if out.task_instructions.strip():
-        instr = tau2_task["user_scenario"]["instructions"]
-        instr["task_instructions"] = f"{instr['task_instructions']} {out.task_instructions.strip()}"
-    tau2_task["description"]["notes"] = f"EvoSyn LLM generator; blueprint {blueprint.blueprint_id}"
+    draft = task_draft(task_id, blueprint, plan, domain.pack.phrasing, extra_instructions=out.task_instructions.strip(),
+                       notes=f"EvoSyn LLM generator; blueprint {blueprint.blueprint_id}")
     try:
-        task = task_from_dict(tau2_task)
-    except Exception as exc:
-        raise Invalid(f"not a valid tau2 task: {str(exc).splitlines()[0]}") from None
-    return SynthTask(run_id=blueprint.run_id, round=blueprint.round, space_version=blueprint.space_version,
-                     direction_id=blueprint.direction_id, blueprint_id=blueprint.blueprint_id, task_id=task_id,
-                     domain=blueprint.domain, tau2_task=tau2_task, requested=sel,
-                     scenario=scenario_of(plan, blueprint), generator="llm", gold_digest=gold_digest(domain, task))
+        task = domain.make_task(draft)
+    except ValueError as exc:
+        raise Invalid(str(exc).splitlines()[0]) from None
+    return synth_task(task, blueprint, scenario_of(plan, blueprint), "llm", domain)
 
 
 class LLMGenerator:

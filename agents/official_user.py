@@ -1,6 +1,6 @@
-"""The user simulator of tau2's official tasks: scripted (offline, deterministic) or an LLM role.
+"""The user simulator of a benchmark's official tasks: scripted (offline, deterministic) or an LLM role.
 
-An official task gives its user only tau2's natural-language instructions (why
+An official task gives its user only its benchmark's natural-language instructions (why
 they call, what they know, how to behave), not the structured scenario of a
 synthesized task. The scripted ``OfficialUser`` reads them as a customer would
 in first person: it opens with its reason for calling and what it knows, and
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envs.base import Domain
+from envs.base import Domain, EnvTask
 from storage.records import Message
 
 # second person -> first person, longest forms first; deterministic, and good enough for a customer's lines
@@ -44,17 +44,10 @@ def first_person(text: str) -> str:
     return out
 
 
-def _instructions(task: Any) -> dict[str, str]:
-    ins = task.user_scenario.instructions
-    if isinstance(ins, str):
-        return {"reason_for_call": ins}
-    return {k: getattr(ins, k, None) or "" for k in ("reason_for_call", "known_info", "task_instructions")}
-
-
-def official_scenario(domain: Domain, task: Any) -> dict[str, Any]:
+def official_scenario(domain: Domain, task: EnvTask) -> dict[str, Any]:
     """The ``ReactiveUser`` scenario of an official task: its identity line and the changes it wants."""
-    ins = _instructions(task)
-    actions = (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
+    ins = task.scenario.parts()
+    actions = task.gold_actions
     wants = [{"say": a.name.replace("_", " "), "tool": a.name, "arguments": dict(a.arguments)}
              for a in actions if a.requestor == "assistant" and domain.tool_kind(a.name) == "write"]
     user_id = next((str(a.arguments["user_id"]) for a in actions if "user_id" in a.arguments), "")
@@ -63,7 +56,7 @@ def official_scenario(domain: Domain, task: Any) -> dict[str, Any]:
             "opening": first_person(ins.get("reason_for_call", ""))}
 
 
-def scripted_user(domain: Domain, task: Any):
+def scripted_user(domain: Domain, task: EnvTask):
     """An ``OfficialUser`` for ``task`` in ``domain`` (its pack's phrasing, its device tools)."""
     from agents.user import ReactiveUser
 
@@ -95,11 +88,10 @@ class TrialClient:
         return self.client.chat_sync(messages, attempt=attempt + self.trial * self.stride, **kw)
 
 
-def llm_user(client: Any, task: Any, trial: int = 0, retries: int = 2, domain: Domain | None = None):
+def llm_user(client: Any, task: EnvTask, trial: int = 0, retries: int = 2, domain: Domain | None = None):
     """An ``LLMUser`` playing ``task``'s instructions through ``client`` (trial ``trial``), with ``domain``'s
     user tools (its device, in a dual-control domain) when given."""
     from agents.user import LLMUser, user_scenario_text
 
-    data = task.model_dump(mode="json", exclude_none=True)
     tools = [t.openai_schema() for t in domain.tools("user")] if domain is not None else []
-    return LLMUser(TrialClient(client, trial, retries + 1), user_scenario_text(data), retries, tools=tools)
+    return LLMUser(TrialClient(client, trial, retries + 1), user_scenario_text(task.scenario), retries, tools=tools)

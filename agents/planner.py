@@ -126,6 +126,14 @@ class EmbeddedPlanner:
                 return
             sel[key] = [rng.choice(allowed)]
 
+        for cause, wants in rules.implies.items():  # the pack's value-implies-values rules
+            key, _, value = cause.partition("=")
+            if value in sel.get(key, []):
+                for other, options in wants.items():
+                    if other in keys:
+                        force(other, options)
+        if "expected_outcome" not in keys:  # the rules below relate the outcome to the counts and the focus
+            return
         need = min_writes({k: v for k, v in sel.items() if k != "num_write"})
         if need:  # a property value that only writes can show (a multi-item write, a mixed pair of writes, ...)
             force("expected_outcome", ["fulfill"])
@@ -165,11 +173,13 @@ class EmbeddedPlanner:
                 sel["policy_or_constraint_focus"] = [rng.choice(violable)]
 
     def _blueprint(self, direction, space, sel, digest, seed) -> Blueprint:
-        family, outcome = sel["task_family"][0], sel["expected_outcome"][0]
+        # a space without an outcome or a policy-focus factor (CAR-bench's) reads as a fulfilment with no focus
+        family, outcome = sel["task_family"][0], (sel.get("expected_outcome") or ["fulfill"])[0]
+        focus = sel.get("policy_or_constraint_focus", [])
         difficulty = sel["difficulty_profile"][0]
         writes = sel.get("num_write", ["prior"])[0]
         controls = DifficultyControls(
-            expected_tool_calls=CALLS[difficulty], num_policy_constraints=str(len(sel["policy_or_constraint_focus"])),
+            expected_tool_calls=CALLS[difficulty], num_policy_constraints=str(len(focus)),
             num_entities="1-3", requires_clarification="missing_information" in sel.get("interaction_challenge", []),
             allows_user_false_claim="user_false_claim" in sel.get("interaction_challenge", []),
             requires_state_change=outcome == "fulfill" and writes != "0")
@@ -179,8 +189,8 @@ class EmbeddedPlanner:
             direction_id=direction.direction_id, blueprint_id=f"b{direction.round}-{digest}",
             plan_id=f"p-{digest}", domain=space.domain, selected_dimensions=sel, seed=seed,
             generation_intent=f"a {difficulty} {family.replace('_', ' ')} request the agent must {verb}",
-            success_focus=[f"respect {f.replace('_', ' ')}" for f in sel["policy_or_constraint_focus"]],
-            diversity_notes=[f"patterns: {', '.join(sel['tool_use_pattern'])}",
+            success_focus=[f"respect {f.replace('_', ' ')}" for f in focus],
+            diversity_notes=[f"patterns: {', '.join(sel.get('tool_use_pattern', []))}",
                              f"challenges: {', '.join(sel.get('interaction_challenge', [])) or 'none'}"],
             expected_difficulty_controls=controls)
 
@@ -222,6 +232,13 @@ def compatibility_problems(sel: dict[str, list[str]], rules: PlannerRules) -> li
     violable, no_read, info = rules.violable, rules.no_read_refusals, rules.info_families
     family, outcome, writes, reads = one("task_family"), one("expected_outcome"), one("num_write"), one("num_read")
     out = []
+    for cause, wants in rules.implies.items():  # the pack's value-implies-values rules
+        key, _, value = cause.partition("=")
+        if value in sel.get(key, []):
+            out += [f"{cause} goes with {other} in {options} (got {sel[other]})" for other, options in wants.items()
+                    if sel.get(other) and not set(sel[other]) & set(options)]
+    if outcome is None:  # the rules below relate a tau2-style outcome to the counts and the focus
+        return out
     if outcome == "refuse" and writes not in (None, "0"):
         out.append(f"a refusal changes no state, so num_write must be 0 (got {writes})")
     if reads == "0" and (outcome != "refuse" or family not in no_read):

@@ -3,7 +3,8 @@
 A pack's ``task_builder(domain, prior)`` gives an object with
 ``plan(selection, blueprint_id, seed) -> Plan`` that raises ``Infeasible`` when
 the selection cannot be realized. The core (``agents/generator.py``) turns the
-plan into a tau2 task; the embedded user simulator plays its intents, and the
+plan into a family-free ``envs.base.TaskDraft``, which the domain's environment
+makes one of its family's tasks; the embedded user simulator plays its intents, and the
 embedded teacher runs its gold actions.
 
 Shared, domain-free pieces of every embedded generator live here too: the
@@ -53,14 +54,20 @@ class Plan:
     user_id: str  # the customer's identifier, as the domain calls it
     actions: list[Action]  # gold actions in order
     intents: list[dict[str, Any]]  # for the user simulator: {"say", "tool", "arguments"}, in order
-    info: list[str]  # what the agent must tell the user (tau2 communicate_info)
+    info: list[str]  # what the agent must tell the user (a task's communicate_info)
     refusal: dict[str, str] | None = None  # {"say", "rule"} when the request must be declined
     fillers: list[str] = field(default_factory=list)  # side lookups the user asks for first
     known_info: str = ""  # what the user knows, as the pack words it ("" -> the phrasing's identity line)
     identity: str = ""  # how the user identifies itself, first person ("" -> the phrasing's identity line)
-    initial_state: dict[str, Any] | None = None  # a tau2 initial_state (dual-control domains: the device)
-    env_assertions: list[dict[str, Any]] = field(default_factory=list)  # tau2 EnvAssertions of the final state
-    reward_basis: list[str] | None = None  # tau2 reward basis; None: the core's default (DB, COMMUNICATE)
+    # the next three are in the environment family's own form (the pack knows its family)
+    initial_state: Any = None  # the task's initial state (tau2 dual-control domains: the device)
+    assertions: list[Any] = field(default_factory=list)  # assertions on the final state
+    reward_basis: list[str] | None = None  # the reward's components; None: the core's default (DB, COMMUNICATE)
+    persona: str = ""  # who the user is, when the family's tasks give the user a persona
+    # {"ask", "answer"}: the agent must ask for a value the request leaves out before acting (the teacher asks
+    # ``ask``, the user answers ``answer``); None: the request is complete
+    clarify: dict[str, str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # further fields of the family's task (TaskDraft.extra)
 
 
 class TaskBuilder(Protocol):

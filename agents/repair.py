@@ -15,10 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.generator import ActionOut
 from agents.teacher import EmbeddedTeacher, trajectory_id
-from envs.base import Domain
+from envs.base import Domain, UserScenario
 from envs.gold import confirmation_request
 from envs.perturb import rematerialize
-from envs.tau2.convert import task_from_dict
 from storage.records import Message, SynthTask, ToolCall, Trajectory, Verdict
 
 MAX_ATTEMPTS = 2
@@ -42,7 +41,7 @@ class EmbeddedRepair:
             return None
         msgs = [m.model_copy(deep=True) for m in trajectory.messages]
         if set(failed) <= {"communicate"}:
-            info = task_from_dict(task.tau2_task).evaluation_criteria.communicate_info or []
+            info = self.domain.task_from_json(task.definition).communicate_info
             closing = next(m for m in reversed(msgs) if m.role == "assistant" and m.content)
             closing.content = f"{closing.content} For your records: {'; '.join(info)}."
             return self._new(trajectory, msgs, attempt), "communicate: added the missing information"
@@ -54,8 +53,8 @@ class EmbeddedRepair:
                                                for c in m.tool_calls)]
             ids = {c.id for m in kept for c in m.tool_calls}
             kept = [m for m in kept if m.role != "tool" or m.tool_call_id in ids]
-            tau2_task = task_from_dict(task.tau2_task)
-            return (self._new(trajectory, rematerialize(self.domain, tau2_task, kept), attempt),
+            env_task = self.domain.task_from_json(task.definition)
+            return (self._new(trajectory, rematerialize(self.domain, env_task, kept), attempt),
                     "replay: dropped invalid calls and re-executed every observation")
         plain = self.teacher.rollout(task, attempt=attempt, plain=True)
         return plain, f"{', '.join(sorted(failed))}: rolled out again without interaction challenges"
@@ -103,13 +102,21 @@ def conversation_view(msgs: list[Message]) -> list[str]:
     return out
 
 
-def repair_messages(task: SynthTask, trajectory: Trajectory, verdict: Verdict, env: dict) -> list[dict]:
+def scenario_view(scenario: UserScenario) -> dict:
+    """The user's side of a task as the repair prompt shows it."""
+    keys = ("domain", "reason_for_call", "known_info", "unknown_info", "task_instructions")
+    return {"instructions": {k: getattr(scenario, k) for k in keys},
+            **({"persona": scenario.persona} if scenario.persona else {})}
+
+
+def repair_messages(task: SynthTask, trajectory: Trajectory, verdict: Verdict, env: dict,
+                    domain: Domain) -> list[dict]:
     from agents.ask import render
 
-    crit = task.tau2_task.get("evaluation_criteria", {})
-    view = {"user_scenario": task.tau2_task.get("user_scenario"),
-            "gold_actions": [{"name": a["name"], "arguments": a["arguments"]} for a in crit.get("actions") or []],
-            "communicate_info": crit.get("communicate_info") or []}
+    env_task = domain.task_from_json(task.definition)
+    view = {"user_scenario": scenario_view(env_task.scenario),
+            "gold_actions": [{"name": a.name, "arguments": a.arguments} for a in env_task.gold_actions],
+            "communicate_info": env_task.communicate_info}
     text = render("repair.md", domain=task.domain, tools=env.get("tools", []), task=view,
                   failed=[f"{c.name}: {c.reason}" for c in verdict.failed()],
                   conversation=conversation_view(trajectory.messages))
@@ -157,7 +164,7 @@ class LLMRepair:
         if not failed or attempt > MAX_ATTEMPTS or "factors" in failed:
             return None  # a factor mismatch is a wrong task, not a wrong conversation
         try:
-            ans = ask(self.client, repair_messages(task, trajectory, verdict, self.env), schema=RepairOut,
+            ans = ask(self.client, repair_messages(task, trajectory, verdict, self.env, self.domain), schema=RepairOut,
                       role="repair", retries=self.retries, validate=lambda o: parse_repair(o, trajectory, self.domain))
         except RoleRejected as exc:
             verdict.repair_reason = f"repair rejected: {exc}"
@@ -180,8 +187,8 @@ class LLMRepair:
             msgs.append(Message(role=m.role, content=m.content or None, tool_calls=calls,
                                 requestor="user" if m.role == "user" else "assistant"))
             msgs += [Message(role="tool", content="", tool_call_id=c.id) for c in calls]
-        tau2_task = task_from_dict(task.tau2_task)
-        return (self._new(trajectory, rematerialize(self.domain, tau2_task, msgs), attempt),
+        env_task = self.domain.task_from_json(task.definition)
+        return (self._new(trajectory, rematerialize(self.domain, env_task, msgs), attempt),
                 f"revise: {out.reason}")
 
     _new = staticmethod(EmbeddedRepair._new)

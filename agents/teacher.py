@@ -15,7 +15,6 @@ from agents.learners.exports import chat_message
 from agents.user import EmbeddedUser, UserSimulator, device_turn
 from envs.base import Domain
 from envs.gold import confirmation_request, device_request
-from envs.tau2.convert import task_from_dict
 from storage.records import Message, SynthTask, ToolCall, Trajectory
 
 
@@ -41,12 +40,12 @@ class EmbeddedTeacher:
 
     def rollout(self, task: SynthTask, attempt: int = 0, plain: bool = False) -> Trajectory:
         """``plain`` drops the interaction challenges (a repair strategy)."""
-        tau2_task = task_from_dict(task.tau2_task)
+        env_task = self.domain.task_from_json(task.definition)
         scenario = dict(task.scenario)
         if plain:
             scenario["challenges"] = []
         user: UserSimulator = EmbeddedUser(scenario, self.domain.pack.phrasing)
-        episode = self.domain.episode(tau2_task.initial_state)
+        episode = self.domain.episode(env_task.initial_state)
         msgs: list[Message] = [user.opening()]
 
         def say(text: str) -> None:
@@ -55,7 +54,10 @@ class EmbeddedTeacher:
         if isinstance(user, EmbeddedUser) and user.withholds_id():
             say(self.domain.pack.phrasing.ask_identity)
             msgs.append(user.give_user_id())
-        actions = tau2_task.evaluation_criteria.actions or []
+        if scenario.get("clarify"):  # the request leaves a value out: the agent asks for it before acting
+            say(scenario["clarify"]["ask"])
+            msgs.append(user.clarify())
+        actions = env_task.gold_actions
         intents = scenario.get("intents") or []
         writes_done, intent = 0, 0
         for n, action in enumerate(actions):
@@ -162,7 +164,8 @@ class LLMTeacher:
         from agents.user import LLMUser, ReactiveUser, user_scenario_text
 
         if self.user_client is not None:  # with the user's device tools in a dual-control domain (tau2's telecom)
-            return LLMUser(self.user_client, user_scenario_text(task.tau2_task, plain), self.retries,
+            scenario = self.domain.task_from_json(task.definition).scenario
+            return LLMUser(self.user_client, user_scenario_text(scenario, plain), self.retries,
                            tools=[s.openai_schema() for s in self.domain.tools("user")])
         scenario = dict(task.scenario)
         if plain:
@@ -193,8 +196,7 @@ class LLMTeacher:
         raise RoleRejected(f"teacher: no usable reply after {self.retries + 1} attempts: {problem}")
 
     def rollout(self, task: SynthTask, attempt: int = 0, plain: bool = False) -> Trajectory:
-        tau2_task = task_from_dict(task.tau2_task)
-        episode = self.domain.episode(tau2_task.initial_state)
+        episode = self.domain.episode(self.domain.task_from_json(task.definition).initial_state)
         user = self._user(task, plain)
         msgs: list[Message] = [user.opening()]
         msgs += device_turn(episode, user, msgs[0])

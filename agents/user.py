@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from agents.learners.exports import chat_message
+from envs.base import UserScenario
 from envs.packs import UserPhrasing, get_pack
 from storage.records import Message, ToolCall
 
@@ -74,6 +75,10 @@ class EmbeddedUser:
 
     def next_intent(self, index: int) -> Message:
         return _user(f"Yes, one more thing: I would also like to {self.s['intents'][index]['say']}.")
+
+    def clarify(self) -> Message:
+        """The value the request left out, when the agent asks for it (the scenario's ``clarify``)."""
+        return _user(self.s["clarify"]["answer"])
 
     def confirm(self, first: bool) -> list[Message]:
         if first and "preference_change" in self.challenges:
@@ -153,6 +158,7 @@ class ReactiveUser(EmbeddedUser):
         self.done = False
         self.device_tools = list(device_tools)  # the user tools of its device (dual-control domains)
         self._device_calls = 0
+        self._clarified = False
 
     def _wanted_ids(self) -> list[set[str]]:
         """For each request revealed so far, the ids among its arguments (those it can recognise)."""
@@ -166,6 +172,9 @@ class ReactiveUser(EmbeddedUser):
 
     def respond(self, text: str) -> Message:
         asked = asked_device_action(text or "", self.device_tools)
+        if self.s.get("clarify") and not self._clarified and "?" in (text or "") and "confirm" not in text.lower():
+            self._clarified = True  # the agent asks for the value the request left out
+            return self.clarify()
         if asked is not None:  # it performs a device action only when the agent names one of its tools
             self._device_calls += 1
             return self.device_action(ToolCall(id=f"device_{self._device_calls}", name=asked[0],
@@ -192,20 +201,20 @@ class ReactiveUser(EmbeddedUser):
 STOP = "###STOP###"
 
 
-def user_scenario_text(tau2_task: dict, plain: bool = False) -> str:
+def user_scenario_text(scenario: UserScenario, plain: bool = False) -> str:
     """The task's user scenario as the simulator reads it; ``plain`` drops the interaction challenges."""
-    instr = dict(tau2_task.get("user_scenario", {}).get("instructions") or {})
+    parts = scenario.parts()
     if plain:
         from agents.generator import challenge_text
 
-        domain = instr.get("domain")
-        text = instr.get("task_instructions", "")
-        for sentence in challenge_text(get_pack(domain).phrasing if domain else UserPhrasing()).values():
+        text = parts.get("task_instructions", "")
+        phrasing = get_pack(scenario.domain).phrasing if scenario.domain else UserPhrasing()
+        for sentence in challenge_text(phrasing).values():
             text = text.replace(sentence, "")
-        instr["task_instructions"] = " ".join(text.split())
-    labels = {"reason_for_call": "Why you are calling", "known_info": "What you know",
+        parts["task_instructions"] = " ".join(text.split())
+    labels = {"persona": "Who you are", "reason_for_call": "Why you are calling", "known_info": "What you know",
               "unknown_info": "What you do not know", "task_instructions": "How to behave"}
-    return "\n".join(f"{labels.get(k, k)}: {v}" for k, v in instr.items() if v and k in labels)
+    return "\n".join(f"{labels[k]}: {v}" for k, v in parts.items() if v)
 
 
 DEVICE_NOTE = """YOUR PHONE:

@@ -2,26 +2,23 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
+from envs.base import EnvTask
 from envs.packs import get_domain
-from envs.tau2.convert import task_from_dict
 from envs.verify import run_checks
 from storage.records import SynthTask, Trajectory, Verdict
 
 
-def _tau2_task(task: SynthTask | Any) -> Any:
-    return task_from_dict(task.tau2_task) if isinstance(task, SynthTask) else task
-
-
-def verify(task: SynthTask | Any, trajectory: Trajectory, domain: str | None = None) -> Verdict:
+def verify(task: SynthTask | EnvTask, trajectory: Trajectory, domain: str | None = None) -> Verdict:
     """``Verdict`` of a trajectory: reward by the task's reward basis, plus our stricter checks."""
     name = domain or (task.domain if isinstance(task, SynthTask) else None)
     if name is None:
-        raise ValueError("verify: pass domain= when the task is a bare tau2 Task")
+        raise ValueError("verify: pass domain= when the task is an environment's own task")
     requested = task.requested if isinstance(task, SynthTask) else {}
     stored = task.gold_digest if isinstance(task, SynthTask) else ""
-    outcome = run_checks(get_domain(name), _tau2_task(task), trajectory.messages,
+    env = get_domain(name)
+    env_task = env.task_from_json(task.definition) if isinstance(task, SynthTask) else task
+    outcome = run_checks(env, env_task, trajectory.messages,
                          termination=trajectory.termination, requested=requested, gold_digest=stored)
     verdict_id = hashlib.sha256(f"{trajectory.trajectory_id}:{trajectory.attempt}".encode()).hexdigest()[:16]
     return Verdict(

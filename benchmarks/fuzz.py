@@ -125,7 +125,6 @@ def _validate(role: str, parsed: Any, calls: list, text: str, fx: Fixture) -> No
     from agents.reflector_llm import parse_reflector
     from agents.repair import parse_repair
     from agents.teacher import tool_turn
-    from envs.tau2.convert import task_from_dict
     from storage.records import Message, Trajectory
 
     if role == "designer":
@@ -141,7 +140,7 @@ def _validate(role: str, parsed: Any, calls: list, text: str, fx: Fixture) -> No
         reviews, proposal = parse_reflector(parsed, fx.space, fx.probes)
         _storable([apply_reflection(fx.space, reviews, proposal, round=1)])
     elif role == "teacher":  # the rollout's turn: tool calls run in a live episode, or a text reply
-        episode = fx.domain.episode(task_from_dict(fx.task.tau2_task).initial_state)
+        episode = fx.domain.episode(fx.domain.task_from_json(fx.task.definition).initial_state)
         res = SimpleNamespace(tool_calls=calls, text=text)  # the ChatResult fields ``tool_turn`` reads
         msgs = tool_turn(res, episode, 1) if calls else [Message(role="assistant", content=text)]
         t = fx.trajectory

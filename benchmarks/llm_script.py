@@ -125,7 +125,7 @@ class RoleScript:
 
         traj = EmbeddedTeacher(self.dom).rollout(task)
         with self.lock:
-            self.by_reason[task.tau2_task["user_scenario"]["instructions"]["reason_for_call"]] = traj
+            self.by_reason[self.dom.task_from_json(task.definition).scenario.reason_for_call] = traj
             self.by_opening[traj.messages[0].content] = traj
 
     def repair(self, prompt: str) -> dict:

@@ -4,12 +4,21 @@ A ``Domain`` is loaded once per process (tools, policy, DB, official tasks);
 ``Domain.episode()`` gives a fresh, cheap copy of the initial state to act in.
 ``Episode.step`` never raises for a tool error: the error comes back as an
 ``Observation`` flagged ``error=True``.
+
+A task is its environment family's own object (tau2's ``Task``, a CAR-bench task
+row) behind ``EnvTask``: what the core reads of a task (its initial state, the
+user's side, the gold actions, what the reward is based on, the final-state
+assertions the verifier runs) is declared here and nothing else. A family turns
+its stored JSON into an ``EnvTask`` (``Domain.task_from_json``) and a generator's
+family-free ``TaskDraft`` into one of its own tasks (``Domain.make_task``); the
+store keeps every family's task as the JSON ``EnvTask.to_json`` gives.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +28,7 @@ from envs.task_sets import TaskSet
 
 if TYPE_CHECKING:
     from envs.packs import DomainPack
+    from storage.records import Message
 
 ToolKind = Literal["read", "write", "generic"]
 Requestor = Literal["assistant", "user"]
@@ -64,10 +74,6 @@ class Episode(ABC):
     def state_digest(self) -> str:
         """A hash of the full state (agent and user DB); equal iff the states are equal."""
 
-    @abstractmethod
-    def check_assertion(self, assertion: Any) -> bool:
-        """Evaluate one tau2 ``EnvAssertion`` on the current state."""
-
     @contextmanager
     def reading(self) -> Iterator[None]:
         """A block that only reads the state (policy checks): an episode may skip copying what it reads."""
@@ -75,6 +81,140 @@ class Episode(ABC):
 
 
 TOOL_KINDS: tuple[ToolKind, ...] = ("read", "write", "generic")
+
+
+# ------------------------------------------------------------------ tasks
+@dataclass(frozen=True)
+class GoldAction:
+    """One tool call of a task's reference solution."""
+
+    name: str
+    arguments: dict[str, Any]
+    requestor: Requestor = "assistant"  # "user": a device action the user performs (dual-control)
+    compare_args: tuple[str, ...] | None = None  # the arguments a performed call must match; None: all it passes
+    action_id: str = ""
+
+    def matches(self, name: str, arguments: dict[str, Any]) -> bool:
+        """Whether a performed call is this action: the same tool, equal compared arguments (tau2's rule,
+        which CAR-bench's action check shares)."""
+        if self.name != name:
+            return False
+        keys = arguments.keys() if self.compare_args is None else self.compare_args
+        if len(keys) == 0:
+            return True
+        return ({k: v for k, v in arguments.items() if k in keys}
+                == {k: v for k, v in self.arguments.items() if k in keys})
+
+
+@dataclass(frozen=True)
+class UserScenario:
+    """What the simulated user is told, in named parts ('' when a family's task has no such part)."""
+
+    reason_for_call: str = ""  # why the user calls: the request, or the whole instruction of a one-text task
+    known_info: str = ""
+    unknown_info: str = ""
+    task_instructions: str = ""  # how to behave
+    persona: str = ""
+    domain: str = ""  # the domain the scenario was written for
+
+    def parts(self) -> dict[str, str]:
+        """The non-empty parts a user simulator reads, in a fixed order."""
+        keys = ("persona", "reason_for_call", "known_info", "unknown_info", "task_instructions")
+        return {k: getattr(self, k) for k in keys if getattr(self, k)}
+
+
+# The reward components the verifier computes for every family (``envs/verify.py``); a task's
+# ``reward_basis`` names those its reward depends on, and a family may name its own beside them.
+REWARD_COMPONENTS = ("DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE")
+
+
+@dataclass
+class TaskDraft:
+    """A task as a generator describes it, before its family makes it its own (``Domain.make_task``).
+
+    ``initial_state`` and ``assertions`` are in the family's own form (the pack that plans the task
+    knows its family); ``extra``: further fields of the family's task (a CAR-bench task type, a persona)."""
+
+    id: str
+    scenario: UserScenario
+    actions: list[GoldAction]
+    communicate_info: list[str] = field(default_factory=list)
+    reward_basis: list[str] = field(default_factory=lambda: ["DB", "COMMUNICATE"])
+    purpose: str = ""
+    relevant_policies: str = ""
+    notes: str = ""
+    ticket: str = ""
+    initial_state: Any = None
+    assertions: list[Any] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class EnvTask(ABC):
+    """A task of one environment family, as the core reads it: the family's own object, or a wrapper of it.
+
+    ``id`` (an attribute or a property: not declared here, so a pydantic task model can be one) names the task.
+    """
+
+    @property
+    @abstractmethod
+    def initial_state(self) -> Any:
+        """What ``Domain.episode`` takes to start this task (None: the environment's initial state)."""
+
+    @property
+    @abstractmethod
+    def scenario(self) -> UserScenario: ...
+
+    @property
+    @abstractmethod
+    def gold_actions(self) -> list[GoldAction]: ...
+
+    @property
+    @abstractmethod
+    def communicate_info(self) -> list[str]:
+        """What the agent must tell the user (each a substring its messages must contain)."""
+
+    @property
+    @abstractmethod
+    def reward_basis(self) -> frozenset[str]:
+        """The components the reward depends on (``REWARD_COMPONENTS`` and the family's own)."""
+
+    @property
+    @abstractmethod
+    def evaluated(self) -> bool:
+        """Whether the task has evaluation criteria at all (a task without them always gets reward 1)."""
+
+    @property
+    @abstractmethod
+    def state_checked(self) -> bool:
+        """Whether the final state is compared with the gold replay's (the task states gold actions or
+        assertions, even empty ones)."""
+
+    @property
+    def purpose(self) -> str:
+        return ""
+
+    @property
+    def setup(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """How the initial state is prepared beyond the environment's, one (side, function, arguments) a
+        step, for display."""
+        return []
+
+    @abstractmethod
+    def failed_assertions(self, episode: Episode) -> list[str]:
+        """The name of each final-state assertion of the task that does not hold in ``episode``."""
+
+    @abstractmethod
+    def to_json(self) -> dict[str, Any]:
+        """The task in its family's own JSON form: what the store keeps and ``Domain.task_from_json`` reads."""
+
+    def key(self) -> str:
+        """A content hash: equal iff the tasks are equal."""
+        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
+
+    def reward(self, passed: Mapping[str, bool]) -> float:
+        """The reward from the verifier's components: 1 when every one of the basis holds, else 0 (tau2's
+        rule); a family whose reward counts failures (CAR-bench) overrides it."""
+        return 0.0 if any(not passed[b] for b in self.reward_basis if b in passed) else 1.0
 
 
 class Domain(ABC):
@@ -125,16 +265,36 @@ class Domain(ABC):
 
     @abstractmethod
     def episode(self, initial_state: Any = None) -> Episode:
-        """A fresh copy of the initial state to act in; ``initial_state``: a task's tau2 ``InitialState`` (None
-        for most tasks) applied first."""
+        """A fresh copy of the initial state to act in; ``initial_state``: a task's ``EnvTask.initial_state``
+        (None for most tau2 tasks) applied first."""
 
     @abstractmethod
-    def tasks(self, split: str | None = None) -> list[Any]:
-        """Official tau2 ``Task`` objects of a split (None: all); ``[]`` for a domain with none (its runs test
+    def tasks(self, split: str | None = None) -> list[EnvTask]:
+        """The benchmark's official tasks of a split (None: all); ``[]`` for a domain with none (its runs test
         on the uniform set only). Raises ``KeyError`` naming the known splits for an unknown one."""
 
-    def official_task(self, task_id: str) -> Any | None:
+    def official_task(self, task_id: str) -> EnvTask | None:
         return next((t for t in self.tasks(None) if t.id == task_id), None)
+
+    @abstractmethod
+    def task_from_json(self, data: dict[str, Any]) -> EnvTask:
+        """A stored task (``EnvTask.to_json``) as this family's task; raises ``ValueError`` when it is not one."""
+
+    @abstractmethod
+    def make_task(self, draft: TaskDraft) -> EnvTask:
+        """A generator's draft as this family's task; raises ``ValueError`` when the family cannot hold it."""
+
+    def reward(self, task: EnvTask, messages: list[Message], passed: Mapping[str, bool]) -> float:
+        """The reward of a trajectory whose recorded observations replay, given the verifier's components
+        (``REWARD_COMPONENTS``): the task's own rule over them (``EnvTask.reward``); a family whose benchmark
+        scores a trajectory by its own replay (CAR-bench) computes it here instead."""
+        return task.reward(passed)
+
+    def official_reward(self, task: EnvTask, messages: list[Message], termination: str = "agent_stop"
+                        ) -> tuple[float, str] | None:
+        """(reward, note) from the benchmark's own evaluator, where it is installed (agreement checks and
+        the verifier benchmark); None where the family has none to run."""
+        return None
 
     @abstractmethod
     def splits(self) -> dict[str, int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envs.base import Domain
+from envs.base import Domain, EnvTask
 from storage.records import Message, ToolCall
 
 AFFIRMATIVE = "Yes, please go ahead."
@@ -32,19 +32,16 @@ def confirmation_request(name: str, arguments: dict[str, Any]) -> str:
     return f"Before I proceed: I am going to {action_phrase(name, arguments)}. Do you confirm (yes/no)?"
 
 
-def opening_message(task: Any) -> str:
-    scenario = task.user_scenario.instructions
-    if isinstance(scenario, str):
-        return scenario
-    parts = [getattr(scenario, "reason_for_call", None), getattr(scenario, "known_info", None)]
+def opening_message(task: EnvTask) -> str:
+    scenario = task.scenario
+    parts = [scenario.reason_for_call, scenario.known_info]
     return "\n".join(p.strip() for p in parts if p)
 
 
-def gold_messages(domain: Domain, task: Any) -> list[Message]:
+def gold_messages(domain: Domain, task: EnvTask) -> list[Message]:
     episode = domain.episode(task.initial_state)
     messages = [Message(role="user", content=opening_message(task), requestor="user")]
-    criteria = task.evaluation_criteria
-    for n, action in enumerate(criteria.actions or []):
+    for n, action in enumerate(task.gold_actions):
         call = ToolCall(id=f"call_{n}", name=action.name, arguments=dict(action.arguments),
                         requestor=action.requestor)
         kind = domain.tool_kind(action.name, action.requestor)
@@ -59,7 +56,7 @@ def gold_messages(domain: Domain, task: Any) -> list[Message]:
         obs = episode.step(action.name, action.arguments, action.requestor)
         messages.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error,
                                 requestor=action.requestor))
-    info = criteria.communicate_info or []
+    info = task.communicate_info
     closing = "I have completed your request."
     if info:
         closing += " Here is what you asked about: " + "; ".join(info) + "."

@@ -184,7 +184,7 @@ def _planner(pack: DomainPack) -> list[Finding]:
 
 def _official(domain) -> list[Finding]:
     tasks = domain.tasks(None)
-    gold = [t for t in tasks if t.evaluation_criteria and t.evaluation_criteria.actions]
+    gold = [t for t in tasks if t.gold_actions]
     if not gold:
         return [_warn("official tasks", f"{'none' if not tasks else 'none with gold actions'}: `evosyn run` "
                                         "skips the official-matched test set and tests on the uniform set")]

@@ -68,7 +68,8 @@ class PlannerRules:
     family -> the fewest reads a fulfilment with one write needs (identification
     plus the lookups the policy demands), and ``reads_per_extra_write`` the reads
     each further write adds; a fulfilment whose ``num_read`` bucket is below that
-    gets a bucket that can hold it.
+    gets a bucket that can hold it. ``implies``: ``"factor=value"`` -> {factor: the values it goes with}: a
+    blueprint that selects the value gets one of those (a task type fixes the behaviour it tests).
     """
 
     violable: dict[str, list[str]] = field(default_factory=dict)
@@ -77,11 +78,13 @@ class PlannerRules:
     min_refusal_reads: dict[str, int] = field(default_factory=dict)
     min_fulfil_reads: dict[str, int] = field(default_factory=dict)
     reads_per_extra_write: int = 0
+    implies: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     @property
     def defined(self) -> bool:
         """Whether the pack states any rule (a pack without rules leaves LLM blueprints unchecked)."""
-        return bool(self.violable or self.no_read_refusals or self.info_families or self.min_refusal_reads)
+        return bool(self.violable or self.no_read_refusals or self.info_families or self.min_refusal_reads
+                    or self.implies)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from envs.base import Domain
+from envs.base import Domain, EnvTask
 from envs.packs import get_pack
 from storage.records import Message, ToolCall
 
@@ -21,7 +21,7 @@ KINDS = ("write_dropped", "read_dropped", "argument_changed", "writes_swapped", 
          "tampered_observation", "device_write_dropped")
 
 
-def rematerialize(domain: Domain, task: Any, messages: list[Message]) -> list[Message]:
+def rematerialize(domain: Domain, task: EnvTask, messages: list[Message]) -> list[Message]:
     """Re-execute every call on a fresh episode and rewrite the tool messages it answers."""
     episode = domain.episode(task.initial_state)
     out = [m.model_copy(deep=True) for m in messages]
@@ -70,7 +70,7 @@ def _extra_write_call(domain_name: str, messages: list[Message]) -> ToolCall | N
     return get_pack(domain_name).extra_write([c.arguments for m in messages for c in m.tool_calls])
 
 
-def perturb(domain: Domain, task: Any, messages: list[Message], kind: str) -> list[Message] | None:
+def perturb(domain: Domain, task: EnvTask, messages: list[Message], kind: str) -> list[Message] | None:
     """A perturbed copy, or None when the trajectory has nothing to perturb that way."""
     msgs = [m.model_copy(deep=True) for m in messages]
     writes, reads = _call_positions(domain, msgs, "write"), _call_positions(domain, msgs, "read")

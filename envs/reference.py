@@ -30,7 +30,9 @@ def reference_values(domain: str) -> dict[str, list[str]]:
         raise ValueError(f"no observed-factor reference sets for domain {domain!r}; known: "
                          f"{', '.join(known(with_environment=True))}")
     onto = _ontology(domain)
-    ref = {k: onto[k] for k in ONTOLOGY_FACTORS}
+    ref = {k: onto[k] for k in ONTOLOGY_FACTORS if k in onto}
+    # a space without an outcome factor (CAR-bench's) is measured on the verifier's own outcome values
+    ref.setdefault("expected_outcome", ["fulfill", "refuse"])
     # the state-change kinds the domain's write tools can realize (its pack's change kinds), plus none / mixed
     ref.update({"state_change_type": list(get_pack(domain).state_changes), "computation": ["none", "required"],
                 "num_write": list(BUCKETS), "num_read": list(BUCKETS)})

@@ -7,7 +7,6 @@ to get the target state.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from typing import Any
 
 from cachetools import LRUCache, cached
 
-from envs.base import Domain, Episode
+from envs.base import Domain, EnvTask, Episode
 from storage.records import Message, ToolCall
 
 
@@ -92,14 +91,14 @@ def replay(domain: Domain, initial_state: Any, messages: list[Message],
     return result
 
 
-def task_key(task: Any) -> str:
-    return hashlib.sha256(task.model_dump_json(exclude_none=True).encode()).hexdigest()
+def task_key(task: EnvTask) -> str:
+    return task.key()
 
 
-def _replay_gold(domain: Domain, task: Any) -> tuple[str, list[bool]]:
+def _replay_gold(domain: Domain, task: EnvTask) -> tuple[str, list[bool]]:
     episode = domain.episode(task.initial_state)
     changed, latest = [], ""
-    for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
+    for action in task.gold_actions:
         kind = domain.tool_kind(action.name, action.requestor)
         before = (latest or episode.state_digest()) if kind == "write" else ""
         episode.step(action.name, action.arguments, action.requestor)
@@ -108,7 +107,7 @@ def _replay_gold(domain: Domain, task: Any) -> tuple[str, list[bool]]:
     return latest or episode.state_digest(), changed
 
 
-def cached_gold_replay(maxsize: int) -> Callable[[Domain, Any], tuple[str, list[bool]]]:
+def cached_gold_replay(maxsize: int) -> Callable[[Domain, EnvTask], tuple[str, list[bool]]]:
     """``gold_replay`` with its own cache of ``maxsize`` (domain, task) entries, least recently used
     evicted first, behind a lock (verifiers run in worker threads). ``.cache_clear()`` empties it."""
     return cached(LRUCache(maxsize=maxsize), key=lambda domain, task: (domain.name, task_key(task)),
@@ -120,7 +119,7 @@ GOLD_CACHE_SIZE = 20_000
 gold_replay = cached_gold_replay(GOLD_CACHE_SIZE)
 
 
-def gold_digest(domain: Domain, task: Any) -> str:
+def gold_digest(domain: Domain, task: EnvTask) -> str:
     """The gold final-state digest in the form a task stores it (``<digest scheme>:<digest>``), so a
     verifier in any process skips the gold replay; '' for a domain whose digests are not stored."""
     if not domain.digest_scheme:

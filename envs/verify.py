@@ -1,4 +1,4 @@
-"""The verifier's checks as pure functions over (domain, tau2 task, messages).
+"""The verifier's checks as pure functions over (domain, task, messages), for every environment family.
 
 Checks, each with a reason when it fails:
   executable   every tool exists (for its requestor) and its arguments validate
@@ -9,8 +9,10 @@ Checks, each with a reason when it fails:
   policy       machine-checkable domain rules on the state before each write
   factors      requested values of measurable factors equal the observed ones
 
-The reward follows the task's reward basis exactly as tau2's evaluator does
-(DB / ENV_ASSERTION / ACTION / COMMUNICATE); a trajectory whose recorded
+The reward is the domain's (``Domain.reward``): by default the task's rule over the
+components its reward basis names (DB / ENV_ASSERTION / ACTION / COMMUNICATE), for a
+tau2 task exactly as tau2's evaluator computes it; a family whose benchmark scores by
+its own replay (CAR-bench) computes its reward there. A trajectory whose recorded
 observations do not replay gets reward 0 (tau2's evaluator raises on it).
 """
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from envs.base import Domain
+from envs.base import Domain, EnvTask
 from envs.factors import GATED, observe
 from envs.policies import rule_code, rules_for, waivers_for
 from envs.replay import gold_replay, replay, stored_gold_digest, task_key
@@ -45,17 +47,6 @@ def _check(name: str, problems: list[str], skipped: str = "") -> CheckResult:
     return CheckResult(name=name, passed=not problems, reason="; ".join(problems[:5]))
 
 
-def action_matches(action: Any, name: str, arguments: dict[str, Any]) -> bool:
-    """tau2's ``Action.compare_with_tool_call``: same name, equal compared arguments."""
-    if action.name != name:
-        return False
-    keys = arguments.keys() if action.compare_args is None else action.compare_args
-    if len(keys) == 0:
-        return True
-    return ({k: v for k, v in arguments.items() if k in keys}
-            == {k: v for k, v in action.arguments.items() if k in keys})
-
-
 def _told(messages: list[Message]) -> list[str]:
     """What the assistant said, as ``communicated`` searches it (lower case, commas dropped)."""
     return [m.content.lower().replace(",", "") for m in messages if m.role == "assistant" and m.content]
@@ -66,7 +57,7 @@ def communicated(info: str, messages: list[Message], told: list[str] | None = No
     return any(needle in text for text in (told if told is not None else _told(messages)))
 
 
-def _official_waivers(domain: Domain, task: Any) -> dict[str, str]:
+def _official_waivers(domain: Domain, task: EnvTask) -> dict[str, str]:
     waivers = waivers_for(domain.name).get(task.id)
     if not waivers:
         return {}
@@ -75,11 +66,10 @@ def _official_waivers(domain: Domain, task: Any) -> dict[str, str]:
     return waivers if official is not None and (official is task or task_key(official) == task_key(task)) else {}
 
 
-def run_checks(domain: Domain, task: Any, messages: list[Message], termination: str = "agent_stop",
+def run_checks(domain: Domain, task: EnvTask, messages: list[Message], termination: str = "agent_stop",
                requested: dict[str, list[str]] | None = None, gold_digest: str = "") -> Outcome:
     """``gold_digest``: the task's stored ``envs.replay.gold_digest``; without one (or of another digest
     form) the gold actions are replayed (cached per task)."""
-    criteria = task.evaluation_criteria
     calls = [c for m in messages for c in m.tool_calls]
 
     exec_problems = [p for c in calls if (p := domain.validate_arguments(c.name, c.arguments, c.requestor))]
@@ -103,24 +93,21 @@ def run_checks(domain: Domain, task: Any, messages: list[Message], termination: 
     violations = [v for v in violations if rule_code(v) not in waived]
     replay_problems = rep.structure_errors + rep.mismatches
 
-    basis = {b.value for b in criteria.reward_basis} if criteria else set()
     state_problems: list[str] = []
     db_ok, assertions_ok = True, True
-    if criteria is not None and (criteria.actions is not None or criteria.env_assertions is not None):
+    if task.state_checked:
         target = stored_gold_digest(domain, gold_digest) if gold_digest else None
         db_ok = rep.digest == (target if target is not None else gold_replay(domain, task)[0])
         if not db_ok:
             state_problems.append("final state differs from the state after the gold actions")
-        for assertion in criteria.env_assertions or []:
-            if not rep.episode.check_assertion(assertion):
-                assertions_ok = False
-                state_problems.append(f"env assertion failed: {assertion.func_name}")
+        failed_assertions = task.failed_assertions(rep.episode)
+        assertions_ok = not failed_assertions
+        state_problems.extend(f"env assertion failed: {name}" for name in failed_assertions)
 
-    gold_actions = (criteria.actions or []) if criteria else []
-    missing = [a.name for a in gold_actions if not any(action_matches(a, c.name, c.arguments) for c in calls)]
+    missing = [a.name for a in task.gold_actions if not any(a.matches(c.name, c.arguments) for c in calls)]
     action_problems = [f"gold action not performed: {name}" for name in missing]
 
-    infos = (criteria.communicate_info or []) if criteria else []
+    infos = task.communicate_info
     told = _told(messages) if infos else []
     comm_problems = [f"not told to the user: {info!r}" for info in infos if not communicated(info, messages, told)]
 
@@ -147,16 +134,10 @@ def run_checks(domain: Domain, task: Any, messages: list[Message], termination: 
     reward = 1.0
     if termination not in STOP_REASONS:
         reward = 0.0
-    elif criteria is not None:
+    elif task.evaluated:
         if replay_problems:
             reward = 0.0  # tau2 refuses to score a trajectory whose tool messages do not replay
-        if basis & {"DB", "ENV_ASSERTION"}:
-            if "DB" in basis and not db_ok:
-                reward = 0.0
-            if "ENV_ASSERTION" in basis and not assertions_ok:
-                reward = 0.0
-        if "ACTION" in basis and action_problems:
-            reward = 0.0
-        if "COMMUNICATE" in basis and comm_problems:
-            reward = 0.0
+        else:
+            reward = domain.reward(task, messages, {"DB": db_ok, "ENV_ASSERTION": assertions_ok,
+                                                    "ACTION": not action_problems, "COMMUNICATE": not comm_problems})
     return Outcome(reward=reward, checks=checks, observed=observed)

@@ -107,7 +107,7 @@ def verify(domain: str, official: bool, split: str, task_file: str | None, traje
     failures = []
     with click.progressbar(tasks, label=f"verifying {domain}/{split}", file=click.get_text_stream("stderr")) as bar:
         for task in bar:
-            if not (task.evaluation_criteria and task.evaluation_criteria.actions):
+            if not task.gold_actions:
                 skipped.append((task.id, "no gold actions"))
                 continue
             outcome = run_checks(dom, task, gold_messages(dom, task))
@@ -160,7 +160,6 @@ def _verify_files(domain: str, task_file: str, trajectory_file: str, task_id: st
     """One task and one conversation, checked as the verifier checks a synthetic one (envs/verify.py)."""
     from pydantic import TypeAdapter, ValidationError
 
-    from envs.tau2.convert import task_from_dict
     from envs.verify import run_checks
     from storage.records import Message
 
@@ -172,11 +171,9 @@ def _verify_files(domain: str, task_file: str, trajectory_file: str, task_id: st
     if not isinstance(raw_traj, dict) or not isinstance(raw_traj.get("messages"), list):
         raise UserError(f"--trajectory {trajectory_file}: expected {{\"messages\": [...]}} or a list of messages")
     try:
-        task = task_from_dict(raw_task)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise UserError(f"--task {task_file}: not a tau2 task ({'.'.join(map(str, first['loc'])) or 'the task'}: "
-                        f"{first['msg']})") from None
+        task = dom.task_from_json(raw_task)  # the domain's own task form (tau2's for a tau2 pack)
+    except ValueError as exc:
+        raise UserError(f"--task {task_file}: not a {domain} task ({' '.join(str(exc).split())[:200]})") from None
     try:
         messages = TypeAdapter(list[Message]).validate_python(raw_traj["messages"])
     except ValidationError as exc:

@@ -261,7 +261,7 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
     """Write ``chosen.train`` as ``fmt`` under ``out``: (records written, reason -> examples left out)."""
     from collections import Counter
 
-    from agents.learners.exports import tau2_tasks, write_openai
+    from agents.learners.exports import task_definitions, write_openai
     from agents.learners.llamafactory import write_dataset
     from envs.packs import get_domain
     from tasks.learn import run_domain
@@ -289,6 +289,6 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
         dropped["its task is not in the store"] = len(ids - {t.task_id for t in tasks})
         dropped["a second example of the same task"] = len(examples) - len(ids)
         dropped = +dropped  # no zero counts
-        atomic.write_json(out / "tasks.json", tau2_tasks(sorted(tasks, key=lambda t: t.task_id)), indent=1)
+        atomic.write_json(out / "tasks.json", task_definitions(sorted(tasks, key=lambda t: t.task_id)), indent=1)
         n = len(tasks)
     return n, dropped

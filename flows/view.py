@@ -14,6 +14,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from envs.base import EnvTask
+from envs.packs import get_domain
 from storage.records import Blueprint, Evaluation, Run, SFTExample, SynthTask, Trajectory, Verdict
 
 RESULT_CHARS = 400  # a tool result longer than this is cut (``--full`` shows all of it)
@@ -71,30 +73,28 @@ def blueprint_view(bp: Blueprint) -> Panel:
                  title_align="left", border_style="magenta")
 
 
+def _env_task(task: SynthTask) -> EnvTask:
+    return get_domain(task.domain).task_from_json(task.definition)
+
+
 def instruction(task: SynthTask) -> dict[str, str]:
     """The user's side of a task: what the simulated user wants, knows, does not know, and how to behave."""
-    ins = (task.tau2_task.get("user_scenario") or {}).get("instructions") or {}
-    if isinstance(ins, str):
-        return {"instructions": ins}
-    return {k: str(ins[k]) for k in ("reason_for_call", "known_info", "unknown_info", "task_instructions")
-            if ins.get(k)}
+    return _env_task(task).scenario.parts()
 
 
 def task_view(task: SynthTask) -> Panel:
-    crit = task.tau2_task.get("evaluation_criteria") or {}
-    actions = crit.get("actions") or []
-    setup = (task.tau2_task.get("initial_state") or {}).get("initialization_actions") or []
+    env_task = _env_task(task)
+    actions = env_task.gold_actions
     expected = Text()
     for i, a in enumerate(actions, 1):
-        who = "user device: " if a.get("requestor") == "user" else ""
-        expected.append(f"{i:>2}. {who}{a.get('name')}({_args(a.get('arguments') or {})})\n")
+        who = "user device: " if a.requestor == "user" else ""
+        expected.append(f"{i:>2}. {who}{a.name}({_args(a.arguments)})\n")
     parts: list[RenderableType] = [_fields([
-        ("purpose", (task.tau2_task.get("description") or {}).get("purpose", "")),
+        ("purpose", env_task.purpose),
         *instruction(task).items(),
         ("requested", {k: v for k, v in task.requested.items() if v}),
-        ("setup", [f"{s.get('env_type', '')}: {s.get('func_name')}({_args(s.get('arguments') or {})})"
-                   for s in setup]),
-        ("communicate", crit.get("communicate_info") or []),
+        ("setup", [f"{side}: {name}({_args(args)})" for side, name, args in env_task.setup]),
+        ("communicate", env_task.communicate_info),
         ("source", f"{task.source}, generator {task.generator}, blueprint {task.blueprint_id}"),
     ])]
     if actions:

@@ -185,12 +185,15 @@ class Blueprint(Record):
 
 # ---------------------------------------------------------------- tasks and trajectories
 class SynthTask(Record):
-    """An executable task: a tau2 ``Task`` (as JSON) plus requested factor values."""
+    """An executable task: its environment family's own task (as JSON) plus requested factor values."""
 
     table: ClassVar[str] = "tasks"
 
     task_id: str
     domain: str
+    # the family's task as ``envs.base.EnvTask.to_json`` gives it, for every family; the column keeps the
+    # name it had when tau2 was the only family, since renaming it would change the table's schema (and
+    # every store's schema files): read it as ``definition``
     tau2_task: JSONObject
     requested: dict[str, list[str]] = Field(default_factory=dict)
     scenario: JSONObject = Field(default_factory=dict)  # structured user scenario (embedded user)
@@ -199,6 +202,11 @@ class SynthTask(Record):
     # state digest after the gold actions, "<digest scheme>:<hex>" (envs.replay.gold_digest), taken when
     # the task is made so verifiers skip the gold replay; "" (rows from before it existed): replay instead
     gold_digest: str = ""
+
+    @property
+    def definition(self) -> dict:
+        """The family's own task JSON (``Domain.task_from_json`` reads it)."""
+        return self.tau2_task
 
 
 class ToolCall(Contract):

@@ -86,7 +86,7 @@ def official_index(domain: Domain, params: Params) -> tuple[Index, dict[str, tup
         for task in domain.tasks(name):
             splits.setdefault(task.id, []).append(name)
     index = Index(params)
-    index.extend(signatures([(t.id, t.model_dump(mode="json")) for t in domain.tasks(None)], params, _writes(domain)))
+    index.extend(signatures([(t.id, t) for t in domain.tasks(None)], params, _writes(domain)))
     return index, {k: tuple(v) for k, v in splits.items()}
 
 
@@ -134,11 +134,11 @@ def check(checked: list[tuple[SynthTask, str]], earlier: list[SynthTask], domain
     ``checked`` before it, the official tasks and (when given) the test sets' tasks."""
     writes = _writes(domain)
     index, rounds = Index(params), {t.task_id: t.round for t in earlier}
-    index.extend(signatures([(t.task_id, t.tau2_task) for t in earlier], params, writes))
+    index.extend(signatures([(t.task_id, domain.task_from_json(t.definition)) for t in earlier], params, writes))
     official, official_splits = official_index(domain, params)
     tests, owner = (test_sets.index, test_sets.owner) if test_sets is not None else (None, {})
     rows = []
-    sigs = signatures([(t.task_id, t.tau2_task) for t, _ in checked], params, writes)
+    sigs = signatures([(t.task_id, domain.task_from_json(t.definition)) for t, _ in checked], params, writes)
     for (task, split), sig in zip(checked, sigs):
         rows.append(_row(task, split, sig, index.matches(sig), rounds, official.matches(sig), official_splits,
                          tests.matches(sig) if tests is not None else [], owner))
@@ -181,7 +181,8 @@ def test_sets_checked(store: Store, domain: Domain, size: int, params: Params) -
                 out = check([(t, "") for t in members], [], domain, params)
                 _write(store, run_id, 0, out, params.key())
         rows += out
-        index.extend(signatures([(t.task_id, t.tau2_task) for t in members], params, _writes(domain)))
+        index.extend(signatures([(t.task_id, domain.task_from_json(t.definition)) for t in members], params,
+                                _writes(domain)))
         owner.update({t.task_id: run_id for t in members if t.task_id not in owner})
     return SetIndex(rows, index, owner, sorted(ids))
 

@@ -1,7 +1,9 @@
-"""The two tests of a near copy, over tau2 tasks as JSON: MinHash over the user's instruction, and the gold actions.
+"""The two tests of a near copy, over tasks of any family (``envs.base.EnvTask``): MinHash over the user's
+instruction, and the gold actions.
 
-``instruction``: the word shingles of the user's instruction (every field of tau2's ``user_scenario.instructions``,
-or its text when it is one string), sketched by datasketch's ``MinHash``; candidates come from a ``MinHashLSH``
+``instruction``: the word shingles of the user's instruction (the scenario's parts, the persona aside, in a fixed
+order; a one-text instruction is its first part), sketched by datasketch's
+``MinHash``; candidates come from a ``MinHashLSH``
 index and the test holds when the MinHash estimate of the pair's Jaccard similarity reaches the threshold.
 ``actions``: the gold actions in order (requestor, name, arguments as canonical JSON) are the same.
 
@@ -24,6 +26,8 @@ from dataclasses import dataclass, field
 
 from datasketch import MinHash, MinHashLSH
 
+from envs.base import EnvTask
+
 SCHEME = "affine32"  # datasketch's default since 2.0, pinned: stored Jaccard values stay comparable
 SEED = 1
 # recall before precision: LSH only proposes candidates, each confirmed by its own estimate; a copy the bands
@@ -33,12 +37,11 @@ _WORD = re.compile(r"\w+")
 _FIELDS = ("reason_for_call", "known_info", "unknown_info", "task_instructions")
 
 
-def instruction_text(tau2_task: dict) -> str:
-    """What the simulated user is told: tau2's instruction fields in a fixed order (or the one string)."""
-    instr = (tau2_task.get("user_scenario") or {}).get("instructions") or ""
-    if isinstance(instr, str):
-        return instr
-    return "\n".join(str(instr[k]) for k in _FIELDS if instr.get(k))
+def instruction_text(task: EnvTask) -> str:
+    """What the simulated user is told: the scenario's parts in a fixed order (who the user is left out: the
+    same request from another persona is the same task)."""
+    scenario = task.scenario
+    return "\n".join(getattr(scenario, k) for k in _FIELDS if getattr(scenario, k))
 
 
 def shingles(text: str, k: int) -> set[bytes]:
@@ -49,8 +52,8 @@ def shingles(text: str, k: int) -> set[bytes]:
     return {" ".join(words[i:i + k]).encode() for i in range(len(words) - k + 1)}
 
 
-def gold_actions(tau2_task: dict) -> list[dict]:
-    return list(((tau2_task.get("evaluation_criteria") or {}).get("actions")) or [])
+def gold_actions(task: EnvTask) -> list[dict]:
+    return [{"requestor": a.requestor, "name": a.name, "arguments": a.arguments} for a in task.gold_actions]
 
 
 def actions_signature(actions: list[dict]) -> str:
@@ -81,8 +84,8 @@ class Signature:
     writes: bool
 
 
-def signatures(items: list[tuple[str, dict]], params: Params, writes: Callable[[dict], bool]) -> list[Signature]:
-    """(key, tau2 task JSON) -> signatures; ``writes(action)``: whether a gold action changes state."""
+def signatures(items: list[tuple[str, EnvTask]], params: Params, writes: Callable[[dict], bool]) -> list[Signature]:
+    """(key, task) -> signatures; ``writes(action)``: whether a gold action changes state."""
     texts = [shingles(instruction_text(t), params.shingle) for _, t in items]
     hashes = MinHash.bulk(texts, num_perm=params.num_perm, seed=SEED, scheme=SCHEME)
     out = []

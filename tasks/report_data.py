@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from math import nan
 
 from agents.feedback import wilson
-from envs.packs import default_domain
+from envs.packs import default_domain, get_domain
 from storage.records import Message
 from storage.store import Store
 from tasks.metrics import intrinsic, verified_samples
@@ -201,9 +201,8 @@ def sample_trajectories(store: Store, run_id: str, factor: str = "task_family", 
     for value in sorted(picked):
         for v in picked[value]:
             task = tasks[v.task_id]
-            scenario = (task.tau2_task.get("user_scenario") or {}).get("instructions") or {}
             out.append({"factor": factor, "value": value, "task_id": v.task_id, "round": v.round,
-                        "instruction": scenario.get("reason_for_call", "") if isinstance(scenario, dict) else "",
+                        "instruction": get_domain(task.domain).task_from_json(task.definition).scenario.reason_for_call,
                         "checks": [(c.name, c.passed, c.reason) for c in v.checks if not c.skipped],
                         "messages": trajs[v.trajectory_id].messages})
     return out

@@ -141,7 +141,9 @@ def summary(result: Pass) -> tuple[Counter, Counter]:
         last[v.blueprint_id] = v
     for bp in result.blueprints:
         sel = bp.selected_dimensions
-        key = (sel["task_family"][0], sel["expected_outcome"][0])
+        # a space without an outcome factor slices by the behaviour it expects of the agent (CAR-bench's)
+        outcome = sel.get("expected_outcome") or sel.get("expected_behavior") or ["-"]
+        key = (sel["task_family"][0], outcome[0])
         by_slice[(key, "total")] += 1
         if bp.blueprint_id in kept:
             by_slice[(key, "kept")] += 1

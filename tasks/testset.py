@@ -154,7 +154,10 @@ def _slot_of(condition_id: str) -> tuple[int, int]:
 
 def _direction(ctx: Ctx, space: SynthesisSpace, kind: Kind, slot: int, salt: int, cell: Target) -> Direction:
     if kind == "official-matched":
-        allowed = {k: [v] for k, v in zip(CELL, cell) if v != ANY_READS}
+        # a factor the space lacks (CAR-bench's has no expected_outcome) is left to the generator: the cell
+        # is still matched on the observed value
+        keys = {f.key for f in space.active}
+        allowed = {k: [v] for k, v in zip(CELL, cell) if v != ANY_READS and k in keys}
         objective = "the official cell " + ", ".join(f"{k}={v}" for k, v in zip(CELL, cell))
     else:  # the slot's draw of the generator's controllable properties, the rest drawn anew on each retry
         allowed = {**uniform_draw(space, rng_for(ctx.run_id, slot, salt)), **cell}

@@ -46,3 +46,66 @@ def test_flows_importing_benchmarks_is_a_violation(tmp_path):
     (tmp_path / "flows" / "cli.py").write_text("def bench():\n    from benchmarks.common import write_json\n")
     (tmp_path / "benchmarks" / "cli.py").write_text("from flows.cli_app import main\n")  # downward: fine
     assert wrong_way(tmp_path) == ["flows/cli.py imports ['benchmarks']"]
+
+
+# ------------------------------------------------------------------ tasks beyond tau2
+# tau2's task fields and its episode hook: only the tau2 family (envs/tau2/) and the tau2 packs read them; the
+# core reads a task through envs.base.EnvTask. ``tau2_task`` is the tasks table's column (storage/records.py),
+# read everywhere else as ``SynthTask.definition``.
+TAU2_FIELDS = frozenset({"evaluation_criteria", "user_scenario", "initialization_actions", "initialization_data",
+                         "env_assertions", "check_assertion", "tau2_task", "message_history"})
+FAMILY_CODE = ("storage", "envs", "agents", "domains", "tasks", "flows", "benchmarks", "deployments")
+# names kept where they are only words, not tau2's objects: the column's declaration, and the repair prompt's
+# section of the task, which keeps its name so the prompt (and every cached repair reply) stays as it was
+KEPT = {("storage/records.py", "reads .tau2_task"), ("agents/repair.py", "names 'user_scenario'")}
+
+
+def tau2_reads(path: Path) -> list[str]:
+    """Each import of tau2 (or of our tau2 family) and each read of a tau2-only task field in one module."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        modules = []
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module]
+        out += [f"imports {m}" for m in modules if m.split(".")[0] == "tau2" or m.startswith("envs.tau2")]
+        if isinstance(node, ast.Attribute) and node.attr in TAU2_FIELDS:
+            out.append(f"reads .{node.attr}")
+        elif isinstance(node, ast.Constant) and node.value in TAU2_FIELDS:
+            out.append(f"names {node.value!r}")
+    return out
+
+
+def tau2_family_paths(root: Path) -> list[Path]:
+    """The tau2 family and the folders of the packs whose environment it is (the registry says which)."""
+    from envs.packs import get_pack, known
+    from envs.tau2.pack import Tau2Pack
+
+    packs = [n for n in known() if isinstance(get_pack(n), Tau2Pack)]
+    # the pack `evosyn new-domain` copies into domains/: its tasks are in tau2's task model
+    return [root / "envs" / "tau2", *(root / "domains" / n for n in packs), root / "flows" / "domain_template"]
+
+
+def test_only_the_tau2_family_imports_tau2_or_reads_its_task_fields():
+    allowed = tau2_family_paths(ROOT)
+    assert len(allowed) >= 2  # the family and at least one pack: the registry was read
+    hits = []
+    for top in FAMILY_CODE:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if any(a == path or a in path.parents for a in allowed):
+                continue
+            rel = str(path.relative_to(ROOT))
+            hits += [f"{rel} {f}" for f in tau2_reads(path) if (rel, f) not in KEPT]
+    assert not hits, "\n".join(hits)
+
+
+def test_the_tau2_check_sees_imports_and_field_reads(tmp_path):
+    bad = tmp_path / "m.py"
+    bad.write_text("def f(task, row):\n    from tau2.data_model.tasks import Task\n    import envs.tau2.convert\n"
+                   "    return task.evaluation_criteria, row['user_scenario'], row.tau2_task\n")
+    assert sorted(tau2_reads(bad)) == ["imports envs.tau2.convert", "imports tau2.data_model.tasks",
+                                       "names 'user_scenario'", "reads .evaluation_criteria", "reads .tau2_task"]
+    fine = tmp_path / "ok.py"
+    fine.write_text("def f(task):\n    return task.gold_actions, task.scenario.reason_for_call\n")
+    assert tau2_reads(fine) == []

@@ -227,5 +227,6 @@ def dataset_info(file_name: str, name: str = DATASET_NAME, formatting: str = "sh
                             "function_tag": "function_call", "system_tag": "system"}}}
 
 
-def tau2_tasks(tasks: list[SynthTask]) -> list[dict[str, Any]]:
-    return [t.tau2_task for t in tasks]
+def task_definitions(tasks: list[SynthTask]) -> list[dict[str, Any]]:
+    """Each task in its environment family's own JSON (tau2 task JSON for a tau2 domain)."""
+    return [t.definition for t in tasks]

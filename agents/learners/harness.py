@@ -12,7 +12,6 @@ from agents.learners.base import TaskAgent
 from agents.user import ReactiveUser, device_turn
 from agents.verifier import verify
 from envs.base import Domain
-from envs.tau2.convert import task_from_dict
 from storage.records import Evaluation, Message, SynthTask, Trajectory
 
 
@@ -87,7 +86,8 @@ def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: in
     fingerprint), not its run, so arms that train the same model get the same ids."""
     user = ReactiveUser(task.scenario, domain.pack.phrasing,
                         device_tools=[t.name for t in domain.tools("user")])
-    msgs, termination = converse(agent, domain, task_from_dict(task.tau2_task).initial_state, user, max_steps)
+    msgs, termination = converse(agent, domain, domain.task_from_json(task.definition).initial_state, user,
+                                   max_steps)
     tid = "ev-" + hashlib.sha256(f"{task.task_id}/{id_key or model_version}".encode()).hexdigest()[:12]
     return Trajectory(run_id=task.run_id, round=task.round, space_version=task.space_version,
                       direction_id=task.direction_id, blueprint_id=task.blueprint_id, trajectory_id=tid,

@@ -3,22 +3,69 @@
 The environment is ``envs.car_bench.domain.CarBenchDomain`` (CAR-bench's data
 from the run config's ``carbench_data`` key, ``$EVOSYN_CARBENCH_DATA`` or the
 bundled fixture); its machine-checked rules are ``envs.car_bench.policy.check_write``
-before each write, and CAR-bench's reward is ``envs.car_bench.reward.reward``.
-The pack does not yet return the environment from ``environment()``: that
-switches it on for synthesis and the loop, which need the pack's synthesis maps
-first.
+before each write, and CAR-bench's reward is ``envs.car_bench.reward.reward``
+(the verifier's reward for this domain, ``CarBenchDomain.reward``). The embedded
+generator is ``generator.CarBenchGenerator`` over the recipes of ``recipes.py``.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from envs.packs import DomainPack
+from envs import properties
+from envs.packs import DomainPack, PlannerRules, UserPhrasing
+
+HALLUCINATION = ("hallucination_missing_tool", "hallucination_missing_param", "hallucination_missing_result")
+# a task type fixes what a correct assistant does (the planner forces the one the other implies)
+PLANNER_RULES = PlannerRules(implies={
+    **{f"task_nature={n}": {"expected_behavior": ["decline_infeasible"]} for n in HALLUCINATION},
+    "task_nature=disambiguation_internal": {"expected_behavior": ["resolve_from_preferences"]},
+    "task_nature=disambiguation_user": {"expected_behavior": ["clarify_with_user"]},
+    # requested counts only some requests can show: no write is an information request, no read a plain setting
+    "num_write=0": {"task_family": ["charging", "info_query"]},
+    "num_read=0": {"task_family": ["climate_control", "window_and_body"], "task_nature": ["base_execute"],
+                   "expected_behavior": ["fulfill_reach_goal"]},
+})
+
+PHRASING = UserPhrasing(
+    identity="I am in my car.", known_identity="You are sitting in your car and talk to its voice assistant.",
+    give_identity="I am the driver.", ask_identity="Sure. Are you the driver?",
+    vague_opening="I need something in the car.", vague_hint="something in the car",
+    stress="Please be quick, I am driving.", unknown_info="You do not know how the car's functions are named.",
+    identity_words=("driver",))
 
 
 class CarBenchPack(DomainPack):
     name = "car_bench"
-    description = "CAR-bench in-car assistant: synthesis space only"
+    description = "CAR-bench in-car assistant: vehicle, navigation, charging, communication"
+
+    def environment(self):
+        from envs.car_bench.domain import CarBenchDomain
+
+        return CarBenchDomain()
+
+    planner_rules = PLANNER_RULES
+    phrasing = PHRASING
+    # the counts a blueprint may request: the generator realizes each bucket (further requests, side lookups)
+    controllable = properties.controllable("num_write", "num_read")
+
+    def task_builder(self, domain, prior):
+        from domains.car_bench.generator import CarBenchGenerator
+
+        return CarBenchGenerator(domain, prior)
+
+    family_by_tool = {"set_climate_temperature": "climate_control", "set_seat_heating": "climate_control",
+                      "set_air_conditioning": "climate_control", "set_fan_speed": "climate_control",
+                      "open_close_window": "window_and_body", "open_close_sunroof": "window_and_body",
+                      "open_close_sunshade": "window_and_body", "set_ambient_lights": "window_and_body",
+                      "set_fog_lights": "window_and_body", "open_close_trunk_door": "window_and_body",
+                      "set_new_navigation": "navigation", "call_phone_by_number": "communication",
+                      "send_email": "communication"}
+    family_keywords = [("navigat", "navigation"), ("route", "navigation"), ("charge", "charging"),
+                       ("battery", "charging"), ("call", "communication"), ("email", "communication"),
+                       ("weather", "info_query"), ("temperature", "climate_control"), ("window", "window_and_body")]
+    default_family = "info_query"
+    shape_values = {"lookup_then_modify": "read_then_set"}  # the generic shapes this space names (App. B.1)
 
     def policy_rules(self) -> Callable[[Any, Any, list[Any]], list[str]] | None:
         from envs.car_bench.policy import check_write

@@ -198,7 +198,7 @@ class TelecomGenerator:
     def scored(self, plan: Plan, customer_id: str, episode) -> Plan:
         """The plan with its env assertions and reward basis (see ``assertions.py``)."""
         initial = _initial_state(plan.initial_state["initialization_actions"])
-        plan.env_assertions = final_state_assertions(episode, customer_id)
+        plan.assertions = final_state_assertions(episode, customer_id)
         plan.reward_basis = reward_basis(self.domain, initial, plan.actions, episode, plan.info)
         return plan
 

@@ -15,6 +15,7 @@ split: train, test) and ``train`` / ``test`` for every family together.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
-from envs.base import Domain, EnvSummary, Requestor, ToolKind, ToolSpec
+from envs.base import Domain, EnvSummary, Requestor, TaskDraft, ToolKind, ToolSpec
 from envs.car_bench.data import CarBenchData, resolve_root
 from envs.car_bench.episode import CarBenchEpisode
+from envs.car_bench.family import task_row
 from envs.car_bench.state import CarInitialState, split_config
 from envs.car_bench.tasks import SPLITS, CarBenchTask, load_tasks
 from envs.car_bench.tools import TOOLS
@@ -129,6 +131,15 @@ class CarBenchDomain(Domain):
 
     def official_task(self, task_id: str) -> CarBenchTask | None:
         return self._by_id.get(task_id)
+
+    def make_task(self, draft: TaskDraft) -> CarBenchTask:
+        return self.task_from_json(task_row(draft))
+
+    def reward(self, task: Any, messages: list[Any], passed: Mapping[str, bool]) -> float:
+        """CAR-bench's reward, by our replay (``envs.car_bench.reward``), not the verifier's components."""
+        from envs.car_bench.reward import reward
+
+        return reward(self, task, messages).reward
 
     def splits(self) -> dict[str, int]:
         return {name: len(tasks) for name, tasks in self._by_split.items()}

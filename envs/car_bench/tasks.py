@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from envs.car_bench.data import read_jsonl
+from envs.car_bench.family import CarTaskView
 from envs.car_bench.state import CarInitialState
 
 TaskType = Literal["base", "hallucination_missing_tool", "hallucination_missing_tool_parameter",
@@ -42,7 +43,7 @@ class GoldAction(BaseModel):
     dependent_on_action_index: int | list[int] | None = None
 
 
-class CarBenchTask(BaseModel):
+class CarBenchTask(BaseModel, CarTaskView):
     """One CAR-bench task. ``id`` is ``task_id`` (the core looks tasks up by ``id``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

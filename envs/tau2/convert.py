@@ -1,4 +1,4 @@
-"""Between our ``Message`` records and tau2's message and task objects."""
+"""Between our ``Message`` records and tau2's message objects (tasks: ``task.py``)."""
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -8,16 +8,6 @@ from loguru import logger
 from storage.records import Message, ToolCall
 
 logger.disable("tau2")  # tau2 warns about a missing .env on import: no environment of ours needs one
-
-
-def task_from_dict(data: dict[str, Any]) -> Any:
-    from tau2.data_model.tasks import Task
-
-    return Task.model_validate(data)
-
-
-def task_to_dict(task: Any) -> dict[str, Any]:
-    return task.model_dump(mode="json", exclude_none=True)
 
 
 def to_tau2_messages(messages: Iterable[Message]) -> list[Any]:

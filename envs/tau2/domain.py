@@ -19,10 +19,11 @@ from typing import Any
 
 from loguru import logger as _tau2_logger
 
-from envs.base import Domain, EnvSummary, Requestor, ToolKind, ToolSpec
+from envs.base import Domain, EnvSummary, Requestor, TaskDraft, ToolKind, ToolSpec
 from envs.task_sets import TaskSet
 from envs.tau2.cow import CowDB
 from envs.tau2.episode import Tau2Episode
+from envs.tau2.task import Tau2Task, draft_json
 
 _tau2_logger.disable("tau2")  # tau2 logs every tool call at DEBUG and warns about .env
 
@@ -159,14 +160,14 @@ class Tau2Domain(Domain):
         return self._mod.get_tasks_split()
 
     @cached_property
-    def _all_tasks(self) -> list[Any]:
-        return self._mod.get_tasks(task_split_name=None)
+    def _all_tasks(self) -> list[Tau2Task]:
+        return [Tau2Task(t) for t in self._mod.get_tasks(task_split_name=None)]
 
     @cached_property
-    def _by_id(self) -> dict[str, Any]:
+    def _by_id(self) -> dict[str, Tau2Task]:
         return {t.id: t for t in self._all_tasks}
 
-    def official_task(self, task_id: str) -> Any | None:
+    def official_task(self, task_id: str) -> Tau2Task | None:
         return self._by_id.get(task_id)
 
     def task_set(self) -> TaskSet:
@@ -182,16 +183,28 @@ class Tau2Domain(Domain):
         """This environment with the official tasks and splits of the tau2 data folder at or below ``path``."""
         from envs.tau2.task_folder import folder_tasks
 
-        tasks, splits, task_set = folder_tasks(Path(path), self.name, self.pack.task_releases)
+        raw, splits, task_set = folder_tasks(Path(path), self.name, self.pack.task_releases)
+        tasks = [Tau2Task(t) for t in raw]
         other = copy.copy(self)  # the same DB, tools and episodes: only the tasks differ
         other.__dict__.update(_all_tasks=tasks, _split_ids=splits, _by_id={t.id: t for t in tasks},
                               _task_set=task_set)
         return other
 
+    def task_from_json(self, data: dict[str, Any]) -> Tau2Task:
+        return Tau2Task.from_json(data)
+
+    def make_task(self, draft: TaskDraft) -> Tau2Task:
+        return Tau2Task.from_json(draft_json(draft))  # validated by tau2's own model
+
+    def official_reward(self, task: Any, messages: list[Any], termination: str = "agent_stop") -> tuple[float, str]:
+        from envs.tau2.official_eval import tau2_reward
+
+        return tau2_reward(self.name, task, messages, termination)
+
     def splits(self) -> dict[str, int]:
         return {name: len(ids) for name, ids in self._split_ids.items()}
 
-    def tasks(self, split: str | None = None) -> list[Any]:
+    def tasks(self, split: str | None = None) -> list[Tau2Task]:
         if split is None:
             return list(self._all_tasks)
         if split not in self._split_ids:

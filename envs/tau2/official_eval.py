@@ -21,7 +21,7 @@ def tau2_reward(domain: str, task: Any, messages: list[Message], termination: st
 
     sim = simulation_run(task.id, messages, termination)
     try:
-        info = evaluate_simulation(simulation=sim, task=task, evaluation_type=EvaluationType.ALL,
+        info = evaluate_simulation(simulation=sim, task=getattr(task, "tau2", task), evaluation_type=EvaluationType.ALL,
                                    solo_mode=False, domain=domain)
     except Exception as exc:  # tau2 refuses trajectories that do not replay
         return 0.0, f"tau2 evaluator raised: {str(exc).splitlines()[0][:200]}"

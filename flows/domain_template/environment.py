@@ -6,8 +6,9 @@ Replace the state, the tools and the official tasks with your own; keep the shap
 - each tool is a function ``(state, args) -> result`` with a pydantic model of its arguments and a kind:
   ``write`` changes the state, ``read`` only looks, ``generic`` is neither;
 - a tool refuses a call by raising ``ValueError``: the agent gets it back as an error observation;
-- ``OFFICIAL`` are the domain's own benchmark tasks (tau2 ``Task`` objects); none at all is allowed (runs
-  then test on the uniform test set only).
+- ``OFFICIAL`` are the domain's own benchmark tasks, in tau2's task model (``envs.tau2.task.Tau2Task``, which
+  meets ``envs.base.EnvTask``); none at all is allowed (runs then test on the uniform test set only). A domain
+  with tasks of its own form implements ``EnvTask`` for them instead (``envs/base.py``).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from envs.base import Domain, Episode, EnvSummary, Observation, Requestor, ToolKind, ToolSpec
+from envs.base import Domain, Episode, EnvSummary, Observation, Requestor, TaskDraft, ToolKind, ToolSpec
+from envs.tau2.task import Tau2Task, draft_json
 
 NAME = __package__.rpartition(".")[2]  # the domain's name is its folder's name
 MAX_BOOKINGS = 3  # the policy's one rule: classes a member may have booked at once (policy.py checks it)
@@ -210,10 +212,16 @@ class GymDomain(Domain):
             raise ValueError(f"{self.name}: tasks start from the initial state (a task's initial_state is not used)")
         return GymEpisode(self.initial.model_copy(deep=True))
 
-    def tasks(self, split: str | None = None) -> list[Any]:
+    def tasks(self, split: str | None = None) -> list[Tau2Task]:
         if split not in (None, "base"):
             raise KeyError(f"unknown split {split!r} for {self.name}; known: base")
         return official_tasks()
+
+    def task_from_json(self, data: dict[str, Any]) -> Tau2Task:
+        return Tau2Task.from_json(data)
+
+    def make_task(self, draft: TaskDraft) -> Tau2Task:
+        return Tau2Task.from_json(draft_json(draft))
 
     def splits(self) -> dict[str, int]:
         return {"base": len(OFFICIAL)}
@@ -238,10 +246,8 @@ OFFICIAL = [
 ]
 
 
-def official_tasks() -> list[Any]:
-    from envs.tau2.convert import task_from_dict  # tasks are tau2 Task objects (the verifier reads their criteria)
-
-    return [task_from_dict({
+def official_tasks() -> list[Tau2Task]:
+    return [Tau2Task.from_json({
         "id": task_id,
         "user_scenario": {"instructions": {
             "domain": NAME, "reason_for_call": f"You want to {request}.",

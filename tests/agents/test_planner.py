@@ -60,6 +60,27 @@ def test_unknown_factor_in_a_direction(space):
         EmbeddedPlanner().plan(direction(space, allowed_values={"num_write": ["1"]}), space, None, index=0, seed=0)
 
 
+def test_a_packs_implications_are_forced_by_the_embedded_planner_and_checked_on_an_llm_selection():
+    from agents.planner import compatibility_problems
+    from envs.ontology import load_initial_space
+    from envs.packs import get_pack
+    from storage.records import Direction
+
+    rules = get_pack("car_bench").planner_rules
+    space = load_initial_space("car_bench", run_id="t").model_copy(update={"restrictions": {}})
+    d = Direction(run_id="t", round=1, direction_id="d", condition_id="c", objective_type="exploration",
+                  objective="x", budget_level="explore", allowed_values={"task_nature": ["disambiguation_user"]})
+    for n in range(5):
+        sel = EmbeddedPlanner(rules=rules).plan(d, space, None, index=n, seed=0).selected_dimensions
+        assert sel["expected_behavior"] == ["clarify_with_user"]
+    wrong = {"task_family": ["navigation"], "task_nature": ["hallucination_missing_tool"],
+             "expected_behavior": ["fulfill_reach_goal"]}
+    assert compatibility_problems(wrong, rules) == [
+        "task_nature=hallucination_missing_tool goes with expected_behavior in ['decline_infeasible'] "
+        "(got ['fulfill_reach_goal'])"]
+    assert compatibility_problems({**wrong, "expected_behavior": ["decline_infeasible"]}, rules) == []
+
+
 def test_a_refusal_is_planned_only_for_a_family_with_a_rule_to_break(space):
     from envs.packs import PlannerRules
 

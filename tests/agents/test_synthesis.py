@@ -23,7 +23,7 @@ def test_thousand_blueprints_cold_start(space, synth_pass):
 
 
 def test_kept_trajectories_get_reward_one_from_tau2(space, synth_pass):
-    from envs.tau2.convert import task_from_dict
+    from envs.tau2.task import Tau2Task
     from envs.tau2.official_eval import tau2_reward
 
     result = synth_pass(space, 36)
@@ -31,7 +31,7 @@ def test_kept_trajectories_get_reward_one_from_tau2(space, synth_pass):
     kept = sorted(result.kept, key=lambda c: (c.blueprint.selected_dimensions["task_family"],
                                               c.blueprint.selected_dimensions["expected_outcome"]))
     for c in kept[::3]:  # every family x outcome once (tau2's evaluator takes ~1 s a task)
-        reward, note = tau2_reward("airline", task_from_dict(c.task.tau2_task), c.trajectory.messages,
+        reward, note = tau2_reward("airline", Tau2Task.from_json(c.task.definition), c.trajectory.messages,
                                    c.trajectory.termination)
         assert reward == 1.0, (c.task.task_id, note)
 

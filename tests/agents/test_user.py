@@ -18,3 +18,13 @@ def test_it_confirms_only_when_every_id_of_one_request_is_named():
 
 def test_it_gives_its_identity_line_when_asked():
     assert "a@example.com" in _user().respond("Could you give me your email?").content
+
+
+def test_it_gives_the_value_it_left_out_once_when_asked():
+    scenario = {"user_id": "driver", "challenges": [], "identity": "I am in my car.",
+                "intents": [{"say": "change the temperature", "tool": None, "arguments": {}}],
+                "clarify": {"ask": "Which temperature?", "answer": "21 degrees, please."}}
+    user = ReactiveUser(scenario, UserPhrasing())
+    assert user.respond("Which temperature would you like?").content == "21 degrees, please."
+    assert user.respond("Which temperature would you like?").content != "21 degrees, please."  # only once
+    assert _user().respond("Which temperature would you like?").content != "21 degrees, please."  # none to give

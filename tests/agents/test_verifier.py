@@ -1,7 +1,6 @@
 from agents.verifier import verify
 from envs.gold import gold_messages
 from envs.packs import get_domain
-from envs.tau2.convert import task_to_dict
 from storage.records import SynthTask, Trajectory
 
 
@@ -9,7 +8,7 @@ def make(task_id="7", requested=None):
     dom = get_domain("airline")
     task = next(t for t in dom.tasks("base") if t.id == task_id)
     lineage = dict(run_id="r1", round=2, space_version=3, direction_id="d9", blueprint_id="b9")
-    synth = SynthTask(**lineage, task_id=f"syn-{task_id}", domain="airline", tau2_task=task_to_dict(task),
+    synth = SynthTask(**lineage, task_id=f"syn-{task_id}", domain="airline", tau2_task=task.to_json(),
                       requested=requested or {})
     traj = Trajectory(**lineage, trajectory_id="tr1", task_id=synth.task_id, messages=gold_messages(dom, task))
     return synth, traj

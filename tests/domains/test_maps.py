@@ -2,6 +2,7 @@
 import pytest
 
 from envs.packs import get_domain, get_pack, known
+from envs.properties import PROPERTIES
 from envs.reference import reference_values
 
 RUNNABLE = known(with_environment=True)
@@ -18,7 +19,7 @@ def test_factor_maps_name_write_tools_and_space_values(name):
     assert set(pack.family_by_tool) <= writes and set(pack.focus_by_tool) <= writes
     assert set(pack.family_by_tool.values()) | {pack.default_family} <= space["task_family"]
     assert {f for _, f in pack.family_keywords} <= space["task_family"]
-    assert set(pack.focus_by_tool.values()) <= space["policy_or_constraint_focus"]
+    assert set(pack.focus_by_tool.values()) <= space.get("policy_or_constraint_focus", set())
     assert set(pack.shape_values.values()) <= space["tool_use_pattern"]
 
 
@@ -38,7 +39,12 @@ def test_planner_rules_name_space_values(name):
     families = set(rules.violable) | set(rules.no_read_refusals) | set(rules.info_families) | set(
         rules.min_refusal_reads)
     assert families <= space["task_family"]
-    assert {f for foci in rules.violable.values() for f in foci} <= space["policy_or_constraint_focus"]
+    assert {f for foci in rules.violable.values() for f in foci} <= space.get("policy_or_constraint_focus", set())
+    values = {**space, **{k: set(p.values) for k, p in PROPERTIES.items()}}  # the counts a Reflector may add
+    for cause, wants in rules.implies.items():
+        key, _, value = cause.partition("=")
+        assert value in values[key], cause
+        assert all(set(options) <= values[other] for other, options in wants.items()), cause
 
 
 @pytest.mark.parametrize("name", RUNNABLE)

@@ -30,7 +30,7 @@ def _tau2(args):
 
 def cases(name):
     dom = get_domain(name)
-    tasks = [t for t in dom.tasks("base") if t.evaluation_criteria and t.evaluation_criteria.actions]
+    tasks = [t for t in dom.tasks("base") if t.gold_actions]
     out = []
     for n, task in enumerate(tasks):
         gold = gold_messages(dom, task)

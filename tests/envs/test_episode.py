@@ -28,15 +28,15 @@ def test_observations_and_digests_equal_tau2_on_every_gold_trajectory(name):
     dom = get_domain(name)
     base_hash = (dom.cow.base.get_hash(), dom.user_cow.base.get_hash() if dom.user_cow else None)
     base_dump = None if dom.user_cow is not None else dom.cow.base.model_dump()
-    tasks = [t for t in dom.tasks(None) if t.evaluation_criteria and t.evaluation_criteria.actions]
+    tasks = [t for t in dom.tasks(None) if t.gold_actions]
     ours_final, theirs_final, calls = [], [], 0
     for task in tasks:
         ours, env = dom.episode(task.initial_state), _reference(dom, base_dump)
-        if task.initial_state is not None:
+        if task.initial_state is not None:  # tau2's own objects: what tau2's environment reads
             env.set_state(initialization_data=task.initial_state.initialization_data,
                           initialization_actions=task.initial_state.initialization_actions,
                           message_history=task.initial_state.message_history or [])
-        for n, action in enumerate(task.evaluation_criteria.actions):
+        for n, action in enumerate(task.gold_actions):
             obs = ours.step(action.name, action.arguments, action.requestor)
             msg = env.get_response(ToolCall(id=f"c{n}", name=action.name, arguments=dict(action.arguments),
                                             requestor=action.requestor))
@@ -59,7 +59,7 @@ def test_a_state_change_is_seen_by_digest_exactly_when_tau2_hash_sees_it(name):
     """Before and after every gold write: the digest changes iff tau2's full hash changes."""
     dom = get_domain(name)
     base_dump = None if dom.user_cow is not None else dom.cow.base.model_dump()
-    tasks = [t for t in dom.tasks("base") if t.evaluation_criteria and t.evaluation_criteria.actions][:25]
+    tasks = [t for t in dom.tasks("base") if t.gold_actions][:25]
     seen = 0
     for task in tasks:
         ours, env = dom.episode(task.initial_state), _reference(dom, base_dump)
@@ -67,7 +67,7 @@ def test_a_state_change_is_seen_by_digest_exactly_when_tau2_hash_sees_it(name):
             env.set_state(initialization_data=task.initial_state.initialization_data,
                           initialization_actions=task.initial_state.initialization_actions,
                           message_history=[])
-        for n, action in enumerate(task.evaluation_criteria.actions):
+        for n, action in enumerate(task.gold_actions):
             if dom.tool_kind(action.name, action.requestor) != "write":
                 ours.step(action.name, action.arguments, action.requestor)
                 env.get_response(ToolCall(id=f"c{n}", name=action.name, arguments=dict(action.arguments),

@@ -14,7 +14,7 @@ def tau2_counts(domain_name, task):
     mod = importlib.import_module(f"tau2.domains.{domain_name}.environment")
     env = mod.get_environment()
     reads = writes = 0
-    for action in task.evaluation_criteria.actions:
+    for action in task.gold_actions:
         kind = env.tools.tool_type(action.name).value
         if kind == "read":
             reads += 1

@@ -24,7 +24,7 @@ def test_known_domains_are_the_pack_folders():
     assert known() == BUILT_IN and "airline" in BUILT_IN
     runnable = known(with_environment=True)
     assert set(runnable) == {n for n in BUILT_IN if get_pack(n).has_environment}
-    assert "car_bench" in BUILT_IN and "car_bench" not in runnable  # car_bench: a synthesis space only
+    assert "car_bench" in runnable  # an environment family of its own
 
 
 def test_unknown_domain_lists_known_ones():
@@ -59,11 +59,14 @@ def test_exactly_one_default(monkeypatch):
 
 
 def test_a_pack_without_environment_or_generator_says_so():
-    car = get_pack("car_bench")
-    assert not car.has_environment and not car.has_generator
-    with pytest.raises(packs.NoEnvironment, match="car_bench"):
-        car.environment()
-    assert get_pack("airline").has_generator
+    class SpaceOnly(DomainPack):
+        name = "space_only"
+
+    bare = SpaceOnly()
+    assert not bare.has_environment and not bare.has_generator
+    with pytest.raises(packs.NoEnvironment, match="space_only"):
+        bare.environment()
+    assert get_pack("airline").has_generator and get_pack("car_bench").has_generator
 
 
 def test_no_core_module_names_a_domain():
@@ -150,8 +153,9 @@ def test_tau2_packs_take_their_policy_from_the_pack_package():
     from envs.tau2.pack import Tau2Pack
 
     tau2_packs = [get_pack(n) for n in known(with_environment=True) if isinstance(get_pack(n), Tau2Pack)]
-    assert tau2_packs  # the built-in environments are tau2's
+    assert [p.name for p in tau2_packs] == ["airline", "retail", "telecom"]  # car_bench is its own family
     for pack in tau2_packs:
+        assert pack.tau2_module.startswith("tau2.")
         policy = pack.policy_module()
         assert policy.__name__ == f"{type(pack).__module__.rsplit('.', 1)[0]}.policy"
         assert pack.policy_rules() is policy.check_write
@@ -230,7 +234,8 @@ def test_tool_kind_is_part_of_the_interface():
             return [] if requestor == "user" else [ToolSpec("look", "read", "assistant", "", {}),
                                                    ToolSpec("act", "write", "assistant", "", {})]
 
-        validate_arguments = episode = tasks = splits = lambda self, *a, **k: None  # noqa: E731
+        validate_arguments = episode = tasks = splits = task_from_json = make_task = \
+            lambda self, *a, **k: None  # noqa: E731
 
         def summary(self):
             return EnvSummary(domain="tiny", entity_counts={}, example_ids={})

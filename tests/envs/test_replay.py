@@ -23,7 +23,7 @@ def test_gold_replay_is_computed_once_per_task(airline):
     tasks = with_actions(airline)[:3]
     dom, gold = Counting(airline), replay.cached_gold_replay(10)
     first = [gold(dom, t) for t in tasks]
-    assert dom.episodes == 3 and [len(c) for _, c in first] == [len(t.evaluation_criteria.actions) for t in tasks]
+    assert dom.episodes == 3 and [len(c) for _, c in first] == [len(t.gold_actions) for t in tasks]
     assert [gold(dom, t) for t in tasks] == first and dom.episodes == 3
     assert first == [replay.gold_replay(airline, t) for t in tasks]  # the module-wide cache agrees
     assert any(any(changed) for _, changed in first)  # some gold write changed the DB...

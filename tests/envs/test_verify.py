@@ -59,7 +59,7 @@ def test_unconfirmed_write_violates_policy_even_when_db_matches(airline, task_7)
 
 
 def test_official_waiver_is_not_inherited_by_a_copy(airline, task_7):
-    copy = task_7.model_copy(update={"description": None})
+    copy = airline.task_from_json({k: v for k, v in task_7.to_json().items() if k != "description"})
     out = run_checks(airline, copy, gold_messages(airline, copy))
     assert "cancel_eligibility" in next(c.reason for c in out.checks if c.name == "policy")
     waived = run_checks(airline, task_7, gold_messages(airline, task_7))
@@ -130,12 +130,11 @@ def test_a_stored_gold_digest_replaces_the_gold_replay(airline, task_7, monkeypa
 def test_synthesized_tasks_store_their_gold_digest(airline):
     from agents.verifier import verify
     from envs.replay import gold_digest
-    from envs.tau2.convert import task_from_dict
     from storage.records import SynthTask, Trajectory
 
     task = next(t for t in with_actions(airline) if t.id == "7")
-    row = SynthTask(run_id="r", round=0, task_id="7", domain="airline", tau2_task=task.model_dump(mode="json"))
+    row = SynthTask(run_id="r", round=0, task_id="7", domain="airline", tau2_task=task.to_json())
     assert row.gold_digest == ""  # rows written before the field existed read back with it empty
-    stored = row.model_copy(update={"gold_digest": gold_digest(airline, task_from_dict(row.tau2_task))})
+    stored = row.model_copy(update={"gold_digest": gold_digest(airline, airline.task_from_json(row.definition))})
     traj = Trajectory(run_id="r", round=0, trajectory_id="t", task_id="7", messages=gold_messages(airline, task))
     assert verify(stored, traj).passed and verify(row, traj).passed

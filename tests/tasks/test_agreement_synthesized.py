@@ -17,7 +17,6 @@ from agents.designer import ColdStart
 from envs.ontology import load_initial_space
 from envs.packs import get_domain
 from envs.perturb import KINDS, perturb
-from envs.tau2.convert import task_from_dict
 from envs.verify import run_checks
 from tasks.datasets import with_count_factors
 from tasks.stages import Ctx
@@ -42,7 +41,7 @@ def test_synthesized_rewards_equal_tau2_and_perturbations_fail(tmp_path, name):
     dom = get_domain(name)
     cases = []
     for kept in result.kept[:PER_DOMAIN]:
-        task, gold = task_from_dict(kept.task.tau2_task), kept.trajectory.messages
+        task, gold = dom.task_from_json(kept.task.definition), kept.trajectory.messages
         stop = kept.trajectory.termination
         cases.append((task, "gold", gold, stop))
         cases.extend((task, k, m, stop) for k in KINDS if (m := perturb(dom, task, gold, k)) is not None)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import copy
+import itertools
 
+from envs.tau2.task import Tau2Task
 from tasks.dedup_index import (
     Index,
     Params,
@@ -20,12 +22,20 @@ def _writes(action: dict) -> bool:
     return action["name"] in WRITES
 
 
+_IDS = itertools.count()
+
+
 def task(reason: str, actions: list[tuple[str, dict]], how: str = "Confirm each change with 'yes'.") -> dict:
-    return {"user_scenario": {"instructions": {
+    """A tau2 task's JSON (edited in place by the tests; ``env_task`` makes it the family's task)."""
+    return {"id": f"t{next(_IDS)}", "user_scenario": {"instructions": {
         "domain": "airline", "reason_for_call": reason, "known_info": "Your user id is mia_li_3668.",
         "unknown_info": "You do not know the airline's internal rules.", "task_instructions": how}},
         "evaluation_criteria": {"actions": [{"action_id": str(i), "name": n, "arguments": a, "requestor": "assistant"}
                                             for i, (n, a) in enumerate(actions)]}}
+
+
+def env_task(data: dict) -> Tau2Task:
+    return Tau2Task.from_json(data)
 
 
 def cancel(rid: str, **kw) -> dict:
@@ -41,16 +51,17 @@ def refused(rid: str, reason: str) -> dict:
 
 def matches(earlier: dict[str, dict], probe: dict) -> list:
     index = Index(P)
-    index.extend(signatures(list(earlier.items()), P, _writes))
-    return index.matches(signatures([("probe", probe)], P, _writes)[0])
+    index.extend(signatures([(k, env_task(v)) for k, v in earlier.items()], P, _writes))
+    return index.matches(signatures([("probe", env_task(probe))], P, _writes)[0])
 
 
 def test_the_instruction_is_every_field_in_a_fixed_order_and_a_string_as_it_is():
     t = cancel("ABC123")
-    text = instruction_text(t)
+    text = instruction_text(env_task(t))
     assert text.splitlines()[0].startswith("You want to cancel reservation ABC123")
     assert "mia_li_3668" in text and "internal rules" in text
-    assert instruction_text({"user_scenario": {"instructions": "Cancel my trip."}}) == "Cancel my trip."
+    one_text = Tau2Task.from_json({"id": "s", "user_scenario": {"instructions": "Cancel my trip."}})
+    assert instruction_text(one_text) == "Cancel my trip."
     assert shingles("One two", 3) == {b"one two"}
     assert shingles("A b c d", 3) == {b"a b c", b"b c d"}
 

@@ -31,7 +31,7 @@ def _tau2_results(tasks, matrix):
                           termination_reason=TerminationReason.USER_STOP, reward_info=RewardInfo(reward=r),
                           messages=[], trial=t)
             for i, rewards in matrix.items() for t, r in enumerate(rewards)]
-    return Results(info=info, tasks=[tasks[i] for i in matrix], simulations=sims)
+    return Results(info=info, tasks=[tasks[i].tau2 for i in matrix], simulations=sims)
 
 
 def test_pass_hat_k_equals_tau2s_on_a_known_reward_matrix():
@@ -83,7 +83,7 @@ class GoldAgent:
 def _gold_tasks(domain, n):
     """The ids of the first ``n`` test tasks whose gold actions write (so a wrong agent cannot get their reward)."""
     return [t.id for t in official_tasks(domain.name, "test")
-            if any(domain.tool_kind(a.name) == "write" for a in t.evaluation_criteria.actions or [])][:n]
+            if any(domain.tool_kind(a.name) == "write" for a in t.gold_actions)][:n]
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +188,7 @@ def test_an_openai_compatible_agent_and_an_llm_user_over_http_on_two_tasks(store
     ids = _gold_tasks(dom, 2)
     tasks = official_tasks("airline", "test", task_ids=ids)
     turns = {t.id: [m for m in gold_messages(dom, t) if m.role == "assistant"] for t in tasks}
-    reasons = {t.id: t.user_scenario.instructions.reason_for_call for t in tasks}
+    reasons = {t.id: t.scenario.reason_for_call for t in tasks}
 
     def agent_reply(body):  # the served model: the gold turns of the task whose scenario its user was given
         k = sum(1 for m in body["messages"] if m["role"] == "assistant")

@@ -1,8 +1,9 @@
-from agents.generator import EmbeddedGenerator, build_tau2_task, challenge_text
+from agents.generator import EmbeddedGenerator, challenge_text, task_draft
 from agents.planner import EmbeddedPlanner
 from agents.plans import DefaultPrior, Plan
 from domains.airline.generator import AirlineGenerator
 from envs.packs import get_domain, get_pack
+from envs.tau2.task import draft_json
 from storage.records import Direction
 
 
@@ -24,10 +25,9 @@ def test_the_pack_builds_the_airline_generator_and_plans_are_seeded(space):
     assert [x["name"] for x in task.tau2_task["evaluation_criteria"]["actions"]] == [x[0] for x in a.actions]
     # the gold final-state digest travels with the task, so verifiers need not replay the gold actions
     from envs.replay import gold_replay
-    from envs.tau2.convert import task_from_dict
 
     gold_replay.cache_clear()
-    assert task.gold_digest == f"{dom.digest_scheme}:{gold_replay(dom, task_from_dict(task.tau2_task))[0]}"
+    assert task.gold_digest == f"{dom.digest_scheme}:{gold_replay(dom, dom.task_from_json(task.definition))[0]}"
 
 
 def test_task_text_uses_the_pack_phrasing(space):
@@ -38,7 +38,7 @@ def test_task_text_uses_the_pack_phrasing(space):
     plan = Plan(user_id="mia_li_3668", actions=[("get_user_details", {"user_id": "mia_li_3668"}),
                                                  ("toggle_data", {}, "user")],
                 intents=[{"say": "check my profile", "tool": None}], info=[])
-    task = build_tau2_task("syn-x", bp, plan, get_pack("airline").phrasing)
+    task = draft_json(task_draft("syn-x", bp, plan, get_pack("airline").phrasing))
     instr = task["user_scenario"]["instructions"]
     assert instr["known_info"] == "Your user id is mia_li_3668."
     assert instr["unknown_info"] == "You do not know the airline's internal rules."
@@ -47,7 +47,7 @@ def test_task_text_uses_the_pack_phrasing(space):
     assert [a["requestor"] for a in task["evaluation_criteria"]["actions"]] == ["assistant", "user"]
     assert "initial_state" not in task
     plan.known_info, plan.initial_state = "You know your phone number.", {"initialization_actions": []}
-    task = build_tau2_task("syn-x", bp, plan, get_pack("airline").phrasing)
+    task = draft_json(task_draft("syn-x", bp, plan, get_pack("airline").phrasing))
     assert task["user_scenario"]["instructions"]["known_info"] == "You know your phone number."
     assert task["initial_state"] == {"initialization_actions": []}
 

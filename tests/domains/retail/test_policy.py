@@ -12,7 +12,7 @@ from storage.records import Message, ToolCall
 def official_violations(domain):
     out = {}
     for task in domain.tasks("base"):
-        if not (task.evaluation_criteria and task.evaluation_criteria.actions):
+        if not task.gold_actions:
             continue
         found = []
 

@@ -22,10 +22,9 @@ def selection(family: str, outcome: str, writes: str | None = None, reads: str |
 
 
 def synth_task(plan, sel, task_id: str = "syn-telecom"):
-    """A ``SynthTask`` from a plan, through the core's own tau2-task builder."""
-    from agents.generator import build_tau2_task, scenario_of
-    from envs.packs import get_pack
-    from envs.tau2.convert import task_from_dict
+    """A ``SynthTask`` from a plan, through the core's own task draft and the tau2 family's task."""
+    from agents.generator import scenario_of, task_draft
+    from envs.packs import get_domain, get_pack
     from storage.records import Blueprint, DifficultyControls, SynthTask
 
     bp = Blueprint(run_id="t", round=0, blueprint_id="bp", plan_id="p", domain="telecom", selected_dimensions=sel,
@@ -33,7 +32,6 @@ def synth_task(plan, sel, task_id: str = "syn-telecom"):
                    expected_difficulty_controls=DifficultyControls(
                        expected_tool_calls="4-5", num_policy_constraints="1", num_entities="1",
                        requires_clarification=False, allows_user_false_claim=False, requires_state_change=True))
-    tau2_task = build_tau2_task(task_id, bp, plan, get_pack("telecom").phrasing)
-    task_from_dict(tau2_task)
-    return SynthTask(run_id="t", round=0, task_id=task_id, domain="telecom", tau2_task=tau2_task, requested=sel,
+    task = get_domain("telecom").make_task(task_draft(task_id, bp, plan, get_pack("telecom").phrasing))
+    return SynthTask(run_id="t", round=0, task_id=task_id, domain="telecom", tau2_task=task.to_json(), requested=sel,
                      scenario=scenario_of(plan, bp))

@@ -14,7 +14,6 @@ import pytest
 from agents.plans import Infeasible
 from agents.teacher import EmbeddedTeacher
 from envs.perturb import KINDS, perturb
-from envs.tau2.convert import task_from_dict
 from envs.verify import run_checks
 from tests.domains.telecom.conftest import FAMILIES, selection, synth_task
 
@@ -45,7 +44,7 @@ def test_synthesized_rewards_equal_tau2_and_false_passes_are_flagged(telecom, ge
                 except Infeasible:
                     continue
                 st = synth_task(plan, sel, f"syn-{family}-{outcome}-{writes}-{seed}")
-                task, gold = task_from_dict(st.tau2_task), teacher.rollout(st).messages
+                task, gold = telecom.task_from_json(st.definition), teacher.rollout(st).messages
                 cases.append((task, "gold", gold))
                 cases.extend((task, k, m) for k in KINDS if (m := perturb(telecom, task, gold, k)) is not None)
     ours = [run_checks(telecom, task, msgs, termination="user_stop") for task, _, msgs in cases]

@@ -6,7 +6,7 @@ import pytest
 from agents.teacher import EmbeddedTeacher
 from agents.user import ReactiveUser, asked_device_action
 from envs.perturb import perturb, rematerialize
-from envs.tau2.convert import task_from_dict
+from envs.tau2.task import Tau2Task
 from envs.verify import run_checks
 from storage.records import Message, ToolCall
 from tests.domains.telecom.conftest import selection, synth_task
@@ -18,7 +18,7 @@ def solved(telecom, generator):
     plan = generator.plan(sel, "bp-dual", 1)
     task = synth_task(plan, sel)
     traj = EmbeddedTeacher(telecom).rollout(task)
-    return task_from_dict(task.tau2_task), traj.messages, plan
+    return Tau2Task.from_json(task.definition), traj.messages, plan
 
 
 def test_teacher_asks_and_the_user_performs_each_device_action(solved):
@@ -90,7 +90,7 @@ def test_teacher_solutions_pass_every_check_with_the_telecom_policy(telecom, gen
         plan = generator.plan(sel, "bp-policy", n)
         task = synth_task(plan, sel)
         traj = teacher.rollout(task)
-        outcome_ = run_checks(telecom, task_from_dict(task.tau2_task), traj.messages, termination=traj.termination,
+        outcome_ = run_checks(telecom, Tau2Task.from_json(task.definition), traj.messages, termination=traj.termination,
                               requested={"num_write": [writes]})
         assert outcome_.passed, (family, [c for c in outcome_.checks if not c.passed])
 
@@ -101,8 +101,8 @@ class ScriptedAgent:
     name = "scripted"
 
     def __init__(self, task, telecom):
-        self.todo = list(task.evaluation_criteria.actions)
-        self.info = task.evaluation_criteria.communicate_info or []
+        self.todo = list(task.gold_actions)
+        self.info = task.communicate_info
         self.telecom = telecom
         self.confirmed = False  # the current action was asked for (device) or confirmed (write)
 
@@ -136,7 +136,7 @@ def test_learner_harness_user_performs_the_device_actions_it_is_asked_for(teleco
 
     sel = selection("service_troubleshooting", "fulfill", "3-4")
     task = synth_task(generator.plan(sel, "bp-harness", 2), sel)
-    tau2_task = task_from_dict(task.tau2_task)
+    tau2_task = Tau2Task.from_json(task.definition)
     traj = run_episode(ScriptedAgent(tau2_task, telecom), task, telecom)
     device = [m for m in traj.messages if m.role == "user" and m.tool_calls]
     assert device and all(m.tool_calls[0].requestor == "user" for m in device)

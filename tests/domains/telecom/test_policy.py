@@ -64,12 +64,12 @@ def _env_call(func, **arguments):
 
 @pytest.mark.parametrize("split", ["base"])
 def test_no_official_gold_breaks_a_rule_so_no_waiver_is_needed(telecom, split):
-    tasks = [t for t in telecom.tasks(split) if t.evaluation_criteria and t.evaluation_criteria.actions]
+    tasks = [t for t in telecom.tasks(split) if t.gold_actions]
     violations = []
     for task in tasks:
         def before(episode, call, history, task_id=task.id):
             if telecom.tool_kind(call.name, call.requestor) == "write":
                 violations.extend((task_id, v) for v in check_write(episode, call, history))
         replay(telecom, task.initial_state, gold_messages(telecom, task), before_call=before)
-    assert any(a.name == "resume_line" for t in tasks for a in t.evaluation_criteria.actions)
+    assert any(a.name == "resume_line" for t in tasks for a in t.gold_actions)
     assert violations == [] and OFFICIAL_WAIVERS == {}
