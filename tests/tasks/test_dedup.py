@@ -65,7 +65,7 @@ def seeded(tmp_path_factory):
     plant(writer, tau2, "reworded", "duplicate", writer.task_id)
     for split, flag in (("test", "official_test"), ("train", "official")):
         for official in domain.tasks(split)[:2]:  # official tasks replayed as synthesized ones
-            plant(r1[0], official.model_dump(mode="json"), f"{split}-{official.id}", flag, official.id)
+            plant(r1[0], official.to_json(), f"{split}-{official.id}", flag, official.id)
     held = testset.test_cases(store, "airline", n=N_TEST)[0].task
     plant(r1[0], copy.deepcopy(held.tau2_task), "testset", "test_set", held.task_id)
     store.write(tasks, "planted")

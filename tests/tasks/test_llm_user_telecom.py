@@ -12,7 +12,6 @@ from benchmarks.fake_llm_server import FakeLLMServer
 from benchmarks.llm_script import RoleScript
 from envs.gold import gold_messages
 from envs.packs import get_domain
-from envs.tau2.convert import task_from_dict
 from envs.tau2.official_eval import tau2_reward
 from envs.verify import run_checks
 from storage.config import RoleConfig
@@ -28,7 +27,7 @@ def _device_calls(messages) -> list[str]:
 
 
 def _needs_device(task) -> bool:
-    return any(a.requestor == "user" for a in (task.evaluation_criteria.actions or []))
+    return any(a.requestor == "user" for a in task.gold_actions)
 
 
 @pytest.fixture
@@ -59,17 +58,16 @@ def test_a_telecom_round_with_an_llm_teacher_and_user_verifies_device_tasks_as_t
     with FakeLLMServer(script) as server:
         llm = {r: role(server.base_url) for r in ("teacher", "user")}
         result = run_pass(Ctx(store, "tel-llm", 1, 0, "telecom", llm_roles=llm), space, ColdStart(), 16)
-    kept = [k for k in result.kept if _needs_device(task_from_dict(k.task.tau2_task))]
+    kept = [k for k in result.kept if _needs_device(dom.task_from_json(k.task.definition))]
     assert len(kept) >= 3, f"{len(result.kept)} kept, {len(kept)} with device actions"
     for k in kept:  # the LLM user performed them: user tool calls in the recorded trajectory, stepped as the user
-        gold_user = [a.name for a in task_from_dict(k.task.tau2_task).evaluation_criteria.actions
-                     if a.requestor == "user"]
+        gold_user = [a.name for a in dom.task_from_json(k.task.definition).gold_actions if a.requestor == "user"]
         assert _device_calls(k.trajectory.messages) == gold_user
         assert any(m.role == "tool" and m.requestor == "user" for m in k.trajectory.messages)
     calls = store.read_records("llm_calls", run_id="tel-llm")
     assert any(c.role == "user" for c in calls) and any(c.role == "teacher" for c in calls)
     for k in kept:
-        task = task_from_dict(k.task.tau2_task)
+        task = dom.task_from_json(k.task.definition)
         ours = run_checks(dom, task, k.trajectory.messages, termination=k.trajectory.termination)
         theirs, note = tau2_reward("telecom", task, k.trajectory.messages, k.trajectory.termination)
         assert ours.reward == theirs == 1.0, (task.id, note)
@@ -82,7 +80,7 @@ def official():
     served agent (the gold turns of the task its user named in its opening), ``user_reply(refuse)`` the
     customer (does on its phone what the agent names, or with ``refuse`` declines to, confirms, ends the call)."""
     dom = get_domain("telecom")
-    text = {t.id: user_scenario_text(t.model_dump(mode="json", exclude_none=True))
+    text = {t.id: user_scenario_text(t.scenario)
             for t in official_tasks("telecom", "test") if _needs_device(t)}
     tasks = []
     for t in official_tasks("telecom", "test"):
@@ -147,7 +145,7 @@ def test_the_official_telecom_split_with_an_llm_user_and_tau2s_evaluator_agree(t
     by_id = {t.id: t for t in tasks}
     for traj in store.read_records("trajectories", run_id="tel-off"):
         task = by_id[traj.task_id]
-        wanted = [a.name for a in task.evaluation_criteria.actions if a.requestor == "user"]
+        wanted = [a.name for a in task.gold_actions if a.requestor == "user"]
         assert _device_calls(traj.messages) == ([] if refuse else wanted)
         theirs, note = tau2_reward("telecom", task, traj.messages, traj.termination)
         assert theirs == ours[traj.task_id], note
