@@ -12,7 +12,7 @@ side of the task, never shown to the agent.
 
 The LLM user is ``agents.user.LLMUser`` reading the same instructions
 (``user_scenario_text``, our own prompt in ``agents/prompts/user.md``), with the
-domain's user tools as tool calls where it has them (telecom's phone); each
+domain's user tools as tool calls where it has them (a phone the user holds); each
 trial asks its model afresh (``TrialClient``), so k trials are k samples and a
 rerun of the same trial replays the response cache.
 """

@@ -163,7 +163,7 @@ class LLMTeacher:
     def _user(self, task: SynthTask, plain: bool):
         from agents.user import LLMUser, ReactiveUser, user_scenario_text
 
-        if self.user_client is not None:  # with the user's device tools in a dual-control domain (tau2's telecom)
+        if self.user_client is not None:  # with the user's device tools in a dual-control domain
             scenario = self.domain.task_from_json(task.definition).scenario
             return LLMUser(self.user_client, user_scenario_text(scenario, plain), self.retries,
                            tools=[s.openai_schema() for s in self.domain.tools("user")])

@@ -237,7 +237,7 @@ def user_messages(scenario: str, history: list[dict], device: bool = False) -> l
 class LLMUser:
     """A user simulator played by an LLM; ``done`` once it ends the call with the stop token.
 
-    ``tools``: the OpenAI schemas of the user's device tools (dual control: tau2's telecom). With them a turn may
+    ``tools``: the OpenAI schemas of the user's device tools (dual control: the user acts on a device). With them a turn may
     be device actions instead of words: a user message of tool calls (requestor ``user``), which the caller
     steps on the episode as the user (``device_results``) and hands back with ``observe``, exactly as it does
     for the embedded user's device actions; the simulator reads the results on its next turn.

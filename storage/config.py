@@ -32,8 +32,9 @@ class RoleConfig(_Strict):
     # Every size has an upper bound, with its reason: a typo (an extra digit or three) is refused at config
     # time instead of running for hours or filling memory. No model writes a million-token reply;
     max_tokens: int = Field(default=4096, ge=1, le=1_000_000)
-    # open connections per model: past a thousand a laptop runs out of sockets before a provider says no;
-    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    # calls in flight per model: a batch role gathers a whole stage (1,200-1,500 blueprints a round at the
+    # paper's scale) into one batch; past a few thousand open connections a laptop runs out of sockets;
+    max_concurrency: int = Field(default=8, ge=1, le=4096)
     # no provider's tier announces more than a million requests or a billion tokens a minute
     rpm: int | None = Field(default=None, ge=1, le=1_000_000)
     tpm: int | None = Field(default=None, ge=1, le=1_000_000_000)

@@ -9,7 +9,7 @@ index and the test holds when the MinHash estimate of the pair's Jaccard similar
 
 A pair is a copy when its gold actions are the same and either its instructions are near or those actions change
 state. Near instructions alone are not a copy: templated instructions that differ only in the record they name
-("move reservation T1QOBS ..." / "... B41JHU ...") reach a Jaccard of 0.80-0.84 on the airline test set, and
+("move record T1QOBS ..." / "... B41JHU ...") reach a Jaccard of 0.80-0.84 on one built-in test set, and
 those are different tasks; their gold actions tell them apart. The same gold actions alone are a copy only when
 they change state: a read-only or empty list is shared by different requests refused on the same record.
 

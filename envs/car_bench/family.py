@@ -11,6 +11,7 @@ elements, ``removed_part``).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from envs.base import EnvTask, Episode, GoldAction, TaskDraft, UserScenario
@@ -34,11 +35,9 @@ class CarTaskView(EnvTask):
     def gold_actions(self) -> list[GoldAction]:
         """The tool actions a correct agent performs: on a hallucination task, not the ones that need what the
         task removed (CAR-bench's gold trajectory leaves them out too)."""
-        from envs.car_bench.reward import uses_removed_part
-
         return [GoldAction(name=a.name, arguments=dict(a.kwargs), action_id="" if a.index is None else str(a.index))
                 for a in self.tool_actions  # type: ignore[attr-defined]
-                if not uses_removed_part(self, a.name, a.kwargs)]  # type: ignore[arg-type]
+                if not uses_removed_part(self, a.name, a.kwargs)]
 
     @property
     def communicate_info(self) -> list[str]:
@@ -78,3 +77,12 @@ def task_row(draft: TaskDraft) -> dict[str, Any]:
                                     "dependent_on_action_index": None} for n, a in enumerate(draft.actions)]),
             **{k: draft.extra[k] for k in ROW_EXTRAS if draft.extra.get(k) is not None},
             "removed_part": json.dumps(list(removed)) if removed else None}
+
+
+def uses_removed_part(task: Any, name: str, kwargs: Mapping[str, Any]) -> bool:
+    """Whether a call needs a tool or parameter the hallucination task (its ``removed_part``) removed."""
+    for part in task.removed_part or []:
+        path = part.split(".")
+        if path[0] == name and (len(path) == 1 or path[1] in kwargs):
+            return True
+    return False

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from envs.car_bench.reward import TERMINATING_TOOLS, gold_trajectory, uses_removed_part
+from envs.car_bench.family import uses_removed_part
+from envs.car_bench.reward import TERMINATING_TOOLS, gold_trajectory
 from envs.car_bench.tasks import CarBenchTask
 from storage.records import Message, ToolCall
 

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from math import comb
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envs.car_bench.family import uses_removed_part
 from envs.car_bench.policy import trajectory_violations
 from envs.car_bench.tasks import CarBenchTask
 from storage.records import Message, ToolCall
@@ -125,15 +126,6 @@ def reward(domain: CarBenchDomain, task: CarBenchTask, messages: Sequence[Messag
         out.r_policy = not out.policy_errors
     out.reward = max(0.0, 1.0 - len(out.failed))
     return out
-
-
-def uses_removed_part(task: CarBenchTask, name: str, kwargs: Mapping[str, Any]) -> bool:
-    """Whether a call needs a tool or parameter the hallucination task removed."""
-    for part in task.removed_part or []:
-        path = part.split(".")
-        if path[0] == name and (len(path) == 1 or path[1] in kwargs):
-            return True
-    return False
 
 
 def gold_trajectory(task: CarBenchTask, domain: CarBenchDomain) -> list[Message]:

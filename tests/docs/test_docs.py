@@ -126,14 +126,14 @@ def test_the_hooks_notes_name_real_fields_and_tables():
 
 
 def test_field_comments_read_the_comment_above_and_beside_a_field():
-    from storage.config import LlamaFactoryConfig, RunConfig
+    from storage.config import LlamaFactoryConfig, OfficialEvalConfig, RunConfig
 
     hook = load_hook()
     run = hook.field_comments(RunConfig)
     assert run["domain"].startswith("a domain pack's name")  # the lines above the first field
     assert "type: ignore" not in run.get("roles", "")  # a linter's note is no explanation
     assert hook.field_comments(LlamaFactoryConfig)["max_new_tokens"] == "per reply of the served checkpoint"
-    assert "train_timeout_s" not in hook.field_comments(LlamaFactoryConfig)  # no comment: none invented
+    assert "max_steps" not in hook.field_comments(OfficialEvalConfig)  # no comment: none invented
 
 
 # ------------------------------------------------------------------ the worked domain pack

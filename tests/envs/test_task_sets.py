@@ -66,7 +66,7 @@ def test_tasks_are_read_from_a_tau2_data_folder_given_by_path(tmp_path, given):
     dom = base.with_tasks(path)
     assert dom.splits() == {"test": 2, "train": 1}
     assert [t.id for t in dom.tasks("test")] == [chosen[0]["id"], chosen[1]["id"]]
-    assert len(dom.official_task(chosen[0]["id"]).evaluation_criteria.actions) == \
+    assert len(dom.official_task(chosen[0]["id"]).gold_actions) == \
         len(chosen[0]["evaluation_criteria"]["actions"])
     ts = dom.task_set()
     assert ts.source == f"path {folder.resolve()}" and ts.release == ""
