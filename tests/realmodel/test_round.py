@@ -32,8 +32,8 @@ def config(tmp_path, model) -> str:
         tokens = f"max_tokens: {room}, schema_max_string: 40, schema_max_items: 2" if name in STRUCTURED \
             else "max_tokens: 64"
         return (f"  {name}: {{provider: openai_compatible, model: {model.model}, base_url: '{model.base_url}', "
-                f"{tokens}, max_invalid_retries: 1, max_retries: 1, timeout_s: 300, max_concurrency: 1"
-                f"{extra}}}\n")
+                f"{tokens}, max_invalid_retries: 1, max_retries: 1, timeout_s: 300, max_concurrency: 1, "
+                f"on_invalid: fallback{extra}}}\n")
 
     path = tmp_path / "realmodel.yaml"
     path.write_text("domain: airline\nrounds: 1\nbudget: 2\nseed: 0\ntest_size: 2\nchunk_size: 2\nconcurrency: 1\n"
@@ -63,6 +63,10 @@ def test_a_round_on_the_real_model_rejects_records_and_finishes(tmp_path, real_m
     by_role = {c.role for c in calls}
     assert {"designer", "planner", "reflector"} <= by_role, by_role  # the stages that always ask a model
     assert all(c.model == real_model.model and c.input_tokens > 0 for c in calls if c.status in ("ok", "invalid"))
+    # a 135M model's replies are refused: the run goes on (on_invalid: fallback), and says so where a user looks
+    fell_back = sorted({c.role for c in calls if c.status == "fallback"})
+    if fell_back:
+        assert "fell back" in res.stdout + res.stderr, (fell_back, res.stdout[-2000:])
     refused = [c for c in calls if c.status in ("invalid", "rejected")]
     assert refused, "a 135M model got every reply right: the suite no longer tests rejection"
     assert all(c.error for c in refused)  # each refusal is recorded with its reason ...
@@ -81,5 +85,6 @@ def test_a_round_on_the_real_model_rejects_records_and_finishes(tmp_path, real_m
     chain["verified"] = len({v.task_id for v in store.read_records("verdicts")
                              if v.passed and not v.run_id.startswith("testset-")})
     stops = next((k for k, n in chain.items() if n == 0), None)
-    print(f"\nrealmodel round: {took:.1f}s, {len(calls)} calls ({len(refused)} refused) by {sorted(by_role)}\n"
+    print(f"\nrealmodel round: {took:.1f}s, {len(calls)} calls ({len(refused)} refused, fell back: {fell_back}) "
+          f"by {sorted(by_role)}\n"
           + "\n".join(lines) + f"\n  chain {chain}" + (f": stops at {stops}" if stops else ""))
