@@ -105,24 +105,28 @@ class _Handler(socketserver.BaseRequestHandler):
             data = chunk()
             sock.sendall(data)
             self.server.sent += len(data)
+            if self.server.pause_s:
+                time.sleep(self.server.pause_s)
 
 
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, mode: str):
+    def __init__(self, mode: str, pause_s: float = 0.0):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.mode, self.requests, self.sent, self.stop = mode, 0, 0, threading.Event()
+        self.pause_s = pause_s
 
 
 class HostileServer:
-    """``with HostileServer("huge-length") as s: ... s.base_url``"""
+    """``with HostileServer("huge-length") as s: ... s.base_url``; ``pause_s``: a pause after each chunk of an
+    endless body (a trickle, whose size stays under any bound whatever the loopback's speed)."""
 
-    def __init__(self, mode: str):
+    def __init__(self, mode: str, pause_s: float = 0.0):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
-        self._server = _Server(mode)
+        self._server = _Server(mode, pause_s)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

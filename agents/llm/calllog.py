@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
-from agents.llm.types import ChatResult
+from agents.llm.replies import one_line
+from agents.llm.types import ChatResult, Usage
 from storage.records import LLMCall
+from storage.redact import redact
 
 if TYPE_CHECKING:
     from agents.llm.client import LLMClient
@@ -119,6 +122,12 @@ class CallLogView:
 
     log: CallLog
     role: str
+    # what each recorded row names (set by the client)
+    run_id: str
+    round: int
+    provider: str
+    model: str
+    _secrets: tuple[str, ...] | list[str]
 
     @property
     def calls(self) -> list[LLMCall]:
@@ -132,6 +141,30 @@ class CallLogView:
         """Write the pending calls to the ``llm_calls`` table as chunk ``chunk`` (merged with what a redone
         stage's first attempt recorded there: ``write_calls``), or as a new chunk."""
         return write_calls(store, self.take_calls(run_id, round), chunk, self.role)
+
+    # ------------------------------------------------------------ the call log
+    def record_fallback(self, reason: str, role: str = "", log: CallLog | None = None) -> None:
+        """A ``fallback`` row: the role went on without a usable reply (``on_invalid: fallback``)."""
+        self._record(log or self.log, role, f"fallback:{role or self.role}", 0, 0.0, None, False, "fallback",
+                     reason)
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return redact(text)
+
+    def _record(self, into: CallLog, role: str, key: str, attempt: int, latency: float, usage: Usage | None,
+                cache_hit: bool, status: str, error: str, transport_attempt: int = 0) -> str:
+        """Append the row; its ``call_id`` (a role that refuses the reply marks it: ``CallLog.reject``)."""
+        call_id = uuid.uuid4().hex
+        into.append(LLMCall(run_id=self.run_id, round=self.round, call_id=call_id, role=role or self.role,
+                            provider=self.provider, model=self.model, request_hash=key,
+                            input_tokens=usage.input_tokens if usage else 0,
+                            output_tokens=usage.output_tokens if usage else 0, latency_s=latency,
+                            cost_usd=usage.cost_usd if usage else 0.0, cache_hit=cache_hit, status=status,
+                            error=self._scrub(one_line(error, 500)), attempt=attempt,
+                            transport_attempt=0 if cache_hit else transport_attempt))
+        return call_id
 
 
 class BoundClient(CallLogView):

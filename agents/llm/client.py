@@ -34,7 +34,6 @@ import logging
 import random
 import threading
 import time
-import uuid
 import weakref
 from pathlib import Path
 from typing import Any
@@ -48,22 +47,22 @@ from agents.llm.loops import hop, new_loop, shut_down
 from agents.llm.pricing import cost_usd
 from agents.llm.prompt_tools import MODES, parse_tool_reply, prompt_messages
 from agents.llm.providers import json_schema
-from agents.llm.replies import interpret, normalize_reply, parse_structured, read_reply  # noqa: F401 (re-exported)
+from agents.llm.replies import (
+    interpret,
+    normalize_reply,
+    one_line,
+    parse_structured,
+    read_reply,
+)
 from agents.llm.retries import announced_rpm, is_transient, retry_after_s
 from agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, Usage
-from storage.records import LLMCall
-from storage.redact import redact, redact_value
+from storage.redact import redact_value
 
 logger = logging.getLogger("evosyn.llm")
 
 
 class LLMRequestError(LLMUnavailable):
     """The provider refused the request itself (400 / 401 / 403 / 404 …): retrying cannot help."""
-
-
-def _one_line(text: str, limit: int = 500) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @functools.lru_cache(maxsize=256)
@@ -112,7 +111,7 @@ class LLMClient(CallLogView):
         if batch:
             if self.cache is None:
                 raise ValueError("batch: needs a cache_dir (the journal of submitted batches lives there)")
-            from agents.llm.batch import BatchJournal, Batcher
+            from agents.llm.batch import Batcher, BatchJournal
             from agents.llm.pricing import batch_price_of
 
             self.batcher = Batcher(provider, BatchJournal(Path(cache_dir) / "batches.jsonl"),
@@ -283,7 +282,7 @@ class LLMClient(CallLogView):
                     self.cache.put(key, blob, reply)
                 except OSError as exc:  # the cache only saves a rerun: a paid reply is used (and recorded) anyway
                     logger.warning("%s %s: reply not cached (%s: %s)", self.provider, self.model, type(exc).__name__,
-                                   _one_line(str(exc), 200))
+                                   one_line(str(exc), 200))
         latency = time.perf_counter() - (t0 if cache_hit else current.started)
         cost = 0.0 if cache_hit else cost_usd(self.price, reply["input_tokens"], reply["output_tokens"])
         usage = Usage(input_tokens=reply["input_tokens"], output_tokens=reply["output_tokens"], latency_s=latency,
@@ -302,7 +301,7 @@ class LLMClient(CallLogView):
             try:
                 return await self._send_once(kwargs, estimate)
             except Exception as exc:
-                what = self._scrub(_one_line(f"{type(exc).__name__}: {exc}", 300))
+                what = self._scrub(one_line(f"{type(exc).__name__}: {exc}", 300))
                 if not is_transient(exc, errors):
                     if isinstance(exc, errors[2]):
                         raise LLMRequestError(f"{self.provider} {self.model} refused the request: {what}") from None
@@ -336,7 +335,7 @@ class LLMClient(CallLogView):
             try:
                 body = await self.batcher.fetch(key, kwargs)
             except BatchFailed as exc:
-                what = self._scrub(_one_line(str(exc), 300))
+                what = self._scrub(one_line(str(exc), 300))
                 if not exc.transient:
                     raise LLMRequestError(f"{self.provider} {self.model} batch: {what}") from None
                 if number == attempts:
@@ -373,34 +372,9 @@ class LLMClient(CallLogView):
                 if isinstance(exc, Exception) and not isinstance(exc, self._provider.errors):
                     # the SDK choked on the body (nested too deep to decode, ...): an unusable reply, not a crash
                     raise LLMOutputError(f"the server's reply could not be read ({type(exc).__name__}: "
-                                         f"{_one_line(str(exc), 200)})") from None
+                                         f"{one_line(str(exc), 200)})") from None
                 raise
             reply = read_reply(self._provider.parse, body, kwargs)  # LLMOutputError whatever the body holds
             if limits.tpm:
                 limits.tpm.adjust(estimate - reply["input_tokens"] - reply["output_tokens"])
             return reply
-
-    # ------------------------------------------------------------ the call log
-    def record_fallback(self, reason: str, role: str = "", log: CallLog | None = None) -> None:
-        """A ``fallback`` row: the role went on without a usable reply (``on_invalid: fallback``)."""
-        self._record(log or self.log, role, f"fallback:{role or self.role}", 0, 0.0, None, False, "fallback",
-                     reason)
-
-    def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return redact(text)
-
-    def _record(self, into: CallLog, role: str, key: str, attempt: int, latency: float, usage: Usage | None,
-                cache_hit: bool, status: str, error: str, transport_attempt: int = 0) -> str:
-        """Append the row; its ``call_id`` (a role that refuses the reply marks it: ``CallLog.reject``)."""
-        call_id = uuid.uuid4().hex
-        into.append(LLMCall(run_id=self.run_id, round=self.round, call_id=call_id, role=role or self.role,
-                            provider=self.provider, model=self.model, request_hash=key,
-                            input_tokens=usage.input_tokens if usage else 0,
-                            output_tokens=usage.output_tokens if usage else 0, latency_s=latency,
-                            cost_usd=usage.cost_usd if usage else 0.0, cache_hit=cache_hit, status=status,
-                            error=self._scrub(_one_line(error)), attempt=attempt,
-                            transport_attempt=0 if cache_hit else transport_attempt))
-        return call_id
-

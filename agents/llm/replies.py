@@ -28,7 +28,8 @@ _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL)  # possessive: no backtr
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
-def _one_line(text: Any, limit: int = 200) -> str:
+def one_line(text: Any, limit: int = 200) -> str:
+    """``text`` on one line, cut to ``limit`` characters (error messages and call rows)."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -120,7 +121,7 @@ def strict_loads(text: str, what: str = "JSON") -> Any:
         raise LLMOutputError(f"malformed {what}: {exc.msg} at line {exc.lineno} column {exc.colno}",
                              raw=text) from None
     except (ValueError, RecursionError, OverflowError, TypeError) as exc:
-        raise LLMOutputError(f"invalid {what}: {_one_line(exc)}", raw=text) from None
+        raise LLMOutputError(f"invalid {what}: {one_line(exc)}", raw=text) from None
     try:  # escaped lone surrogates ("\ud800") parse, but no UTF-8 file can hold them
         if "\\u" in text or not _encodable(text):  # else no string in ``data`` can hold one
             json.dumps(data, ensure_ascii=False).encode("utf-8")
@@ -174,7 +175,7 @@ def normalize_reply(reply: Any) -> dict[str, Any]:
             out["structured"] = bool(reply["structured"])
         return out
     except (TypeError, ValueError, RecursionError, AttributeError) as exc:
-        raise LLMOutputError(f"the server's reply is not a chat completion: {_one_line(exc)}",
+        raise LLMOutputError(f"the server's reply is not a chat completion: {one_line(exc)}",
                              raw=preview(reply)) from None
 
 
@@ -185,7 +186,7 @@ def read_reply(parse: Callable[[Any, dict], dict], body: Any, kwargs: dict[str, 
     except LLMOutputError:
         raise
     except Exception as exc:  # a body of another shape (a list for a message, a number for a block, ...)
-        raise LLMOutputError(f"the server's reply is not a chat completion ({type(exc).__name__}: {_one_line(exc)})",
+        raise LLMOutputError(f"the server's reply is not a chat completion ({type(exc).__name__}: {one_line(exc)})",
                              raw=preview(body)) from None
 
 
@@ -215,7 +216,7 @@ def parse_structured(text: str, schema: type[BaseModel]) -> BaseModel:
     except ValidationError as exc:
         where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])[:120] or '(top level)'}: {e['msg']}"
                           for e in exc.errors()[:5])
-        raise LLMOutputError(f"schema-invalid {schema.__name__}: {_one_line(where, 400)}", raw=text) from None
+        raise LLMOutputError(f"schema-invalid {schema.__name__}: {one_line(where, 400)}", raw=text) from None
 
 
 def tool_call(c: dict[str, str]) -> ToolCallOut:
@@ -249,5 +250,5 @@ def interpret(reply: dict[str, Any], schema: type[BaseModel] | None, max_tokens:
         exc.finish_reason = finish
         raise
     except Exception as exc:  # a reply this module failed to foresee is still a rejection, never a crash
-        raise LLMOutputError(f"unusable reply ({type(exc).__name__}: {_one_line(exc)})", raw=text[:2000],
+        raise LLMOutputError(f"unusable reply ({type(exc).__name__}: {one_line(exc)})", raw=text[:2000],
                              finish_reason=finish) from None

@@ -90,7 +90,8 @@ def test_a_stalled_server_ends_at_the_timeout_in_one_line(monkeypatch):
 def test_an_endless_body_under_the_bound_ends_at_the_timeout(monkeypatch):
     """A body that trickles forever below the size bound: the request's total timeout ends it."""
     monkeypatch.setenv("EVOSYN_TEST_KEY", "sk-test-hostile-0000")
-    with HostileServer("endless-chunked") as server:
+    # a trickle: at full loopback speed a quiet machine pushes past even the largest bound (1 GiB) within the second
+    with HostileServer("endless-chunked", pause_s=0.01) as server:
         t0 = time.monotonic()
         result, exc = _ask(_client(server.base_url, timeout_s=1.0, max_reply_bytes=1 << 30))
         took = time.monotonic() - t0
