@@ -15,11 +15,11 @@ import pytest
 
 from benchmarks.sweep_stack import WorkerStack
 from flows.services import alive
+from flows.sweep_workers import STORED, Cell, failed_line, shared_root
+from storage.config import RunConfig
 from storage.digest import table_digests
 from storage.records import TABLES
 from storage.store import Store
-
-pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_SIZE = 10
@@ -80,10 +80,30 @@ def stored_runs(home) -> list:
 
 
 def worker_runs(stack) -> dict[str, str]:
-    """worker name -> the log text of its flow-run submissions."""
+    """worker name -> its log (a flow run it started: "Flow run '<name>' submitted to infrastructure")."""
     return {svc.url: Path(svc.log).read_text(errors="replace") for svc in stack.worker_services}
 
 
+def test_the_store_root_every_worker_gets(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert shared_root(RunConfig(store={"root": "rel/store"})) == str(tmp_path / "rel" / "store")
+    assert shared_root(RunConfig(store={"root": "s3://bucket/prefix"})) == "s3://bucket/prefix"  # a URL as given
+    monkeypatch.setenv("EVOSYN_HOME", "home-here")
+    assert shared_root(RunConfig()) == str(tmp_path / "home-here")
+
+
+def test_cells_that_did_not_complete_are_named_with_how_to_finish_them():
+    cfg = RunConfig()
+    cells = [Cell(cfg, "a-evosyn-s0-1", state="COMPLETED"), Cell(cfg, "a-static-s0-2", state=STORED),
+             Cell(cfg, "a-evosyn-s1-3", state="CRASHED", message="exit -9")]
+    assert [c.ok for c in cells] == [True, True, False] and all(c.done for c in cells)
+    line = failed_line(cells)
+    assert line.startswith("sweep: 1 of 3 runs did not complete: a-evosyn-s1-3: crashed (exit -9).")
+    assert "Run the same sweep again" in line and "evosyn run --resume RUN_ID" in line
+    assert failed_line(cells[:2]) is None and not Cell(cfg, "x", state="RUNNING").done
+
+
+@pytest.mark.slow
 def test_two_workers_write_the_rows_of_the_serial_sweep(stack, config, serial, tmp_path):
     home = tmp_path / "shared"
     done = evosyn(stack, home, "sweep", "--config", str(config), "--submit", "deployment", "--quiet")
@@ -94,13 +114,14 @@ def test_two_workers_write_the_rows_of_the_serial_sweep(stack, config, serial, t
     assert [t for t in TABLES if got[t] != want[t]] == []
     assert "sweep on evosyn-run/evosyn-run" in done.stdout and done.stdout.count("completed") >= 2
     # each worker takes one flow run at a time (--limit 1): the two cells ran on the two workers
-    took = {name: log.count("ubmitting flow run") for name, log in worker_runs(stack).items()}
+    took = {name: log.count("submitted to infrastructure") for name, log in worker_runs(stack).items()}
     assert sorted(took.values()) == [1, 1], took
     again = evosyn(stack, home, "sweep", "--config", str(config), "--submit", "deployment", "--quiet")
     assert again.returncode == 0 and again.stderr.count("is finished in the store; not submitted") == 2, \
         again.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_is_finished_by_the_other(stack, config, serial, tmp_path):
     from prefect.client.orchestration import SyncPrefectClient
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
