@@ -70,7 +70,18 @@ def _config(ctx, config_file, **overrides):
         except ConfigError as exc:
             raise UserError(str(exc)) from None
     check_learner(cfg)
+    check_runner(cfg)
     return cfg
+
+
+def check_runner(cfg) -> None:
+    """``task_runner: dask``: prefect-dask installed, before any work."""
+    from flows.task_runners import TaskRunnerMissing, check_task_runner
+
+    try:
+        check_task_runner(cfg)
+    except TaskRunnerMissing as exc:
+        raise UserError(str(exc)) from None
 
 
 def check_learner(cfg) -> None:
@@ -267,6 +278,7 @@ def sweep(ctx, config_file, submit, deployment, timeout, quiet) -> None:
 
     grid["domains"] = [check_domain(d, "sweep.domains", generator=True, run=True) for d in grid["domains"]]
     check_learner(base)
+    check_runner(base)
     check_store_root(base.store_root())
     grid["submit"] = submit or grid.get("submit", "inline")
     grid["deployment"] = deployment or grid.get("deployment") or "evosyn-run/evosyn-run"

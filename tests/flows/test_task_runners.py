@@ -94,3 +94,16 @@ def test_dask_gives_the_rows_of_the_thread_runner(tmp_path):
     assert tid == did
     assert [t for t in TABLES if got[t] != want[t]] == []
     assert want["evaluations"] != table_digests(Store(tmp_path / "thread", create=False), [])["evaluations"]
+
+
+def test_the_cli_refuses_dask_without_prefect_dask_before_any_work(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from flows.cli import main
+
+    monkeypatch.setitem(sys.modules, "prefect_dask", None)
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("domain: airline\ntask_runner: dask\n")
+    out = CliRunner().invoke(main, ["--home", str(tmp_path / "h"), "run", "--config", str(cfg)])
+    assert out.exit_code == 2 and "task_runner: dask needs prefect-dask" in out.output
+    assert not (tmp_path / "h").exists()  # refused before the store was made
