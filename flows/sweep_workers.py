@@ -15,6 +15,7 @@ what is unfinished, and whichever worker takes a cell resumes its run from the s
 """
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,8 +59,8 @@ class Cell:
 def shared_root(cfg: RunConfig) -> str:
     """The store root every worker must write to: a URL (``s3://...``) as given, a local folder made absolute
     (a worker's working directory is the deployment's, not the sweep's)."""
-    given = cfg.store.root
-    if given and "://" in given:
+    given = cfg.store.root or os.environ.get("EVOSYN_HOME") or ""  # where store_root() looks, in its order
+    if "://" in given:
         return given
     return str(Path(cfg.store_root()).expanduser().resolve())
 

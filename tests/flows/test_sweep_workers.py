@@ -90,6 +90,8 @@ def test_the_store_root_every_worker_gets(tmp_path, monkeypatch):
     assert shared_root(RunConfig(store={"root": "s3://bucket/prefix"})) == "s3://bucket/prefix"  # a URL as given
     monkeypatch.setenv("EVOSYN_HOME", "home-here")
     assert shared_root(RunConfig()) == str(tmp_path / "home-here")
+    monkeypatch.setenv("EVOSYN_HOME", "s3://bucket/home")
+    assert shared_root(RunConfig()) == "s3://bucket/home"
 
 
 def test_cells_that_did_not_complete_are_named_with_how_to_finish_them():
