@@ -74,6 +74,7 @@ CONFIG = "domain: airline\nrounds: 1\nbudget: 12\nseed: 2\ntest_size: 10\nchunk_
 def test_dask_gives_the_rows_of_the_thread_runner(tmp_path):
     """The same run on threads and on a LocalCluster of two worker processes: every table equal (digests)."""
     from tasks import testset
+    from agents.servers import family, wait_gone
     from storage.digest import table_digests
     from storage.records import TABLES
     from storage.store import Store
@@ -84,9 +85,17 @@ def test_dask_gives_the_rows_of_the_thread_runner(tmp_path):
         cfg.write_text(CONFIG.format(runner=runner))
         env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME,
                "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
-        done = subprocess.run([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg), "--quiet"], env=env,
-                              capture_output=True, text=True, timeout=600, check=False)
-        assert done.returncode == 0, done.stderr[-3000:]
+        # its own session: a process it left there (a LocalCluster's worker or nanny) is found afterwards by
+        # session, and must be gone
+        proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg), "--quiet"],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        try:
+            _, err = proc.communicate(timeout=600)
+        finally:
+            proc.kill()
+        assert proc.returncode == 0, err[-3000:]
+        assert not wait_gone(family({proc.pid}), 30.0), f"{runner}: processes of the run outlived it"
         store = Store(home, create=False)
         (run_id,) = [r for r in store.runs() if not r.startswith("testset-")]
         digests[runner] = run_id, table_digests(store, [run_id, testset.test_set_run_id("airline", n=10)])
