@@ -13,7 +13,8 @@ from prefect import flow
 
 from envs import packs
 from flows.run import RunSummary, evosyn_run
-from flows.sweep_workers import DEFAULT_DEPLOYMENT, SUBMIT_MODES, Cell, submit_cells, wait_cells
+from flows.sweep_workers import (DEFAULT_DEPLOYMENT, SUBMIT_MODES, Cell, crash_superseded, submit_cells,
+                                 wait_cells)
 from tasks.progress import StageEvent
 from storage.config import ConfigError, RunConfig, read_config_file, validate_config
 
@@ -98,7 +99,9 @@ def sweep_flow(base: RunConfig, domains: list[str] | None, arms: list[str], seed
     cfgs = sweep_configs(base, domains, arms, seeds)
     if submit == "deployment":
         say = progress or (lambda s: None)
-        return wait_cells(submit_cells(cfgs, deployment, say=say), timeout=timeout, say=say)
+        cells = wait_cells(submit_cells(cfgs, deployment, say=say), timeout=timeout, say=say)
+        crash_superseded(cells, say=say)  # a lost worker's flow runs of the runs finished now
+        return cells
     out = []
     for i, cfg in enumerate(cfgs, 1):
         if progress:

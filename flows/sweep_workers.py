@@ -10,8 +10,8 @@ sweep over workers writes the same rows as the same sweep run in one process.
 A cell whose run is already finished in the store is not submitted again: after a worker died mid-run (its
 flow run then stays RUNNING in Prefect, as Prefect cannot tell), running the same sweep again submits only
 what is unfinished, and whichever worker takes a cell resumes its run from the store (or ``evosyn run
---resume RUN_ID`` finishes it here). A cell whose run is still held by a live process fails at once with
-"already running" and leaves that process be.
+--resume RUN_ID`` finishes it here); the lost flow run is then marked crashed (``crash_superseded``). A cell
+whose run is still held by a live process fails at once with "already running" and leaves that process be.
 """
 from __future__ import annotations
 
@@ -87,6 +87,11 @@ def check_deployment(name: str) -> str:
     return dep.work_pool_name or ""
 
 
+def run_tag(run_id: str) -> str:
+    """The tag of every flow run a sweep submits for ``run_id`` (how a later sweep finds the earlier ones)."""
+    return f"evosyn-run-id:{run_id}"
+
+
 def submit_cells(cfgs: list[RunConfig], deployment: str = DEFAULT_DEPLOYMENT,
                  say: Callable[[str], None] = lambda s: None) -> list[Cell]:
     """One flow run of ``deployment`` per config not finished in the store yet; returns every cell."""
@@ -103,7 +108,7 @@ def submit_cells(cfgs: list[RunConfig], deployment: str = DEFAULT_DEPLOYMENT,
             continue
         # timeout=0: create the flow run and return; the workers of the deployment's pool take them in turn
         run = run_deployment(deployment, parameters={"cfg": cfg.model_dump(mode="json"), "run_id": cell.run_id},
-                             timeout=0, tags=["evosyn-sweep"])
+                             timeout=0, tags=["evosyn-sweep", run_tag(cell.run_id)])
         cell.flow_run_id, cell.flow_run_name = run.id, run.name
         say(f"sweep: submitted {cell.run_id} as flow run {run.name} of {deployment}")
     return cells
@@ -138,6 +143,37 @@ def wait_cells(cells: list[Cell], timeout: float | None = None, poll: float = 2.
                                  "flow runs go on (run the sweep again later: finished runs are not resubmitted)")
             time.sleep(poll)
     return cells
+
+
+def crash_superseded(cells: list[Cell], say: Callable[[str], None] = lambda s: None) -> list[str]:
+    """Mark CRASHED the earlier flow runs still RUNNING for a run that a cell of this sweep has now finished.
+
+    A worker that died leaves its flow run RUNNING in Prefect for good. Once a later flow run of the same run id
+    completed, the earlier one cannot still be computing it (the run's lock would have refused the later one),
+    so it is marked crashed, naming the flow run that finished the run. Returns the names marked."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType,
+                                                FlowRunFilterTags)
+    from prefect.states import Crashed
+
+    marked = []
+    with get_client(sync_client=True) as client:
+        for cell in cells:
+            if cell.state != "COMPLETED":
+                continue
+            stale = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                tags=FlowRunFilterTags(all_=[run_tag(cell.run_id)]),
+                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["RUNNING"]))))
+            for run in stale:
+                if run.id == cell.flow_run_id:
+                    continue
+                client.set_flow_run_state(run.id, Crashed(message=f"its process was lost; run {cell.run_id} was "
+                                                                  f"finished by flow run {cell.flow_run_name}"),
+                                          force=True)
+                marked.append(run.name)
+                say(f"sweep: flow run {run.name} of {cell.run_id} marked crashed (its process was lost; "
+                    f"{cell.flow_run_name} finished the run)")
+    return marked
 
 
 def failed_line(cells: list[Cell]) -> str | None:

@@ -119,8 +119,10 @@ def test_submit_deployment_hands_every_cell_to_the_workers(registry, monkeypatch
     monkeypatch.setattr(S, "submit_cells", lambda cfgs, deployment, say: handed.update(cfgs=cfgs, dep=deployment)
                         or ["cells"])
     monkeypatch.setattr(S, "wait_cells", lambda cells, timeout, say: handed.update(timeout=timeout) or cells)
+    monkeypatch.setattr(S, "crash_superseded", lambda cells, say: handed.update(checked=cells))
     monkeypatch.setattr(S, "evosyn_run", lambda *a, **k: pytest.fail("a cell ran in the sweep's process"))
     out = S.sweep_flow.fn(RunConfig(rounds=1), domains=["telecom"], arms=["evosyn", "static"], seeds=[1],
                           submit="deployment", deployment="evosyn-run/x", timeout=30.0)
     assert out == ["cells"] and handed["dep"] == "evosyn-run/x" and handed["timeout"] == 30.0
+    assert handed["checked"] == ["cells"]  # the finished cells' stale flow runs are looked for
     assert [(c.domain, c.arm, c.seed) for c in handed["cfgs"]] == [("telecom", "evosyn", 1), ("telecom", "static", 1)]

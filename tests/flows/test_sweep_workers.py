@@ -149,7 +149,8 @@ def test_a_worker_killed_mid_run_is_finished_by_the_other(stack, config, serial,
                 if running:
                     break
             time.sleep(0.5)
-        killed = stack.kill_worker_running(running[0].id)
+        lost = running[0]
+        killed = stack.kill_worker_running(lost.id)
         assert not alive(killed.pid)
         assert Store(home, create=False).read_records("runs")[0].status != "finished", "the run ended before the kill"
     finally:
@@ -162,3 +163,7 @@ def test_a_worker_killed_mid_run_is_finished_by_the_other(stack, config, serial,
     assert runs == want_runs and len(runs) == 1
     assert Store(home, create=False).read_records("runs")[0].status == "finished"
     assert [t for t in TABLES if got[t] != want[t]] == []
+    # the lost worker's flow run no longer reads RUNNING: the sweep that finished the run marked it crashed
+    assert f"flow run {lost.name} of {runs[0]} marked crashed" in again.stderr, again.stderr[-2000:]
+    with SyncPrefectClient(stack.api) as client:
+        assert client.read_flow_run(lost.id).state.type.value == "CRASHED"
