@@ -136,7 +136,7 @@ def test_a_worker_killed_mid_run_is_finished_by_the_other(stack, config, serial,
                               "--submit", "deployment", "--quiet"], env=env, cwd=REPO, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        # mid-run: the run has its row (running) and is building its test set; its flow run names its process
+        # mid-run: the run has its row (running), and its flow run names its process (infrastructure_pid)
         deadline = time.monotonic() + 300
         while True:
             assert time.monotonic() < deadline, "the run never started on a worker"
