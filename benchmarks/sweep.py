@@ -108,8 +108,8 @@ def rows(p: dict[str, Any]) -> list[list[str]]:
 
 def summary(p: dict[str, Any]) -> str:
     g = p["grid"]
-    return (f"{p['runs']} runs ({len(g['domains'])} domains x {len(g['arms'])} arms x {len(g['seeds'])} seeds, "
-            f"{g['rounds']} round(s), budget {g['budget']}): speed-up {p['speedup']:.2f}x on {p['workers']} workers "
+    return (f"{p['runs']} runs ({', '.join(g['domains'])} x {', '.join(g['arms'])} x seeds "
+            f"{', '.join(map(str, g['seeds']))}; {g['rounds']} round(s), budget {g['budget']}): speed-up {p['speedup']:.2f}x on {p['workers']} workers "
             f"(ideal here at most {p['ideal_speedup']}x); rows "
             + ("equal to the serial sweep's" if p["rows_equal"] else
                f"DIFFER from the serial sweep's in {', '.join(p['tables_differing'])}"))

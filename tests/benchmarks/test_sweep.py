@@ -15,7 +15,8 @@ RESULT = {"benchmark": "sweep", "grid": {"domains": ["airline", "telecom"], "arm
 def test_the_table_has_both_ways_and_the_summary_the_speedup_and_the_rows_verdict():
     assert rows(RESULT) == [["serial (one process)", "300.0", "250.5", "20.0"], ["2 workers", "200.0", "280.2", "30.0"]]
     line = summary(RESULT)
-    assert line.startswith("8 runs (2 domains x 2 arms x 2 seeds, 1 round(s), budget 24): speed-up 1.50x on 2 workers")
+    assert line.startswith("8 runs (airline, telecom x evosyn, static x seeds 0, 1; 1 round(s), budget 24): "
+                           "speed-up 1.50x on 2 workers")
     assert "(ideal here at most 2x)" in line and line.endswith("rows equal to the serial sweep's")
     differ = summary({**RESULT, "rows_equal": False, "tables_differing": ["tasks", "verdicts"]})
     assert differ.endswith("rows DIFFER from the serial sweep's in tasks, verdicts")
