@@ -246,6 +246,23 @@ class Domain(ABC):
     @abstractmethod
     def tools(self, requestor: Requestor | None = None) -> list[ToolSpec]: ...
 
+    def tools_for(self, task: EnvTask | None) -> list[ToolSpec]:
+        """The assistant's tools an agent is given on ``task``: all of them here; a family whose tasks take
+        tools away (CAR-bench's hallucination tasks) overrides it."""
+        return self.tools("assistant")
+
+    def task_policy(self, task: EnvTask | None) -> str:
+        """The policy an agent is given on ``task`` (its system prompt): ``policy`` here; a family whose policy
+        carries the task's context (CAR-bench: the car's location and clock) overrides it."""
+        return self.policy
+
+    @property
+    def task_context(self) -> bool:
+        """Whether an agent's tools or policy depend on the task (the family overrides ``tools_for`` or
+        ``task_policy``): callers serving many tasks read the domain's once otherwise."""
+        cls = type(self)
+        return cls.tools_for is not Domain.tools_for or cls.task_policy is not Domain.task_policy
+
     def tool(self, name: str, requestor: Requestor = "assistant") -> ToolSpec | None:
         for spec in self.tools(requestor):
             if spec.name == name:

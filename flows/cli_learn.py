@@ -264,6 +264,7 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
     from agents.learners.exports import task_definitions, write_openai
     from agents.learners.llamafactory import write_dataset
     from envs.packs import get_domain
+    from tasks.datasets import system_prompt
     from tasks.learn import run_domain
 
     out.mkdir(parents=True, exist_ok=True)
@@ -273,8 +274,9 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
 
         result = write_hf(store, run_id, chosen, out, round_)
         return result.rows, result.dropped
-    # the system prompt of every conversation: the policy, as the served agent gets it (harness.run_episode)
-    policy = get_domain(run_domain(store, run_id)).policy if fmt in ("sharegpt", "openai") else ""
+    # the system prompt of each conversation: the policy the served agent gets on its task (harness.converse)
+    policy = system_prompt(store, run_id, get_domain(run_domain(store, run_id))) if fmt in ("sharegpt", "openai") \
+        else ""
     if fmt == "sharegpt":  # a conversation LLaMA-Factory cannot take is left out, with its reason
         exported = write_dataset(examples, out, system=policy)
         n, dropped = len(exported.rows), Counter({f"not a ShareGPT conversation ({r})": k

@@ -141,6 +141,18 @@ class CarBenchDomain(Domain):
 
         return reward(self, task, messages).reward
 
+    def with_tasks(self, path: Path) -> CarBenchDomain:
+        """CAR-bench's data, its task files and mock data, from the folder ``path`` (a snapshot of the dataset):
+        ``evosyn evaluate --official --tasks``; ``ValueError``, one line, for a folder that is not one."""
+        from envs.car_bench.data import DataMissing
+
+        try:
+            dom = CarBenchDomain(path)
+            dom.splits()
+        except DataMissing as exc:
+            raise ValueError(str(exc)) from None
+        return dom
+
     def splits(self) -> dict[str, int]:
         return {name: len(tasks) for name, tasks in self._by_split.items()}
 
