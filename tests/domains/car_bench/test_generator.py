@@ -92,3 +92,26 @@ def test_a_selection_no_recipe_realizes_is_a_generation_error(car, counted):
            "expected_behavior": ["decline_infeasible"], "num_write": ["2"]}  # a declined request changes nothing
     with pytest.raises(GenerationError, match="infeasible"):
         EmbeddedGenerator(car).generate(blueprint({**sel, "num_read": ["1"]}, "b-info-writes"), counted)
+
+
+def test_every_blueprint_the_planner_makes_over_the_counts_is_built_with_the_counts_it_requests(car, counted):
+    """The pack's rules (the fewest reads each request makes, no write in a declined one) and the generator
+    together: requested = realized for every blueprint, before any rollout or gate."""
+    from agents.planner import EmbeddedPlanner
+    from envs.packs import get_pack
+    from envs.properties import bucket
+    from storage.records import Direction
+
+    planner = EmbeddedPlanner(rules=get_pack("car_bench").planner_rules)
+    d = Direction(run_id="t", round=1, direction_id="d", condition_id="c", objective_type="exploration",
+                  objective="x", budget_level="explore")
+    seen = set()
+    for n in range(150):
+        bp = planner.plan(d, counted, None, index=n, seed=0)
+        sel = bp.selected_dimensions
+        task = EmbeddedGenerator(car).generate(bp, counted)  # a GenerationError fails the test
+        kinds = [car.tool_kind(a.name) for a in car.task_from_json(task.definition).gold_actions]
+        assert [bucket(kinds.count("write")), bucket(kinds.count("read"))] == \
+            [sel["num_write"][0], sel["num_read"][0]], sel
+        seen.add((sel["task_nature"][0], sel["num_write"][0], sel["num_read"][0]))
+    assert len({s[0] for s in seen}) == 6 and len({s[1] for s in seen}) == 5 and len({s[2] for s in seen}) == 5
