@@ -231,6 +231,9 @@ class Domain(ABC):
     # Names the form of ``Episode.state_digest`` (and the base DB it is taken over), so a digest stored
     # with a task is only used by a domain that computes the same one; "" means digests are never stored.
     digest_scheme: str = ""
+    # Which data the environment reads when it is not its default (a folder: the run config's ``env_data``):
+    # the fixed test sets built on it are named with it, so runs on two data folders never share one.
+    data_source: str = ""
 
     @property
     def pack(self) -> DomainPack:

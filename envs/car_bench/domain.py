@@ -24,7 +24,7 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from envs.base import Domain, EnvSummary, Requestor, TaskDraft, ToolKind, ToolSpec
-from envs.car_bench.data import CarBenchData, resolve_root
+from envs.car_bench.data import FIXTURE, CarBenchData, resolve_root
 from envs.car_bench.episode import CarBenchEpisode
 from envs.car_bench.family import task_row
 from envs.car_bench.state import CarInitialState, split_config
@@ -42,6 +42,7 @@ class CarBenchDomain(Domain):
         self.root = resolve_root(data_root)
         self.data = CarBenchData(self.root)
         self.digest_scheme = f"d{DIGEST_VERSION}/car_bench"
+        self.data_source = "" if self.root == FIXTURE else str(self.root.resolve())
         self.policy = self.task_policy(None)
 
     # ------------------------------------------------------------ tools
