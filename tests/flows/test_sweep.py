@@ -101,3 +101,15 @@ def test_the_shipped_configs_store_where_home_or_evosyn_home_points(tmp_path, mo
     base, _ = S.load_sweep(str(configs / "sweep.yaml"), str(tmp_path / "cli-home"))
     assert Path(base.store_root()) == tmp_path / "cli-home"
     assert Path(load_config(str(configs / "run.yaml")).store_root()) == tmp_path / "env-home"
+
+
+def test_a_sweep_checks_each_domains_data_folder_before_any_run(tmp_path):
+    from tests.flows.test_cli import evosyn
+
+    path = write(tmp_path, "  domains: [car_bench]\n  arms: [evosyn]\n  seeds: [0]\n")
+    with open(path, "a") as f:
+        f.write(f"env_data: {{car_bench: {tmp_path / 'nowhere'}}}\n")
+    out = evosyn("sweep", "--config", path, home=tmp_path / "h")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("error: invalid config: field env_data.car_bench: ") and "nowhere" in out.stderr
+    assert not (tmp_path / "h").exists()
