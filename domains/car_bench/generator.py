@@ -164,6 +164,8 @@ class CarBenchGenerator:
         config = {**ctx, **op.config, **{k: v for o in extra_ops for k, v in o.config.items()}}
         if prefs:
             config["user_preferences"] = prefs
+        if counts is not None and counts[0] is not None:
+            self._writes_change(actions, config)
         if challenge == "distractor_context":
             say = f"{rng.choice(DISTRACTORS).rstrip('.').lower()}, so {say}"
         lines = [CHALLENGE_LINES[challenge]] if challenge in CHALLENGE_LINES else []
@@ -248,6 +250,16 @@ class CarBenchGenerator:
         if not low <= len(actions) + len(fillers) <= high:
             raise Infeasible(f"{len(actions) + len(fillers)} gold calls, outside the difficulty's {low}-{high}")
         return fillers, list(op.info)
+
+    def _writes_change(self, actions: list, config: dict) -> None:
+        """``Infeasible`` when a gold write leaves the car as it was (a temperature it is already at): the
+        verifier counts only writes that change the state, so a requested write count would not be shown."""
+        episode = self.domain.episode(config)
+        for name, arguments, *_ in actions:
+            before = episode.state_digest() if self.domain.tool_kind(name) == "write" else None
+            episode.step(name, arguments)
+            if before is not None and episode.state_digest() == before:
+                raise Infeasible(f"{name}{arguments} changes nothing in this car")
 
     def _tally(self, actions: list) -> tuple[int, int]:
         kinds = [self.domain.tool_kind(a[0]) for a in actions]

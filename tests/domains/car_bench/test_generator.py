@@ -115,3 +115,14 @@ def test_every_blueprint_the_planner_makes_over_the_counts_is_built_with_the_cou
             [sel["num_write"][0], sel["num_read"][0]], sel
         seen.add((sel["task_nature"][0], sel["num_write"][0], sel["num_read"][0]))
     assert len({s[0] for s in seen}) == 6 and len({s[1] for s in seen}) == 5 and len({s[2] for s in seen}) == 5
+
+
+def test_a_requested_write_that_would_change_nothing_is_replanned_on_another_request(car, counted):
+    """The car starts at 20 degrees (CAR-bench's default): setting 20 changes nothing, so the verifier would
+    count no write; the generator builds the blueprint from a recipe whose writes change the car."""
+    sel = {"task_family": ["climate_control"], "task_nature": ["base_execute"],
+           "expected_behavior": ["fulfill_reach_goal"], "num_write": ["1"], "num_read": ["0"]}
+    for n in range(40):  # without the check, about 1 in 16 of these sets the car to the 20 degrees it is at
+        task = EmbeddedGenerator(car).generate(blueprint(sel, f"b-noop-{n}"), counted)
+        verdict = verify(task, EmbeddedTeacher(car).rollout(task))
+        assert verdict.passed and verdict.observed["num_write"] == ["1"], [c for c in verdict.checks if not c.passed]
