@@ -81,3 +81,8 @@ def test_env_data_sets_a_domains_data_folder_and_a_wrong_one_is_one_line_before_
     assert out.stderr.startswith(f"error: invalid config: field env_data.car_bench: {tmp_path / 'nowhere'} is not a "
                                  "CAR-bench data folder (expected mock_data/navigation/ and tasks/ under it)")
     assert not (tmp_path / "h").exists()
+    good = tmp_path / "synth.yaml"
+    good.write_text(f"env_data: {{car_bench: {copy}}}\n")
+    out = evosyn("synth", "--domain", "car_bench", "--n", "2", "--config", str(good), "--quiet", home=tmp_path / "h")
+    assert out.returncode == 0, out.stderr
+    assert "run synth-car_bench-s0-n2-d" in out.stdout  # a pass on another data folder has its own id
