@@ -126,3 +126,24 @@ def test_a_requested_write_that_would_change_nothing_is_replanned_on_another_req
         task = EmbeddedGenerator(car).generate(blueprint(sel, f"b-noop-{n}"), counted)
         verdict = verify(task, EmbeddedTeacher(car).rollout(task))
         assert verdict.passed and verdict.observed["num_write"] == ["1"], [c for c in verdict.checks if not c.passed]
+
+
+def test_the_llm_teacher_is_given_the_tasks_policy_and_tools(car, space):
+    """A hallucination task's removed tool is not offered to the teacher; its policy has the task's car."""
+    from agents.llm import make_client
+    from agents.teacher import LLMTeacher
+    from storage.config import RoleConfig
+    from tests.fakes.openai_server import FakeLLMServer, openai_reply
+
+    sel = {"task_family": ["climate_control"], "task_nature": ["hallucination_missing_tool"],
+           "expected_behavior": ["decline_infeasible"]}
+    task = EmbeddedGenerator(car).generate(blueprint(sel, "b-teacher"), space)
+    env_task = car.task_from_json(task.definition)
+    with FakeLLMServer(lambda request: openai_reply("I am sorry, this car cannot do that.")) as server:
+        role = RoleConfig(backend="llm", provider="openai_compatible", model="m", base_url=server.base_url)
+        LLMTeacher(car, make_client("teacher", role, cache=False), max_steps=1).rollout(task)
+        body = server.requests[0]["body"]
+    assert {t["function"]["name"] for t in body["tools"]} == {s.name for s in car.tools_for(env_task)}
+    assert env_task.removed_part[0] not in {t["function"]["name"] for t in body["tools"]}
+    assert car.task_policy(env_task) in body["messages"][0]["content"]
+    assert car.task_policy(env_task) != car.policy
