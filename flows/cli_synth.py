@@ -47,7 +47,7 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
-    from envs.packs import get_pack
+    from envs.packs import get_domain, get_pack
     from tasks.stages import Ctx
     from tasks.synthesis import PassConflict, backends, claim, run_pass
 
@@ -62,7 +62,9 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
     if run_id is None:  # named by its inputs, so a rerun finds (and resumes) its own pass
         spaced = f"-space{space_digest(space)}" if space is not None else ""
         llm = "-llm" + hashlib.sha256(repr(backends(llm_roles)).encode()).hexdigest()[:8] if llm_roles else ""
-        run_id = f"synth-{domain}-s{seed}-n{n}{spaced}{llm}" + "".join(f"-{f}" for f in factors)
+        source = get_domain(domain).data_source  # the config's env_data: another data folder, another pass
+        data = f"-d{hashlib.sha256(source.encode()).hexdigest()[:8]}" if source else ""
+        run_id = f"synth-{domain}-s{seed}-n{n}{spaced}{data}{llm}" + "".join(f"-{f}" for f in factors)
     space = space.model_copy(update={"run_id": run_id}) if space is not None else \
         load_initial_space(domain, run_id=run_id)
     if factors:

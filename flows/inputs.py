@@ -13,8 +13,12 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flows.cli_app import UserError
+
+if TYPE_CHECKING:
+    from storage.config import RunConfig
 
 POINT_ELSEWHERE = "point at another store root with `evosyn --home DIR …` or EVOSYN_HOME=DIR"
 
@@ -50,6 +54,20 @@ def check_domain(name: str | None, option: str = "--domain", generator: bool = F
         if why is not None:
             raise UserError(f"{option} {name}: {why}")
     return name
+
+
+def use_env_data(cfg: RunConfig) -> None:
+    """The data folders of ``cfg.env_data`` in use in this process from now on (every other domain on its
+    default), the run's own domain loaded from its folder now: one ``ConfigError`` line otherwise."""
+    from envs.packs import PackError, UnknownDomain, use_data
+    from storage.config import ConfigError
+
+    try:
+        use_data(cfg.env_data, cfg.domain)
+    except UnknownDomain as exc:
+        raise ConfigError(f"invalid config: field 'env_data': {exc}") from None
+    except PackError as exc:
+        raise ConfigError(f"invalid config: field {exc}") from None
 
 
 def store_root(home: str | os.PathLike[str] | None) -> Path:

@@ -25,6 +25,7 @@ from agents.roles import check_roles
 from envs.ontology import check_initial_factors, load_initial_space
 from envs.properties import check_prior
 from flows.artifacts import publish_summary
+from flows.inputs import use_env_data
 from flows.round import round_flow
 from flows.run_id import RunBusy, run_id_for, run_lock  # noqa: F401 (RunBusy, run_id_for: their home before)
 from flows.task_runners import check_task_runner, task_runner_for
@@ -159,6 +160,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
          ) -> RunSummary:
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
+    use_env_data(cfg)  # first: every check below that loads the environment loads it on the run's data
     if cfg.backend == "llm" or any(rc.backend == "llm" for rc in cfg.roles.values()):
         check_roles(cfg)  # every LLM role's provider, model and key, before any work (the rounds use llm_roles(cfg))
     check_prior(cfg.prior.suppress, cfg.domain)  # a planted gap names what the generator controls

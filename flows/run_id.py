@@ -32,6 +32,13 @@ def run_id_for(cfg: RunConfig) -> str:
         exclude["initial_factors"] = True
     if not cfg.dedup.drop:  # flagging changes only the dedup table; dropping changes what is trained
         exclude["dedup"] = True
+    # another data folder is another run; only the run's own domain's entry counts (one sweep config names
+    # every domain's), and without one the ids stay as they were before the key existed
+    others = {d: True for d in cfg.env_data if d != cfg.domain}
+    if len(others) == len(cfg.env_data):
+        exclude["env_data"] = True
+    elif others:
+        exclude["env_data"] = others
     # role fields added later, at their defaults: ids of LLM runs stay as they were
     later = {r: {k for k in NEWER_ROLE_FIELDS if getattr(rc, k) == RoleConfig.model_fields[k].default}
              for r, rc in cfg.roles.items()}

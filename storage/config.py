@@ -229,6 +229,10 @@ class RunConfig(_Strict):
     # controllable properties of the domain's generator added to the initial space (v1) as standard factors, e.g.
     # [num_write, num_read]: `evosyn bench discovery --space paper` plants gaps beyond them; [] the pack's space
     initial_factors: list[str] = Field(default_factory=list)
+    # domain -> the folder its environment reads its data from instead of its default (CAR-bench: a snapshot of
+    # its HF dataset, before EVOSYN_CARBENCH_DATA); a mapping, so one sweep config serves every domain. Storage
+    # cannot see the packs: flows/run.py checks each entry (a pack that reads data, a folder in its layout)
+    env_data: dict[str, str] = Field(default_factory=dict)
     # near copies flagged after verify; `drop: true` trains without them (docs/guides/dedup.md)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
@@ -254,9 +258,12 @@ class RunConfig(_Strict):
         return self
 
     def stored_json(self) -> str:
-        """The config as a run's row stores it: a default ``dedup`` section is left out, so the rows of runs
-        that keep the default are the ones they were before the section existed."""
+        """The config as a run's row stores it: how a round fans out is left out, and so are a default ``dedup``
+        section and an empty ``env_data``, so the rows of runs that keep the defaults are the ones they were before
+        those fields existed."""
         exclude = set(EXECUTION_FIELDS) | ({"dedup"} if self.dedup.is_default() else set())
+        if not self.env_data:  # every environment's own data: rows stay as they were before the key existed
+            exclude.add("env_data")
         return self.model_dump_json(exclude=exclude)
 
     def store_root(self) -> Path:

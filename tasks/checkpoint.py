@@ -34,7 +34,7 @@ from storage.records import Evaluation, Message
 from storage.store import Store
 from tasks import timing
 from tasks.engine import STAGE_TASK, emitter
-from tasks.datasets import examples_upto
+from tasks.datasets import examples_upto, system_prompt
 from tasks.dedup import training_examples
 from tasks.learn import Checkpoint
 from tasks.progress import Emit
@@ -52,7 +52,7 @@ def export_round(store: Store, run_id: str, round: int, domain: str, lf: LlamaFa
     """The round's dataset, ``dataset_info.json`` and ``sft.yaml``; the checkpoint they will train (not yet)."""
     base = sft_dir(store, run_id, round)
     exported = write_dataset(training_examples(store, run_id, round), base / "data",
-                             system=get_domain(domain).policy)
+                             system=system_prompt(store, run_id, get_domain(domain)))
     held_out = len(examples_upto(store, run_id, round, "diagnostic"))
     if not exported.rows:
         raise TrainingError(f"run {run_id} round {round}: no training example to export ({exported.line()})")

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+import json
+from typing import Callable, Iterable
 
 from agents.learners.harness import TaskCase
+from envs.base import Domain
 from envs.ontology import OBSERVABLE
 from envs.packs import get_domain
 from storage.records import Factor, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
@@ -20,23 +22,39 @@ def _unit(key: str) -> float:
 def sft_examples(kept: Iterable[tuple[SynthTask, Trajectory]], diagnostic_fraction: float, seed: int
                  ) -> list[SFTExample]:
     """One example per kept (task, trajectory); a seeded, content-keyed share is held out as diagnostic."""
-    # the SFT tool list is the trajectories' own domain's, validated once per domain: canonicalizing its ~15
-    # JSON schemas again for every example was most of this function's time
-    tools_of: dict[str, list[dict]] = {}
+    # the SFT tool list is the one an agent is given on the task (``Domain.tools_for``), validated once per
+    # distinct list: canonicalizing its ~15 JSON schemas again for every example was most of this function's
+    # time. A domain whose tools do not depend on the task gives its one list, read once.
+    tools_of: dict[tuple[str, str], list[dict]] = {}
     out = []
     for task, traj in kept:
-        if task.domain not in tools_of:
-            schemas = [t.openai_schema() for t in get_domain(task.domain).tools("assistant")]
-            tools_of[task.domain] = SFTExample(run_id="-", round=0, example_id="-", task_id="-", trajectory_id="-",
-                                               messages=[], tools=schemas).tools
+        dom = get_domain(task.domain)
+        own = dom.task_context
+        schemas = [t.openai_schema() for t in dom.tools_for(dom.task_from_json(task.definition))] if own else []
+        key = (task.domain, json.dumps(schemas, sort_keys=True) if own else "")
+        if key not in tools_of:
+            schemas = schemas or [t.openai_schema() for t in dom.tools_for(None)]
+            tools_of[key] = SFTExample(run_id="-", round=0, example_id="-", task_id="-", trajectory_id="-",
+                                       messages=[], tools=schemas).tools
         split = "diagnostic" if _unit(f"{seed}/{task.task_id}") < diagnostic_fraction else "train"
         example = SFTExample(run_id=traj.run_id, round=traj.round, space_version=traj.space_version,
                              direction_id=traj.direction_id, blueprint_id=traj.blueprint_id,
                              example_id="ex-" + traj.trajectory_id[3:], task_id=task.task_id,
                              trajectory_id=traj.trajectory_id, split=split, messages=traj.messages)
-        example.tools = tools_of[task.domain]  # the validated list (assignment is not validated again)
+        example.tools = tools_of[key]  # the validated list (assignment is not validated again)
         out.append(example)
     return out
+
+
+def system_prompt(store: Store, run_id: str, domain: Domain) -> str | Callable[[SFTExample], str]:
+    """The system prompt of each exported example: the policy the agent is given on its task
+    (``Domain.task_policy``, as the harness gives it); the one policy of a domain whose policy and tools do not
+    depend on the task."""
+    if not domain.task_context:
+        return domain.policy
+    policies = {t.task_id: domain.task_policy(domain.task_from_json(t.definition))
+                for t in store.read_records("tasks", run_id=run_id)}
+    return lambda example: policies.get(example.task_id, domain.policy)
 
 
 def examples_upto(store: Store, run_id: str, round: int, split: str, drop: frozenset[str] = frozenset()

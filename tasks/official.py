@@ -195,7 +195,7 @@ def evaluate_official(store: Store, agent: TaskAgent, user: UserSim, *, run_id: 
     for n, task in enumerate(tasks):
         t0, mine = time.monotonic(), []
         for trial in range(trials):
-            msgs, termination = converse(agent, dom, task.initial_state, user.for_task(dom, task, trial), max_steps)
+            msgs, termination = converse(agent, dom, task, user.for_task(dom, task, trial), max_steps)
             outcome = run_checks(dom, task, msgs, termination=termination)
             tid = "of-" + _id(run_id, round, chunk, task.id, trial)[:12]  # the chunk names agent, user, trials
             trajectories.append(Trajectory(run_id=run_id, round=round, trajectory_id=tid, task_id=task.id,

@@ -40,6 +40,7 @@ attempt's directions are a function of the rows already written.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections import Counter
@@ -48,7 +49,7 @@ from typing import Literal
 import tasks.stages as stages
 from agents.learners.harness import TaskCase
 from envs.ontology import load_initial_space
-from envs.packs import default_domain, get_pack
+from envs.packs import default_domain, get_domain, get_pack
 from tasks.datasets import cases_for, with_count_factors, with_factors
 from tasks.stages import Ctx
 from tasks.testset_targets import (ANY_READS, CELL, Cell, allocate, cell_of, distribution, drawn_keys, in_cell,
@@ -83,7 +84,9 @@ def test_set_run_id(domain: str, seed: int = TEST_SEED, n: int = DEFAULT_SIZE, k
     """``name``: ``testset``, or ``probeset`` for a Reflector's probe set (tasks/loop.py), built alike."""
     if kind not in KINDS:
         raise ValueError(f"test set kind {kind!r}: use one of {', '.join(KINDS)}")
-    return f"{name}-{kind}-{domain}-g{get_pack(domain).generator_version}-s{seed}-n{n}"
+    source = get_domain(domain).data_source  # another data folder than the environment's default: other tasks
+    tag = f"-d{hashlib.sha256(source.encode()).hexdigest()[:8]}" if source else ""
+    return f"{name}-{kind}-{domain}-g{get_pack(domain).generator_version}{tag}-s{seed}-n{n}"
 
 
 def test_cases(store: Store, domain: str | None = None, n: int = DEFAULT_SIZE, seed: int = TEST_SEED,

@@ -183,12 +183,15 @@ class Exported:
         return f"exported {len(self.rows)}, dropped {sum(self.dropped.values())}" + (f" ({why})" if why else "") + held
 
 
-def export_rows(examples: Iterable[SFTExample], render: Callable[..., dict[str, Any]], system: str) -> Exported:
+System = str | Callable[[SFTExample], str]  # one system prompt, or each example's (its task's policy)
+
+
+def export_rows(examples: Iterable[SFTExample], render: Callable[..., dict[str, Any]], system: System) -> Exported:
     """Every example ``render`` (``sharegpt`` or ``openai_messages``) can hold; the rest counted by reason."""
     rows, dropped = [], Counter()
     for e in examples:
         try:
-            rows.append(render(e, system))
+            rows.append(render(e, system if isinstance(system, str) else system(e)))
         except ExportError as exc:
             dropped[str(exc).split(": ", 1)[-1]] += 1
     return Exported(rows, dropped)
@@ -197,7 +200,7 @@ def export_rows(examples: Iterable[SFTExample], render: Callable[..., dict[str, 
 OPENAI_FILE, OPENAI_LF_FILE = "train.jsonl", "llamafactory.jsonl"
 
 
-def write_openai(examples: Iterable[SFTExample], out: Path, system: str = "") -> Exported:
+def write_openai(examples: Iterable[SFTExample], out: Path, system: System = "") -> Exported:
     """``train.jsonl`` in OpenAI's chat fine-tuning format (tools as objects), and the same rows for
     LLaMA-Factory in ``llamafactory.jsonl`` with ``dataset_info.json``: there ``tools`` is a JSON string,
     because a JSON loader (Hugging Face ``datasets``, which LLaMA-Factory uses) merges a list of tool schemas

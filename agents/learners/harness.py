@@ -11,7 +11,7 @@ from typing import Any
 from agents.learners.base import TaskAgent
 from agents.user import ReactiveUser, device_turn
 from agents.verifier import verify
-from envs.base import Domain
+from envs.base import Domain, EnvTask
 from storage.records import Evaluation, Message, SynthTask, Trajectory
 
 
@@ -42,9 +42,11 @@ def _said(user: Any, turn: Callable[[], Message]) -> Message:
         raise UserGaveUp(str(exc)) from None
 
 
-def converse(agent: TaskAgent, domain: Domain, initial_state: Any, user: Any, max_steps: int = 40
+def converse(agent: TaskAgent, domain: Domain, task: EnvTask | None, user: Any, max_steps: int = 40
              ) -> tuple[list[Message], str]:
-    """The agent/user/tool loop of one episode on a fresh copy of ``initial_state``: (messages, termination).
+    """The agent/user/tool loop of one episode on a fresh copy of ``task``'s initial state (None: the
+    environment's), the agent given the task's tools and policy (``Domain.tools_for``, ``task_policy``):
+    (messages, termination).
 
     It ends as tau2's orchestrator ends one (``tau2.orchestrator.Orchestrator.step``): ``user_stop`` as soon as a
     user message stops the call (tau2: its stop, transfer or out-of-scope token; here ``user.done``, which the
@@ -53,8 +55,8 @@ def converse(agent: TaskAgent, domain: Domain, initial_state: Any, user: Any, ma
     re-asks ran out, ``UserGaveUp``); ``max_steps`` after ``max_steps`` agent turns. The user's device actions
     are stepped as the user, right after its message (tau2 routes a user's tool calls to the environment).
     """
-    ep = domain.episode(initial_state)
-    agent.reset([t.openai_schema() for t in domain.tools("assistant")], domain.policy)
+    ep = domain.episode(task.initial_state if task is not None else None)
+    agent.reset([t.openai_schema() for t in domain.tools_for(task)], domain.task_policy(task))
     msgs: list[Message] = []
     try:
         msgs.append(_said(user, user.opening))
@@ -86,8 +88,7 @@ def run_episode(agent: TaskAgent, task: SynthTask, domain: Domain, max_steps: in
     fingerprint), not its run, so arms that train the same model get the same ids."""
     user = ReactiveUser(task.scenario, domain.pack.phrasing,
                         device_tools=[t.name for t in domain.tools("user")])
-    msgs, termination = converse(agent, domain, domain.task_from_json(task.definition).initial_state, user,
-                                   max_steps)
+    msgs, termination = converse(agent, domain, domain.task_from_json(task.definition), user, max_steps)
     tid = "ev-" + hashlib.sha256(f"{task.task_id}/{id_key or model_version}".encode()).hexdigest()[:12]
     return Trajectory(run_id=task.run_id, round=task.round, space_version=task.space_version,
                       direction_id=task.direction_id, blueprint_id=task.blueprint_id, trajectory_id=tid,

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from agents.learners.exports import DATASET_NAME, Exported, dataset_info, export_rows, sharegpt
+from agents.learners.exports import DATASET_NAME, Exported, System, dataset_info, export_rows, sharegpt
 from storage import atomic
 from storage.config import LlamaFactoryConfig
 from storage.records import SFTExample
@@ -39,8 +39,9 @@ def deepspeed_config_path() -> Path:
     return Path(str(resources.files("agents.learners").joinpath("ds_z3_config.json")))
 
 
-def write_dataset(examples: Iterable[SFTExample], dataset_dir: Path, system: str = "") -> Exported:
-    """``evosyn.json`` (ShareGPT, ``system`` as every row's system prompt) and ``dataset_info.json``."""
+def write_dataset(examples: Iterable[SFTExample], dataset_dir: Path, system: System = "") -> Exported:
+    """``evosyn.json`` (ShareGPT, ``system`` as every row's system prompt, or a function giving each row's)
+    and ``dataset_info.json``."""
     dataset_dir.mkdir(parents=True, exist_ok=True)
     exported = export_rows(examples, sharegpt, system)
     atomic.write_json(dataset_dir / f"{DATASET_NAME}.json", exported.rows)

@@ -47,6 +47,10 @@ FIELD_NOTES = {
     "RunConfig.chunk_size": "blueprints per chunk of generate / rollout / verify (one Prefect task each)",
     "RunConfig.concurrency": "chunks of a stage run at once",
     "RunConfig.store": "where the run's store is, and where MLflow logs",
+    "RunConfig.env_data": "domain -> the folder its environment reads its data from instead of its default, e.g. "
+                          "`{car_bench: /data/car-bench-data}` (a snapshot of CAR-bench's dataset; CAR-bench "
+                          "guide); a pack that reads no data folder, or a folder not in its layout, is one `error:` "
+                          "line before any work",
     "RunConfig.roles": "role -> its model (LLM backends guide); a role not named here stays embedded",
     "StoreConfig.root": "the store root (else `EVOSYN_HOME`, else `./.evosyn`)",
     "StoreConfig.tracking_uri": "an MLflow tracking URI (else the store's own `mlflow.db`)",

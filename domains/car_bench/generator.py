@@ -54,6 +54,7 @@ WRITE_FILLERS = [("switch on the passenger's reading light", ("set_reading_light
                  ("open the sunshade fully", ("open_close_sunshade", {"percentage": 100})),
                  ("set the air circulation to fresh air", ("set_air_circulation", {"mode": "FRESH_AIR"})),
                  ("switch the rear window defrost on", ("set_window_defrost", {"on": True, "defrost_window": "REAR"}))]
+Counts = tuple[tuple[int, int] | None, tuple[int, int] | None]  # (fewest, most) writes and reads requested
 DISTRACTORS = ["It has been a long day at the office.", "I am on my way to pick up my daughter.",
                "The traffic was terrible this morning."]
 
@@ -122,9 +123,10 @@ class CarBenchGenerator:
             raise Infeasible(f"task_nature {nature!r}: no CAR-bench task type")
         last = Infeasible(f"no {nature} / {behavior} recipe for {family}")
         ops = self._candidates(self._ops(family, rng, ctx), nature, behavior, pattern, pre, rng)
-        counts = self._counts(sel, random.Random(rng.random()))
-        if counts is not None:  # recipes whose own calls fit the requested counts first
-            ops.sort(key=lambda op: not self._fits(op, counts))
+        rng.random()  # the draw the requested counts once took here: the tasks of other requests stay as they were
+        counts = self._counts(sel)
+        if counts is not None:  # recipes whose calls, as the task type makes them, fit the requested counts first
+            ops.sort(key=lambda op: not self._fits(op, nature, behavior, counts))
         for op in ops:
             try:
                 return self._build(op, sel, ctx, rng, task_type, (low, high))
@@ -139,17 +141,22 @@ class CarBenchGenerator:
         pattern, challenge = one("tool_use_pattern", "single_set"), one("interaction_challenge", "cooperative_clear")
         actions, say, refusal, removed, clarify, prefs = self._realize(op, nature, behavior)
         extra_ops = self._compose(op, pattern, one("task_family", ""), rng, ctx) if not refusal else []
-        if len(actions) + sum(len(o.actions) for o in extra_ops) > calls[1]:
+        counts = self._counts(sel)
+        if counts is not None:  # the requested counts come first: a composed request that exceeds them is left out
+            extra_ops = [o for o in extra_ops if self._within(actions + o.actions, counts)][:1]
+        elif len(actions) + sum(len(o.actions) for o in extra_ops) > calls[1]:
             extra_ops = []  # the difficulty's call count comes first: the request stays a single one
         for more in extra_ops:
             if any(a[0] in TERMINATING for a in actions):  # a phone call ends the conversation: it comes last
                 actions, say = more.actions + actions, f"{more.say}; then {say}"
             else:
                 actions, say = actions + more.actions, f"{say}; then {more.say}"
-        counts = self._counts(sel, rng)
         if counts is not None:  # the write and read counts a blueprint requests come before the difficulty
             more, fillers = self._to_counts(actions, counts, refusal is not None, rng)
-            actions, say = actions + [c for _, c in more], "; then ".join([say, *(m for m, _ in more)])
+            if more and any(a[0] in TERMINATING for a in actions):  # a phone call ends it: further requests first
+                actions, say = [c for _, c in more] + actions, "; then ".join([*(m for m, _ in more), say])
+            else:
+                actions, say = actions + [c for _, c in more], "; then ".join([say, *(m for m, _ in more)])
             info = list(op.info)
         else:
             fillers, info = self._fill(list(actions), *calls, rng, op)
@@ -157,6 +164,8 @@ class CarBenchGenerator:
         config = {**ctx, **op.config, **{k: v for o in extra_ops for k, v in o.config.items()}}
         if prefs:
             config["user_preferences"] = prefs
+        if counts is not None and counts[0] is not None:
+            self._writes_change(actions, config)
         if challenge == "distractor_context":
             say = f"{rng.choice(DISTRACTORS).rstrip('.').lower()}, so {say}"
         lines = [CHALLENGE_LINES[challenge]] if challenge in CHALLENGE_LINES else []
@@ -242,38 +251,55 @@ class CarBenchGenerator:
             raise Infeasible(f"{len(actions) + len(fillers)} gold calls, outside the difficulty's {low}-{high}")
         return fillers, list(op.info)
 
-    def _fits(self, op: Op, counts: tuple[int | None, int | None]) -> bool:
-        kinds = [self.domain.tool_kind(a[0]) for a in op.actions]
-        return all(want is None or kinds.count(k) <= want for k, want in zip(("write", "read"), counts))
+    def _writes_change(self, actions: list, config: dict) -> None:
+        """``Infeasible`` when a gold write leaves the car as it was (a temperature it is already at): the
+        verifier counts only writes that change the state, so a requested write count would not be shown."""
+        episode = self.domain.episode(config)
+        for name, arguments, *_ in actions:
+            before = episode.state_digest() if self.domain.tool_kind(name) == "write" else None
+            episode.step(name, arguments)
+            if before is not None and episode.state_digest() == before:
+                raise Infeasible(f"{name}{arguments} changes nothing in this car")
+
+    def _tally(self, actions: list) -> tuple[int, int]:
+        kinds = [self.domain.tool_kind(a[0]) for a in actions]
+        return kinds.count("write"), kinds.count("read")
+
+    def _within(self, actions: list, counts: Counts) -> bool:
+        """Whether ``actions`` make at most the top of each requested count's bucket."""
+        return all(want is None or n <= want[1] for n, want in zip(self._tally(actions), counts))
+
+    def _fits(self, op: Op, nature: str, behavior: str, counts: Counts) -> bool:
+        """Whether the recipe's gold calls, as the task type makes them, fit the requested counts."""
+        return self._within(self._realize(op, nature, behavior)[0], counts)
 
     @staticmethod
-    def _counts(sel: dict[str, list[str]], rng: random.Random) -> tuple[int | None, int | None] | None:
-        """The write and read counts the blueprint asks for (None each when it does not), None for neither."""
-        want = [rng.randint(*BUCKET_RANGE[sel[k][0]]) if sel.get(k) and sel[k][0] in BUCKET_RANGE else None
+    def _counts(sel: dict[str, list[str]]) -> Counts | None:
+        """The (fewest, most) writes and reads the blueprint's buckets ask for (None each when it does not
+        ask), None for neither."""
+        want = [BUCKET_RANGE[sel[k][0]] if sel.get(k) and sel[k][0] in BUCKET_RANGE else None
                 for k in ("num_write", "num_read")]
         return None if want == [None, None] else (want[0], want[1])
 
-    def _to_counts(self, actions: list, counts: tuple[int | None, int | None], refused: bool, rng: random.Random):
+    def _to_counts(self, actions: list, counts: Counts, refused: bool, rng: random.Random):
         """Further requests (writes, asked after the main one) and side lookups (reads, asked first) that bring
-        the gold calls to the requested counts; ``Infeasible`` when the main request already has more."""
-        kind = lambda a: self.domain.tool_kind(a[0])  # noqa: E731
-        writes, reads = sum(kind(a) == "write" for a in actions), sum(kind(a) == "read" for a in actions)
-        want_w, want_r = counts
-        if want_w is not None and (writes > want_w or (refused and want_w > 0)):
-            raise Infeasible(f"the request makes {writes} writes, {want_w} requested")
-        if want_r is not None and reads > want_r:
-            raise Infeasible(f"the request makes {reads} reads, {want_r} requested")
+        the gold calls into the requested buckets (a count drawn in the bucket, at least what the request
+        makes); ``Infeasible`` when the request already makes more, or a refusal is asked to write."""
+        writes, reads = self._tally(actions)
+        (want_w, want_r), targets = counts, []
+        for kind, have, want in (("writes", writes, want_w), ("reads", reads, want_r)):
+            if want is not None and (have > want[1] or (kind == "writes" and refused and want[0] > 0)):
+                raise Infeasible(f"the request makes {have} {kind}, {'-'.join(map(str, sorted(set(want))))} "
+                                 "requested")
+            targets.append(have if want is None else rng.randint(max(want[0], have), want[1]))
         used = {a[0] for a in actions}
         extra_w = [(say, call) for say, call in WRITE_FILLERS if call[0] not in used]
         extra_r = [(say, call) for say, call in READ_FILLERS if call[0] not in used]
         rng.shuffle(extra_w)
         rng.shuffle(extra_r)
-        more = extra_w[:max(0, (want_w or writes) - writes)]
-        fillers = extra_r[:max(0, (want_r or reads) - reads)]
-        if len(more) < (want_w or writes) - writes or len(fillers) < (want_r or reads) - reads:
+        more, fillers = extra_w[:targets[0] - writes], extra_r[:targets[1] - reads]
+        if len(more) < targets[0] - writes or len(fillers) < targets[1] - reads:
             raise Infeasible("not enough further requests for the requested counts")
-        if more and any(a[0] in TERMINATING for a in actions):  # nothing after a phone call is scored
-            raise Infeasible("a phone call ends the conversation: no further request can follow it")
         return more, fillers
 
     @staticmethod

@@ -1,7 +1,7 @@
 """CAR-bench (in-car assistant): the App. B.1 initial space and the hooks of its environment.
 
 The environment is ``envs.car_bench.domain.CarBenchDomain`` (CAR-bench's data
-from the run config's ``carbench_data`` key, ``$EVOSYN_CARBENCH_DATA`` or the
+from the run config's ``env_data: {car_bench: FOLDER}``, ``$EVOSYN_CARBENCH_DATA`` or the
 bundled fixture); its machine-checked rules are ``envs.car_bench.policy.check_write``
 before each write, and CAR-bench's reward is ``envs.car_bench.reward.reward``
 (the verifier's reward for this domain, ``CarBenchDomain.reward``). The embedded
@@ -13,18 +13,49 @@ from collections.abc import Callable
 from typing import Any
 
 from envs import properties
-from envs.packs import DomainPack, PlannerRules, UserPhrasing
+from envs.packs import DomainPack, PackError, PlannerRules, UserPhrasing
 
 HALLUCINATION = ("hallucination_missing_tool", "hallucination_missing_param", "hallucination_missing_result")
-# a task type fixes what a correct assistant does (the planner forces the one the other implies)
+WRITING = ("fulfill_reach_goal", "resolve_from_preferences", "clarify_with_user")  # behaviours that may write
+# the fewest lookups a family's requests make (recipes.py), by what the assistant does: a blueprint asking for
+# fewer reads gets a bucket that holds them (climate and window requests need at most one)
+FEWEST_READS = {
+    "navigation": {"expected_behavior=fulfill_reach_goal": 2, "expected_behavior=clarify_with_user": 2,
+                   "expected_behavior=resolve_from_preferences": 3, "task_nature=base_execute": 2,
+                   "task_nature=hallucination_missing_tool": 2, "task_nature=hallucination_missing_param": 2},
+    "charging": {"expected_behavior=fulfill_reach_goal": 2, "expected_behavior=clarify_with_user": 2,
+                 "expected_behavior=resolve_from_preferences": 3},
+    "communication": {"expected_behavior=fulfill_reach_goal": 2, "expected_behavior=clarify_with_user": 2,
+                      "task_nature=hallucination_missing_tool": 2, "task_nature=hallucination_missing_param": 2},
+    "info_query": {"expected_behavior=resolve_from_preferences": 2},
+}
+BUCKET_TOPS = {"1": 1, "2": 2}  # the read buckets below the fewest some request needs (0: its own rule)
+
+
+def _read_rules() -> dict[str, dict[str, list[str]]]:
+    out = {}
+    for family, needs in FEWEST_READS.items():
+        for cause, fewest in needs.items():
+            for bucket, top in BUCKET_TOPS.items():
+                if top < fewest:
+                    out[f"num_read={bucket}&task_family={family}&{cause}"] = {
+                        "num_read": ["3-4", "5+"] if fewest > 2 else ["2", "3-4", "5+"]}
+    return out
+
+
+# the rules apply in this order, each seeing what the ones before it forced
 PLANNER_RULES = PlannerRules(implies={
+    # no read: a plain setting, fulfilled with a write
+    "num_read=0": {"task_family": ["climate_control", "window_and_body"], "task_nature": ["base_execute"],
+                   "expected_behavior": ["fulfill_reach_goal"], "num_write": ["1", "2", "3-4", "5+"]},
+    # a task type fixes what a correct assistant does; a declined request changes nothing
     **{f"task_nature={n}": {"expected_behavior": ["decline_infeasible"]} for n in HALLUCINATION},
     "task_nature=disambiguation_internal": {"expected_behavior": ["resolve_from_preferences"]},
     "task_nature=disambiguation_user": {"expected_behavior": ["clarify_with_user"]},
-    # requested counts only some requests can show: no write is an information request, no read a plain setting
-    "num_write=0": {"task_family": ["charging", "info_query"]},
-    "num_read=0": {"task_family": ["climate_control", "window_and_body"], "task_nature": ["base_execute"],
-                   "expected_behavior": ["fulfill_reach_goal"]},
+    "expected_behavior=decline_infeasible": {"num_write": ["0"]},
+    # no write and not declined: an information request
+    **{f"num_write=0&expected_behavior={b}": {"task_family": ["charging", "info_query"]} for b in WRITING},
+    **_read_rules(),
 })
 
 PHRASING = UserPhrasing(
@@ -44,10 +75,26 @@ class CarBenchPack(DomainPack):
 
         return CarBenchDomain()
 
+    def environment_from(self, folder):
+        """CAR-bench's data from ``folder`` (the run config's ``env_data``), its task files read now: a folder
+        not in CAR-bench's layout, or a task row that does not parse, is one line before any work."""
+        from envs.car_bench.data import DataMissing
+        from envs.car_bench.domain import CarBenchDomain
+
+        try:
+            env = CarBenchDomain(folder)
+            env.splits()
+        except (DataMissing, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            first = " ".join(str(exc).split())[:300]
+            raise PackError(f"env_data.car_bench: {first}") from None
+        return env
+
     planner_rules = PLANNER_RULES
     phrasing = PHRASING
     # the counts a blueprint may request: the generator realizes each bucket (further requests, side lookups)
     controllable = properties.controllable("num_write", "num_read")
+    # 2: requested counts drawn within their bucket from what the request makes, further writes before a phone call
+    generator_version = "2"
 
     def task_builder(self, domain, prior):
         from domains.car_bench.generator import CarBenchGenerator

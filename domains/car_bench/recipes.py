@@ -42,7 +42,7 @@ def _zone(rng: random.Random) -> tuple[str, str]:
 
 def temperature(rng: random.Random) -> Op:
     zone, where = _zone(rng)
-    value = rng.choice([18, 19.5, 20, 21, 21.5, 22, 23, 24])
+    value = rng.choice([18, 19.5, 21, 21.5, 22, 23, 24])  # never CAR-bench's default 20: a request changes the car
     call = ("set_climate_temperature", {"temperature": value, "seat_zone": zone})
     prefs = {"vehicle_settings": {"climate_control": [f"likes the cabin at {value} degrees"]}}
     query = {"vehicle_settings": {"climate_control": True}}

@@ -20,7 +20,7 @@ The folder is a snapshot of the HF dataset ``johanneskirmayr/car-bench-dataset``
 
 A folder that holds ``navigation/`` directly (a checkout's
 ``docs/reference_data/mock_data``) is read as the mock data. Which folder: the
-run config's ``carbench_data`` key, else ``$EVOSYN_CARBENCH_DATA``, else the
+run config's ``env_data: {car_bench: FOLDER}``, else ``$EVOSYN_CARBENCH_DATA``, else the
 small fixture shipped with this package (``envs/car_bench/fixture``, our own
 data in the same formats). Parquet copies of the routes index and metadata
 (``routes_index.parquet``, ``routes_metadata.parquet``) are read when the
@@ -45,12 +45,14 @@ class DataMissing(RuntimeError):
 
 
 def resolve_root(configured: str | os.PathLike[str] | None = None) -> Path:
-    """The data folder: the config key, then the environment variable, then the fixture."""
+    """The data folder: the config key, then the environment variable, then the fixture; ``DataMissing``,
+    one line naming where the folder came from, when it is not in CAR-bench's layout."""
     raw = configured or os.environ.get(ENV_VAR) or ""
     root = Path(raw).expanduser() if raw else FIXTURE
     if not root.is_dir() or not (_mock_dir(root) / "navigation").is_dir():
-        raise DataMissing(f"{ENV_VAR}={raw!s} is not a CAR-bench data folder (expected mock_data/navigation/ "
-                          f"and tasks/ under it); unset it to use the bundled fixture")
+        where, fix = (f"{raw!s}", "") if configured else (f"{ENV_VAR}={raw!s}", "; unset it to use the bundled fixture")
+        raise DataMissing(f"{where} is not a CAR-bench data folder (expected mock_data/navigation/ "
+                          f"and tasks/ under it){fix}")
     return root
 
 

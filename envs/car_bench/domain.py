@@ -24,7 +24,7 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from envs.base import Domain, EnvSummary, Requestor, TaskDraft, ToolKind, ToolSpec
-from envs.car_bench.data import CarBenchData, resolve_root
+from envs.car_bench.data import FIXTURE, CarBenchData, resolve_root
 from envs.car_bench.episode import CarBenchEpisode
 from envs.car_bench.family import task_row
 from envs.car_bench.state import CarInitialState, split_config
@@ -42,6 +42,7 @@ class CarBenchDomain(Domain):
         self.root = resolve_root(data_root)
         self.data = CarBenchData(self.root)
         self.digest_scheme = f"d{DIGEST_VERSION}/car_bench"
+        self.data_source = "" if self.root == FIXTURE else str(self.root.resolve())
         self.policy = self.task_policy(None)
 
     # ------------------------------------------------------------ tools
@@ -140,6 +141,18 @@ class CarBenchDomain(Domain):
         from envs.car_bench.reward import reward
 
         return reward(self, task, messages).reward
+
+    def with_tasks(self, path: Path) -> CarBenchDomain:
+        """CAR-bench's data, its task files and mock data, from the folder ``path`` (a snapshot of the dataset):
+        ``evosyn evaluate --official --tasks``; ``ValueError``, one line, for a folder that is not one."""
+        from envs.car_bench.data import DataMissing
+
+        try:
+            dom = CarBenchDomain(path)
+            dom.splits()
+        except DataMissing as exc:
+            raise ValueError(str(exc)) from None
+        return dom
 
     def splits(self) -> dict[str, int]:
         return {name: len(tasks) for name, tasks in self._by_split.items()}

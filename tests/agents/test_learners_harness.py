@@ -83,3 +83,16 @@ def test_max_steps_counts_agent_turns(airline):
     agent = Agent()
     msgs, why = converse(agent, airline, None, User(["Hi.", "No."]), max_steps=3)
     assert why == "max_steps" and agent.turns == 3 and msgs[-1].role == "user"
+
+
+def test_the_agent_is_given_the_tasks_tools_and_policy_and_a_tau2_agent_the_domains(airline):
+    car = get_domain("car_bench")
+    task = car.official_task("hallucination_f0")  # a removed tool, and the car's own place and clock
+    agent = Agent()
+    converse(agent, car, task, User(["Hi. ###STOP###"], stop_after=1), max_steps=1)
+    names = {t["function"]["name"] for t in agent.tools}
+    assert names == {s.name for s in car.tools_for(task)} and names < {s.name for s in car.tools("assistant")}
+    assert agent.policy == car.task_policy(task) != car.policy
+    converse(agent, airline, None, User(["Hi.", "Bye."], stop_after=1), max_steps=1)
+    assert agent.policy == airline.policy and len(agent.tools) == len(airline.tools("assistant"))
+    assert not airline.task_context and car.task_context

@@ -67,7 +67,7 @@ def test_a_packs_implications_are_forced_by_the_embedded_planner_and_checked_on_
     from storage.records import Direction
 
     rules = get_pack("car_bench").planner_rules
-    space = load_initial_space("car_bench", run_id="t").model_copy(update={"restrictions": {}})
+    space = load_initial_space("car_bench", run_id="t")
     d = Direction(run_id="t", round=1, direction_id="d", condition_id="c", objective_type="exploration",
                   objective="x", budget_level="explore", allowed_values={"task_nature": ["disambiguation_user"]})
     for n in range(5):

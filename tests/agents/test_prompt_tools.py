@@ -109,7 +109,8 @@ def test_the_teacher_reasks_a_bad_call_within_its_bound():
     with FakeLLMServer(Script(text('{"name": "nope", "arguments": {}}'), text(good))) as server:
         c = client(server)
         teacher = LLMTeacher(dom, c, retries=2)
-        res = teacher._agent_turn([Message(role="user", content="Hi, reservation ABC123 please.")])
+        res = teacher._agent_turn([Message(role="user", content="Hi, reservation ABC123 please.")], dom.policy,
+                                  teacher.tools)
         second = server.requests[1]["body"]["messages"]
     assert [t.name for t in res.tool_calls] == ["get_reservation_details"]
     assert [(r.status, r.attempt) for r in c.calls] == [("invalid", 0), ("ok", 1)]

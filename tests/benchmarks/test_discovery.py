@@ -21,6 +21,12 @@ def test_default_gaps_are_three_controllable_properties_per_domain():
         gaps_for("airline", ["num_write=7"])
 
 
+def test_a_domain_whose_generator_controls_only_counts_plants_their_top_buckets_beyond_the_space():
+    assert gaps_for("car_bench") == [("num_write", "5+"), ("num_read", "5+")]
+    assert gaps_for("car_bench", space=("num_write", "num_read")) == []  # `--space paper`: nothing left
+    assert gaps_for("airline", space=("num_write", "num_read")) == gaps_for("airline")  # tau2: as before
+
+
 def test_added_factors_are_controllable_and_not_planted():
     assert check_factors("retail", ["multi_item", "multi_item"], [("money_moves", "2+")]) == ("multi_item",)
     assert check_factors("retail", ["write_mix", "multi_item"], []) == ("multi_item", "write_mix")

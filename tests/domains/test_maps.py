@@ -42,8 +42,9 @@ def test_planner_rules_name_space_values(name):
     assert {f for foci in rules.violable.values() for f in foci} <= space.get("policy_or_constraint_focus", set())
     values = {**space, **{k: set(p.values) for k, p in PROPERTIES.items()}}  # the counts a Reflector may add
     for cause, wants in rules.implies.items():
-        key, _, value = cause.partition("=")
-        assert value in values[key], cause
+        for part in cause.split("&"):  # every factor=value a (conjunctive) cause names
+            key, _, value = part.partition("=")
+            assert value in values[key], cause
         assert all(set(options) <= values[other] for other, options in wants.items()), cause
 
 

@@ -31,13 +31,21 @@ def test_airline_cardinality_rules():
     assert "teleport" in problems and "tool_use_pattern: needs 1..3" in problems and "'num_write' is not in" in problems
 
 
-def test_car_bench_base_restrictions():
+def test_car_bench_default_space_is_the_whole_app_b1_space_and_the_base_setting_a_space_file():
+    from importlib import resources
+
+    from flows.cli_synth import load_space_file
+
     space = load_initial_space("car_bench")
-    assert space.restrictions == {"task_nature": ["base_execute"],
-                                  "expected_behavior": ["fulfill_reach_goal", "resolve_from_preferences"]}
+    assert space.restrictions == {}  # every task type of App. B.1 is plannable by default
     sel = {f.key: [f.values[0]] for f in space.factors}
-    sel["task_nature"] = ["disambiguation_user"]
-    assert any("restriction" in p for p in check_selection(space, sel))
+    sel["task_nature"], sel["expected_behavior"] = ["disambiguation_user"], ["clarify_with_user"]
+    assert check_selection(space, sel) == []
+    base = load_space_file(str(resources.files("domains.car_bench") / "base_setting.json"), "car_bench", "t")
+    assert base.restrictions == {"task_nature": ["base_execute"],
+                                 "expected_behavior": ["fulfill_reach_goal", "resolve_from_preferences"]}
+    assert [f.key for f in base.factors] == [f.key for f in space.factors]
+    assert any("restriction" in p for p in check_selection(base, sel))
 
 
 def test_unknown_domain_lists_known():

@@ -126,3 +126,15 @@ def test_submit_deployment_hands_every_cell_to_the_workers(registry, monkeypatch
     assert out == ["cells"] and handed["dep"] == "evosyn-run/x" and handed["timeout"] == 30.0
     assert handed["checked"] == ["cells"]  # the finished cells' stale flow runs are looked for
     assert [(c.domain, c.arm, c.seed) for c in handed["cfgs"]] == [("telecom", "evosyn", 1), ("telecom", "static", 1)]
+
+
+def test_a_sweep_checks_each_domains_data_folder_before_any_run(tmp_path):
+    from tests.flows.test_cli import evosyn
+
+    path = write(tmp_path, "  domains: [car_bench]\n  arms: [evosyn]\n  seeds: [0]\n")
+    with open(path, "a") as f:
+        f.write(f"env_data: {{car_bench: {tmp_path / 'nowhere'}}}\n")
+    out = evosyn("sweep", "--config", path, home=tmp_path / "h")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("error: invalid config: field env_data.car_bench: ") and "nowhere" in out.stderr
+    assert not (tmp_path / "h").exists()

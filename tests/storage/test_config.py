@@ -98,9 +98,22 @@ def test_initial_factors_enter_a_run_id_only_when_set(tmp_path):
 def _digest(cfg, exclude, keep_initial=False):
     import hashlib
 
-    # a dedup section that only flags is no part of an id (tests/tasks/test_dedup.py), nor is how a round fans out
+    # a dedup section that only flags is no part of an id (tests/tasks/test_dedup.py), nor is how a round fans
+    # out, nor an empty env_data
     dump = cfg.model_dump_json(exclude={"store": True, "train_deployment": True, "official_eval": True,
                                         "task_runner": True, "dask_address": True,
                                         "llamafactory": True, **({} if keep_initial else {"initial_factors": True}),
-                                        "dedup": True, **exclude})
+                                        "dedup": True, "env_data": True, **exclude})
     return hashlib.sha256(dump.encode()).hexdigest()[:6]
+
+
+def test_env_data_enters_a_run_id_and_the_stored_config_only_for_the_runs_own_domain(tmp_path):
+    from flows.run import run_id_for
+
+    plain = load_config(write(tmp_path, "domain: car_bench\n"))
+    other = load_config(write(tmp_path, "domain: car_bench\nenv_data: {airline: /data/a}\n"))
+    own = load_config(write(tmp_path, "domain: car_bench\nenv_data: {car_bench: /data/c, airline: /data/a}\n"))
+    assert run_id_for(plain) == run_id_for(other) != run_id_for(own)
+    assert "env_data" not in plain.stored_json() and '"car_bench":"/data/c"' in own.stored_json()
+    with pytest.raises(ConfigError, match="env_data"):
+        load_config(write(tmp_path, "env_data: /data/c\n"))  # a mapping: domain -> folder

@@ -27,3 +27,26 @@ def test_examples_equal_the_per_example_validated_ones(tmp_path):
     assert [e.model_dump_json() for e in got] == [e.model_dump_json() for e in want]
     assert {e.split for e in got} == {"train", "diagnostic"}  # both splits, as the seed decides
     assert got[0].tools and got[0].model_fields_set == want[0].model_fields_set
+
+
+def test_a_car_bench_example_carries_the_tools_and_policy_its_task_gives_the_agent(tmp_path):
+    from tasks.datasets import system_prompt
+
+    store = Store(tmp_path)
+    space = load_initial_space("car_bench", run_id="cb")
+    result = run_pass(Ctx(store, "cb", 0, 0, "car_bench"), space, ColdStart(), 24)
+    car = get_domain("car_bench")
+    kept = [(c.task, c.trajectory) for c in result.kept]
+    examples = {e.task_id: e for e in sft_examples(kept, 0.0, seed=0)}
+    policy = system_prompt(store, "cb", car)
+    types = set()
+    for task, _ in kept:
+        env_task = car.task_from_json(task.definition)
+        types.add(env_task.task_type)
+        want = SFTExample(run_id="-", round=0, example_id="-", task_id="-", trajectory_id="-", messages=[],
+                          tools=[t.openai_schema() for t in car.tools_for(env_task)]).tools
+        assert examples[task.task_id].tools == want
+        assert policy(examples[task.task_id]) == car.task_policy(env_task)
+    assert "hallucination_missing_tool" in types  # one whose list is shorter than the domain's
+    assert min(len(e.tools) for e in examples.values()) < len(car.tools("assistant"))
+    assert system_prompt(store, "cb", get_domain("airline")) == get_domain("airline").policy

@@ -29,8 +29,8 @@ def car():
 
 @pytest.fixture(scope="module")
 def space():
-    """The App. B.1 space without its base-setting restriction."""
-    return load_initial_space("car_bench", run_id="t").model_copy(update={"restrictions": {}})
+    """The App. B.1 space (every task type)."""
+    return load_initial_space("car_bench", run_id="t")
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +92,58 @@ def test_a_selection_no_recipe_realizes_is_a_generation_error(car, counted):
            "expected_behavior": ["decline_infeasible"], "num_write": ["2"]}  # a declined request changes nothing
     with pytest.raises(GenerationError, match="infeasible"):
         EmbeddedGenerator(car).generate(blueprint({**sel, "num_read": ["1"]}, "b-info-writes"), counted)
+
+
+def test_every_blueprint_the_planner_makes_over_the_counts_is_built_with_the_counts_it_requests(car, counted):
+    """The pack's rules (the fewest reads each request makes, no write in a declined one) and the generator
+    together: requested = realized for every blueprint, before any rollout or gate."""
+    from agents.planner import EmbeddedPlanner
+    from envs.packs import get_pack
+    from envs.properties import bucket
+    from storage.records import Direction
+
+    planner = EmbeddedPlanner(rules=get_pack("car_bench").planner_rules)
+    d = Direction(run_id="t", round=1, direction_id="d", condition_id="c", objective_type="exploration",
+                  objective="x", budget_level="explore")
+    seen = set()
+    for n in range(150):
+        bp = planner.plan(d, counted, None, index=n, seed=0)
+        sel = bp.selected_dimensions
+        task = EmbeddedGenerator(car).generate(bp, counted)  # a GenerationError fails the test
+        kinds = [car.tool_kind(a.name) for a in car.task_from_json(task.definition).gold_actions]
+        assert [bucket(kinds.count("write")), bucket(kinds.count("read"))] == \
+            [sel["num_write"][0], sel["num_read"][0]], sel
+        seen.add((sel["task_nature"][0], sel["num_write"][0], sel["num_read"][0]))
+    assert len({s[0] for s in seen}) == 6 and len({s[1] for s in seen}) == 5 and len({s[2] for s in seen}) == 5
+
+
+def test_a_requested_write_that_would_change_nothing_is_replanned_on_another_request(car, counted):
+    """The car starts at 20 degrees (CAR-bench's default): setting 20 changes nothing, so the verifier would
+    count no write; the generator builds the blueprint from a recipe whose writes change the car."""
+    sel = {"task_family": ["climate_control"], "task_nature": ["base_execute"],
+           "expected_behavior": ["fulfill_reach_goal"], "num_write": ["1"], "num_read": ["0"]}
+    for n in range(40):  # without the check, about 1 in 16 of these sets the car to the 20 degrees it is at
+        task = EmbeddedGenerator(car).generate(blueprint(sel, f"b-noop-{n}"), counted)
+        verdict = verify(task, EmbeddedTeacher(car).rollout(task))
+        assert verdict.passed and verdict.observed["num_write"] == ["1"], [c for c in verdict.checks if not c.passed]
+
+
+def test_the_llm_teacher_is_given_the_tasks_policy_and_tools(car, space):
+    """A hallucination task's removed tool is not offered to the teacher; its policy has the task's car."""
+    from agents.llm import make_client
+    from agents.teacher import LLMTeacher
+    from storage.config import RoleConfig
+    from tests.fakes.openai_server import FakeLLMServer, openai_reply
+
+    sel = {"task_family": ["climate_control"], "task_nature": ["hallucination_missing_tool"],
+           "expected_behavior": ["decline_infeasible"]}
+    task = EmbeddedGenerator(car).generate(blueprint(sel, "b-teacher"), space)
+    env_task = car.task_from_json(task.definition)
+    with FakeLLMServer(lambda request: openai_reply("I am sorry, this car cannot do that.")) as server:
+        role = RoleConfig(backend="llm", provider="openai_compatible", model="m", base_url=server.base_url)
+        LLMTeacher(car, make_client("teacher", role, cache=False), max_steps=1).rollout(task)
+        body = server.requests[0]["body"]
+    assert {t["function"]["name"] for t in body["tools"]} == {s.name for s in car.tools_for(env_task)}
+    assert env_task.removed_part[0] not in {t["function"]["name"] for t in body["tools"]}
+    assert car.task_policy(env_task) in body["messages"][0]["content"]
+    assert car.task_policy(env_task) != car.policy
