@@ -79,7 +79,7 @@ class Ctx:
     @classmethod
     def for_run(cls, cfg: RunConfig, run_id: str, round: int) -> "Ctx":
         """A round of the run ``cfg`` (its LLM roles are those ``check_roles`` accepted before the run began)."""
-        return cls(Store(cfg.store_root()), run_id, round, cfg.seed, cfg.domain or default_domain(),
+        return cls(Store(cfg.store_location()), run_id, round, cfg.seed, cfg.domain or default_domain(),
                    llm_roles=llm_roles(cfg), prior=cfg.prior.suppress, prior_writes=cfg.prior.writes,
                    probe_size=cfg.probe_size, dedup=cfg.dedup)
 
