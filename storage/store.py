@@ -172,6 +172,10 @@ class Store:
 
                 ensure_catalog_file(self)
 
+    def where(self) -> str:
+        """The store as a user names it: its folder (absolute), or its ``s3://`` location."""
+        return self.location if self.remote else str(self.root.absolute())
+
     # ------------------------------------------------------------ layout
     def table_dir(self, table: str) -> Path:
         return self.tables_dir / _check_table(table)

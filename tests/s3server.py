@@ -24,7 +24,7 @@ import pytest
 
 ACCESS_KEY, SECRET_KEY = "evosyn-test", "evosyn-test-secret"
 START_TIMEOUT_S = 60
-STOP_TIMEOUT_S = 10
+TERM_WAIT_S, KILL_WAIT_S = 3, 10  # it ignores SIGTERM for longer than a test should wait; its data is thrown away
 
 
 def weed() -> str | None:
@@ -56,6 +56,7 @@ class S3Server:
     endpoint: str
     process: subprocess.Popen
     log: Path
+    shared: str = ""  # the session's bucket: each test stores under a prefix of its own (a bucket costs volumes)
 
     def env(self) -> dict[str, str]:
         """The AWS variables a command needs to reach it (no profile, no instance metadata lookups)."""
@@ -89,7 +90,9 @@ def start(workdir: Path) -> S3Server:
     log = workdir / "weed.log"
     cmd = [binary, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}", "-s3",
            f"-master.port={master}", f"-volume.port={volume}", f"-filer.port={filer}", f"-s3.port={s3}",
-           f"-s3.config={config}", "-master.volumeSizeLimitMB=64", "-volume.max=16", "-volume.preStopSeconds=0"]
+           f"-s3.config={config}", "-master.volumeSizeLimitMB=64", "-volume.max=64", "-volume.preStopSeconds=0",
+           # no Iceberg or Lance gateway (fixed ports: two sessions would collide), no telemetry
+           "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=workdir)
     server = S3Server(f"http://127.0.0.1:{s3}", proc, log)
@@ -98,7 +101,7 @@ def start(workdir: Path) -> S3Server:
         if proc.poll() is not None:
             raise RuntimeError(f"weed exited {proc.returncode}: {log.read_text()[-2000:]}")
         try:
-            server.bucket(f"evosyn-probe-{uuid.uuid4().hex[:6]}")  # the gateway answers, and writes land
+            server.shared = server.bucket()  # the gateway answers, and takes a bucket
             return server
         except Exception:
             time.sleep(0.5)
@@ -115,7 +118,7 @@ def stop(server: S3Server) -> None:
         group += [c.pid for c in psutil.Process(pgid).children(recursive=True)]
     except psutil.NoSuchProcess:
         pass
-    for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, STOP_TIMEOUT_S)):
+    for sig, wait in ((signal.SIGTERM, TERM_WAIT_S), (signal.SIGKILL, KILL_WAIT_S)):
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
@@ -125,7 +128,7 @@ def stop(server: S3Server) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
-    server.process.wait(timeout=STOP_TIMEOUT_S)
+    server.process.wait(timeout=KILL_WAIT_S)
     left = [p for p in group if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert not left, f"SeaweedFS processes left after stopping it: {left}"
 
@@ -151,6 +154,6 @@ def s3_env(s3_server, monkeypatch):
 
 @pytest.fixture
 def s3_root(s3_env, tmp_path, monkeypatch):
-    """``s3://<new bucket>/store`` with a fresh local folder for what it does not share."""
+    """``s3://<the session's bucket>/<new prefix>/store`` with a fresh local folder for what it does not share."""
     monkeypatch.setenv("EVOSYN_LOCAL_HOME", str(tmp_path / "local"))
-    return f"s3://{s3_env.bucket()}/store"
+    return f"s3://{s3_env.shared}/{uuid.uuid4().hex[:12]}/store"
