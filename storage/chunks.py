@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storage import objectstore
+from storage.objectstore import is_object, source
 from storage.records import TABLES
-from storage.store import is_object, source
 
 if TYPE_CHECKING:
     from storage.store import Store

@@ -88,6 +88,21 @@ def local_home(uri: str) -> Path:
     return Path("~/.cache/evosyn/s3").expanduser() / bucket / prefix
 
 
+def source(path):
+    """What pyarrow reads a chunk file from: its path, or an object's bytes (one GET: a chunk is small, and
+    pyarrow's reads of a footer, then of each column, would be a request each)."""
+    if not is_object(path):
+        return path
+    import pyarrow as pa
+
+    return pa.BufferReader(path.read_bytes())
+
+
+def is_object(path) -> bool:
+    """Whether ``path`` names an object of an ``s3://`` store (a UPath) rather than a local file."""
+    return not isinstance(path, Path) or getattr(path, "protocol", "") not in ("", "file", "local")
+
+
 def key_of(path) -> str:
     """``bucket/key`` of a UPath (what s3fs calls a path)."""
     return path.path.rstrip("/")

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from storage import objectstore
+from storage.objectstore import is_object, source
 from storage.atomic import atomic_path, write_text
 from storage.records import TABLES, Record
 from storage.redact import redact_table
@@ -90,16 +91,6 @@ def as_store_fault(exc: BaseException) -> StoreFault | None:
     return None
 
 
-def source(path: Path):
-    """What pyarrow reads a chunk file from: its path, or an object's bytes (one GET: a chunk is small, and
-    pyarrow's reads of a footer, then of each column, would be a request each)."""
-    if not is_object(path):
-        return path
-    import pyarrow as pa
-
-    return pa.BufferReader(path.read_bytes())
-
-
 def _read(path: Path, columns: list[str] | None = None):
     """One chunk file as a table: ``ParquetFile.read`` (half the CPU of ``pq.read_table``, which builds a dataset
     and its partitioning for every file; the same rows, tests/storage/test_store.py)."""
@@ -135,11 +126,6 @@ def _atomic_write(table, path: Path) -> None:
         return
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-
-
-def is_object(path) -> bool:
-    """Whether ``path`` names an object of an ``s3://`` store (a UPath) rather than a local file."""
-    return not isinstance(path, Path) or getattr(path, "protocol", "") not in ("", "file", "local")
 
 
 def _write_text(path, text: str) -> None:
