@@ -96,6 +96,7 @@ class RoleConfig(_Strict):
 
 
 class StoreConfig(_Strict):
+    # a folder, or s3://bucket/prefix on object storage (docs: guides/store-on-s3); None: EVOSYN_HOME, else ./.evosyn
     root: str | None = None
     tracking_uri: str | None = None
 

@@ -124,7 +124,7 @@ class Ctx:
         self.store.mark_complete(stage, self.run_id, self.round, chunk, since_ns=since)
 
     def _key(self, stage: str, chunk: str) -> tuple:
-        return str(self.store.root), self.run_id, self.round, stage, chunk
+        return self.store.location, self.run_id, self.round, stage, chunk
 
     def read(self, table: str, chunk: str) -> list:
         return self.store.read_chunk(table, self.run_id, self.round, chunk)
