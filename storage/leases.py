@@ -121,7 +121,7 @@ def _renew(held: _Held) -> None:
             log.error("%s: this process lost its lock (its lease expired and another process took it over)",
                       held.path)
             return
-        except Exception as exc:  # a network error: the next renewal tries again, well before the expiry
+        except Exception as exc:  # noqa: BLE001 (a network error of any kind: the next renewal tries again)
             log.warning("%s: renewing the lease failed (%s: %s)", held.path, type(exc).__name__, exc)
 
 

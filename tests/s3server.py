@@ -103,7 +103,7 @@ def start(workdir: Path) -> S3Server:
         try:
             server.shared = server.bucket()  # the gateway answers, and takes a bucket
             return server
-        except Exception:
+        except Exception:  # noqa: BLE001 (not up yet: refused, or a 5xx while its volumes start)
             time.sleep(0.5)
     stop(server)
     raise RuntimeError(f"weed did not answer on {server.endpoint} within {START_TIMEOUT_S}s: "

@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-import tasks.testset as testset
 from storage import objectstore
 from storage.digest import table_digests
 from storage.faults import ENV
 from storage.records import TABLES
 from storage.store import Store
+from tasks import testset
 from tests.flows.test_run import PREFECT_HOME, run
 
 pytestmark = pytest.mark.slow
@@ -76,5 +76,5 @@ def test_a_run_on_s3_equals_the_run_on_a_local_folder_and_resumes_row_identicall
     path = store.files("trajectories", run_id, 1)[0]
     objectstore.put(path, path.read_bytes()[:-30])
     check = subprocess.run([sys.executable, "-m", "flows.cli", "--home", killed, "store", "check"],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=300, check=False)
     assert check.returncode == 1 and f"{path}: truncated or not Parquet" in check.stdout, check.stdout

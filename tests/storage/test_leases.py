@@ -38,9 +38,8 @@ def test_a_second_owner_is_refused_until_the_holder_dies(s3_root):
     try:
         with pytest.raises(RunBusy, match="already running"):
             run_lock(s3_root, "r1")
-        with pytest.raises(StoreLockTimeout, match="held by another run"):
-            with store_lock(s3_root, "run-r1", timeout=1.0):
-                pass
+        with pytest.raises(StoreLockTimeout, match="held by another run"), store_lock(s3_root, "run-r1", timeout=1.0):
+            pass
         with store_lock(s3_root, "run-r2", timeout=0):  # another name is another lock
             pass
     finally:
@@ -64,9 +63,8 @@ def _foreign(path, expires: float) -> None:
 def test_another_machines_lease_holds_until_it_expires(s3_root):
     path = lock_path(s3_root, "schema")
     _foreign(path, time.time() + 60)
-    with pytest.raises(StoreLockTimeout):
-        with store_lock(s3_root, "schema", timeout=1.0):
-            pass
+    with pytest.raises(StoreLockTimeout), store_lock(s3_root, "schema", timeout=1.0):
+        pass
     _foreign(path, time.time() - 1)  # it stopped renewing a while ago
     with store_lock(s3_root, "schema", timeout=0):
         assert json.loads(path.read_bytes())["host"] != "another-machine"
@@ -101,19 +99,18 @@ def test_a_held_lease_is_renewed_and_reentrant(s3_root, monkeypatch):
     held, done = threading.Event(), threading.Event()
 
     def hold():
-        with store_lock(s3_root, "run-long"):
-            with store_lock(s3_root, "run-long", timeout=0):  # the same thread again: re-enters
-                held.set()
-                done.wait(10)
+        # the same thread again: re-enters
+        with store_lock(s3_root, "run-long"), store_lock(s3_root, "run-long", timeout=0):
+            held.set()
+            done.wait(10)
 
     t = threading.Thread(target=hold)
     t.start()
     assert held.wait(30)
     time.sleep(3.5)  # past two lease lengths: only renewals keep it
     try:
-        with pytest.raises(StoreLockTimeout):
-            with store_lock(s3_root, "run-long", timeout=0):
-                pass
+        with pytest.raises(StoreLockTimeout), store_lock(s3_root, "run-long", timeout=0):
+            pass
         assert json.loads(lock_path(s3_root, "run-long").read_bytes())["expires"] > time.time()
     finally:
         done.set()
