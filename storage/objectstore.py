@@ -133,9 +133,12 @@ def put(path, data: bytes, *, if_none_match: bool = False, if_match: str | None 
 
 def _refused(exc: BaseException) -> bool:
     """Whether an s3fs error is S3's refused condition (412 Precondition Failed, or 409 while another conditional
-    write of the key is in flight)."""
-    text = f"{exc} {exc.__cause__!r}"
-    return any(s in text for s in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409"))
+    write of the key is in flight): s3fs raises an OSError from botocore's ClientError, which has the code."""
+    cause = exc.__cause__ or exc.__context__
+    response = getattr(cause, "response", None) or {}
+    code = response.get("Error", {}).get("Code")
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return code in ("PreconditionFailed", "ConditionalRequestConflict") or status in (409, 412)
 
 
 def head(path) -> dict[str, Any] | None:
@@ -147,18 +150,6 @@ def head(path) -> dict[str, Any] | None:
         return None
     return {"etag": out["ETag"], "size": out["ContentLength"], "metadata": out.get("Metadata") or {},
             "last_modified": out["LastModified"]}
-
-
-def get(path) -> tuple[bytes, str] | None:
-    """The object's bytes and ETag (one GET); None when there is none."""
-    bucket, _, key = key_of(path).partition("/")
-    try:
-        out = path.fs.call_s3("get_object", Bucket=bucket, Key=key)
-    except FileNotFoundError:
-        return None
-    body = out["Body"]
-    data = path.fs.loop.run_until_complete(body.read()) if hasattr(body, "read") else body
-    return data, out["ETag"]
 
 
 def written_ns(path) -> int:
