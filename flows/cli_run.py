@@ -155,7 +155,7 @@ def _lock_run(cfg, resume: str | None):
     from flows.run_id import RunBusy, run_id_for, run_lock
 
     try:
-        return run_lock(cfg.store_root(), resume or run_id_for(cfg))
+        return run_lock(cfg.store_location(), resume or run_id_for(cfg))
     except RunBusy as exc:
         raise RunFailed(str(exc)) from None
 
@@ -187,9 +187,14 @@ def print_next(run_id: str, root) -> None:
     import os
     from pathlib import Path
 
-    root = Path(root).resolve()
-    default = Path(os.environ.get("EVOSYN_HOME") or ".evosyn").expanduser().resolve()
-    home = "" if root == default else f"--home {root} "
+    from storage.objectstore import is_remote
+
+    if is_remote(root):  # an s3:// store: its name as given
+        home = "" if root == os.environ.get("EVOSYN_HOME") else f"--home {root} "
+    else:
+        root = Path(root).resolve()
+        default = Path(os.environ.get("EVOSYN_HOME") or ".evosyn").expanduser().resolve()
+        home = "" if root == default else f"--home {root} "
     click.echo(f"store: {root}\nnext:\n"
                f"  evosyn {home}report {run_id}\n"
                f"  evosyn {home}export --run {run_id} --format sharegpt --output export-{run_id}\n"
@@ -229,7 +234,7 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
             raise UserError(f"--resume {resume}: the run has no stored config in {store.root} (start it again "
                             "with --config)")
         cfg = validate_config(json.loads(stored[0].config_json), source=f"stored config of {resume}")
-        cfg.store.root = str(store.root)
+        cfg.store.root = store.location
         check_learner(cfg)
     else:
         cfg = _config(ctx, config_file, domain=domain, rounds=rounds, arm=arm, budget=budget, seed=seed,
@@ -249,7 +254,7 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
         busy.__exit__(None, None, None)
         _forget_root(cfg.store_root(), existed)
     print_summary(summary)
-    print_next(summary.run_id, cfg.store_root())
+    print_next(summary.run_id, cfg.store_location())
 
 
 @main.command()

@@ -59,7 +59,7 @@ def check(ctx, repair: bool) -> None:
         click.echo(line)
     n = len(problems) + len(root_problems)
     if not n:
-        click.echo(f"ok: {st.root}: every chunk matches its marker")
+        click.echo(f"ok: {st.where()}: every chunk matches its marker")
         return
     if not repair:
         click.echo(f"{n} problem(s); `evosyn store check --repair` redoes them", err=True)

@@ -6,7 +6,7 @@ import json
 import click
 
 from flows.cli_app import UserError, main
-from flows.inputs import POINT_ELSEWHERE, open_store, store_root
+from flows.inputs import POINT_ELSEWHERE, open_store
 
 
 @main.command()
@@ -28,7 +28,7 @@ def show(ctx, record_id: str, as_json: bool, full: bool) -> None:
     if not found:
         kinds = ", ".join(k for k, _, _ in KINDS)
         raise UserError(f"{record_id}: no record with this id ({kinds}) in the store at "
-                        f"{store_root(home).absolute()}; list its runs with `evosyn runs`, or {POINT_ELSEWHERE}")
+                        f"{store.where()}; list its runs with `evosyn runs`, or {POINT_ELSEWHERE}")
     if as_json:
         click.echo(json.dumps([{"kind": f.kind, "table": f.table, "matched": f.via,
                                 "record": f.record.model_dump(mode="json")} for f in found], indent=1))
@@ -41,7 +41,7 @@ def show(ctx, record_id: str, as_json: bool, full: bool) -> None:
         counts[f.kind] = counts.get(f.kind, 0) + 1
     plural = {"trajectory": "trajectories"}
     out.print(f"{record_id}: " + ", ".join(f"{n} {plural.get(k, k + 's') if n > 1 else k}" for k, n in counts.items())
-              + f" (store {store.root.absolute()})", highlight=False)
+              + f" (store {store.where()})", highlight=False)
     for f in found:
         out.print(record_view(f.record, None if full else 400))
 
@@ -55,7 +55,7 @@ def runs(ctx, fmt: str) -> None:
 
     store = open_store(ctx.obj.get("home"), create=False)
     rows = run_overview(store)
-    root = store.root.absolute()
+    root = store.where()
     if fmt == "json":
         click.echo(json.dumps({"store": str(root), "runs": [r.model_dump(mode="json") for r in rows]}, indent=1))
         return

@@ -70,11 +70,17 @@ def use_env_data(cfg: RunConfig) -> None:
         raise ConfigError(f"invalid config: field {exc}") from None
 
 
-def store_root(home: str | os.PathLike[str] | None) -> Path:
-    """The root a command uses: --home, else EVOSYN_HOME, else ./.evosyn."""
-    from storage.store import default_root
+def store_location(home: str | os.PathLike[str] | None) -> str:
+    """The store a command uses: --home, else EVOSYN_HOME, else ./.evosyn (a folder, or ``s3://bucket/prefix``)."""
+    return str(home) if home else os.environ.get("EVOSYN_HOME") or ".evosyn"
 
-    return Path(home).expanduser() if home else default_root()
+
+def store_root(home: str | os.PathLike[str] | None) -> Path:
+    """This machine's folder of the store a command uses: the store itself, or an ``s3://`` store's local folder."""
+    from storage.objectstore import is_remote, local_home
+
+    location = store_location(home)
+    return local_home(location) if is_remote(location) else Path(location).expanduser()
 
 
 def _first_existing(path: Path) -> Path:
@@ -162,8 +168,11 @@ def unknown_run(rid: str, option: str, root: Path, known: list[str]) -> str:
 def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs: Iterable[str] = (),
                option: str = "run", any_table: bool = False):
     """The store a command reads (``create=False``) or writes; ``runs`` (named by ``option``) must be in it."""
+    from storage.objectstore import is_remote
     from storage.store import Store
 
+    if is_remote(store_location(home)):
+        return _open_remote(store_location(home), create, list(dict.fromkeys(runs)), option, any_table)
     root = store_root(home)
     if root.exists() and not root.is_dir():
         raise UserError(f"store root {root}: a file, not a folder; pass a folder with --home or EVOSYN_HOME")
@@ -184,6 +193,31 @@ def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs
         return Store(root, create=True)
     except OSError as exc:
         raise UserError(f"store root {root}: cannot create it ({exc.strerror}); {POINT_ELSEWHERE}") from None
+
+
+def _open_remote(location: str, create: bool, wanted: list[str], option: str, any_table: bool):
+    """``open_store`` of an ``s3://`` store: a bucket that cannot be reached, or a prefix that holds no store, is
+    one line."""
+    from storage.objectstore import S3Error, has_objects
+    from storage.store import Store
+
+    try:
+        store = Store(location, create=False)
+        bucket = location[len("s3://"):].split("/", 1)[0]
+        if not store.tables_dir.fs.exists(bucket):
+            raise UserError(f"store root {location}: bucket {bucket} does not exist (create it, or check "
+                            "AWS_ENDPOINT_URL / the credentials)")
+        if not create and not wanted and not has_objects(store.tables_dir):
+            raise UserError(f"store root {location}: no store there (nothing was run with this root); "
+                            f"{POINT_ELSEWHERE}")
+        known = store.runs(any_table) if wanted else []
+        for rid in wanted:
+            if rid not in known:
+                raise UserError(f"{option} {rid}: no such run (the store at {location} has {len(known)} runs"
+                                f"{': ' + ', '.join(known[:5]) if known else ''}); check the id, or {POINT_ELSEWHERE}")
+        return Store(location, create=True) if create else store
+    except (S3Error, PermissionError) as exc:
+        raise UserError(f"store root {location}: cannot be used ({type(exc).__name__}: {exc})") from None
 
 
 def bench_output(name: str, output: str | None) -> Path:

@@ -83,7 +83,7 @@ class TestSetError(ValueError):
 
 def _mark_failed(cfg: RunConfig, run_id: str) -> None:
     """A run stopped by an error is failed, in ``runs`` and in MLflow (a ``--resume`` may still finish it)."""
-    store = Store(cfg.store_root())
+    store = Store(cfg.store_location())
     if not store.has_chunk("runs", run_id, 0, "run"):
         return  # it failed before it began: nothing was recorded
     run = store.read_records("runs", run_id=run_id, round=0)[0]
@@ -109,7 +109,7 @@ def _log_fallbacks(store: Store, tracker: Tracker, child: str, run_id: str, roun
 
 def _finished(cfg: RunConfig, run_id: str) -> bool:
     try:
-        rows = Store(cfg.store_root(), create=False).read_records("runs", run_id=run_id, round=0)
+        rows = Store(cfg.store_location(), create=False).read_records("runs", run_id=run_id, round=0)
     except Exception:  # an unreadable row: the run reads as not finished, and its own error says why
         return False
     return bool(rows) and rows[-1].status == "finished"
@@ -117,7 +117,7 @@ def _finished(cfg: RunConfig, run_id: str) -> bool:
 
 def _restore_finished(cfg: RunConfig, run_id: str) -> None:
     try:
-        store = Store(cfg.store_root(), create=False)
+        store = Store(cfg.store_location(), create=False)
         run = store.read_records("runs", run_id=run_id, round=0)[0]
         if run.status != "finished":
             store.write([run.model_copy(update={"status": "finished"})], "run")
@@ -135,7 +135,7 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
 
         cfg = cfg.model_copy(update={"domain": default_domain()})
     run_id = run_id or run_id_for(cfg)
-    busy = run_lock(cfg.store_root(), run_id)  # re-entered when the CLI took it before its slow start-up
+    busy = run_lock(cfg.store_location(), run_id)  # re-entered when the CLI took it before its slow start-up
     finished = _finished(cfg, run_id)
     try:
         with listening(run_id, progress), timing.span("body", "run"):
@@ -172,7 +172,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
 
         check_learner(cfg.llamafactory, cfg.train_deployment)  # its CLI, and a GPU where the recipe needs one
     check_task_runner(cfg)  # prefect-dask installed, before any work
-    store = Store(cfg.store_root())
+    store = Store(cfg.store_location())
     run_id = run_id or run_id_for(cfg)
     run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,
               rounds=cfg.rounds, budget=cfg.budget, config_json=cfg.stored_json())

@@ -65,7 +65,8 @@ def train_via_deployment(ctx: Ctx, deployment: str, learner: str = "embedded",
     from tasks.checkpoint import load_checkpoint
     from tasks.learn import load_round
 
-    params: dict[str, Any] = {"root": str(ctx.store.root.resolve()), "run_id": ctx.run_id, "round": ctx.round,
+    root = ctx.store.location if ctx.store.remote else str(ctx.store.root.resolve())  # an s3:// store by its name
+    params: dict[str, Any] = {"root": root, "run_id": ctx.run_id, "round": ctx.round,
                               "seed": ctx.seed, "domain": ctx.domain, "learner": learner}
     if learner == "llamafactory":
         params["llamafactory"] = (lf or LlamaFactoryConfig()).model_dump(mode="json")

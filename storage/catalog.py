@@ -14,6 +14,12 @@ storage/store.py), so DuckDB reads one footer for the schema instead of all of t
 yet migrated (opened read-only by newer code) gets a fallback view: by column name, every partition
 opened, the derived columns computed from the JSON they come from, so the same queries run, only
 slower.
+
+A store on S3 (storage/objectstore.py) has no catalog file: DuckDB reads S3 only through its httpfs extension,
+and no build of it for the DuckDB this project pins can be installed from a package registry (its own
+downloads are off: ``autoinstall_known_extensions``). ``connect`` lists each table's objects instead and
+registers them as a pyarrow dataset over s3fs: the same views, bound to the objects of the moment of the
+connection, read by pyarrow (with DuckDB's filters and column selection pushed down into the scan).
 """
 from __future__ import annotations
 
@@ -109,6 +115,8 @@ _databases_lock = threading.Lock()
 
 def connect(store: Store) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with a view per table (in memory, extension auto-install off)."""
+    if store.remote:
+        return _connect_remote(store)
     key = (os.getpid(), str(store.root.resolve()), _forms(store))
     with _databases_lock:
         db = _databases.get(key)
@@ -121,6 +129,22 @@ def connect(store: Store) -> duckdb.DuckDBPyConnection:
                 del _databases[old]
             _databases[key] = db
         return db.cursor()
+
+
+def _connect_remote(store: Store) -> duckdb.DuckDBPyConnection:
+    """A connection whose views are the tables' objects now, as pyarrow datasets (never cached: the views are
+    lists of objects, and a later connection must see the chunks written since)."""
+    import pyarrow.dataset as ds
+
+    con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
+    for table in TABLES:
+        files = [f.path for f in store.files(table)]
+        if not files:
+            con.execute(_empty_sql(table))
+            continue
+        con.register(table, ds.dataset(files, schema=schema_of(TABLES[table]), format="parquet",
+                                       filesystem=store.tables_dir.fs))
+    return con
 
 
 def _catalog_views(store: Store) -> dict[str, str]:

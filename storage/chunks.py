@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from storage import objectstore
+from storage.objectstore import is_object, source
 from storage.records import TABLES
 
 if TYPE_CHECKING:
@@ -48,6 +50,8 @@ class Problem:
 
 
 def _sha256(path: Path) -> str:
+    if is_object(path):
+        return objectstore.sha256(path)
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
@@ -55,7 +59,12 @@ def _sha256(path: Path) -> str:
 def _rows(path: Path) -> int:
     import pyarrow.parquet as pq
 
-    return pq.read_metadata(path).num_rows
+    return pq.read_metadata(source(path)).num_rows
+
+
+def _written_ns(path: Path) -> int:
+    # an object's Last-Modified is in whole seconds, by the server's clock: its writer's time is in its metadata
+    return objectstore.written_ns(path) if is_object(path) else path.stat().st_mtime_ns
 
 
 def chunk_files(store: "Store", run_id: str, round: int, chunk: str) -> dict[str, Path]:
@@ -82,7 +91,7 @@ def describe(store: "Store", run_id: str, round: int, chunk: str, since_ns: int 
     out = {}
     for name, path in chunk_files(store, run_id, round, chunk).items():
         try:
-            if since_ns is not None and path.stat().st_mtime_ns < since_ns - MTIME_MARGIN_NS:
+            if since_ns is not None and _written_ns(path) < since_ns - MTIME_MARGIN_NS:
                 continue
             out[name] = {"rows": _rows(path), "sha256": _sha256(path)}
         except Exception:  # a file being replaced, or one another stage's redo will rewrite: not this stage's
@@ -124,8 +133,9 @@ def _file_problem(path: Path, want: dict) -> str:
 def markers(store: "Store") -> list[tuple[Path, str, int]]:
     """(path, run id, round) of every completion marker of the root."""
     out = []
+    base = store.markers_dir.as_posix().rstrip("/") + "/"
     for path in sorted(store.markers_dir.glob("run_id=*/round=*/*.done")):
-        m = _MARKER.match(path.relative_to(store.markers_dir).as_posix())
+        m = _MARKER.match(path.as_posix().removeprefix(base))
         if m:
             out.append((path, m["run"], int(m["round"])))
     return out
@@ -163,7 +173,7 @@ def _owners(store: "Store", path: Path, run_id: str, rnd: int) -> tuple[Path, ..
     """The markers of the chunk a file belongs to (``chunk-ab12-rollout`` belongs to ``chunk-ab12``)."""
     folder = store.markers_dir / f"run_id={run_id}" / f"round={rnd}"
     stem = path.stem
-    return tuple(m for m in (sorted(folder.glob("*.done")) if folder.is_dir() else [])
+    return tuple(m for m in (sorted(folder.glob("*.done")) if store.remote or folder.is_dir() else [])
                  if (chunk := m.stem.partition(".")[2]) and (stem == chunk or stem.startswith(chunk + "-")))
 
 

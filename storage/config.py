@@ -96,6 +96,7 @@ class RoleConfig(_Strict):
 
 
 class StoreConfig(_Strict):
+    # a folder, or s3://bucket/prefix on object storage (docs: guides/store-on-s3); None: EVOSYN_HOME, else ./.evosyn
     root: str | None = None
     tracking_uri: str | None = None
 
@@ -266,9 +267,17 @@ class RunConfig(_Strict):
             exclude.add("env_data")
         return self.model_dump_json(exclude=exclude)
 
+    def store_location(self) -> str:
+        """Where the store's tables live: a local folder, or ``s3://bucket/prefix`` (storage/objectstore.py)."""
+        return self.store.root or os.environ.get("EVOSYN_HOME") or ".evosyn"
+
     def store_root(self) -> Path:
-        root = self.store.root or os.environ.get("EVOSYN_HOME") or ".evosyn"
-        return Path(root).expanduser()
+        """This machine's folder of the store: the store itself, or for an ``s3://`` store the local folder of
+        what it does not share (the Prefect home, the default MLflow database, caches, reports)."""
+        from storage.objectstore import is_remote, local_home
+
+        location = self.store_location()
+        return local_home(location) if is_remote(location) else Path(location).expanduser()
 
 
 # environment variable -> the RunConfig field it overrides (`load_config`: after the file, before the flags)

@@ -40,7 +40,8 @@ def _replace(value: Any, subs: list[tuple[str, str]]) -> Any:
 
 def _substitutions(store: Store, run_ids: list[str]) -> list[tuple[str, str]]:
     subs = {rid: RUN_PLACEHOLDER for rid in run_ids}
-    subs.update({str(store.root): ROOT_PLACEHOLDER, str(store.root.resolve()): ROOT_PLACEHOLDER})
+    subs.update({str(store.root): ROOT_PLACEHOLDER, str(store.root.resolve()): ROOT_PLACEHOLDER,
+                 store.location: ROOT_PLACEHOLDER})  # an s3:// store's own name
     return sorted(subs.items(), key=lambda kv: len(kv[0]), reverse=True)  # longest first: no partial replacement
 
 

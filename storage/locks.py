@@ -4,6 +4,9 @@ Several runs may start on the same fresh root at once; whatever every one of the
 (the MLflow database and its experiment, the DuckDB catalog, the Parquet schema files, the fixed
 test set) is created under ``<root>/locks/<name>.lock``. The lock is an OS lock (``filelock``), so
 a killed holder never leaves a stale lock behind. Callers check, take the lock, check again.
+
+On an ``s3://`` root the lock is a lease object under the same name, taken by S3's conditional writes
+(storage/leases.py), so it holds across machines.
 """
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from filelock import FileLock, Timeout
+
+from storage.objectstore import is_remote, remote_path
 
 LOCK_DIR = "locks"
 DEFAULT_TIMEOUT_S = float(os.environ.get("EVOSYN_LOCK_TIMEOUT_S", "600"))
@@ -27,6 +32,8 @@ class StoreLockTimeout(RuntimeError):
 def lock_path(root: str | os.PathLike[str], name: str) -> Path:
     if not _NAME.match(name):
         raise ValueError(f"lock name {name!r}: use letters, digits, '_', '.', '-'")
+    if is_remote(root):
+        return remote_path(str(root)) / LOCK_DIR / f"{name}.lock"
     return Path(root).expanduser() / LOCK_DIR / f"{name}.lock"
 
 
@@ -34,18 +41,40 @@ def lock_path(root: str | os.PathLike[str], name: str) -> Path:
 def store_lock(root: str | os.PathLike[str], name: str, timeout: float | None = None) -> Iterator[FileLock]:
     """Hold ``<root>/locks/<name>.lock``; re-entrant within a thread, exclusive across processes and threads."""
     path = lock_path(root, name)
+    wait = DEFAULT_TIMEOUT_S if timeout is None else timeout
+    if is_remote(root):
+        with _remote(path, wait):
+            yield None
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     # one instance per path in this process, so a nested acquire in the same thread re-enters
     # instead of deadlocking on its own flock; other threads and processes still wait
     lock = FileLock(path, is_singleton=True)
-    wait = DEFAULT_TIMEOUT_S if timeout is None else timeout
     try:
         lock.acquire(timeout=wait)
     except Timeout:
-        raise StoreLockTimeout(
-            f"{path}: held by another run for more than {wait:g} s; wait for it to "
-            "finish, or raise EVOSYN_LOCK_TIMEOUT_S") from None
+        raise _timeout(path, wait) from None
     try:
         yield lock
     finally:
         lock.release()
+
+
+def _timeout(path, wait: float) -> StoreLockTimeout:
+    return StoreLockTimeout(f"{path}: held by another run for more than {wait:g} s; wait for it to "
+                            "finish, or raise EVOSYN_LOCK_TIMEOUT_S")
+
+
+@contextmanager
+def _remote(path, wait: float) -> Iterator[None]:
+    from storage.leases import lease_lock
+
+    try:
+        cm = lease_lock(path, wait)
+        cm.__enter__()
+    except TimeoutError:
+        raise _timeout(path, wait) from None
+    try:
+        yield
+    finally:
+        cm.__exit__(None, None, None)

@@ -17,6 +17,10 @@ another schema is rewritten from its records (so its rows are exactly what the
 current code writes), then the schema file is replaced (a store of the previous
 layout, with it under ``_schema/``, only moves it). Until then, readers fall back to reading by column name
 (storage/catalog.py).
+
+The root may be ``s3://bucket/prefix`` (storage/objectstore.py): the tables and markers are then objects
+under the prefix, each chunk file one PUT (no temp file, no rename), the locks are lease objects
+(storage/leases.py), and ``root`` is this machine's folder for what the store does not share.
 """
 from __future__ import annotations
 
@@ -28,6 +32,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from storage import objectstore
+from storage.objectstore import is_object, source
 from storage.atomic import atomic_path, write_text
 from storage.records import TABLES, Record
 from storage.redact import redact_table
@@ -44,7 +50,9 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
 def default_root() -> Path:
-    return Path(os.environ.get("EVOSYN_HOME", ".evosyn")).expanduser()
+    """This machine's folder of the default store (``EVOSYN_HOME``; of an ``s3://`` store, its local folder)."""
+    given = os.environ.get("EVOSYN_HOME", ".evosyn")
+    return objectstore.local_home(given) if objectstore.is_remote(given) else Path(given).expanduser()
 
 
 def _check_id(kind: str, value: str) -> str:
@@ -90,7 +98,7 @@ def _read(path: Path, columns: list[str] | None = None):
     import pyarrow.parquet as pq
 
     try:
-        with pq.ParquetFile(path) as f:
+        with pq.ParquetFile(source(path)) as f:
             return f.read(columns=columns)
     except (pa.ArrowException, OSError) as exc:
         raise fault(path, exc) from None
@@ -109,23 +117,50 @@ def table_for(name: str) -> type[Record]:
 def _atomic_write(table, path: Path) -> None:
     import pyarrow.parquet as pq
 
+    if is_object(path):  # the whole file in one PUT: a reader sees the old object or the new one
+        import pyarrow as pa
+
+        buf = pa.BufferOutputStream()
+        pq.write_table(table, buf, compression="zstd")
+        objectstore.put(path, buf.getvalue().to_pybytes())
+        return
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
+
+
+def _write_text(path, text: str) -> None:
+    if is_object(path):
+        objectstore.put(path, text.encode())
+    else:
+        write_text(path, text)
 
 
 class Store:
     """A store root holding every EvoSyn table (default ``./.evosyn``, env ``EVOSYN_HOME``)."""
 
     def __init__(self, root: str | os.PathLike[str] | None = None, *, create: bool = True):
-        self.root = Path(root).expanduser() if root is not None else default_root()
-        self.tables_dir = self.root / "tables"
-        self.markers_dir = self.root / "markers"
+        given = str(root) if root is not None else os.environ.get("EVOSYN_HOME", ".evosyn")
+        self.remote = objectstore.is_remote(given)
+        if self.remote:  # tables and markers under the prefix; root: this machine's folder (storage/objectstore.py)
+            self.location = objectstore.normalize(given)
+            base = objectstore.remote_path(self.location)
+            self.root = objectstore.local_home(self.location)
+        else:
+            self.root = base = Path(root).expanduser() if root is not None else default_root()
+            self.location = str(self.root)
+        self.tables_dir = base / "tables"
+        self.markers_dir = base / "markers"
         if create:
             self._ensure_schema_files()
-            # imported here: the catalog module builds on Store
-            from storage.catalog import ensure_catalog_file
+            if not self.remote:  # a catalog file for other DuckDB clients: over S3 they would need httpfs
+                # imported here: the catalog module builds on Store
+                from storage.catalog import ensure_catalog_file
 
-            ensure_catalog_file(self)
+                ensure_catalog_file(self)
+
+    def where(self) -> str:
+        """The store as a user names it: its folder (absolute), or its ``s3://`` location."""
+        return self.location if self.remote else str(self.root.absolute())
 
     # ------------------------------------------------------------ layout
     def table_dir(self, table: str) -> Path:
@@ -150,7 +185,7 @@ class Store:
             return
         from storage.locks import store_lock
 
-        with store_lock(self.root, "schema"):  # concurrent first runs: one writes, the others find them
+        with store_lock(self.location, "schema"):  # concurrent first runs: one writes, the others find them
             for name in self._stale_schema_files():
                 self._migrate(name)
 
@@ -168,9 +203,9 @@ class Store:
         model, schema = table_for(table), schema_of(table_for(table))
         for path in self.files(table):
             try:
-                if pq.read_schema(path).equals(schema, check_metadata=False):
+                if pq.read_schema(source(path)).equals(schema, check_metadata=False):
                     continue
-                records = from_rows(pq.read_table(path).to_pylist(), model)
+                records = from_rows(pq.read_table(source(path)).to_pylist(), model)
             except Exception as exc:
                 raise RuntimeError(f"{path}: cannot migrate it to the current {table} schema "
                                    f"({type(exc).__name__}: {str(exc)[:200]}); move the file away or "
@@ -182,7 +217,7 @@ class Store:
                 *(p for p in (base / SCHEMA_DIR).glob("*.parquet") if p != target)]
         for old in olds:  # first: the glob never matches two schema files
             old.unlink(missing_ok=True)
-        for folder in (OLD_SCHEMA_DIR, OLD_SCHEMA_DIR.parent, OLD_SCHEMA_DIR.parent.parent):
+        for folder in () if self.remote else (OLD_SCHEMA_DIR, OLD_SCHEMA_DIR.parent, OLD_SCHEMA_DIR.parent.parent):
             try:
                 (base / folder).rmdir()
             except OSError:  # absent, or holds something that is not ours
@@ -206,7 +241,8 @@ class Store:
         paths = []
         for (run_id, rnd), recs in sorted(groups.items()):
             part = self.partition_dir(model.table, run_id, rnd)
-            part.mkdir(parents=True, exist_ok=True)
+            if not self.remote:  # an object store has no folders
+                part.mkdir(parents=True, exist_ok=True)
             path = part / f"{chunk_id}.parquet"
             _atomic_write(redact_table(to_table(recs, model)), path)  # no key in any row (storage/redact.py)
             paths.append(path)
@@ -226,7 +262,9 @@ class Store:
 
         parts = [self.table_dir(name) / f"run_id={_check_id('run_id', run_id)}" for name in TABLES]
         for part in [self.markers_dir / f"run_id={run_id}", *parts]:  # markers first: never a marker without data
-            if part.exists():
+            if self.remote:
+                objectstore.remove_tree(part)
+            elif part.exists():
                 shutil.rmtree(part)
 
     # ------------------------------------------------------------ completion markers
@@ -249,7 +287,7 @@ class Store:
 
         path = self.marker_path(stage, run_id, round, chunk)
         files = describe(self, run_id, round, chunk, since_ns) if chunk else {}
-        write_text(path, json.dumps({"stage": stage, "run_id": run_id, "round": int(round), "chunk": chunk,
+        _write_text(path, json.dumps({"stage": stage, "run_id": run_id, "round": int(round), "chunk": chunk,
                                      **info, **({"files": files} if files else {})}, default=str) + "\n")
         return path
 
@@ -272,6 +310,10 @@ class Store:
         files = self.files(table, run_id, round)
         if not files:
             return pl.from_arrow(schema_of(model).empty_table())
+        if self.remote:  # each object in one GET (polars would read them through its own S3 client)
+            import pyarrow as pa
+
+            return pl.from_arrow(pa.concat_tables([_read(f) for f in files]))
         try:
             return pl.read_parquet(files, hive_partitioning=False)
         except (pl.exceptions.PolarsError, OSError):  # which file: each one read alone says
@@ -329,7 +371,7 @@ class Store:
         total = 0
         for f in self.files(table, run_id, round):
             try:
-                total += pq.read_metadata(f).num_rows
+                total += pq.read_metadata(source(f)).num_rows
             except (pa.ArrowException, OSError) as exc:
                 raise fault(f, exc) from None
         return total
@@ -338,4 +380,6 @@ class Store:
         """Run ids of the ``runs`` table, or (``any_table``) with a partition in any table (synthesis passes and
         test sets have no ``runs`` row)."""
         base, pattern = (self.tables_dir, f"*/{RUN_DIRS}") if any_table else (self.table_dir("runs"), RUN_DIRS)
+        if self.remote:  # a run is there while it has an object (a server may list emptied prefixes as folders)
+            return sorted({p.parent.parent.name.split("=", 1)[1] for p in base.glob(f"{pattern}/round=*/*.parquet")})
         return sorted({p.name.split("=", 1)[1] for p in base.glob(pattern) if p.is_dir()})

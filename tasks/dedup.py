@@ -174,7 +174,7 @@ def test_sets_checked(store: Store, domain: Domain, size: int, params: Params) -
         run_id = test_set_run_id(domain.name, n=size, kind=kind)
         ids.append(run_id)
         members = [c.task for c in test_cases(store, domain.name, n=size, kind=kind)]
-        with store_lock(store.root, f"dedup-{run_id}"):  # runs sharing the set: one checks it, the others read it
+        with store_lock(store.location, f"dedup-{run_id}"):  # runs sharing the set: one checks it, the others read it
             if _checked_with(store, run_id, 0, params.key()):
                 out = store.read_chunk(TABLE, run_id, 0, CHUNK)
             else:

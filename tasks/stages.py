@@ -79,7 +79,7 @@ class Ctx:
     @classmethod
     def for_run(cls, cfg: RunConfig, run_id: str, round: int) -> "Ctx":
         """A round of the run ``cfg`` (its LLM roles are those ``check_roles`` accepted before the run began)."""
-        return cls(Store(cfg.store_root()), run_id, round, cfg.seed, cfg.domain or default_domain(),
+        return cls(Store(cfg.store_location()), run_id, round, cfg.seed, cfg.domain or default_domain(),
                    llm_roles=llm_roles(cfg), prior=cfg.prior.suppress, prior_writes=cfg.prior.writes,
                    probe_size=cfg.probe_size, dedup=cfg.dedup)
 
@@ -129,7 +129,7 @@ class Ctx:
         self.store.mark_complete(stage, self.run_id, self.round, chunk, since_ns=since)
 
     def _key(self, stage: str, chunk: str) -> tuple:
-        return str(self.store.root), self.run_id, self.round, stage, chunk
+        return self.store.location, self.run_id, self.round, stage, chunk
 
     def read(self, table: str, chunk: str) -> list:
         return self.store.read_chunk(table, self.run_id, self.round, chunk)

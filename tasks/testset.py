@@ -102,7 +102,7 @@ def test_cases(store: Store, domain: str | None = None, n: int = DEFAULT_SIZE, s
         return []  # nothing to match: the uniform set is the domain's only test set
     run_id = test_set_run_id(domain, seed, n, kind, name)
     if not _built(store, run_id):
-        with store_lock(store.root, run_id):  # concurrent first runs: one builds it, the others wait ...
+        with store_lock(store.location, run_id):  # concurrent first runs: one builds it, the others wait ...
             if not _built(store, run_id):  # ... and find it built
                 if store.is_complete(TEST_SET_STAGE, run_id, 0):  # marked empty: its rows go, a fresh build follows
                     store.delete_run(run_id)

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from storage.config import ConfigError, load_config
@@ -117,3 +119,17 @@ def test_env_data_enters_a_run_id_and_the_stored_config_only_for_the_runs_own_do
     assert "env_data" not in plain.stored_json() and '"car_bench":"/data/c"' in own.stored_json()
     with pytest.raises(ConfigError, match="env_data"):
         load_config(write(tmp_path, "env_data: /data/c\n"))  # a mapping: domain -> folder
+
+
+def test_an_s3_store_root_keeps_its_name_and_has_a_local_folder(monkeypatch, tmp_path):
+    from flows.run_id import run_id_for
+    from storage.config import RunConfig
+
+    monkeypatch.setenv("EVOSYN_LOCAL_HOME", str(tmp_path / "local"))
+    cfg = RunConfig(store={"root": "s3://team-bucket/evosyn"})
+    assert cfg.store_location() == "s3://team-bucket/evosyn" and cfg.store_root() == tmp_path / "local"
+    monkeypatch.setenv("EVOSYN_HOME", "s3://team-bucket/other")
+    assert RunConfig().store_location() == "s3://team-bucket/other"
+    assert run_id_for(cfg) == run_id_for(RunConfig(store={"root": str(tmp_path)}))  # where it is stored: not its id
+    monkeypatch.setenv("EVOSYN_HOME", str(tmp_path / "h"))
+    assert RunConfig().store_root() == tmp_path / "h" == Path(RunConfig().store_location())
