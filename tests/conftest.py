@@ -6,7 +6,8 @@ import os
 import storage.offline  # noqa: F401
 import pytest
 
-pytest_plugins = ["tests.fakes.user_packs"]  # the user_registry fixture: a registry that scans a folder of packs
+# the user_registry fixture (a registry that scans a folder of packs); pg_server (a real PostgreSQL per session)
+pytest_plugins = ["tests.fakes.user_packs", "tests.postgres_server"]
 
 
 def pytest_report_header(config):
