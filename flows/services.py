@@ -261,7 +261,7 @@ def down(root: Path, say: Callable[[str], None] = print) -> list[int]:
     """Stop every recorded service (workers first); returns the PIDs still alive afterwards (none when clean)."""
     root = Path(root).resolve()
     state = load_state(root)
-    order = sorted(state, key=lambda n: next(i for i, p in enumerate(STOP_ORDER) if n.startswith(p)))
+    order = sorted(state, key=lambda n: next((i for i, p in enumerate(STOP_ORDER) if n.startswith(p)), 1))
     survivors: set[int] = set()
     for name in order:
         svc = state[name]
