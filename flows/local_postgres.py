@@ -125,9 +125,10 @@ def start(root: Path, log: Path, timeout: float = 120.0, durable: bool = True) -
     log.parent.mkdir(parents=True, exist_ok=True)
     init(root, log, durable)
     data, port = folder(root) / "data", free_port()
-    # the Unix socket goes into the cluster's own folder: /var/run/postgresql may not exist or be writable
+    # TCP on loopback only, no Unix socket: /var/run/postgresql may not be writable, and a socket in a deep store
+    # root would pass the 107-byte limit of a socket path
     cmd = [*_as_owner(), str(bindir() / "postgres"), "-D", str(data), "-p", str(port), "-c", f"listen_addresses={HOST}",
-           "-c", f"unix_socket_directories={data}", "-c", "max_connections=200",
+           "-c", "unix_socket_directories=", "-c", "max_connections=200",
            *[arg for k, v in ({} if durable else SCRATCH).items() for arg in ("-c", f"{k}={v}")]]
     proc = servers.start(cmd, log, die_with_parent=False)
     target = url(root, port)

@@ -70,3 +70,27 @@ def test_a_root_of_its_own_keeps_postgres_until_down(reachable_root):
     finally:
         assert down(root, say=lambda s: None) == []
     assert not [p for p in pids if alive(p)]
+
+
+def test_up_refuses_a_url_that_is_no_postgresql_one_naming_no_password(tmp_path):
+    from click.testing import CliRunner
+
+    from flows.cli import main
+
+    res = CliRunner().invoke(main, ["--home", str(tmp_path / "home"), "up", "--db",
+                                    "mysql://team:hunter2-hunter2@db:3306/evosyn"])
+    assert res.exit_code != 0 and "not a PostgreSQL URL" in res.output
+    assert "hunter2-hunter2" not in res.output and "team:***@db:3306" in res.output
+    assert not (tmp_path / "home" / "services.json").exists()
+
+
+def test_up_with_a_refused_login_starts_nothing(pg_server, tmp_path):
+    """A wrong password is one line, masked, before any server starts (nothing to stop, nothing recorded)."""
+    from flows.services import ServiceError, up
+    from tests.flows.test_e2e_ui import free_ports
+
+    wrong = pg_server.database().replace(pg_server.url.split(":")[2].split("@")[0], "wrong-password-42")
+    with pytest.raises(ServiceError, match="password authentication failed") as err:
+        up(tmp_path, tmp_path, *free_ports(2), db=wrong, say=lambda s: None)
+    assert "wrong-password-42" not in str(err.value)
+    assert load_state(tmp_path) == {} and not (tmp_path / "logs").exists()
