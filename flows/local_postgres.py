@@ -26,7 +26,16 @@ import tempfile
 from pathlib import Path
 
 from agents import servers
-from agents.servers import HOST, ServerExited, ServerNotReady, family, free_port, log_tail, signal_all, wait_gone
+from agents.servers import (
+    HOST,
+    ServerExited,
+    ServerNotReady,
+    family,
+    free_port,
+    log_tail,
+    signal_all,
+    wait_gone,
+)
 from storage import postgres, redact
 
 SUPERUSER = "evosyn"

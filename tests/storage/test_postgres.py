@@ -73,9 +73,9 @@ def test_the_advisory_lock_makes_a_second_holder_wait(pg_server):
         t.start()
         waiting.wait(10)
         time.sleep(0.5)
-        with pytest.raises(postgres.PostgresError, match="waited 0s for lock test-lock"):
-            with postgres.advisory_lock(url, "test-lock", timeout=0.2):
-                pass
+        with pytest.raises(postgres.PostgresError, match="waited 0s for lock test-lock"), \
+                postgres.advisory_lock(url, "test-lock", timeout=0.2):
+            pass
         with postgres.connect(url) as con:
             con.execute("SET statement_timeout = '20s'")
             con.execute("CREATE TABLE t (x int)")
