@@ -32,6 +32,7 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def test_three_stacks_start_at_once_on_one_postgresql_and_run_a_deployment(pg_server, tmp_path):
+    from agents.servers import stop as stop_process
     from flows.services import alive, family, load_state, port_free
 
     db = pg_server.database("stack")
@@ -79,8 +80,11 @@ def test_three_stacks_start_at_once_on_one_postgresql_and_run_a_deployment(pg_se
         everything = family(recorded) | recorded
         downs = [subprocess.run([sys.executable, "-m", "flows.cli", "down"], cwd=REPO, env=_env(h),
                                 capture_output=True, text=True, timeout=180, check=False) for h in homes]
+        survivors = [p for p in everything if alive(p)]
+        for pid in survivors:  # never left behind, also when the test failed above: killed, then reported
+            stop_process(pid, grace=5)
     assert all(d.returncode == 0 for d in downs), [d.stderr[-1000:] for d in downs]
-    assert everything and not [p for p in everything if alive(p)], "processes of ours survived `evosyn down`"
+    assert everything and not survivors, f"processes of ours survived `evosyn down`: {survivors}"
     assert all(port_free(p) for p in ports) and not any((h / "services.json").exists() for h in homes)
     # the password reached the servers through their environment only: no log, state or artifact holds it
     leaked = [p for h in homes for p in h.rglob("*") if p.is_file() and password.encode() in p.read_bytes()]
