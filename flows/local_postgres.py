@@ -66,6 +66,11 @@ def folder(root: Path) -> Path:
     return Path(root) / "postgres"
 
 
+def made(root: Path) -> bool:
+    """Whether ``root`` has a cluster of its own (made by an earlier `evosyn up --db local`)."""
+    return (folder(root) / "data" / "PG_VERSION").is_file()
+
+
 def _as_owner() -> list[str]:
     """The prefix that runs a command as the cluster's owner: nothing, or setpriv to ``postgres`` under root."""
     if os.geteuid() != 0:
@@ -102,7 +107,7 @@ SCRATCH = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off
 def init(root: Path, log: Path, durable: bool = True) -> None:
     """Create the cluster under ``<root>/postgres`` unless it is there (a half-made one is made again)."""
     home, data = folder(root), folder(root) / "data"
-    if (data / "PG_VERSION").is_file() and (home / "password").is_file():
+    if made(root) and (home / "password").is_file():
         return
     home.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(data, ignore_errors=True)  # an initdb cut off leaves a folder initdb refuses to reuse

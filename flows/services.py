@@ -160,15 +160,14 @@ def database(root: Path, db: str | None, state: dict[str, Service], timeout: flo
              say: Callable[[str], None]) -> str | None:
     """The PostgreSQL URL the servers use (None: sqlite files in the store root), with both databases made and
     MLflow's schema built; ``local`` starts this root's own server unless it runs (recorded in ``state``)."""
+    from flows import local_postgres
     from storage.mlflow_db import ensure_tracking_db
 
-    if db is None and "postgres" in state:  # a later `up` of a root whose stack runs on its own server
-        db = LOCAL_DB
+    if db is None and ("postgres" in state or local_postgres.made(root)):
+        db = LOCAL_DB  # a later `up` of a root whose tables live in its own cluster: never sqlite beside them
     if db is None:
         return None
     if db == LOCAL_DB:
-        from flows import local_postgres
-
         if "postgres" in state:
             url = local_postgres.url(root, int(state["postgres"].url.rsplit(":", 1)[1].split("/")[0]))
             say(f"postgres: already running (pid {state['postgres'].pid}) at {postgres.masked(url)}")

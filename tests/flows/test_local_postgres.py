@@ -60,10 +60,10 @@ def test_a_root_of_its_own_keeps_postgres_until_down(reachable_root):
     finally:
         assert down(root, say=lambda s: None) == []
     assert not [p for p in pids if alive(p)] and not family(pids)
-    # started again (a new port): the cluster and its data are the same
+    # a later `up` without --db starts the root's own cluster again (a new port), with its data, not sqlite
     state = {}
     try:
-        url = database(root, "local", state, 120, said.append)
+        url = database(root, None, state, 120, said.append)
         pids = family({state["postgres"].pid}) | {state["postgres"].pid}
         with postgres.connect(url) as con:
             assert con.execute("SELECT count(*) FROM kept").fetchone() == (0,)
