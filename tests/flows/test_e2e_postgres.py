@@ -42,9 +42,10 @@ def test_three_stacks_start_at_once_on_one_postgresql_and_run_a_deployment(pg_se
     urls = [(f"http://127.0.0.1:{ports[2 * i]}", f"http://127.0.0.1:{ports[2 * i + 1]}") for i in range(STACKS)]
 
     def up(i: int) -> str:
-        # the URL through EVOSYN_DB, as a team passes it (never on a command line `ps` shows)
+        # the URL through EVOSYN_DB, as a team passes it (never on a command line `ps` shows); a generous health
+        # timeout: the three take turns on the schema lock, beside the other xdist worker's tests
         return cli({**_env(homes[i]), "EVOSYN_DB": db}, "up", "--prefect-port", str(ports[2 * i]),
-                   "--mlflow-port", str(ports[2 * i + 1]), "--pool", "cpu", timeout=420)
+                   "--mlflow-port", str(ports[2 * i + 1]), "--pool", "cpu", "--timeout", "300", timeout=900)
 
     t0 = time.monotonic()
     try:
