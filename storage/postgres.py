@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from storage import redact
 
@@ -28,8 +28,6 @@ SCHEMES = ("postgresql", "postgres")
 PREFECT_DRIVER, MLFLOW_DRIVER = "asyncpg", "psycopg"
 MLFLOW_SUFFIX = "_mlflow"
 EXTRA = "pip install 'evosyn[postgres]'"
-
-
 NO_DATABASE = "3D000"  # SQLSTATE invalid_catalog_name: the database does not exist
 
 
@@ -70,8 +68,9 @@ def masked(url: str) -> str:
 
 def register_password(url: str | None) -> None:
     """Redact the password of ``url`` from everything this process writes from now on."""
-    if url and is_postgres(url):
-        redact.register(urlsplit(url).password)
+    if url and is_postgres(url) and urlsplit(url).password:
+        password = urlsplit(url).password
+        redact.register(password, unquote(password))  # as written in the URL, and as the server sees it
 
 
 def database(url: str) -> str:

@@ -30,6 +30,8 @@ def test_the_password_is_masked_and_registered_for_redaction():
     assert postgres.masked("postgresql://team@h:1/d") == "postgresql://team@h:1/d"
     postgres.check(URL)
     assert "Pa55-word-xyz" not in redact.redact(f"connecting to {postgres.prefect_url(URL)}")
+    postgres.register_password("postgresql://team:p%40ss%2Fword-2@h:1/d")  # URL-encoded: both forms are masked
+    assert redact.redact("p%40ss%2Fword-2 p@ss/word-2") == "*** ***"
 
 
 @pytest.mark.parametrize("bad", ["sqlite:///x.db", "postgresql://u:p@/db", "postgresql://u:p@h:1/",
