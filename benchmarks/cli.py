@@ -14,6 +14,7 @@ from benchmarks.cli_llm import bench_llm
 from benchmarks.cli_query import bench_query
 from benchmarks.cli_results import bench_results
 from benchmarks.cli_run import bench_run
+from benchmarks.cli_sweep import bench_sweep
 from benchmarks.cli_stages import (
     bench_learner,
     bench_synth,
@@ -33,5 +34,5 @@ def bench(ctx: click.Context, note: str | None) -> None:
 
 
 for command in (bench_discovery, bench_faults, bench_learner, bench_learning, bench_llm, bench_query, bench_results,
-                bench_run, bench_synth, bench_testsets, bench_verify):
+                bench_run, bench_sweep, bench_synth, bench_testsets, bench_verify):
     bench.add_command(command)

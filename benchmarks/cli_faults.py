@@ -22,7 +22,7 @@ AREAS = ("kill", "fuzz", "llm", "concurrent", "init", "random", "damage", "hosti
 @click.option("--output", type=click.Path(dir_okay=False), default=None)
 def bench_faults(only: tuple[str, ...], fuzz_replies: int, trials: int, workdir: str | None,
                  output: str | None) -> None:
-    """Every fault row of issue 15 (crash safety, determinism, fail-loud); exit 1 if a row fails."""
+    """Kill and resume, fuzzed and hostile replies, damaged stores, key leaks; exit 1 if a row fails."""
     from pathlib import Path
 
     from benchmarks.common import write_json

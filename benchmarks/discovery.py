@@ -1,4 +1,4 @@
-"""`evosyn bench discovery`: planted-gap recovery, the adopted-factor recovery of App. B.6 (issue 13, item 4).
+"""`evosyn bench discovery`: planted-gap recovery, the adopted-factor recovery of App. B.6.
 
 A planted gap is a prior of the embedded generator (``RunConfig.prior.suppress``) that keeps plans in one
 bucket of one controllable property only with probability ``keep`` while the space does not select that

@@ -1,4 +1,4 @@
-"""`evosyn bench faults`: the crash, resume and fail-loud guarantees of issue 15, measured end to end.
+"""`evosyn bench faults`: the crash, resume and fail-loud guarantees, measured end to end.
 
 Every check runs the real CLI as a subprocess on its own store root (real
 Prefect, Parquet, DuckDB, MLflow), the way a user or a hostile environment

@@ -1,4 +1,4 @@
-"""`evosyn bench faults`, the store's and the client's rows (issue 44): a store that heals, a client that bounds.
+"""`evosyn bench faults`, the store's and the client's rows: a store that heals, a client that bounds.
 
 - **init**: a kill inside each first-time initialisation (MLflow's database at several delays, the DuckDB
   catalog) and a full disk while MLflow builds its database; the rerun is row-identical on every table;

@@ -1,4 +1,4 @@
-"""`evosyn bench learning`: arms x seeds of the closed loop on one store, with intervals (issue 13, item 6).
+"""`evosyn bench learning`: arms x seeds of the closed loop on one store, with intervals.
 
 Each (arm, seed) is a normal run (`evosyn run`, in parallel subprocesses, ``jobs`` at a time) of the same
 config but its arm and seed, with the stop rule off (``stop_after_static_rounds: 0``), so every arm runs the

@@ -153,6 +153,12 @@ def discovery(p: dict) -> list[str]:
                                                for r in p["rows"]])
 
 
+def sweep(p: dict) -> list[str]:
+    from benchmarks.sweep import HEADERS, rows, summary
+
+    return [summary(p), "", *table(HEADERS, rows(p))]
+
+
 def scalars(p: dict) -> list[str]:
     """The JSON's top-level numbers, flags and words: for a benchmark whose figures have no table here yet."""
     skip = {"benchmark", "machine", "invocation"}
@@ -195,6 +201,10 @@ SECTIONS = [
             "with two-level bootstrap intervals and paired differences against evosyn.",
             "evosyn bench learning --seeds 0-4", "bootstrap confidence intervals over seeds and "
             "tasks (mean [lo, hi]), and the per-seed values", learning),
+    Section("sweep", "Sweeps over workers", "A small sweep (domains x arms x seeds) run by `evosyn sweep` in one "
+            "process, then by `evosyn sweep --submit deployment` on Prefect process workers sharing one store: wall "
+            "and CPU of each, the speed-up, and whether both stores hold the same rows.",
+            "evosyn bench sweep", "one sweep each way, no repetition: no spread", sweep),
     Section("discovery", "Planted-gap recovery", "Per planted gap, in how many seeds the evosyn arm and the "
             "no_feedback control promote the planted property to a factor (App. B.6).",
             "evosyn bench discovery --seeds 0-2", "counts over the seeds", discovery),

@@ -70,7 +70,18 @@ def _config(ctx, config_file, **overrides):
         except ConfigError as exc:
             raise UserError(str(exc)) from None
     check_learner(cfg)
+    check_runner(cfg)
     return cfg
+
+
+def check_runner(cfg) -> None:
+    """``task_runner: dask``: prefect-dask installed, before any work."""
+    from flows.task_runners import TaskRunnerMissing, check_task_runner
+
+    try:
+        check_task_runner(cfg)
+    except TaskRunnerMissing as exc:
+        raise UserError(str(exc)) from None
 
 
 def check_learner(cfg) -> None:
@@ -241,11 +252,19 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
 
 @main.command()
 @click.option("--config", "config_file", type=PATH, required=True,
-              help="YAML with a base run config plus `sweep: {domains, arms, seeds}`.")
+              help="YAML with a base run config plus `sweep: {domains, arms, seeds}` (and optionally submit, "
+                   "deployment).")
+@click.option("--submit", type=click.Choice(["inline", "deployment"]), default=None,
+              help="inline: every run a subflow of this process (the default); deployment: every run a flow run "
+                   "of the evosyn-run deployment, taken by its work pool's workers (`evosyn up`, `evosyn deploy`).")
+@click.option("--deployment", default=None, help="The deployment of --submit deployment "
+                                                 "(default: evosyn-run/evosyn-run).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None,
+              help="With --submit deployment: stop waiting after this many seconds (the flow runs go on).")
 @QUIET
 @click.pass_context
-def sweep(ctx, config_file, quiet) -> None:
-    """Domains x arms x seeds as subflows."""
+def sweep(ctx, config_file, submit, deployment, timeout, quiet) -> None:
+    """Domains x arms x seeds as subflows, or as flow runs on Prefect workers (--submit deployment)."""
     from flows.inputs import check_store_root
     from storage.config import ConfigError
 
@@ -259,8 +278,14 @@ def sweep(ctx, config_file, quiet) -> None:
 
     grid["domains"] = [check_domain(d, "sweep.domains", generator=True, run=True) for d in grid["domains"]]
     check_learner(base)
+    check_runner(base)
     check_store_root(base.store_root())
-    prefect_api(base.store_root(), meanwhile=_import_run_flow)
+    grid["submit"] = submit or grid.get("submit", "inline")
+    grid["deployment"] = deployment or grid.get("deployment") or "evosyn-run/evosyn-run"
+    api = prefect_api(base.store_root(), meanwhile=_import_run_flow)
+    if grid["submit"] == "deployment":
+        ctx.invoke(compare, run_ids=_sweep_on_workers(base, grid, api, timeout, quiet), output=None)
+        return
     from flows.progress import renderer
     from flows.sweep import sweep_flow
 
@@ -269,6 +294,31 @@ def sweep(ctx, config_file, quiet) -> None:
     for summary in results:
         print_summary(summary)
     ctx.invoke(compare, run_ids=tuple(s.run_id for s in results), output=None)
+
+
+def _sweep_on_workers(base, grid: dict, api: str, timeout: float | None, quiet: bool) -> tuple[str, ...]:
+    """`evosyn sweep --submit deployment`: submit, wait, print each cell's flow run; the run ids to compare."""
+    from flows.cli_services import pools_without_worker, worker_hint
+    from flows.progress import renderer
+    from flows.sweep import sweep_flow
+    from flows.sweep_workers import SweepError, check_deployment, failed_line
+
+    try:
+        pool = check_deployment(grid["deployment"])
+    except SweepError as exc:
+        raise UserError(str(exc)) from None
+    for name, why in pools_without_worker(api, (pool,) if pool else ()).items():
+        click.echo(worker_hint(name, why, api), err=True)  # the runs wait for one: said, not refused
+    try:
+        with reported_in_one_line(), renderer(quiet, with_run=True) as show:
+            cells = sweep_flow(base, **grid, progress=show, timeout=timeout)
+    except SweepError as exc:
+        raise RunFailed(str(exc)) from None
+    print_table(f"sweep on {grid['deployment']}", ["run", "flow run", "state"],
+                [[c.run_id, c.flow_run_name or "-", c.state.lower()] for c in cells])
+    if (line := failed_line(cells)) is not None:
+        raise RunFailed(line)
+    return tuple(c.run_id for c in cells)
 
 
 @main.command()

@@ -25,6 +25,7 @@ from prefect.utilities.annotations import opaque, quote
 
 from agents.designer import Steering
 from flows.artifacts import publish_round
+from flows.task_runners import THREAD_WORKERS
 from flows.train import train_via_deployment
 from storage.config import RunConfig
 from storage.records import Direction, Evaluation, Feedback, Reflection, SynthesisSpace
@@ -87,7 +88,8 @@ def round_metrics_of(ctx: Ctx, res: RoundResult) -> dict[str, float]:
     return m
 
 
-@flow(name="evosyn-round", task_runner=ThreadPoolTaskRunner(max_workers=2))
+# the run picks the runner per round from its config (flows/task_runners.py: `round_flow.with_options`)
+@flow(name="evosyn-round", task_runner=ThreadPoolTaskRunner(max_workers=THREAD_WORKERS))
 def round_flow(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steering: Steering,
                previous: Feedback | None = None) -> RoundResult:
     """Round ``round`` of run ``run_id`` under ``cfg`` (its LLM roles already checked by ``check_roles``)."""
@@ -114,16 +116,22 @@ def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steer
     # they go in `quote`d; a chunk's result goes `opaque` (awaited and drawn as the upstream run, but not
     # walked: 50 tasks or trajectories each)
     c, sp = quote(ctx), quote(space)
+    # the chunk tasks go to the run's task runner; prefect-dask cannot carry these annotations (a tuple to Dask's
+    # graph, so the task would get a tuple: prefect-dask issue 43), so on Dask they get their arguments bare
+    bare = cfg.task_runner == "dask"
+    mc, msp = (ctx, space) if bare else (c, sp)
+    wrap = (lambda x: x) if bare else quote  # noqa: E731
+    done = (lambda f: f) if bare else opaque  # noqa: E731
     with timing.span("task", "design", round):
         directions = design_task(c, sp, quote(steering), cfg.budget, cfg.arm)
     with timing.span("task", "plan", round):
         blueprints = plan_task(c, sp, directions)  # a task's output: walked, so the UI draws design -> plan
     parts = stages.chunks(blueprints, cfg.chunk_size)
     with timing.span("task", "generate+rollout+verify", round):  # mapped chunks: the three stages overlap
-        generated = generate_task.map(unmapped(c), unmapped(sp), [quote(part) for part in parts])
+        generated = generate_task.map(unmapped(mc), unmapped(msp), [wrap(part) for part in parts])
         names = [stages.chunk_name("chunk", part) for part in parts]
-        rolled = rollout_task.map(unmapped(c), [opaque(f) for f in generated], names)
-        verified = verify_task.map(unmapped(c), [opaque(f) for f in generated], [opaque(f) for f in rolled], names)
+        rolled = rollout_task.map(unmapped(mc), [done(f) for f in generated], names)
+        verified = verify_task.map(unmapped(mc), [done(f) for f in generated], [done(f) for f in rolled], names)
         examples = [e for f in verified for e in f.result()[1]]
     with timing.span("task", "dedup", round):  # after every verify chunk: it reads their examples from the store
         counts, set_counts = dedup_task(c, cfg.test_size)

@@ -27,6 +27,7 @@ from envs.properties import check_prior
 from flows.artifacts import publish_summary
 from flows.round import round_flow
 from flows.run_id import RunBusy, run_id_for, run_lock  # noqa: F401 (RunBusy, run_id_for: their home before)
+from flows.task_runners import check_task_runner, task_runner_for
 from storage import atomic
 from storage.config import RunConfig
 from storage.records import Run
@@ -168,6 +169,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
         from agents.learners.llamafactory import check_learner
 
         check_learner(cfg.llamafactory, cfg.train_deployment)  # its CLI, and a GPU where the recipe needs one
+    check_task_runner(cfg)  # prefect-dask installed, before any work
     store = Store(cfg.store_root())
     run_id = run_id or run_id_for(cfg)
     run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,
@@ -190,7 +192,8 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     for r in range(1, cfg.rounds + 1):
         say(f"round {r}/{cfg.rounds}: design, plan, generate, rollout, verify, dedup, train, evaluate, reflect")
         with timing.span("flow", "round", r):
-            res = round_flow(cfg, run_id, r, space, steering, previous)
+            res = round_flow.with_options(task_runner=task_runner_for(cfg))(cfg, run_id, r, space, steering,
+                                                                            previous)
         child = tracker.start_round(parent, run_id, r)
         metrics = res.metrics
         if not tracker.is_logged(child):  # a resume logs only the rounds (or their parts) not logged yet

@@ -7,7 +7,7 @@ import hashlib
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from storage.config import RoleConfig, RunConfig
+from storage.config import EXECUTION_FIELDS, RoleConfig, RunConfig
 from storage.locks import StoreLockTimeout, store_lock
 
 NEWER_ROLE_FIELDS = ("max_reply_bytes", "on_invalid")
@@ -20,7 +20,8 @@ class RunBusy(RuntimeError):
 def run_id_for(cfg: RunConfig) -> str:
     # where it trains and what it also measures (official_eval) change no row the run synthesizes or learns;
     # the llamafactory section only matters to a run that uses it (ids of embedded runs stay as they were)
-    exclude: dict = {k: True for k in ("store", "train_deployment", "official_eval")}
+    # nor does how its rounds fan out (task_runner, dask_address)
+    exclude: dict = {k: True for k in ("store", "train_deployment", "official_eval", *EXECUTION_FIELDS)}
     if cfg.learner == "embedded":
         exclude["llamafactory"] = True
     if cfg.prior.is_default():  # the default prior: ids of runs without a planted gap stay as they were

@@ -187,6 +187,10 @@ class DedupConfig(_Strict):
         return self == DedupConfig()
 
 
+# how a run executes, not what it computes: left out of its stored config and its id (flows/run_id.py)
+EXECUTION_FIELDS = ("task_runner", "dask_address")
+
+
 class RunConfig(_Strict):
     # a domain pack's name; "" is the default pack. Storage cannot see the packs: flows/inputs.py
     # checks the name (a known domain with an environment) and fills the default before any work
@@ -208,6 +212,11 @@ class RunConfig(_Strict):
     # round) that a Reflector with learner evidence also reads its probes on; 0: the diagnostic set only
     probe_size: int = Field(default=0, ge=0, le=10_000)  # as test_size: built every round
     concurrency: int = Field(default=2, ge=1, le=256)  # worker threads: past a few hundred they only take turns
+    # where a round's chunk tasks (generate, rollout, verify) run: "thread" (threads of the run's process) or
+    # "dask" (prefect-dask: a LocalCluster of `concurrency` worker processes, or the scheduler at dask_address);
+    # how a round fans out changes no row, so neither is in the run id nor in the stored config
+    task_runner: Literal["thread", "dask"] = "thread"
+    dask_address: str | None = Field(default=None, pattern=r"^[a-z]+://\S+$")  # e.g. tcp://scheduler:8786
     # a reflecting arm stops after this many consecutive rounds without a space update (App. B.1: 2);
     # 0 never stops early: every arm runs `rounds` rounds and `rounds x budget` blueprints (`bench learning`)
     stop_after_static_rounds: int = Field(default=2, ge=0, le=50)  # at most `rounds`, which is at most 50
@@ -226,6 +235,12 @@ class RunConfig(_Strict):
     roles: dict[Literal[ROLES], RoleConfig] = Field(default_factory=dict)  # type: ignore[valid-type]
 
     @model_validator(mode="after")
+    def _address_needs_dask(self) -> "RunConfig":
+        if self.dask_address and self.task_runner != "dask":
+            raise ValueError("dask_address: only with task_runner: dask")
+        return self
+
+    @model_validator(mode="after")
     def _probes_need_the_embedded_learner(self) -> "RunConfig":
         if self.probe_size and self.learner != "embedded":
             raise ValueError("probe_size: only with learner: embedded for now (set probe_size: 0)")
@@ -241,7 +256,8 @@ class RunConfig(_Strict):
     def stored_json(self) -> str:
         """The config as a run's row stores it: a default ``dedup`` section is left out, so the rows of runs
         that keep the default are the ones they were before the section existed."""
-        return self.model_dump_json(exclude={"dedup"} if self.dedup.is_default() else None)
+        exclude = set(EXECUTION_FIELDS) | ({"dedup"} if self.dedup.is_default() else set())
+        return self.model_dump_json(exclude=exclude)
 
     def store_root(self) -> Path:
         root = self.store.root or os.environ.get("EVOSYN_HOME") or ".evosyn"

@@ -89,6 +89,11 @@ class Ctx:
         ``pack``), never the name to look up again."""
         return get_domain(self.domain)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a process task runner (`task_runner: dask`) pickles the context into its workers: the resolved
+        # environment holds weak references, so it stays behind and is resolved again there from ``domain``
+        return {k: v for k, v in self.__dict__.items() if k != "env"}
+
     @property
     def pack(self) -> DomainPack:
         return self.env.pack

@@ -112,10 +112,12 @@ def _damage(path, how):
         path.write_bytes(bytes(data))
 
 
-def test_a_deleted_truncated_and_corrupted_chunk_in_three_tables_is_named_then_rebuilt(tmp_path, clean):
+@pytest.mark.parametrize("rebuild", ["resume", "repair"])
+def test_a_deleted_truncated_and_corrupted_chunk_in_three_tables_is_named_then_rebuilt(tmp_path, clean, rebuild):
     """A finished run; in each of tasks, trajectories and verdicts one chunk file deleted, one truncated, one
-    corrupted: `store check` names the nine in one line each, `--resume` rebuilds them row-identically and the
-    run stays finished; then `store check` is clean."""
+    corrupted: `store check` names the nine in one line each; `run --resume`, or `store check --repair` (which
+    resumes the run itself), rebuilds them row-identically and the run stays finished; then `store check` is
+    clean."""
     import shutil
 
     cfg, (run_id, _) = clean
@@ -135,7 +137,11 @@ def test_a_deleted_truncated_and_corrupted_chunk_in_three_tables_is_named_then_r
     assert p.returncode == 1 and "Traceback" not in p.stderr
     named = [ln for ln in p.stdout.splitlines() if ln.strip()]
     assert len(named) == 9 and all(any(str(d) in ln for ln in named) for d in damaged)
-    run(home, "run", "--resume", run_id)
+    if rebuild == "resume":
+        run(home, "run", "--resume", run_id)
+    else:
+        out, _ = run(home, "store", "check", "--repair")
+        assert f"resuming {run_id}" in out and "repaired: 9 problem(s)" in out, out
     got_id, got = digests(home)
     assert [t for t in TABLES if got[t] != want[t]] == []
     assert Store(home, create=False).read_records("runs", run_id=run_id)[0].status == "finished"

@@ -101,3 +101,28 @@ def test_the_shipped_configs_store_where_home_or_evosyn_home_points(tmp_path, mo
     base, _ = S.load_sweep(str(configs / "sweep.yaml"), str(tmp_path / "cli-home"))
     assert Path(base.store_root()) == tmp_path / "cli-home"
     assert Path(load_config(str(configs / "run.yaml")).store_root()) == tmp_path / "env-home"
+
+
+def test_submit_and_deployment_are_sweep_options(registry, tmp_path):
+    _, grid = S.load_sweep(write(tmp_path, "  domains: [airline]\n  submit: deployment\n"
+                                           "  deployment: evosyn-run/on-k8s\n"), None)
+    assert grid == {"domains": ["airline"], "arms": ["evosyn"], "seeds": [0], "submit": "deployment",
+                    "deployment": "evosyn-run/on-k8s"}
+    with pytest.raises(ConfigError, match=r"sweep\.submit': one of inline, deployment"):
+        S.load_sweep(write(tmp_path, "  submit: dask\n"), None)
+    with pytest.raises(ConfigError, match=r"sweep\.deployment': a 'flow/deployment' name"):
+        S.load_sweep(write(tmp_path, "  deployment: evosyn-run\n"), None)
+
+
+def test_submit_deployment_hands_every_cell_to_the_workers(registry, monkeypatch):
+    handed = {}
+    monkeypatch.setattr(S, "submit_cells", lambda cfgs, deployment, say: handed.update(cfgs=cfgs, dep=deployment)
+                        or ["cells"])
+    monkeypatch.setattr(S, "wait_cells", lambda cells, timeout, say: handed.update(timeout=timeout) or cells)
+    monkeypatch.setattr(S, "crash_superseded", lambda cells, say: handed.update(checked=cells))
+    monkeypatch.setattr(S, "evosyn_run", lambda *a, **k: pytest.fail("a cell ran in the sweep's process"))
+    out = S.sweep_flow.fn(RunConfig(rounds=1), domains=["telecom"], arms=["evosyn", "static"], seeds=[1],
+                          submit="deployment", deployment="evosyn-run/x", timeout=30.0)
+    assert out == ["cells"] and handed["dep"] == "evosyn-run/x" and handed["timeout"] == 30.0
+    assert handed["checked"] == ["cells"]  # the finished cells' stale flow runs are looked for
+    assert [(c.domain, c.arm, c.seed) for c in handed["cfgs"]] == [("telecom", "evosyn", 1), ("telecom", "static", 1)]

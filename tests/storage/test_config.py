@@ -98,8 +98,9 @@ def test_initial_factors_enter_a_run_id_only_when_set(tmp_path):
 def _digest(cfg, exclude, keep_initial=False):
     import hashlib
 
-    # a dedup section that only flags is no part of an id (tests/tasks/test_dedup.py)
+    # a dedup section that only flags is no part of an id (tests/tasks/test_dedup.py), nor is how a round fans out
     dump = cfg.model_dump_json(exclude={"store": True, "train_deployment": True, "official_eval": True,
+                                        "task_runner": True, "dask_address": True,
                                         "llamafactory": True, **({} if keep_initial else {"initial_factors": True}),
                                         "dedup": True, **exclude})
     return hashlib.sha256(dump.encode()).hexdigest()[:6]
