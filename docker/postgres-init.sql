@@ -1,2 +1,3 @@
--- One Postgres for both servers: Prefect uses the `prefect` database (POSTGRES_DB), MLflow this one.
-CREATE DATABASE mlflow;
+-- One Postgres for both servers: Prefect uses the `evosyn` database (POSTGRES_DB), MLflow this one
+-- (the names `evosyn up --db postgresql://…/evosyn` uses: storage/postgres.py).
+CREATE DATABASE evosyn_mlflow;

@@ -56,9 +56,13 @@ def project_dir(explicit: str | None = None) -> Path:
               help="Start a process worker for this work pool (repeatable, e.g. --pool cpu --pool gpu).")
 @click.option("--project-dir", "project", default=None, help="Checkout the workers load the flows from.")
 @click.option("--timeout", type=float, default=180.0, show_default=True, help="Seconds to wait for health.")
+@click.option("--db", default=None, envvar="EVOSYN_DB", metavar="URL|local",
+              help="Keep Prefect's and MLflow's tables in PostgreSQL: postgresql://user:password@host:port/name "
+                   "(MLflow uses name_mlflow on the same server), or `local` for a server of this store root "
+                   "(needs the postgres extra; default: sqlite files in the store root).")
 @click.pass_context
 def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project: str | None,
-       timeout: float) -> None:
+       timeout: float, db: str | None) -> None:
     """Start a Prefect server, an MLflow server (UI) and process workers; a second `up` starts nothing new."""
     from flows.services import ServiceError
     from flows.services import up as start
@@ -69,16 +73,29 @@ def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project
     from flows.inputs import check_store_root, store_root
 
     check_store_root(store_root(ctx.obj.get("home")))  # as given: resolving would follow a broken symlink
+    from storage import postgres
+
     root = _root(ctx)
     recorded_state(root)
+    if db and db != "local":
+        try:
+            postgres.check(db)
+        except postgres.PostgresError as exc:
+            raise UserError(f"--db {exc}") from None
     try:
         state = start(root, project_dir(project), prefect_port, mlflow_port, pools,
-                      timeout, say=lambda s: click.echo(s, err=True))
+                      timeout, say=lambda s: click.echo(s, err=True), db=db)
     except ServiceError as exc:
         raise UserError(f"{exc} (stop what started with `evosyn down`)") from None
+    on_pg = bool(db) or "postgres" in state
     click.echo(f"Prefect UI   {state['prefect'].url}")
     click.echo(f"MLflow UI    {state['mlflow'].url}")
-    click.echo(f"  rounds     {state['mlflow'].url}/{_rounds_view(root)}  (round metrics as columns)")
+    # on PostgreSQL the runs log through the MLflow server (the sqlite file in the root is not what it serves)
+    tracking = state["mlflow"].url if on_pg else None
+    click.echo(f"  rounds     {state['mlflow'].url}/{_rounds_view(root, tracking)}  (round metrics as columns)")
+    if on_pg:
+        click.echo(f"database     PostgreSQL{' ' + state['postgres'].url if 'postgres' in state else ''} "
+                   f"(runs started here: export MLFLOW_TRACKING_URI={state['mlflow'].url})")
     click.echo(f"store root   {root}  (PIDs in {root / 'services.json'})")
     api = f"{state['prefect'].url}/api"
     # a pool this `up` started no worker for may have one from elsewhere: ask the server
@@ -87,11 +104,11 @@ def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project
     click.echo(f"next: export PREFECT_API_URL={state['prefect'].url}/api && evosyn deploy")
 
 
-def _rounds_view(root: Path) -> str:
+def _rounds_view(root: Path, tracking_uri: str | None = None) -> str:
     """The UI path of the experiment's rounds table (creating the experiment in the store the server serves)."""
     from storage.tracking import Tracker, default_tracking_uri, rounds_view_path
 
-    return rounds_view_path(Tracker(root, default_tracking_uri(root)).experiment_id)
+    return rounds_view_path(Tracker(root, tracking_uri or default_tracking_uri(root)).experiment_id)
 
 
 @main.command()

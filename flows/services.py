@@ -6,9 +6,17 @@ reaches every process it spawned: uvicorn children, flow-run subprocesses); the 
 sqlite store the runs write to (``<root>/mlflow.db``, artifacts under
 ``<root>/mlartifacts``), so the UI shows every run, whether it was started by
 `evosyn run` or by a worker.
+
+With ``db`` (`evosyn up --db`) both servers keep their tables in PostgreSQL instead (storage/postgres.py:
+Prefect in the named database, MLflow in ``<name>_mlflow``), a server of the user's or one this root manages
+(``--db local``: flows/local_postgres.py, recorded as the service ``postgres`` and stopped last). The URL
+reaches each server through its environment, never its command line (which `ps` shows), and every message
+and record shows it masked. The workers then log to MLflow through the MLflow server. Starts against one
+database from several roots or machines take turns on PostgreSQL advisory locks while the schemas are built.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -22,11 +30,14 @@ from pathlib import Path
 from agents import servers
 from agents.servers import (HOST, ServerExited, ServerNotReady, alive, family, http_ok, log_tail, port_free,
                             signal_all, wait_gone, wait_ready)
-from storage import atomic
+from storage import atomic, postgres
 from storage.atomic import read_or_none
 from storage.tracking import default_tracking_uri
 
 STATE_FILE = "services.json"
+LOCAL_DB = "local"  # `--db local`: a PostgreSQL server of this store root
+PREFECT_SCHEMA_LOCK = "evosyn-prefect-schema"  # Prefect migrates its database when its server starts
+STOP_ORDER = ("worker-", "mlflow", "prefect", "postgres")  # clients before the servers they use
 
 
 class ServiceError(RuntimeError):
@@ -70,6 +81,10 @@ def stop(service: Service, grace: float = 15.0) -> set[int]:
     """Stop a service and everything it spawned; returns the PIDs that survived (none when clean)."""
     if not family({service.pid}):
         return set()
+    if service.name == "postgres":
+        from flows import local_postgres
+
+        return local_postgres.stop(service.pid, grace=grace * 2)
     if service.name.startswith("worker-"):
         # a Prefect worker finishes its current poll on the first signal and exits on the second
         signal_all({service.pid}, signal.SIGINT)
@@ -121,14 +136,59 @@ def _spawn(name: str, cmd: list[str], env: dict[str, str], root: Path, url: str)
     return Service(name, proc.pid, url, str(log))
 
 
-def commands(root: Path, prefect_port: int, mlflow_port: int) -> dict[str, list[str]]:
+def commands(root: Path, prefect_port: int, mlflow_port: int, db: str | None = None) -> dict[str, list[str]]:
+    """The servers' command lines; with a PostgreSQL ``db`` its URL goes in their environment (server_env)."""
     art = str((root / "mlartifacts").resolve())
+    store = [] if db else ["--backend-store-uri", default_tracking_uri(root)]
     return {
         "prefect": [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(prefect_port)],
         "mlflow": [sys.executable, "-m", "mlflow", "server", "--host", HOST, "--port", str(mlflow_port),
-                   "--workers", "1", "--backend-store-uri", default_tracking_uri(root),
-                   "--default-artifact-root", art, "--artifacts-destination", art],
+                   "--workers", "1", *store, "--default-artifact-root", art, "--artifacts-destination", art],
     }
+
+
+def server_env(name: str, env: dict[str, str], db: str | None) -> dict[str, str]:
+    """A server's environment: with a PostgreSQL ``db``, where it keeps its tables."""
+    if not db:
+        return env
+    if name == "prefect":
+        return {**env, "PREFECT_SERVER_DATABASE_CONNECTION_URL": postgres.prefect_url(db)}
+    return {**env, "MLFLOW_BACKEND_STORE_URI": postgres.mlflow_url(db)}
+
+
+def database(root: Path, db: str | None, state: dict[str, Service], timeout: float,
+             say: Callable[[str], None]) -> str | None:
+    """The PostgreSQL URL the servers use (None: sqlite files in the store root), with both databases made and
+    MLflow's schema built; ``local`` starts this root's own server unless it runs (recorded in ``state``)."""
+    from flows import local_postgres
+    from storage.mlflow_db import ensure_tracking_db
+
+    if db is None and ("postgres" in state or local_postgres.made(root)):
+        db = LOCAL_DB  # a later `up` of a root whose tables live in its own cluster: never sqlite beside them
+    if db is None:
+        return None
+    if db == LOCAL_DB:
+        if "postgres" in state:
+            url = local_postgres.url(root, int(state["postgres"].url.rsplit(":", 1)[1].split("/")[0]))
+            say(f"postgres: already running (pid {state['postgres'].pid}) at {postgres.masked(url)}")
+        else:
+            log = root / "logs" / "postgres.log"
+            try:
+                pid, port = local_postgres.start(root, log, timeout)
+            except local_postgres.LocalPostgresError as exc:
+                raise ServiceError(str(exc)) from None
+            url = local_postgres.url(root, port)
+            state["postgres"] = Service("postgres", pid, postgres.masked(url), str(log))
+            save_state(root, state)
+            say(f"postgres: started (pid {pid}) at {postgres.masked(url)}")
+    else:
+        url = db
+    try:
+        postgres.ensure_database(postgres.check(url))
+        ensure_tracking_db(postgres.mlflow_url(url))  # created and built once, under an advisory lock
+    except postgres.PostgresError as exc:
+        raise ServiceError(f"database: {exc}") from None
+    return url
 
 
 def worker_command(pool: str, name: str) -> list[str]:
@@ -138,8 +198,11 @@ def worker_command(pool: str, name: str) -> list[str]:
 
 def up(root: Path, project_dir: Path, prefect_port: int = 4200, mlflow_port: int = 5000,
        pools: tuple[str, ...] = ("cpu",), timeout: float = 180.0,
-       say: Callable[[str], None] = print) -> dict[str, Service]:
-    """Start what is not running yet (idempotent) and wait until every service is healthy."""
+       say: Callable[[str], None] = print, db: str | None = None) -> dict[str, Service]:
+    """Start what is not running yet (idempotent) and wait until every service is healthy.
+
+    ``db``: None (sqlite files in the store root), ``"local"`` (a PostgreSQL server of this root) or a
+    ``postgresql://`` URL."""
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     state = {k: s for k, s in load_state(root).items() if alive(s.pid)}
@@ -148,21 +211,32 @@ def up(root: Path, project_dir: Path, prefect_port: int = 4200, mlflow_port: int
     api = f"http://{HOST}:{prefect_port}/api"
     env = service_env(root, api, project_dir)
     want = {"prefect": f"http://{HOST}:{prefect_port}", "mlflow": f"http://{HOST}:{mlflow_port}"}
-    started: list[str] = []
-    for name, cmd in commands(root, prefect_port, mlflow_port).items():
-        if name in state:
-            say(f"{name}: already running (pid {state[name].pid}) at {state[name].url}")
-            continue
+    for name in ("prefect", "mlflow"):
         port = int(want[name].rsplit(":", 1)[1])
-        if not port_free(port):
+        if name not in state and not port_free(port):
             raise ServiceError(f"{name}: port {port} on {HOST} is in use by another process "
                                f"(stop it, or pick another port with --{name}-port)")
-        state[name] = _spawn(name, cmd, env, root, want[name])
-        started.append(name)
-        save_state(root, state)
+    db = database(root, db, state, timeout, say)
+    if db:  # the flows log to MLflow through its server: the database's password stays out of their env
+        env["MLFLOW_TRACKING_URI"] = state["mlflow"].url if "mlflow" in state else want["mlflow"]
+    started: list[str] = []
     checks = {"prefect": lambda: http_ok(f"{state['prefect'].url}/api/health"),
               "mlflow": lambda: http_ok(f"{state['mlflow'].url}/health")}
-    wait_until(state["prefect"], checks["prefect"], timeout)
+    # a fresh Prefect database is migrated by the first server that starts on it: one at a time
+    turn = postgres.advisory_lock(db, PREFECT_SCHEMA_LOCK, timeout * 3) if db and "prefect" not in state \
+        else contextlib.nullcontext()
+    try:
+        with turn:
+            for name, cmd in commands(root, prefect_port, mlflow_port, db).items():
+                if name in state:
+                    say(f"{name}: already running (pid {state[name].pid}) at {state[name].url}")
+                    continue
+                state[name] = _spawn(name, cmd, server_env(name, env, db), root, want[name])
+                started.append(name)
+                save_state(root, state)
+            wait_until(state["prefect"], checks["prefect"], timeout)
+    except postgres.PostgresError as exc:
+        raise ServiceError(f"database: {exc}") from None
     for pool in pools:
         name = f"worker-{pool}"
         if name in state:
@@ -186,7 +260,7 @@ def down(root: Path, say: Callable[[str], None] = print) -> list[int]:
     """Stop every recorded service (workers first); returns the PIDs still alive afterwards (none when clean)."""
     root = Path(root).resolve()
     state = load_state(root)
-    order = sorted(state, key=lambda n: (not n.startswith("worker-"), n == "prefect"))
+    order = sorted(state, key=lambda n: next((i for i, p in enumerate(STOP_ORDER) if n.startswith(p)), 1))
     survivors: set[int] = set()
     for name in order:
         svc = state[name]

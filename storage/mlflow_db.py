@@ -11,8 +11,12 @@ complete: a crash anywhere leaves either no database (the next run builds it) or
 A database that is already half-made (left by a version without this, or by a copy interrupted
 elsewhere: a migration's ``_alembic_tmp_`` table left, tables missing, a revision short of MLflow's
 head) and that holds no run is moved aside to ``mlflow.db.broken-<n>`` and built again. One that holds
-runs is never touched: if MLflow cannot open it, that is one line naming the file and the fix. Only ``sqlite:`` URIs of a file are ours to build; any other tracking
-URI (a server, a database of the user's) is left to MLflow.
+runs is never touched: if MLflow cannot open it, that is one line naming the file and the fix.
+
+A PostgreSQL store (``postgresql+psycopg://``: `evosyn up --db`, or a shared one several machines log to) is
+built by the first client that opens it, under a PostgreSQL advisory lock (storage/postgres.py), so that
+concurrent first runs on any machine do not build the same schema at once; its database is created when
+missing. Any other tracking URI (a server) is left to MLflow.
 """
 from __future__ import annotations
 
@@ -85,10 +89,12 @@ def half_made(path: Path) -> str | None:
 
 def open_error(uri: str, exc: BaseException) -> TrackingStoreError:
     """The one line for a tracking database MLflow cannot open (one that holds runs: never rebuilt)."""
+    from storage.postgres import masked
+
     why = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
     path = sqlite_file(uri)
     if path is None:
-        return TrackingStoreError(f"MLflow tracking store {uri} cannot be used ({why})")
+        return TrackingStoreError(f"MLflow tracking store {masked(uri)} cannot be used ({why})")
     return TrackingStoreError(
         f"MLflow database {path} cannot be opened ({why}); it holds runs, so it is not rebuilt: back it up and "
         f"run `mlflow db upgrade sqlite:///{path}`, or move it away (the store's tables keep every row; only "
@@ -123,6 +129,13 @@ def ensure_tracking_db(uri: str) -> None:
 
     Raises whatever the build raises (``OSError``, sqlite's "disk is full") with nothing left in place.
     """
+    from storage import postgres
+
+    if postgres.is_postgres(uri):
+        postgres.ensure_database(uri)
+        with postgres.advisory_lock(uri, "evosyn-mlflow-schema"):
+            _open(uri)
+        return
     path = sqlite_file(uri)
     if path is None:
         return

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from storage.locks import store_lock
 from storage.mlflow_db import ensure_tracking_db, open_error
+from storage.postgres import is_postgres, register_password
 from storage.records import Reflection, Run, SynthesisSpace
 
 EXPERIMENT = "evosyn"
@@ -71,6 +72,7 @@ class Tracker:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(self.root)
+        register_password(self.uri)  # a database URI's password never reaches a log line, row or report
         # MLflow builds (migrates) a sqlite schema when a client first opens it, and two processes
         # doing it at once crash each other: the first one under the lock creates it (aside, then
         # renamed into place: storage/mlflow_db.py), later ones find it current
@@ -87,8 +89,9 @@ class Tracker:
 
         exp = self.client.get_experiment_by_name(name)
         if exp is None:
-            # a local store keeps artifacts beside it; a tracking server uses its own artifact store
-            local = self.uri.startswith(("sqlite:", "file:")) or "://" not in self.uri
+            # a database (sqlite, PostgreSQL) keeps artifacts in the store root; a tracking server uses its own
+            # artifact store (MLflow's default for a database client would be ./mlruns of the working directory)
+            local = self.uri.startswith(("sqlite:", "file:")) or "://" not in self.uri or is_postgres(self.uri)
             artifacts = (self.root / "mlartifacts").resolve().as_uri() if local else None
             try:
                 self.client.create_experiment(name, artifact_location=artifacts, tags={KIND_TAG: ML_KIND})
@@ -106,14 +109,15 @@ class Tracker:
 
     def _set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
         """Set an experiment tag; a process on another root sharing this tracking store may set it at the same
-        moment (the store lock is per root), and MLflow's sqlite store then fails the second insert on the tag's
+        moment (the store lock is per root), and MLflow's SQL store then fails the second insert on the tag's
         unique key: the tag is set either way, and a lost race only delays a view column a round."""
         from mlflow.exceptions import MlflowException
 
         try:
             self.client.set_experiment_tag(experiment_id, key, value)
         except MlflowException as e:
-            if "UNIQUE constraint" not in str(e) and "IntegrityError" not in str(e):
+            # sqlite: "UNIQUE constraint failed"; PostgreSQL: "duplicate key value violates unique constraint"
+            if "unique constraint" not in str(e).lower() and "IntegrityError" not in str(e):
                 raise
 
     def _show_in_view(self, metrics: list[str]) -> None:

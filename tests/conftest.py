@@ -7,7 +7,8 @@ import storage.offline  # noqa: F401
 import pytest
 
 pytest_plugins = ["tests.fakes.user_packs",  # the user_registry fixture: a registry that scans a folder of packs
-                  "tests.s3server"]  # s3_server, s3_env, s3_root: a real SeaweedFS on 127.0.0.1, started on first use
+                  "tests.s3server",  # s3_server, s3_env, s3_root: a real SeaweedFS on 127.0.0.1, started on first use
+                  "tests.postgres_server"]  # pg_server: a real PostgreSQL per session
 
 
 def pytest_report_header(config):

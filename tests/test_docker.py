@@ -54,7 +54,7 @@ def test_dockerfile_parses_and_copies_existing_paths(name):
     # every package pyproject.toml ships is copied in, so `pip install .` builds the same package
     for pkg in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]:
         assert [pkg.rstrip("*")] in copied, f"{name}: package {pkg} not copied"
-    assert any(w == "RUN" and "pip install ." in a for w, a in steps)
+    assert any(w == "RUN" and re.search(r'pip install "?\.[\["\s]', a + " ") for w, a in steps)
     cmd = next(a for w, a in steps if w == "CMD")
     assert '"worker", "start"' in cmd and "--install-policy" in cmd
 
@@ -74,26 +74,86 @@ def test_gpu_pins_satisfy_the_train_and_serve_extras():
         assert pinned[name] in requirement(name, extra).specifier, f"{name}=={pinned[name]} vs pyproject"
 
 
-def test_compose_wires_postgres_prefect_mlflow_and_a_worker():
-    spec = yaml.safe_load((DOCKER / "compose.yaml").read_text())
-    services = spec["services"]
+def interpolate(value: str) -> str:
+    """Compose's ``${VAR:-default}`` with nothing set: the default (what a bare `docker compose up` uses)."""
+    return re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: m[2], value)
+
+
+def option(command: list[str], flag: str) -> str:
+    return command[command.index(flag) + 1]
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((DOCKER / "compose.yaml").read_text())
+
+
+def test_compose_wires_postgres_prefect_mlflow_and_a_worker(compose):
+    services = compose["services"]
     assert set(services) == {"postgres", "prefect-server", "mlflow", "worker-cpu"}
     prefect_tag = services["prefect-server"]["image"].split(":")[1]
     assert Version(prefect_tag.split("-")[0]) in requirement("prefect").specifier
-    assert "postgresql+asyncpg://" in services["prefect-server"]["environment"]["PREFECT_API_DATABASE_CONNECTION_URL"]
-    mlflow_cmd = " ".join(services["mlflow"]["command"])
-    assert "--backend-store-uri postgresql://" in mlflow_cmd and "--artifacts-destination /mlartifacts" in mlflow_cmd
+    mlflow_cmd = services["mlflow"]["command"]
+    assert option(mlflow_cmd, "--artifacts-destination") == "/mlartifacts" and "--serve-artifacts" in mlflow_cmd
     assert services["mlflow"]["environment"]["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] == "false"
     assert any(v.startswith("mlartifacts:") for v in services["mlflow"]["volumes"])
+    # the worker reaches each server by its service name and the port its command listens on
     worker = services["worker-cpu"]["environment"]
-    assert worker["PREFECT_API_URL"] == "http://prefect-server:4200/api"
-    assert worker["MLFLOW_TRACKING_URI"] == "http://mlflow:5000"
-    for svc in services.values():
+    prefect_port = option(services["prefect-server"]["command"], "--port")
+    assert worker["PREFECT_API_URL"] == f"http://prefect-server:{prefect_port}/api"
+    assert worker["MLFLOW_TRACKING_URI"] == f"http://mlflow:{option(mlflow_cmd, '--port')}"
+    # the services listen on loopback only unless someone decides otherwise
+    assert all(p.startswith("127.0.0.1:") for s in services.values() for p in s.get("ports", []))
+
+
+def test_compose_databases_are_the_ones_evosyn_up_uses(compose):
+    """Prefect's and MLflow's URLs are the forms `evosyn up --db` derives from one database URL (driver and
+    database name), with the postgres service's user, password, host and port, on databases its first start
+    creates; the drivers are in the images; no URL (it holds the password) is on a command line."""
+    from storage import postgres
+
+    services = compose["services"]
+    pg_env = {k: interpolate(v) for k, v in services["postgres"]["environment"].items()}
+    base = f"postgresql://{pg_env['POSTGRES_USER']}:{pg_env['POSTGRES_PASSWORD']}@postgres:5432/{pg_env['POSTGRES_DB']}"
+    prefect_env = services["prefect-server"]["environment"]
+    mlflow_env = services["mlflow"]["environment"]
+    assert interpolate(prefect_env["PREFECT_SERVER_DATABASE_CONNECTION_URL"]) == postgres.prefect_url(base)
+    assert interpolate(mlflow_env["MLFLOW_BACKEND_STORE_URI"]) == postgres.mlflow_url(base)
+    # the password is one variable for all three services (a .env beside the file changes it everywhere)
+    for value in (prefect_env["PREFECT_SERVER_DATABASE_CONNECTION_URL"], mlflow_env["MLFLOW_BACKEND_STORE_URI"]):
+        assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] in value
+    created = {pg_env["POSTGRES_DB"]} | set(re.findall(r"CREATE DATABASE (\w+);", (DOCKER / "postgres-init.sql").read_text()))
+    assert {postgres.database(postgres.prefect_url(base)), postgres.database(postgres.mlflow_url(base))} <= created
+    init = [v for v in services["postgres"]["volumes"] if "docker-entrypoint-initdb.d" in v]
+    assert init and (DOCKER / init[0].split(":")[0]).is_file()
+    # MLflow's driver comes with the image's `pip install ".[postgres]"`
+    assert any(w == "RUN" and 'pip install ".[postgres]"' in a for w, a in instructions(DOCKER / "Dockerfile"))
+    extra = {Requirement(r).name for r in PYPROJECT["project"]["optional-dependencies"]["postgres"]}
+    assert {postgres.PREFECT_DRIVER, postgres.MLFLOW_DRIVER} <= extra
+    assert not [n for n, s in services.items() if "postgresql" in " ".join(s.get("command", []))]
+
+
+def test_compose_references_resolve(compose):
+    """Every depends_on names a service (a service_healthy one has a healthcheck), every named volume is
+    declared and used, every bind mount and build file exists."""
+    services, volumes = compose["services"], compose["volumes"]
+    used = set()
+    for name, svc in services.items():
+        for dep, cond in svc.get("depends_on", {}).items():
+            assert dep in services, f"{name} depends on unknown service {dep}"
+            if cond.get("condition") == "service_healthy":
+                assert "healthcheck" in services[dep], f"{name} waits for {dep} to be healthy: it has no healthcheck"
         build = svc.get("build")
         if build:
             assert (DOCKER / build["context"] / build["dockerfile"]).is_file()
         for vol in svc.get("volumes", []):
             src = vol.split(":")[0]
-            assert src in spec["volumes"] or (DOCKER / src).exists(), f"volume source {src} missing"
-    # the services listen on loopback only unless someone decides otherwise
-    assert all(p.startswith("127.0.0.1:") for s in services.values() for p in s.get("ports", []))
+            if src.startswith("."):
+                assert (DOCKER / src).exists(), f"{name}: bind mount {src} missing"
+            else:
+                assert src in volumes, f"{name}: volume {src} not declared"
+                used.add(src)
+    assert used == set(volumes), f"declared but unused: {set(volumes) - used}"
+    # one image built once: the services that build it name the same tag
+    tags = {svc["image"] for svc in services.values() if "build" in svc}
+    assert len(tags) == 1

@@ -1,0 +1,62 @@
+"""A real PostgreSQL 15 for the tests: one server per test session (per xdist worker), made by the code
+`evosyn up --db local` runs (flows/local_postgres.py: initdb into a temporary folder, the server on a free port
+of 127.0.0.1; under root as the ``postgres`` account; a scratch cluster that syncs nothing to disk), stopped at the session's end, also after failing
+tests, and checked gone.
+
+Without PostgreSQL's binaries (Debian's ``postgresql-15``) the tests that ask for it are skipped, unless
+``EVOSYN_REQUIRE_POSTGRES`` is set (CI), where they fail.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+
+def _require(why: str) -> None:
+    if os.environ.get("EVOSYN_REQUIRE_POSTGRES"):
+        pytest.fail(why + "; EVOSYN_REQUIRE_POSTGRES is set")
+    pytest.skip(why)
+
+
+class PgServer:
+    """The session's server: its root (the managed cluster's store root), PID, port and superuser URL."""
+
+    def __init__(self, root: Path, pid: int, port: int, url: str):
+        self.root, self.pid, self.port, self.url = root, pid, port, url
+
+    def database(self, prefix: str = "t") -> str:
+        """The URL of a fresh, empty database name (created by whoever connects first: storage/postgres.py)."""
+        return f"{self.url.rsplit('/', 1)[0]}/{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    pytest.importorskip("psycopg", reason="the postgres extra (pip install -e '.[dev]')")
+    from flows import local_postgres
+    from flows.services import alive, family
+
+    try:
+        local_postgres.bindir()
+    except local_postgres.LocalPostgresError as exc:
+        _require(str(exc))
+    # not under pytest's 0700 tmp folders: run by root, the server runs as `postgres`, which must reach it
+    root = Path(tempfile.mkdtemp(prefix="evosyn-test-pg-"))
+    root.chmod(0o755)
+    try:
+        pid, port = local_postgres.start(root, root / "postgres.log", timeout=120, durable=False)
+    except local_postgres.LocalPostgresError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.fail(str(exc))
+    procs = family({pid}) | {pid}
+    try:
+        yield PgServer(root, pid, port, local_postgres.url(root, port))
+    finally:
+        left = local_postgres.stop(pid, grace=30)
+        gone = not left and not [p for p in procs if alive(p)] and not family({pid})
+        shutil.rmtree(root, ignore_errors=True)
+        assert gone, f"PostgreSQL (pid {pid}) survived its stop: {sorted(left)}"
