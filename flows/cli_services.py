@@ -17,10 +17,10 @@ POOL_USE = {"cpu": ("runs of evosyn-run and evosyn-sweep", "any machine that has
 
 
 def _root(ctx) -> Path:
-    from storage.config import RunConfig
+    """This machine's folder of the store (an ``s3://`` store's local folder: its services run here)."""
+    from flows.inputs import store_root
 
-    home = ctx.obj.get("home")
-    return (Path(home).expanduser() if home else RunConfig().store_root()).resolve()
+    return store_root(ctx.obj.get("home")).resolve()
 
 
 def recorded_state(root: Path) -> dict:
