@@ -7,7 +7,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from agents.ask import tools_summary
 from agents.generator import candidate_entities, generator_messages
@@ -151,11 +151,11 @@ def test_a_closed_schema_goes_as_it_is_and_strict_only_where_openais_rules_hold(
 
     class Some(ClosedSchema):
         a: str
-        b: list[int] = []
+        b: list[int] = Field(default_factory=list)
 
     class Plain(BaseModel):  # a plain model: the SDK's strict form, its defaulted field required
         a: str
-        b: list[int] = []
+        b: list[int] = Field(default_factory=list)
 
     every, strict = strict_json_schema(Every)
     assert strict and every == Every.model_json_schema()
