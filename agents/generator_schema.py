@@ -6,7 +6,7 @@ number of keys: a small model went on adding keys until ``max_tokens``. ``closed
 contract with those objects closed by the domain's own tools: a gold action is one of the tools, ``name`` fixed
 to it (``enum``, which OpenAI's strict subset, llama.cpp's json-schema-to-grammar and vLLM all read), its
 ``arguments`` that tool's own JSON schema with every object closed; an intent's ``arguments`` name only the
-tools' arguments. Whatever fits the closed schema fits ``GeneratorOut`` (it only narrows), and the
+tools' ids. Whatever fits the closed schema fits ``GeneratorOut`` (it only narrows), and the
 role's validation is unchanged. A device action of a dual-control domain is a user tool with ``requestor``
 ``"user"``.
 """
@@ -118,12 +118,14 @@ def _action(name: str, requestor: str, parameters: dict[str, Any]) -> dict[str, 
 
 
 def _intent_arguments(tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ids and values a request is about, named and typed as the tools name and type them (the first tool
-    that has an argument says its type), each optional."""
+    """The ids a request is about: each string argument of a tool whose name ends in ``_id``, optional. That is
+    all the user simulator reads of them (``agents.user``: the ids it recognises); every other argument an
+    intent could name would only be room for a small model to write until ``max_tokens``."""
     props: dict[str, Any] = {}
     for tool in tools:
         for key, prop in tool_arguments(tool["parameters"]).get("properties", {}).items():
-            props.setdefault(key, {k: v for k, v in prop.items() if k not in ("title", "description", "default")})
+            if key.endswith("_id") and prop.get("type") == "string":
+                props.setdefault(key, {"type": "string"})
     return {"type": "object", "properties": props, "additionalProperties": False}
 
 
