@@ -5,11 +5,11 @@ one of its own tasks (``Domain.make_task``), and the store keeps that task's JSO
 from __future__ import annotations
 
 import hashlib
+import json
 import random
-from typing import Any, Protocol
+from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from agents.generator_schema import GeneratorOut, closed_output
 from agents.plans import DefaultPrior, Infeasible, Plan, seeded_rng
 from envs.base import Domain, EnvTask, GoldAction, TaskDraft, UserScenario
 from envs.ontology import check_selection
@@ -173,29 +173,7 @@ def task_draft(task_id: str, blueprint: Blueprint, plan: Plan, phrasing: UserPhr
 
 
 # ------------------------------------------------------------------ LLM-backed Generator
-class IntentOut(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    say: str = Field(min_length=1)
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-
-class ActionOut(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-
-class GeneratorOut(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: str
-    intents: list[IntentOut] = Field(min_length=1)
-    gold_actions: list[ActionOut]
-    communicate_info: list[str] = Field(default_factory=list)
-    refusal_rule: str = ""
-    side_requests: list[str] = Field(default_factory=list)  # small lookups the user asks for first
-    task_instructions: str = ""
-
-
+# the reply contract (GeneratorOut) and its closed form for a domain live in agents/generator_schema.py
 def candidate_entities(domain: Domain, blueprint: Blueprint, k: int = 4) -> dict:
     """A seeded sample of real entities for the prompt (the domain pack's choice; default: example ids)."""
     rng = random.Random(int(hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}".encode()).hexdigest()[:16],
@@ -203,14 +181,26 @@ def candidate_entities(domain: Domain, blueprint: Blueprint, k: int = 4) -> dict
     return domain.pack.candidate_entities(domain, rng, k)
 
 
-def generator_messages(blueprint: Blueprint, env: dict, entities: dict) -> list[dict]:
+# said only where the domain has user tools (dual control): the prompts of the others are unchanged
+DEVICE_TOOLS = ("\n\nTOOLS THE USER CALLS ON THEIR OWN DEVICE (dual control: the agent asks, the user acts; "
+                "name, read/write kind, arguments):\n")
+DEVICE_RULE = ("\n- A step the user performs on their own device (one of the user's tools above) is a gold action "
+               "too, in its place in the order, with \"requestor\": \"user\"; the agent's own calls leave "
+               "requestor out.")
+
+
+def generator_messages(blueprint: Blueprint, env: dict, entities: dict,
+                       device_tools: list[dict] | None = None) -> list[dict]:
+    """``device_tools``: the user's tools (``agents.ask.tools_summary(domain, "user")``) of a dual-control
+    domain, which the gold actions may use with ``requestor: "user"``."""
     from agents.ask import render
 
     bp = {"blueprint_id": blueprint.blueprint_id, "selected_dimensions": blueprint.selected_dimensions,
           "generation_intent": blueprint.generation_intent, "success_focus": blueprint.success_focus,
           "expected_difficulty_controls": blueprint.expected_difficulty_controls.model_dump(), "seed": blueprint.seed}
+    device = DEVICE_TOOLS + json.dumps(device_tools, indent=1, sort_keys=True) if device_tools else ""
     text = render("generator.md", domain=blueprint.domain, tools=env.get("tools", []), policy=env.get("policy", ""),
-                  blueprint=bp, entities=entities)
+                  blueprint=bp, entities=entities, device_tools=device, device_rule=DEVICE_RULE if device else "")
     return [{"role": "user", "content": text}]
 
 
@@ -231,11 +221,17 @@ def parse_generator(out: GeneratorOut, blueprint: Blueprint, space: SynthesisSpa
         raise Invalid("gold_actions is empty: a task needs at least one tool call")
     episode, kinds = domain.episode(), []
     for n, a in enumerate(out.gold_actions):
-        problem = domain.validate_arguments(a.name, a.arguments)
+        if domain.tool(a.name, a.requestor) is None:  # the other side's tool: say whose it is
+            other = "user" if a.requestor == "assistant" else "assistant"
+            if domain.tool(a.name, other) is not None:
+                raise Invalid(f"gold action {n} ({a.name}) is a tool of the {other}"
+                              + (", not the agent's: set requestor \"user\"" if other == "user" else
+                                 ", not of the user's device: leave requestor out"))
+        problem = domain.validate_arguments(a.name, a.arguments, a.requestor)
         if problem:
             raise Invalid(f"gold action {n} ({a.name}): {problem}")
-        kinds.append(domain.tool_kind(a.name))
-        obs = episode.step(a.name, a.arguments)
+        kinds.append(domain.tool_kind(a.name, a.requestor))
+        obs = episode.step(a.name, a.arguments, a.requestor)
         if obs.error:
             raise Invalid(f"gold action {n} ({a.name} {a.arguments}) fails on the database: {obs.content[:200]}")
     writes, reads = kinds.count("write"), kinds.count("read")
@@ -249,7 +245,10 @@ def parse_generator(out: GeneratorOut, blueprint: Blueprint, space: SynthesisSpa
     if "num_read" in sel and _bucket(reads) != sel["num_read"][0]:
         raise Invalid(f"num_read is {sel['num_read'][0]} but gold_actions has {reads} read call(s)")
     info = list(out.communicate_info) or (["cannot"] if outcome == "refuse" else [])
-    plan = Plan(user_id=out.user_id, actions=[(a.name, dict(a.arguments)) for a in out.gold_actions],
+    # a device action is (tool, arguments, "user"), as the embedded builders write it (``_gold_action``)
+    actions = [(a.name, dict(a.arguments), "user") if a.requestor == "user" else (a.name, dict(a.arguments))
+               for a in out.gold_actions]
+    plan = Plan(user_id=out.user_id, actions=actions,
                 intents=[{"say": i.say, "arguments": i.arguments, "tool": None} for i in out.intents], info=info,
                 refusal={"say": out.intents[-1].say, "rule": out.refusal_rule} if outcome == "refuse" else None,
                 fillers=list(out.side_requests))
@@ -267,16 +266,19 @@ class LLMGenerator:
     def __init__(self, domain: Domain, client, env: dict, retries: int = 2):
         self.domain, self.client, self.env, self.retries = domain, client, env, retries
         self.raw: dict[str, str] = {}  # task id -> raw reply
+        self.schema = closed_output(domain)  # GeneratorOut, its JSON schema closed by the domain's tools
 
     def generate(self, blueprint: Blueprint, space: SynthesisSpace) -> SynthTask:
-        from agents.ask import RoleRejected, ask
+        from agents.ask import RoleRejected, ask, tools_summary
 
         problems = check_selection(space, blueprint.selected_dimensions)
         if problems:
             raise GenerationError("blueprint outside the space: " + "; ".join(problems))
-        msgs = generator_messages(blueprint, self.env, candidate_entities(self.domain, blueprint))
+        msgs = generator_messages(blueprint, self.env, candidate_entities(self.domain, blueprint),
+                                  tools_summary(self.domain, "user"))
         try:
-            ans = ask(self.client, msgs, schema=GeneratorOut, role="generator", retries=self.retries,
+            # closed by the domain's tools: a constrained decoder cannot add argument keys until max_tokens
+            ans = ask(self.client, msgs, schema=self.schema, role="generator", retries=self.retries,
                       validate=lambda out: parse_generator(out, blueprint, space, self.domain))
         except RoleRejected as exc:
             raise GenerationError(str(exc)) from None

@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.generator import ActionOut
+from agents.generator_schema import ActionOut
 from agents.teacher import EmbeddedTeacher, trajectory_id
 from envs.base import Domain, UserScenario
 from envs.gold import confirmation_request

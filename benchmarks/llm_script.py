@@ -106,8 +106,14 @@ class RoleScript:
         builder = get_pack(self.dom.name).task_builder(self.dom, DefaultPrior())
         plan = builder.plan(bp["selected_dimensions"], bp["blueprint_id"], bp["seed"])
         out = {"user_id": plan.user_id,
-               "intents": [{"say": i["say"], "arguments": i.get("arguments") or {}} for i in plan.intents],
-               "gold_actions": [{"name": a[0], "arguments": a[1]} for a in plan.actions],
+               # an intent's ids: all the user simulator reads of its arguments, and all the schema sent lets a
+               # model write (agents/generator_schema.py)
+               "intents": [{"say": i["say"], "arguments": {k: v for k, v in (i.get("arguments") or {}).items()
+                                                           if k.endswith("_id") and isinstance(v, str)}}
+                           for i in plan.intents],
+               "gold_actions": [{"name": a[0], "arguments": a[1], **({"requestor": "user"} if a[2:3] == ("user",)
+                                                                       else {})}  # a device action
+                                for a in plan.actions],
                "communicate_info": plan.info, "refusal_rule": (plan.refusal or {}).get("rule", ""),
                "side_requests": plan.fillers}
         # the conversation a good agent and user would have on the task the role builds from this reply

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agents.llm.replies import preview
-from agents.llm.types import LLMOutputError
+from agents.llm.types import ClosedSchema, LLMOutputError
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -46,11 +46,15 @@ def strict_json_schema(schema: type[BaseModel]) -> tuple[dict[str, Any], bool]:
 
     Strict mode needs every object closed (no ``dict[str, X]`` fields); a schema
     with open objects is still sent, without strict, and validated on our side.
+    A ``ClosedSchema`` is sent as it is, strict only where it meets strict mode's
+    rules already (every object closed and every property required).
     Cached per class (building a JSON schema costs milliseconds); callers must not mutate it.
     """
     import openai
 
     plain = json_schema(schema)
+    if issubclass(schema, ClosedSchema):
+        return plain, not _has_open_object(plain) and _all_required(plain)
     if _has_open_object(plain):
         return plain, False
     try:  # the SDK's public helper makes the strict schema (its tool's parameters are that schema)
@@ -111,6 +115,17 @@ def _has_open_object(node: Any) -> bool:
     if isinstance(node, list):
         return any(_has_open_object(v) for v in node)
     return False
+
+
+def _all_required(node: Any) -> bool:
+    if isinstance(node, dict):
+        props = node.get("properties")
+        if isinstance(props, dict) and set(node.get("required", [])) != set(props):
+            return False
+        return all(_all_required(v) for v in node.values())
+    if isinstance(node, list):
+        return all(_all_required(v) for v in node)
+    return True
 
 
 def _json_object(data: Any) -> dict[str, Any]:

@@ -35,6 +35,14 @@ class ChatResult(BaseModel):
     call_id: str = ""  # the ``LLMCall`` row of this reply (``CallLog.reject`` marks it refused)
 
 
+class ClosedSchema(BaseModel):
+    """A reply schema whose JSON schema is already the form to send: every object closed, its own ``required``
+    lists. The providers send it as it is (``providers.strict_json_schema``), where a plain model goes through
+    the SDK's strict form, which requires every property: an optional one that has no default (a tool's
+    optional argument, an id an intent may leave out) would then have to be written. Subclassed by a role
+    that closes its schema itself (``agents.generator_schema.closed_output``)."""
+
+
 class LLMOutputError(ValueError):
     """The model answered, but the answer is unusable (malformed JSON, schema-invalid, truncated).
 

@@ -45,12 +45,12 @@ def serve(monkeypatch, tmp_path):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-unit")
     servers = []
 
-    def start(respond, role="planner", provider="openai"):
+    def start(respond, role="planner", provider="openai", **settings):
         server = FakeLLMServer(respond).start()
         servers.append(server)
-        model = "gpt-4o-mini" if provider == "openai" else "claude-haiku-4-5"
-        url = server.base_url if provider == "openai" else server.anthropic_base_url
-        cfg = RoleConfig(backend="llm", provider=provider, model=model, base_url=url, max_retries=2)
+        model = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}.get(provider, "local")
+        url = server.anthropic_base_url if provider == "anthropic" else server.base_url
+        cfg = RoleConfig(backend="llm", provider=provider, model=model, base_url=url, max_retries=2, **settings)
         client = make_client(role, cfg, cache_dir=tmp_path / f"cache-{len(servers)}", backoff_initial_s=0.01,
                              backoff_max_s=0.02)
         client.server = server
@@ -169,6 +169,37 @@ def test_persistently_invalid_output_becomes_a_recorded_rejection(space, env, sc
     # unusable replies are `invalid`; replies of the schema that the role refused are `rejected`
     status = "invalid" if bad in ("malformed", "truncated") else "rejected"
     assert [c.status for c in client.calls] == [status] * 3 and all(expect in c.error for c in client.calls)
+
+
+@pytest.mark.parametrize("provider", ["openai_compatible", "openai", "anthropic"])
+def test_the_generator_sends_its_schema_closed_by_the_domains_tools(space, env, dom, script, serve, provider):
+    """A constraining server gets no open object to fill (each gold action one of the domain's tools, its own
+    arguments), bounded where the role says so; OpenAI the same schema, not strict (an intent's ids are
+    optional); Anthropic as its answer tool. The good reply parses into a task either way."""
+    bps = _blueprints(script, space, env, serve, n=2)
+    bounds = {"schema_max_string": 40, "schema_max_items": 3} if provider == "openai_compatible" else {}
+    client = serve(script, "generator", provider, **bounds)
+    task = LLMGenerator(dom, client, env).generate(bps[0], space)
+    assert task.generator == "llm" and verify(task, EmbeddedTeacher(dom).rollout(task)).passed
+    body = client.server.requests[0]["body"]
+    if provider == "anthropic":
+        [tool] = body["tools"]
+        assert tool["name"] == "GeneratorOut" and body["tool_choice"] == {"type": "tool", "name": "GeneratorOut"}
+        schema = tool["input_schema"]
+    else:
+        fmt = body["response_format"]["json_schema"]
+        assert fmt["name"] == "GeneratorOut" and fmt["strict"] is False
+        schema = fmt["schema"]
+    actions = schema["properties"]["gold_actions"]
+    variants = actions["items"]["anyOf"]
+    assert [v["properties"]["name"]["enum"] for v in variants] == [[t.name] for t in dom.tools("assistant")]
+    assert all(v["properties"]["arguments"]["additionalProperties"] is False for v in variants)
+    assert schema["properties"]["intents"]["items"]["properties"]["arguments"]["additionalProperties"] is False
+    cancel = next(v for v in variants if v["properties"]["name"]["enum"] == ["cancel_reservation"])
+    assert cancel["properties"]["arguments"]["required"] == ["reservation_id"]
+    bounded = provider == "openai_compatible"  # the role's bounds go to a local server only
+    assert (actions.get("maxItems"), cancel["properties"]["arguments"]["properties"]["reservation_id"].get(
+        "maxLength")) == ((3, 40) if bounded else (None, None))
 
 
 def test_generator_rejects_gold_actions_that_fail(space, env, dom, script, serve):

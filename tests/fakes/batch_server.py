@@ -2,7 +2,8 @@
 
 Each request of a batch is answered by the same responder a ``FakeLLMServer`` takes (``respond(Request)``),
 so a batch run and an interactive run get the same scripted replies. ``submissions`` logs every batch
-submitted; ``hold`` keeps every batch pending (a run killed while it waits); ``fate(batch_number, request)``
+submitted; ``hold`` keeps every batch pending (a run killed while it waits), ``hold_from = n`` every batch from
+the n-th submission on (0-based: the earlier ones end as usual); ``fate(batch_number, request)``
 scripts what happens to a request: ``"ok"`` (answered), ``"expired"`` (the batch expires before it), or
 ``(status, message)`` (the request fails inside the batch).
 """
@@ -34,6 +35,7 @@ class BatchServer:
         self.submissions: list[dict[str, Any]] = []  # {"api", "id", "custom_ids"}
         self.polls = 0
         self.hold = threading.Event()  # set: every batch stays pending
+        self.hold_from: int | None = None  # a number: every batch submitted as that number or later stays pending
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(1)
@@ -87,6 +89,11 @@ class BatchServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    def polls_of(self, n: int) -> int:
+        """How often the n-th submitted batch was polled (``-1``: the latest)."""
+        with self._lock:
+            return self.batches[self.submissions[n]["id"]]["polls"]
+
     # ------------------------------------------------------------ endpoints
     def post(self, path: str, content_type: str, raw: bytes) -> tuple[int, Any]:
         with self._lock:
@@ -133,7 +140,8 @@ class BatchServer:
             self.polls += 1
             batch = self.batches[bid]
             batch["polls"] += 1
-            if batch["info"] is None and (self.hold.is_set() or batch["polls"] < self.polls_to_end):
+            held = self.hold.is_set() or (self.hold_from is not None and batch["number"] >= self.hold_from)
+            if batch["info"] is None and (held or batch["polls"] < self.polls_to_end):
                 return 200, self._pending(bid), None
             if batch["info"] is None:
                 batch["info"] = self._end(bid, batch)

@@ -1,6 +1,7 @@
-"""Telecom with an LLM user (dual control) over HTTP against scripted servers on 127.0.0.1: a synthesis round whose
+"""Telecom with LLM roles (dual control) over HTTP against scripted servers on 127.0.0.1: a synthesis round whose
 teacher and user are LLM roles, and an official evaluation with an LLM user, complete tasks that need device
-actions; tau2's own evaluator gives every one of those trajectories the reward our verifier gives."""
+actions; tau2's own evaluator gives every one of those trajectories the reward our verifier gives. An LLM
+Generator writes device actions (gold actions of the user's tools) that verify."""
 from __future__ import annotations
 
 import pytest
@@ -49,8 +50,9 @@ def test_a_telecom_round_with_an_llm_teacher_and_user_verifies_device_tasks_as_t
     dom, script = get_domain("telecom"), RoleScript("telecom")
     store = Store(tmp_path / "s")
     space = load_initial_space("telecom", run_id="tel-llm")
-    # the embedded generator's tasks (the LLM generator's gold actions are the agent's only), generated first so
-    # the scripted model knows each task's conversation; the pass below reads them back and rolls them out
+    # the embedded generator's tasks (their phones start broken: a starting state the LLM Generator's reply
+    # cannot set), generated first so the scripted model knows each task's conversation; the pass below reads
+    # them back and rolls them out
     embedded = Ctx(store, "tel-llm", 1, 0, "telecom")
     blueprints = stages.plan(embedded, space, stages.design(embedded, space, ColdStart(), 16, "evosyn"))
     for task in stages.generate(embedded, space, blueprints):
@@ -71,6 +73,33 @@ def test_a_telecom_round_with_an_llm_teacher_and_user_verifies_device_tasks_as_t
         ours = run_checks(dom, task, k.trajectory.messages, termination=k.trajectory.termination)
         theirs, note = tau2_reward("telecom", task, k.trajectory.messages, k.trajectory.termination)
         assert ours.reward == theirs == 1.0, (task.id, note)
+
+
+def test_an_llm_generator_writes_device_actions_that_verify(tmp_path, role):
+    """The Generator's reply names the user's tools with requestor "user" (the scripted model answers as the
+    embedded builder plans); the tasks' gold actions are device actions, rolled out and verified."""
+    from agents.designer import ColdStart
+    from envs.ontology import load_initial_space
+    from tasks.stages import Ctx
+    from tasks.synthesis import run_pass
+
+    dom, script = get_domain("telecom"), RoleScript("telecom")
+    space = load_initial_space("telecom", run_id="tel-gen")
+    with FakeLLMServer(script) as server:
+        ctx = Ctx(Store(tmp_path / "s"), "tel-gen", 1, 0, "telecom", llm_roles={"generator": role(server.base_url)})
+        result = run_pass(ctx, space, ColdStart(), 24)
+        asked = [r["body"] for r in server.requests]
+    assert asked and all("TOOLS THE USER CALLS ON THEIR OWN DEVICE" in b["messages"][0]["content"] for b in asked)
+    variants = asked[0]["response_format"]["json_schema"]["schema"]["properties"]["gold_actions"]["items"]["anyOf"]
+    device = {v["properties"]["name"]["enum"][0] for v in variants if "requestor" in v["properties"]}
+    assert device == {t.name for t in dom.tools("user")}
+    kept = [k for k in result.kept if _needs_device(dom.task_from_json(k.task.definition))]
+    assert len(kept) >= 3 and all(k.task.generator == "llm" for k in result.kept), len(kept)
+    for k in kept:  # the user performed them in the verified rollout, stepped as the user
+        task = dom.task_from_json(k.task.definition)
+        assert _device_calls(k.trajectory.messages) == [a.name for a in task.gold_actions if a.requestor == "user"]
+        assert all(dom.tool(a.name, "user") is not None for a in task.gold_actions if a.requestor == "user")
+        assert run_checks(dom, task, k.trajectory.messages, termination=k.trajectory.termination).reward == 1.0
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,153 @@
+"""The Generator's reply contract, and the closed form of it that goes to the model for one domain.
+
+``GeneratorOut`` is what the role validates. Its gold actions' and intents' ``arguments`` are open objects
+(``dict[str, Any]``), and a grammar-constrained decoder (llama.cpp's server, vLLM) cannot bound an open object's
+number of keys: a small model went on adding keys until ``max_tokens``. ``closed_output(domain)`` is the same
+contract with those objects closed by the domain's own tools: a gold action is one of the tools, ``name`` fixed
+to it (``enum``, which OpenAI's strict subset, llama.cpp's json-schema-to-grammar and vLLM all read), its
+``arguments`` that tool's own JSON schema with every object closed; an intent's ``arguments`` name only the
+tools' ids. Whatever fits the closed schema fits ``GeneratorOut`` (it only narrows), and the
+role's validation is unchanged. A device action of a dual-control domain is a user tool with ``requestor``
+``"user"``.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
+
+from agents.llm.types import ClosedSchema
+from envs.base import Domain
+
+
+class IntentOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    say: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+# a tool call (also the Repair's, in the messages it revises). No docstring here or on the other reply models:
+# pydantic would put it in their JSON schemas, and so in what the model is sent and in the cache keys
+class ActionOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class GoldActionOut(ActionOut):
+    # "user": a device action the user performs on their own phone (a user tool of a dual-control domain)
+    requestor: Literal["assistant", "user"] = "assistant"
+
+
+class GeneratorOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: str
+    intents: list[IntentOut] = Field(min_length=1)
+    gold_actions: list[GoldActionOut]
+    communicate_info: list[str] = Field(default_factory=list)
+    refusal_rule: str = ""
+    side_requests: list[str] = Field(default_factory=list)  # small lookups the user asks for first
+    task_instructions: str = ""
+
+
+def _inline(node: Any, defs: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:
+    """``node`` with every ``#/$defs/X`` reference replaced by X. A tool's definitions sit at its own root, and
+    its arguments are nested inside the Generator's schema, where those references would point nowhere (and
+    llama.cpp resolves references at the root only). jsonschema's ``referencing`` resolves a reference but
+    writes no schema without them, hence these lines; a recursive definition cannot be inlined: refused."""
+    if isinstance(node, list):
+        return [_inline(v, defs, seen) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        if name in seen or name not in defs:
+            raise ValueError(f"cannot inline {ref}: {'recursive' if name in seen else 'undefined'}")
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        return {**_inline(defs[name], defs, (*seen, name)), **siblings}
+    return {k: _inline(v, defs, seen) for k, v in node.items() if k != "$defs"}
+
+
+def _close(node: Any) -> Any:
+    """Every object that lists its properties and says nothing of others gets ``additionalProperties: false``
+    (JSON Schema's default is open; llama.cpp reads an absent one as closed, OpenAI and vLLM do not). A free
+    mapping offered beside a structured object (tau2's ``list[FlightInfo | dict]``: the tool's leniency to its
+    callers) is left out, so the model writes the structured form; a free mapping alone stays what it is."""
+    if isinstance(node, list):
+        return [_close(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _close(v) for k, v in node.items()}
+    alternatives = out.get("anyOf")
+    if isinstance(alternatives, list) and any(_structured(a) for a in alternatives):
+        kept = [a for a in alternatives if not _free(a)]
+        out = {**{k: v for k, v in out.items() if k != "anyOf"}, **kept[0]} if len(kept) == 1 else {**out,
+                                                                                                 "anyOf": kept}
+    if isinstance(out.get("properties"), dict) and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def _structured(node: Any) -> bool:
+    return isinstance(node, dict) and isinstance(node.get("properties"), dict) and bool(node["properties"])
+
+
+def _free(node: Any) -> bool:
+    return (isinstance(node, dict) and node.get("type") == "object" and not node.get("properties")
+            and node.get("additionalProperties", True) is not False)
+
+
+def tool_arguments(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool's arguments schema, self-contained (references inlined) and closed."""
+    body = _inline(copy.deepcopy(parameters), parameters.get("$defs", {}))
+    if "properties" not in body and "additionalProperties" not in body and body.get("type", "object") == "object":
+        body = {**body, "type": "object", "properties": {}}  # no arguments: exactly {}
+    return _close(body)
+
+
+def _action(name: str, requestor: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    props: dict[str, Any] = {"name": {"type": "string", "enum": [name]}}
+    if requestor == "user":  # the agent's calls leave it out: GoldActionOut's default is the agent
+        props["requestor"] = {"type": "string", "enum": ["user"]}
+    props["arguments"] = tool_arguments(parameters)
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def _intent_arguments(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ids a request is about: each string argument of a tool whose name ends in ``_id``, optional. That is
+    all the user simulator reads of them (``agents.user``: the ids it recognises); every other argument an
+    intent could name would only be room for a small model to write until ``max_tokens``."""
+    props: dict[str, Any] = {}
+    for tool in tools:
+        for key, prop in tool_arguments(tool["parameters"]).get("properties", {}).items():
+            if key.endswith("_id") and prop.get("type") == "string":
+                props.setdefault(key, {"type": "string"})
+    return {"type": "object", "properties": props, "additionalProperties": False}
+
+
+@functools.lru_cache(maxsize=64)
+def _closed(tools_json: str) -> type[GeneratorOut]:
+    tools = json.loads(tools_json)
+    if not tools:
+        raise ValueError("a domain without tools has no gold actions to write")
+    intent = copy.deepcopy(IntentOut.model_json_schema())
+    intent["properties"]["arguments"] = _intent_arguments(tools)
+    intents = {"type": "array", "items": intent, "minItems": 1}
+    actions = {"type": "array", "items": {"anyOf": [_action(t["name"], t["requestor"], t["parameters"])
+                                                    for t in tools]}}
+    # the same class name: the name the reply schema goes by (OpenAI's json_schema name, Anthropic's answer tool)
+    return create_model("GeneratorOut", __base__=(GeneratorOut, ClosedSchema), __module__=__name__,
+                        intents=(Annotated[list[IntentOut], Field(min_length=1), WithJsonSchema(intents)], ...),
+                        gold_actions=(Annotated[list[GoldActionOut], WithJsonSchema(actions)], ...))
+
+
+def closed_output(domain: Domain) -> type[GeneratorOut]:
+    """``GeneratorOut`` whose JSON schema is closed by ``domain``'s tools (the agent's, then the user's device
+    tools where the domain has them); one class per tool set, so its schema and cache key are built once."""
+    tools = [{"name": s.name, "requestor": requestor, "parameters": s.parameters}
+             for requestor in ("assistant", "user") for s in domain.tools(requestor)]
+    return _closed(json.dumps(tools))  # the tools' own property order: the order the model writes them in
