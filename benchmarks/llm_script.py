@@ -75,12 +75,15 @@ class RoleScript:
     # ------------------------------------------------------------ structured roles
     def designer(self, prompt: str) -> dict:
         space = after(prompt, "SYNTHESIS SPACE")
+        # the outcome factor as the domain's space names it (tau2's packs: expected_outcome; CAR-bench's:
+        # expected_behavior)
+        outcome = next(k for k in ("expected_outcome", "expected_behavior") if k in space)
         return {"conditions": [
             {"condition_id": f"c{n}", "objective_type": "exploration", "objective": f"explore {f} / {o}",
-             "allowed_values": {"task_family": [f], "expected_outcome": [o]}, "budget_level": "explore",
+             "allowed_values": {"task_family": [f], outcome: [o]}, "budget_level": "explore",
              "rationale": "cold start: cover every family and outcome"}
             for n, (f, o) in enumerate((f, o) for f in space["task_family"]["values"]
-                                       for o in space["expected_outcome"]["values"])]}
+                                       for o in space[outcome]["values"])]}
 
     def planner(self, prompt: str) -> dict:
         from agents.planner import EmbeddedPlanner

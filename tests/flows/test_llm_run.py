@@ -217,3 +217,18 @@ def test_base_url_is_checked_at_config_time(tmp_path, url):
     assert res.returncode == 2 and len(lines) == 1, res.stderr
     assert "roles." in lines[0] and ".base_url" in lines[0] and "http(s) URL" in lines[0]
     assert not home.exists() or not any(home.rglob("*.parquet"))
+
+
+@pytest.mark.slow
+def test_the_llm_roles_run_a_car_bench_round_through_the_same_prompts(tmp_path):
+    """A second environment family through the LLM path: the scripted model answers CAR-bench's prompts (its space,
+    tools and policy injected as for tau2's packs), and its tasks verify in our CAR-bench environment."""
+    with FakeLLMServer(RoleScript("car_bench")) as s:
+        cfg = config(tmp_path, s.base_url)
+        cfg.write_text(cfg.read_text().replace("domain: airline", "domain: car_bench")
+                       .replace("budget: 8", "budget: 12").replace("test_size: 20", "test_size: 10"))
+        home = tmp_path / "home"
+        res = cli(home, "run", "--config", str(cfg))
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert {c.role for c in calls(home)} >= {"designer", "planner", "generator", "teacher", "user"}
+    assert kept(home) >= 6, kept(home)
