@@ -11,13 +11,20 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import yaml
 
-from agents.learners.exports import DATASET_NAME, Exported, dataset_info, export_rows, sharegpt
+from agents.learners.exports import (
+    DATASET_NAME,
+    Exported,
+    dataset_info,
+    export_rows,
+    sharegpt,
+)
 from storage import atomic
 from storage.config import LlamaFactoryConfig
 from storage.records import SFTExample
