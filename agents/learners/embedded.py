@@ -105,7 +105,7 @@ class EmbeddedLearner(Scoring, Arguments):
     def _state(self, history: list[Message], scene: Scene) -> str:
         """The decision state's tokens: what ``state_tokens`` reads, and the reported problems still open."""
         state = state_tokens(history, scene, labels_of(history))
-        extra = open_tokens(history, getattr(self, "links", {}))
+        extra = open_tokens(history, self.links) if hasattr(self, "links") else []
         return f"{state} {' '.join(extra)}" if extra else state
 
     def _learn_constants(self, trajectories: list[Trajectory]) -> None:
