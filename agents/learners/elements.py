@@ -1,10 +1,12 @@
-"""Arguments that are lists of scalars, chosen item by item: how many items, and which, in which order.
+"""Arguments that are lists of scalars, chosen item by item: how many items, and which, in which sequence.
 
 A request can name several things in one breath ("exchange the A (...) for the one with ... and the B (...) for
 the one with ..."), and a call then takes a list with one item per thing named. The learner scores every scalar
 candidate of the list's item type as an *element* of the list (the argument model, labelled by membership in the
-data's list), so the length of the list is learned with its items: every element the model finds likely is in
-it (at least its best one), deduplicated, in the order the request names them.
+data's list), so the length of the list is learned with its items: per thing named, the element the model finds
+most likely, if it finds it more likely in than not (at least one element in all), in the sequence the request
+names them. Lists that the data always gives one length (a list of things and a list of what each becomes) get
+one length, the longest the model chose for any of them (``equal_lengths``, ``extended``).
 
 What ties an element to one of the things named is where its own record's words fall in the request: the
 request is cut at its ``and``s into parts, and an observed value is tagged with the first part whose words its
@@ -93,16 +95,16 @@ def elements(scene: Scene, cands: list[Candidate]) -> list[Candidate]:
     out = []
     for c in cands:
         e = c.but(c.value, "element")
+        e.match = ""  # how its record matches the whole request: its part's match (below) says it per thing named
         part, tag = tags.get(id(c), (MAX_PARTS, "none"))
-        e.extra += [f"parts={min(n, MAX_PARTS)}", f"part={tag}", f"part={tag}|path={c.path}",
-                    f"part_at={min(part, MAX_PARTS)}|of={min(n, MAX_PARTS)}"]
+        e.extra += [f"part={tag}|path={c.path}", f"part_at={min(part, MAX_PARTS)}|of={min(n, MAX_PARTS)}"]
         e.__dict__["_part"] = part
         out.append(e)
     return out
 
 
 def picked(cands: list[Candidate], scores) -> list[int]:
-    """The elements of the list, in the order of the request's parts: per part, its best element scored above
+    """The elements of the list, in the sequence of the request's parts: per part, its best element scored above
     ``CHOSEN`` (a thing named once is one item); the best element overall where no part has one."""
     parts: dict[int, int] = {}
     seen: set[str] = set()
@@ -118,7 +120,7 @@ def picked(cands: list[Candidate], scores) -> list[int]:
 
 def extended(cands: list[Candidate], scores, chosen: list[int], k: int) -> list[int]:
     """``chosen`` cut or filled to ``k`` elements: filled with the best elements of the parts it has none from
-    (then with the next best values), in the order of the request's parts."""
+    (then with the next best values), in the sequence of the request's parts."""
     if len(chosen) >= k:
         return chosen[:k]
     part = {i: cands[i].__dict__.get("_part", MAX_PARTS) for i in range(len(cands))}
