@@ -21,7 +21,7 @@ from storage.records import Message, Trajectory
 MIN_TRAJECTORIES = 5  # a reported part's conversations before its links count
 MIN_SHARE = 0.5
 MIN_LIFT = 2.0
-COMMON = 0.2  # a word in this share of the conversations says nothing about which problem a part reports
+COMMON = 0.5  # a word in this share of the conversations (how requests open) says nothing about which problem
 MAX_OPEN_WORDS = 12
 MAX_OBS_WORDS = 16  # words of the last user call's result
 
@@ -98,7 +98,8 @@ def open_tokens(history: list[Message], links: Links) -> list[str]:
                     first = first or part
         if tracked:
             status = "open" if open_parts else "none"
-            toks += [f"open_{min(open_parts, 3)}"] + [f"open_w_{w}" for w in first[:MAX_OPEN_WORDS]]
+            toks += [f"open_{min(open_parts, 3)}"] + [f"open_w_{w}" for w in first[:MAX_OPEN_WORDS]] if open_parts \
+                else ["open_none"]
     if not made:
         return toks
     i = max(j for j, m in enumerate(history) if m.role == "user" and m.tool_calls)
