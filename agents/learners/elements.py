@@ -2,10 +2,10 @@
 
 A request can name several things in one breath ("exchange the A (...) for the one with ... and the B (...) for
 the one with ..."), and a call then takes a list with one item per thing named. The learner scores every scalar
-candidate of the list's item type as an *element* of the list (the argument model, labelled by membership in the
-data's list), so the length of the list is learned with its items: per thing named, the element the model finds
-most likely, if it finds it more likely in than not (at least one element in all), in the sequence the request
-names them. Lists that the data always gives one length (a list of things and a list of what each becomes) get
+candidate of the list's item type as an *element* of the list (the argument model, labelled by whether the
+data's list holds it), so the length of the list is learned with its items: per thing named, the element the
+model finds most likely, if it finds it more likely in than not (at least one element in all), in the sequence
+the request names them. Lists that the data always gives one length (a list of things and a list of what each becomes) get
 one length, the longest the model chose for any of them (``equal_lengths``, ``extended``).
 
 What ties an element to one of the things named is where its own record's words fall in the request: the
