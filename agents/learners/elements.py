@@ -94,10 +94,10 @@ def elements(scene: Scene, cands: list[Candidate]) -> list[Candidate]:
     n, tags = part_tags(scene)
     out = []
     for c in cands:
-        e = c.but(c.value, "element")
-        e.match = ""  # how its record matches the whole request: its part's match (below) says it per thing named
         part, tag = tags.get(id(c), (MAX_PARTS, "none"))
-        e.extra += [f"part={tag}|path={c.path}", f"part_at={min(part, MAX_PARTS)}|of={min(n, MAX_PARTS)}"]
+        e = c.but(c.value, f"part_at={min(part, MAX_PARTS)}|of={min(n, MAX_PARTS)}")
+        e.match = ""  # how its record matches the whole request: its part's match (below) says it per thing named
+        e.extra.append(f"part={tag}|path={c.path}")
         e.__dict__["_part"] = part
         out.append(e)
     return out
