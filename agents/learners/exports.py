@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from storage import atomic
 from storage.records import Message, SFTExample, SynthTask, ToolCall

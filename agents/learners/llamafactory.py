@@ -11,20 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 import yaml
 
-from agents.learners.exports import (
-    DATASET_NAME,
-    Exported,
-    dataset_info,
-    export_rows,
-    sharegpt,
-)
+from agents.learners.exports import DATASET_NAME, Exported, dataset_info, export_rows, sharegpt
 from storage import atomic
 from storage.config import LlamaFactoryConfig
 from storage.records import SFTExample

@@ -11,23 +11,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import yaml
 
 from agents import servers
 from agents.learners.llamafactory import TrainingError, find_cli, gpu_count, with_parent
-from agents.servers import (
-    ServerExited,
-    ServerNotReady,
-    free_port,
-    http_ok,
-    log_tail,
-    wait_ready,
-)
+from agents.servers import ServerExited, ServerNotReady, free_port, http_ok, log_tail, wait_ready
 from storage import atomic
 from storage.config import LlamaFactoryConfig
 
