@@ -7,9 +7,10 @@ Logistic models (scikit-learn, log loss) over agent-visible features:
   write    at a confirmation, which tool it is about to propose;
   asked    at a reply asking the user to make a call (dual control), which call;
   argument for each argument of a call, which candidate from the context
-           (``features.py``: the user's values, observed values by path;
-           ``candidates.py``: composites, schema enums, lists of objects); list
-           items can also be assembled field by field with the same model;
+           (``arguments.py``: the user's values, observed values by path,
+           composites, schema enums, lists of objects; list items can also be
+           assembled field by field, and lists of scalars chosen element by
+           element, with the same model);
   report   at a reply that ends in a list of values, which values to tell.
 What the learner says, which tools write (the ones confirmed before they were
 called) and the constants its composites multiply by are all read from the
@@ -19,34 +20,22 @@ domain. The fitted model is saved with the fingerprint of the trajectories it sa
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
-from agents.learners.candidates import (
-    arg_schema,
-    item_keys,
-    item_schema,
-    learned_constants,
-    list_candidates,
-    recurring_values,
-    resolve,
-    scalar_pool,
-    scalars,
-    used_by_arg,
-)
+from agents.learners.arguments import Arguments
+from agents.learners.candidates import learned_constants, recurring_values, scalar_pool
 from agents.learners.collector import collector_paused
+from agents.learners.elements import equal_lengths
 from agents.learners.features import Candidate, Scene, state_tokens
 from agents.learners.fitclock import FitClock
 from agents.learners.fitrows import FitRows
-from agents.learners.profiles import candidate_json, candidate_profile
+from agents.learners.profiles import candidate_profile
 from agents.learners.replies import (
     ARGS_SLOT,
     NAME_SLOT,
@@ -58,6 +47,7 @@ from agents.learners.replies import (
     read_conventions,
     render,
 )
+from agents.learners.reported import learn_links, open_tokens
 from agents.learners.scoring import Scoring, for_prediction
 from envs.gold import confirmation_request
 from storage.atomic import atomic_path, write_json
@@ -66,7 +56,6 @@ from storage.records import Message, ToolCall, Trajectory
 
 MAX_CONSTANTS = 6
 MAX_VALUES = 4  # per argument: the text values the data gives it most often
-MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
 MODELS = ("action", "write", "asked", "argument", "report")  # the fitted scikit-learn models
 EPOCHS = 15  # SGD passes over the training rows (5 lost test success at 250 trajectories: README)
 CHUNK = 100  # trajectories whose candidate rows are built, then hashed, at a time (``_fit``)
@@ -76,7 +65,7 @@ def fingerprint(trajectories: list[Trajectory]) -> str:
     return hashlib.sha256("\n".join(sorted(t.trajectory_id for t in trajectories)).encode()).hexdigest()[:16]
 
 
-class EmbeddedLearner(Scoring):
+class EmbeddedLearner(Scoring, Arguments):
     name = "embedded"
 
     def __init__(self, seed: int = 0):
@@ -110,15 +99,20 @@ class EmbeddedLearner(Scoring):
         self.writes, self.texts, self.slots, self.closing = found.writes, found.texts, found.slots, found.closing
         self.requests, self.asked_args = found.requests, found.asked_args
         self.arg_requests = found.arg_requests
+        self.links = learn_links(trajectories)
+        self.equal = equal_lengths(trajectories)
+
+    def _state(self, history: list[Message], scene: Scene) -> str:
+        """The decision state's tokens: what ``state_tokens`` reads, and the reported problems still open."""
+        state = state_tokens(history, scene, labels_of(history))
+        extra = open_tokens(history, self.links) if hasattr(self, "links") else []
+        return f"{state} {' '.join(extra)}" if extra else state
 
     def _learn_constants(self, trajectories: list[Trajectory]) -> None:
         self.constants = learned_constants(trajectories, self.writes, MAX_CONSTANTS)
 
     def _learn_values(self, trajectories: list[Trajectory]) -> None:
         self.values = recurring_values(trajectories, MAX_VALUES)
-
-    def _learned(self, tool: str, arg: str) -> list[str]:
-        return getattr(self, "values", {}).get(f"{tool}.{arg}", [])
 
     # ------------------------------------------------------------ training
     def fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None = None) -> EmbeddedLearner:
@@ -162,7 +156,7 @@ class EmbeddedLearner(Scoring):
             history = msgs[:i]
             scene = Scene.of(history, self.writes)  # one per decision: state, arguments and report share it
             label = label_of(m)
-            rows.states.append(state_tokens(history, scene, labels_of(history)))
+            rows.states.append(self._state(history, scene))
             rows.actions.append(label)
             if label in self.requests and (asked := asked_call(msgs, i)) is not None:
                 rows.asked_states.append(rows.states[-1])
@@ -216,107 +210,16 @@ class EmbeddedLearner(Scoring):
                 out.append((c, ("report", label, candidate_profile(c, set(), scene), ())))
         return out
 
-    def _arg_samples(self, call: ToolCall, history, scene: Scene, feats, labels) -> None:
-        pool = scalar_pool(scene, self.constants)
-        used = used_by_arg(history)
-        for arg, gold in call.arguments.items():
-            schema = arg_schema(self.tools, call.name, arg)
-            keys = item_keys(schema, self._resolve)
-            if keys and isinstance(gold, list):
-                fields_ok = True
-                for j, item in enumerate(gold[:MAX_TRAIN_ITEMS]):
-                    for k in keys:
-                        target = json.dumps(item.get(k) if isinstance(item, dict) else None, sort_keys=True)
-                        hit = False
-                        for c in self._scalars(scene, pool, item_schema(self.tools, schema, k)):
-                            ok = candidate_json(c, scene) == target
-                            hit |= ok
-                            feats.append((call.name, f"{arg}.{k}", candidate_profile(c, set(), scene), (f"item={j}",)))
-                            labels.append(int(ok))
-                        fields_ok &= hit or j > 0
-                cands = list_candidates(scene, keys)
-                target = json.dumps(gold, sort_keys=True)
-                found = any(candidate_json(c, scene) == target for c in cands)
-                cands.append(Candidate(None, "assembled", "assembled", extra=["len=1"]))
-                for c in cands:  # assembling is right only where no list in the context is
-                    ok = (len(gold) == 1 and fields_ok and not found) if c.source == "assembled" else \
-                        candidate_json(c, scene) == target
-                    feats.append((call.name, arg, candidate_profile(c, used.get(arg, set()), scene), ()))
-                    labels.append(int(ok))
-                continue
-            target = json.dumps(gold, sort_keys=True)
-            for c in self._scalars(scene, pool, schema, self._learned(call.name, arg)):
-                feats.append((call.name, arg, candidate_profile(c, used.get(arg, set()), scene), ()))
-                labels.append(int(candidate_json(c, scene) == target))
-
     # ------------------------------------------------------------ acting
     def reset(self, tools: list[dict[str, Any]], policy: str) -> None:
         self.tools = {t["function"]["name"]: t["function"] for t in tools} or self.tools
         self._pending = None
 
-    def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
-        return resolve(self.tools, schema)
-
-    def _scalars(self, scene: Scene, pool: list[Candidate], schema: dict[str, Any], learned: list[str] = ()):
-        """``scalars`` once per decision's pool and schema: its arguments of one type share the candidates
-        (the same objects, so their profiles too)."""
-        memo = scene.__dict__.get("_scalars")
-        if memo is None or memo[0] is not pool:
-            memo = scene.__dict__["_scalars"] = (pool, {})
-        key = (json.dumps(schema, sort_keys=True), tuple(learned))
-        if key not in memo[1]:
-            memo[1][key] = scalars(self.tools, schema, pool, learned)
-        return memo[1][key]
-
-    def _best(self, tool: str, arg: str, cands: list[Candidate], scene: Scene, used: set[str],
-              extra: tuple[str, ...] = ()) -> Candidate | None:
-        if not cands:
-            return None
-        scores = self._positive("argument", [(tool, arg, candidate_profile(c, used, scene), extra) for c in cands])
-        return cands[int(np.argmax(scores))]
-
-    def _choose_args(self, tool: str, history: list[Message], scene: Scene) -> dict[str, Any]:
-        schema = self.tools.get(tool, {}).get("parameters", {})
-        required = schema.get("required", list(schema.get("properties", {})))
-        if self.argument is None:
-            return {}
-        pool = scalar_pool(scene, self.constants)
-        used = used_by_arg(history)
-        schemas = {arg: arg_schema(self.tools, tool, arg) for arg in required}
-        keys_of = {arg: item_keys(s, self._resolve) for arg, s in schemas.items()}
-        plain = {arg: self._scalars(scene, pool, s, self._learned(tool, arg)) for arg, s in schemas.items()
-                 if not keys_of[arg]}
-        # the candidates of every plain argument scored in one predict_proba (their scores are independent),
-        # each argument's best read from its slice
-        rows = [(tool, arg, candidate_profile(c, used.get(arg, set()), scene), ())
-                for arg, cands in plain.items() for c in cands]
-        scores, start, best_plain = self._positive("argument", rows) if rows else None, 0, {}
-        for arg, cands in plain.items():
-            if cands:
-                best_plain[arg] = cands[int(np.argmax(scores[start:start + len(cands)]))]
-            start += len(cands)
-        args = {}
-        for arg, s in schemas.items():
-            keys = keys_of[arg]
-            if keys:
-                item = {}
-                for k in keys:
-                    best = self._best(tool, f"{arg}.{k}", self._scalars(scene, pool, item_schema(self.tools, s, k)),
-                                      scene, set(), ("item=0",))
-                    item[k] = best.value if best else None
-                cands = list_candidates(scene, keys) + [Candidate([item], "assembled", "assembled", extra=["len=1"])]
-                best = self._best(tool, arg, cands, scene, used.get(arg, set()))
-            else:
-                best = best_plain.get(arg)
-            if best is not None:
-                args[arg] = best.value
-        return args
-
     def act(self, messages: list[Message]) -> Message:
         if self.action is None and self.constant_action is None:  # untrained: it can only hang up
             return Message(role="assistant", content="Goodbye.")
         scene = Scene.of(messages, self.writes)
-        state = state_tokens(messages, scene, labels_of(messages))
+        state = self._state(messages, scene)
         label = self._predict("action", self.constant_action, state) or self.closing
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)
         if self._pending is not None and last_user is not None and messages and messages[-1] is last_user:

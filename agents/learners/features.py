@@ -239,7 +239,7 @@ def _match(leaves: list[Candidate], records: list[Record], text: str) -> None:
             continue
         j = c.within[-1]
         if j not in of_record:
-            own = _words(records[j].strs) & pos.keys()
+            own = record_words(records[j].strs) & pos.keys()
             of_record[j] = (len(own), sum(pos[w] for w in own) / len(own)) if own else None
         if (found := of_record[j]) is not None:
             by_path.setdefault(f"{c.path}/{c.key}", []).append((c, *found))
@@ -252,7 +252,7 @@ def _match(leaves: list[Candidate], records: list[Record], text: str) -> None:
 
 
 @lru_cache(maxsize=8192)
-def _words(strs: frozenset[str]) -> frozenset[str]:
+def record_words(strs: frozenset[str]) -> frozenset[str]:
     """The normalized words of a record's string values (records come from ``_walk``'s cache: same objects)."""
     return frozenset(w for v in strs for w in norm(v).split())
 
