@@ -28,17 +28,22 @@ CONFIG = (f"rounds: 1\nbudget: 12\ntest_size: {TEST_SIZE}\nchunk_size: 6\n"
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    """A Prefect server (its own database), the deployments, and two workers on the `cpu` pool."""
+def stack(tmp_path_factory, s3_server):
+    """A Prefect server (its own database), the deployments, and two workers on the `cpu` pool. The workers
+    hold the test S3 server's AWS variables, as a team's workers would, so a sweep may use an ``s3://`` store."""
     root = tmp_path_factory.mktemp("stack")
     s = WorkerStack(root, REPO, workers=2)
-    try:
-        s.start()
-        yield s
-    finally:
-        pids = {svc.pid for svc in [*s.worker_services, *s.killed]} | ({s.server.pid} if s.server else set())
-        left = s.stop()
-        assert not left and not [p for p in pids if alive(p)], f"still running after stop: {sorted(left)}"
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in s3_server.env().items():
+            env.setenv(key, value)
+        env.setenv("EVOSYN_LOCAL_HOME", str(tmp_path_factory.mktemp("s3-local")))
+        try:
+            s.start()
+            yield s
+        finally:
+            pids = {svc.pid for svc in [*s.worker_services, *s.killed]} | ({s.server.pid} if s.server else set())
+            left = s.stop()
+            assert not left and not [p for p in pids if alive(p)], f"still running after stop: {sorted(left)}"
 
 
 @pytest.fixture(scope="module")
@@ -167,3 +172,17 @@ def test_a_worker_killed_mid_run_is_finished_by_the_other(stack, config, serial,
     assert f"flow run {lost.name} of {runs[0]} marked crashed" in again.stderr, again.stderr[-2000:]
     with SyncPrefectClient(stack.api) as client:
         assert client.read_flow_run(lost.id).state.type.value == "CRASHED"
+
+
+@pytest.mark.slow
+def test_two_workers_on_an_s3_store_write_the_rows_of_the_serial_sweep(stack, config, serial, s3_server):
+    """The same sweep on an ``s3://`` store shared by the workers: the rows of the serial sweep on a local folder."""
+    import uuid
+
+    root = f"s3://{s3_server.shared}/{uuid.uuid4().hex[:12]}/sweep"
+    done = evosyn(stack, root, "sweep", "--config", str(config), "--submit", "deployment", "--quiet")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    runs, got = digests(root)
+    want_runs, want = digests(serial)
+    assert runs == want_runs and len(runs) == 2
+    assert [t for t in TABLES if got[t] != want[t]] == []
