@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from flows import cli_app
 from flows.cli import main
 
-BENCH = ["discovery", "faults", "learner", "learning", "llm", "query", "results", "run", "synth", "testsets",
+BENCH = ["discovery", "faults", "learner", "learning", "llm", "query", "results", "run", "sweep", "synth", "testsets",
          "verify"]
 
 
