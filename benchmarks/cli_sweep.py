@@ -18,9 +18,11 @@ from flows.render import print_table
 @click.option("--workers", type=click.IntRange(2, 64), default=2, show_default=True)
 @click.option("--workdir", type=PATH, default=None, help="Where the two stores and the server's files go (kept); "
                                                          "default a temporary folder, removed after.")
+@click.option("--s3-root", default=None, metavar="s3://BUCKET/PREFIX",
+              help="Also run both sweeps on fresh stores under this S3 prefix (the AWS variables reach it).")
 @click.option("--output", type=PATH, default=None)
 def bench_sweep(domains: str | None, arms: str, seeds: str, rounds: int, budget: int, test_size: int, workers: int,
-                workdir: str | None, output: str | None) -> None:
+                workdir: str | None, s3_root: str | None, output: str | None) -> None:
     """The same sweep (domains x arms x seeds) in one process and on WORKERS Prefect process workers sharing one
     store: wall, CPU and speed-up (on 2 cores the ideal is at most 2x), and whether the rows are equal."""
     from benchmarks.common import write_json
@@ -43,8 +45,10 @@ def bench_sweep(domains: str | None, arms: str, seeds: str, rounds: int, budget:
     target = bench_output("sweep", output)
     if workdir:
         check_output(workdir, "--workdir", kind="dir")
+    if s3_root is not None and not s3_root.startswith("s3://"):
+        raise UserError(f"--s3-root {s3_root}: an s3://bucket/prefix location")
     try:
-        result = bench(names, arm_list, seed_list, rounds, budget, test_size, workers, workdir)
+        result = bench(names, arm_list, seed_list, rounds, budget, test_size, workers, workdir, s3_root)
     except (BenchSweepError, ConfigError) as exc:
         raise RunFailed(str(exc)) from None
     print_table("sweep benchmark", HEADERS, rows(result))

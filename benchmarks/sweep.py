@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ def _tree_cpu(pids: list[int]) -> float:
     return total
 
 
-def _sweep(stack: WorkerStack, home: Path, config: Path, *extra: str) -> dict[str, float]:
+def _sweep(stack: WorkerStack, home: Path | str, config: Path, *extra: str) -> dict[str, float]:
     """One `evosyn sweep` as a subprocess: its wall, its CPU (with the workers'), the server's CPU."""
     workers = [s.pid for s in stack.worker_services]
     server = [stack.server.pid] if stack.server else []
@@ -67,14 +68,16 @@ def _sweep(stack: WorkerStack, home: Path, config: Path, *extra: str) -> dict[st
             "server_cpu_s": round(_tree_cpu(server) - s0, 2)}
 
 
-def _digests(home: Path) -> dict[str, str]:
+def _digests(home: Path | str) -> dict[str, str]:
     store = Store(home, create=False)
     return table_digests(store, store.runs(any_table=True))  # every run the sweep wrote, the test sets' included
 
 
 def bench(domains: list[str], arms: list[str], seeds: list[int], rounds: int, budget: int, test_size: int,
-          workers: int = 2, workdir: str | None = None) -> dict[str, Any]:
-    """The serial sweep and the same sweep over ``workers`` workers, in two fresh stores under ``workdir``."""
+          workers: int = 2, workdir: str | None = None, s3_root: str | None = None) -> dict[str, Any]:
+    """The serial sweep and the same sweep over ``workers`` workers, in two fresh stores under ``workdir``; with
+    ``s3_root`` (``s3://bucket/prefix``, reached through the AWS variables), both again on two fresh stores under
+    it, their rows compared with the local serial sweep's."""
     base = Path(workdir or tempfile.mkdtemp(prefix="evosyn-bench-sweep-")).resolve()
     base.mkdir(parents=True, exist_ok=True)
     config = base / "sweep.yaml"
@@ -84,7 +87,17 @@ def bench(domains: list[str], arms: list[str], seeds: list[int], rounds: int, bu
         with WorkerStack(base / "services", REPO, workers=workers) as stack:
             serial = _sweep(stack, base / "serial", config)
             fanned = _sweep(stack, base / "workers", config, "--submit", "deployment")
+            if s3_root:  # a fresh prefix per benchmark: never another run's rows
+                prefix = f"{s3_root.rstrip('/')}/bench-sweep-{uuid.uuid4().hex[:8]}"
+                s3 = {"serial": _sweep(stack, f"{prefix}/serial", config),
+                      "on_workers": _sweep(stack, f"{prefix}/workers", config, "--submit", "deployment")}
         want, got = _digests(base / "serial"), _digests(base / "workers")
+        if s3_root:
+            for way in ("serial", "workers"):
+                s3_rows = _digests(f"{prefix}/{way}")
+                s3[f"{way}_differing"] = [t for t in TABLES if want.get(t) != s3_rows.get(t)]
+            s3.update(root=prefix, speedup=round(s3["serial"]["wall_s"] / s3["on_workers"]["wall_s"], 2),
+                      rows_equal=not (s3["serial_differing"] or s3["workers_differing"]))
     finally:
         if not workdir:
             shutil.rmtree(base, ignore_errors=True)
@@ -95,15 +108,16 @@ def bench(domains: list[str], arms: list[str], seeds: list[int], rounds: int, bu
             "on_workers": fanned, "speedup": round(serial["wall_s"] / fanned["wall_s"], 2),
             "ideal_speedup": min(workers, cpus),
             "rows_equal": want == got, "tables_differing": [t for t in TABLES if want.get(t) != got.get(t)],
-            "workdir": str(base) if workdir else None}
+            "workdir": str(base) if workdir else None, **({"s3": s3} if s3_root else {})}
 
 
 HEADERS = ["sweep", "wall s", "CPU s", "server CPU s"]
 
 
 def rows(p: dict[str, Any]) -> list[list[str]]:
-    return [[name, f"{p[key]['wall_s']:.1f}", f"{p[key]['cpu_s']:.1f}", f"{p[key]['server_cpu_s']:.1f}"]
-            for name, key in (("serial (one process)", "serial"), (f"{p['workers']} workers", "on_workers"))]
+    ways = [(f"{store}{name}", part[key]) for store, part in (("", p), ("S3 store: ", p.get("s3")))
+            if part for name, key in (("serial (one process)", "serial"), (f"{p['workers']} workers", "on_workers"))]
+    return [[name, f"{w['wall_s']:.1f}", f"{w['cpu_s']:.1f}", f"{w['server_cpu_s']:.1f}"] for name, w in ways]
 
 
 def summary(p: dict[str, Any]) -> str:
@@ -112,4 +126,8 @@ def summary(p: dict[str, Any]) -> str:
             f"{', '.join(map(str, g['seeds']))}; {g['rounds']} round(s), budget {g['budget']}): speed-up {p['speedup']:.2f}x on {p['workers']} workers "
             f"(ideal here at most {p['ideal_speedup']}x); rows "
             + ("equal to the serial sweep's" if p["rows_equal"] else
-               f"DIFFER from the serial sweep's in {', '.join(p['tables_differing'])}"))
+               f"DIFFER from the serial sweep's in {', '.join(p['tables_differing'])}")
+            + (f"; on the S3 store: speed-up {p['s3']['speedup']:.2f}x, rows "
+               + ("equal to the local serial sweep's" if p["s3"]["rows_equal"] else "DIFFER from the local serial "
+                  f"sweep's in {', '.join(sorted(set(p['s3']['serial_differing'] + p['s3']['workers_differing'])))}")
+               if p.get("s3") else ""))

@@ -27,3 +27,15 @@ def test_results_md_has_a_sweep_section(tmp_path):
     (tmp_path / "sweep.json").write_text(json.dumps(RESULT))
     section = render(tmp_path).split("## Sweeps over workers (`evosyn bench sweep`)")[1].split("\n## ")[0]
     assert "speed-up 1.50x on 2 workers" in section and "| 2 workers | 200.0 | 280.2 | 30.0 |" in section
+
+
+def test_an_s3_pass_adds_its_two_ways_and_its_rows_verdict():
+    s3 = {"serial": {"wall_s": 330.0, "cpu_s": 260.0, "server_cpu_s": 21.0},
+          "on_workers": {"wall_s": 220.0, "cpu_s": 290.0, "server_cpu_s": 31.0}, "speedup": 1.5, "rows_equal": True,
+          "serial_differing": [], "workers_differing": [], "root": "s3://b/p/bench-sweep-1"}
+    got = {**RESULT, "s3": s3}
+    assert rows(got)[2:] == [["S3 store: serial (one process)", "330.0", "260.0", "21.0"],
+                             ["S3 store: 2 workers", "220.0", "290.0", "31.0"]]
+    assert summary(got).endswith("; on the S3 store: speed-up 1.50x, rows equal to the local serial sweep's")
+    bad = {**got, "s3": {**s3, "rows_equal": False, "workers_differing": ["tasks"]}}
+    assert summary(bad).endswith("rows DIFFER from the local serial sweep's in tasks")
