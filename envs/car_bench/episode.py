@@ -9,6 +9,7 @@ parameter. A removed result field reads ``"unknown"``.
 """
 from __future__ import annotations
 
+import copy
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -77,10 +78,12 @@ class CarBenchEpisode(Episode):
             return Observation(content=f"Error: {' '.join(str(exc).split())}", error=True)
         if isinstance(answer, Raw):
             return Observation(content=answer.text, error=answer.text.startswith("Error"))
-        envelope = {"status": "SUCCESS", "result": answer}
-        for tool_name, path in self.removed_results:
-            if tool_name == name:
-                _blank(envelope["result"], path)
+        blanks = [path for tool_name, path in self.removed_results if tool_name == name]
+        # a tool may answer with the domain's own data (routes, contacts): blank a copy, never the data every
+        # later episode of this process reads
+        envelope = {"status": "SUCCESS", "result": copy.deepcopy(answer) if blanks else answer}
+        for path in blanks:
+            _blank(envelope["result"], path)
         return Observation(content=json.dumps(envelope))
 
     def _note_hallucination(self, name: str, arguments: dict[str, Any]) -> None:

@@ -158,3 +158,17 @@ def test_preferences_and_removed_results(car):
     ep = car.episode(car.official_task("hallucination_f1"))
     call(ep, "set_fan_speed", level=3)
     assert ep.hallucinated == ["set_fan_speed.level"]
+
+
+def test_a_removed_result_field_is_blanked_in_that_episode_only(car):
+    """A hallucination task blanks a result field in its own answers; the domain's data (read by every later
+    episode of the process) keeps the value, so a run's rows never depend on what ran before it."""
+    from envs.car_bench.state import CarInitialState
+
+    routes = {"start_id": "loc_mun_9995", "destination_id": "loc_aug_1002"}
+    removed = car.episode(CarInitialState(
+        removed_part=["result.get_routes_from_start_to_destination.routes.distance_km"]))
+    blanked, _ = call(removed, "get_routes_from_start_to_destination", **routes)
+    assert {r["distance_km"] for r in blanked["result"]["routes"]} == {"unknown"}
+    answer, _ = call(car.episode(), "get_routes_from_start_to_destination", **routes)
+    assert all(isinstance(r["distance_km"], (int, float)) for r in answer["result"]["routes"])
