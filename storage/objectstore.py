@@ -79,13 +79,11 @@ def remote_path(uri: str):
 
 
 def local_home(uri: str) -> Path:
-    """This machine's folder for what an S3 store does not share: ``EVOSYN_LOCAL_HOME``, else
-    ``~/.cache/evosyn/s3/<bucket>/<prefix>``."""
-    given = os.environ.get("EVOSYN_LOCAL_HOME")
-    if given:
-        return Path(given).expanduser()
+    """This machine's folder for what an S3 store does not share: ``<base>/<bucket>/<prefix>``, the base
+    ``EVOSYN_LOCAL_HOME`` or ``~/.cache/evosyn/s3``. One folder per store: its models and summaries are named by
+    run id, so two stores that shared one would lend each other a run's model."""
     bucket, prefix = split(uri)
-    return Path("~/.cache/evosyn/s3").expanduser() / bucket / prefix
+    return Path(os.environ.get("EVOSYN_LOCAL_HOME") or "~/.cache/evosyn/s3").expanduser() / bucket / prefix
 
 
 def source(path):

@@ -127,7 +127,7 @@ def test_an_s3_store_root_keeps_its_name_and_has_a_local_folder(monkeypatch, tmp
 
     monkeypatch.setenv("EVOSYN_LOCAL_HOME", str(tmp_path / "local"))
     cfg = RunConfig(store={"root": "s3://team-bucket/evosyn"})
-    assert cfg.store_location() == "s3://team-bucket/evosyn" and cfg.store_root() == tmp_path / "local"
+    assert cfg.store_location() == "s3://team-bucket/evosyn" and cfg.store_root() == tmp_path / "local" / "team-bucket" / "evosyn"
     monkeypatch.setenv("EVOSYN_HOME", "s3://team-bucket/other")
     assert RunConfig().store_location() == "s3://team-bucket/other"
     assert run_id_for(cfg) == run_id_for(RunConfig(store={"root": str(tmp_path)}))  # where it is stored: not its id

@@ -115,9 +115,11 @@ def test_a_store_opened_elsewhere_sees_the_writes_at_once(s3_root):
 def test_the_local_folder_and_the_location_of_an_s3_store(s3_root, tmp_path, monkeypatch):
     st = Store(s3_root + "/")
     assert st.location == s3_root and st.where() == s3_root
-    assert st.root == tmp_path / "local"  # EVOSYN_LOCAL_HOME (tests/s3server.py's s3_root)
+    bucket, prefix = s3_root.split("/", 3)[2:]
+    assert st.root == tmp_path / "local" / bucket / prefix  # under EVOSYN_LOCAL_HOME (tests/s3server.py's s3_root)
+    other = Store(f"s3://{bucket}/elsewhere")
+    assert other.root == tmp_path / "local" / bucket / "elsewhere"  # one folder per store: never shared
     monkeypatch.delenv("EVOSYN_LOCAL_HOME")
-    bucket = s3_root.split("/")[2]
     assert objectstore.local_home(s3_root).parts[-4:] == ("s3", bucket, s3_root.split("/")[3], "store")
     with pytest.raises(objectstore.S3Error, match="not an S3 bucket name"):
         objectstore.split("s3://Bad_Bucket/x")
