@@ -45,7 +45,7 @@ def test_a_run_on_s3_equals_the_run_on_a_local_folder_and_resumes_row_identicall
     assert f"store: {s3_root}" in out
     got_id, got = digests(s3_root)
     assert got_id == run_id and [t for t in TABLES if got[t] != want[t]] == []
-    assert not list(tmp_path.glob("local-clean/tables"))  # the rows are on S3, not in the local folder
+    assert not list((tmp_path / "local-clean").rglob("tables"))  # the rows are on S3, not in the local folder
 
     # `evosyn query`: the same rows from both stores (DuckDB over pyarrow datasets of the objects, and its globs)
     assert run(s3_root, "query", QUERY)[0] == run(local, "query", QUERY)[0]
