@@ -21,7 +21,7 @@ from benchmarks.llm_script import RoleScript, after, texts
 from envs.ontology import load_initial_space
 from storage.config import RoleConfig
 from storage.store import Store
-from tasks import stages
+from tasks import context, stages
 
 KEY = "sk-test-CHUNKS"
 
@@ -59,7 +59,7 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_resume_loses_and_dup
                                        max_concurrency=4)}
         ctx = stages.Ctx(store, "chunks", 1, 0, llm_roles=llm)
         with monkeypatch.context() as m, ThreadPoolExecutor(max_workers=2) as pool:  # as the Prefect round maps
-            m.setattr(stages, "kill_point", kill_point)
+            m.setattr(context, "kill_point", kill_point)  # where Ctx.crash_point calls it
             fb = pool.submit(stages.generate, ctx, space, b)
             time.sleep(0.4)  # b's fast call is done and logged, its slow one in flight
             fa = pool.submit(stages.generate, ctx, space, a)  # a finishes (and flushes) while b still waits
