@@ -34,19 +34,27 @@ class PgServer:
         return f"{self.url.rsplit('/', 1)[0]}/{prefix}_{uuid.uuid4().hex[:10]}"
 
 
-@pytest.fixture(scope="session")
-def pg_server():
+def reachable_dir(prefix: str) -> Path:
+    """A new folder the ``postgres`` account can reach (PostgreSQL's binaries and psycopg checked first): not under
+    pytest's 0700 tmp folders, since run by root the server runs as ``postgres``. The caller removes it."""
     pytest.importorskip("psycopg", reason="the postgres extra (pip install -e '.[dev]')")
     from flows import local_postgres
-    from flows.services import alive, family
 
     try:
         local_postgres.bindir()
     except local_postgres.LocalPostgresError as exc:
         _require(str(exc))
-    # not under pytest's 0700 tmp folders: run by root, the server runs as `postgres`, which must reach it
-    root = Path(tempfile.mkdtemp(prefix="evosyn-test-pg-"))
-    root.chmod(0o755)
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    from flows import local_postgres
+    from flows.services import alive, family
+
+    root = reachable_dir("evosyn-test-pg-")
     try:
         pid, port = local_postgres.start(root, root / "postgres.log", timeout=120, durable=False)
     except local_postgres.LocalPostgresError as exc:

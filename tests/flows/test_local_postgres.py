@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import shutil
 import stat
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -15,17 +13,9 @@ from flows.services import alive, database, down, family, load_state
 @pytest.fixture
 def reachable_root():
     """A store root the ``postgres`` account can reach when the tests run as root (pytest's are 0700)."""
-    pytest.importorskip("psycopg")
-    from flows import local_postgres
+    from tests.postgres_server import reachable_dir
 
-    try:
-        local_postgres.bindir()
-    except local_postgres.LocalPostgresError as exc:
-        from tests.postgres_server import _require
-
-        _require(str(exc))
-    base = Path(tempfile.mkdtemp(prefix="evosyn-test-root-"))
-    base.chmod(0o755)
+    base = reachable_dir("evosyn-test-root-")
     yield base / "home"
     shutil.rmtree(base, ignore_errors=True)
 

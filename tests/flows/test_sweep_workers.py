@@ -84,6 +84,18 @@ def stored_runs(home) -> list:
         return []
 
 
+def sweep_on_workers_equals_serial(stack, home, config, serial) -> subprocess.CompletedProcess:
+    """`evosyn sweep --submit deployment` into ``home`` (a folder or an ``s3://`` store): it succeeds, and the store
+    holds the serial sweep's runs with their rows (table digests)."""
+    done = evosyn(stack, home, "sweep", "--config", str(config), "--submit", "deployment", "--quiet")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    runs, got = digests(home)
+    want_runs, want = digests(serial)
+    assert runs == want_runs and len(runs) == 2
+    assert [t for t in TABLES if got[t] != want[t]] == []
+    return done
+
+
 def worker_runs(stack) -> dict[str, str]:
     """worker name -> its log (a flow run it started: "Flow run '<name>' submitted to infrastructure")."""
     return {svc.url: Path(svc.log).read_text(errors="replace") for svc in stack.worker_services}
@@ -113,12 +125,7 @@ def test_cells_that_did_not_complete_are_named_with_how_to_finish_them():
 @pytest.mark.slow
 def test_two_workers_write_the_rows_of_the_serial_sweep(stack, config, serial, tmp_path):
     home = tmp_path / "shared"
-    done = evosyn(stack, home, "sweep", "--config", str(config), "--submit", "deployment", "--quiet")
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    runs, got = digests(home)
-    want_runs, want = digests(serial)
-    assert runs == want_runs and len(runs) == 2
-    assert [t for t in TABLES if got[t] != want[t]] == []
+    done = sweep_on_workers_equals_serial(stack, home, config, serial)
     assert "sweep on evosyn-run/evosyn-run" in done.stdout and done.stdout.count("completed") >= 2
     # each worker takes one flow run at a time (--limit 1): the two cells ran on the two workers
     took = {name: log.count("submitted to infrastructure") for name, log in worker_runs(stack).items()}
@@ -179,10 +186,4 @@ def test_two_workers_on_an_s3_store_write_the_rows_of_the_serial_sweep(stack, co
     """The same sweep on an ``s3://`` store shared by the workers: the rows of the serial sweep on a local folder."""
     import uuid
 
-    root = f"s3://{s3_server.shared}/{uuid.uuid4().hex[:12]}/sweep"
-    done = evosyn(stack, root, "sweep", "--config", str(config), "--submit", "deployment", "--quiet")
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    runs, got = digests(root)
-    want_runs, want = digests(serial)
-    assert runs == want_runs and len(runs) == 2
-    assert [t for t in TABLES if got[t] != want[t]] == []
+    sweep_on_workers_equals_serial(stack, f"s3://{s3_server.shared}/{uuid.uuid4().hex[:12]}/sweep", config, serial)
