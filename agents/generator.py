@@ -9,7 +9,7 @@ import json
 import random
 from typing import Protocol
 
-from agents.generator_schema import GeneratorOut, closed_output
+from agents.generator_schema import GeneratorOut, closed_output, entity_ids
 from agents.plans import DefaultPrior, Infeasible, Plan, seeded_rng
 from envs.base import Domain, EnvTask, GoldAction, TaskDraft, UserScenario
 from envs.ontology import check_selection
@@ -266,7 +266,6 @@ class LLMGenerator:
     def __init__(self, domain: Domain, client, env: dict, retries: int = 2):
         self.domain, self.client, self.env, self.retries = domain, client, env, retries
         self.raw: dict[str, str] = {}  # task id -> raw reply
-        self.schema = closed_output(domain)  # GeneratorOut, its JSON schema closed by the domain's tools
 
     def generate(self, blueprint: Blueprint, space: SynthesisSpace) -> SynthTask:
         from agents.ask import RoleRejected, ask, tools_summary
@@ -274,11 +273,13 @@ class LLMGenerator:
         problems = check_selection(space, blueprint.selected_dimensions)
         if problems:
             raise GenerationError("blueprint outside the space: " + "; ".join(problems))
-        msgs = generator_messages(blueprint, self.env, candidate_entities(self.domain, blueprint),
-                                  tools_summary(self.domain, "user"))
+        entities = candidate_entities(self.domain, blueprint)
+        msgs = generator_messages(blueprint, self.env, entities, tools_summary(self.domain, "user"))
         try:
-            # closed by the domain's tools: a constrained decoder cannot add argument keys until max_tokens
-            ans = ask(self.client, msgs, schema=self.schema, role="generator", retries=self.retries,
+            # closed by the domain's tools, its ids those the prompt shows: a constrained decoder can neither add
+            # argument keys nor write an id of its own until max_tokens
+            ans = ask(self.client, msgs, schema=closed_output(self.domain, entity_ids(entities)), role="generator",
+                      retries=self.retries,
                       validate=lambda out: parse_generator(out, blueprint, space, self.domain))
         except RoleRejected as exc:
             raise GenerationError(str(exc)) from None

@@ -9,6 +9,11 @@ to it (``enum``, which OpenAI's strict subset, llama.cpp's json-schema-to-gramma
 tools' ids. Whatever fits the closed schema fits ``GeneratorOut`` (it only narrows), and the
 role's validation is unchanged. A device action of a dual-control domain is a user tool with ``requestor``
 ``"user"``.
+
+``closed_output(domain, ids)`` narrows it further for one prompt: a string argument named ``X_id`` (and the
+reply's ``user_id``) may only be one of the ids of that name the prompt shows (``entity_ids``). The Generator
+writes its gold actions from the prompt alone, so an id it did not see is one the database refuses anyway; and
+a closed choice of short ids leaves a small model no room to fill the field until ``max_tokens``.
 """
 from __future__ import annotations
 
@@ -117,6 +122,10 @@ def _action(name: str, requestor: str, parameters: dict[str, Any]) -> dict[str, 
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
+def _is_id(key: str, prop: Any) -> bool:
+    return key.endswith("_id") and isinstance(prop, dict) and prop.get("type") == "string"
+
+
 def _intent_arguments(tools: list[dict[str, Any]]) -> dict[str, Any]:
     """The ids a request is about: each string argument of a tool whose name ends in ``_id``, optional. That is
     all the user simulator reads of them (``agents.user``: the ids it recognises); every other argument an
@@ -124,30 +133,66 @@ def _intent_arguments(tools: list[dict[str, Any]]) -> dict[str, Any]:
     props: dict[str, Any] = {}
     for tool in tools:
         for key, prop in tool_arguments(tool["parameters"]).get("properties", {}).items():
-            if key.endswith("_id") and prop.get("type") == "string":
+            if _is_id(key, prop):
                 props.setdefault(key, {"type": "string"})
     return {"type": "object", "properties": props, "additionalProperties": False}
 
 
+def _only_ids(node: Any, ids: dict[str, list[str]]) -> Any:
+    """``node`` with each string property ``X_id`` that ``ids`` names limited to those values (``enum``)."""
+    if isinstance(node, list):
+        return [_only_ids(v, ids) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _only_ids(v, ids) for k, v in node.items()}
+    props = out.get("properties")
+    if isinstance(props, dict):
+        out["properties"] = {k: {**v, "enum": ids[k]} if _is_id(k, v) and ids.get(k) else v
+                             for k, v in props.items()}
+    return out
+
+
+def entity_ids(entities: Any) -> dict[str, list[str]]:
+    """Every id the prompt's entities show, by its key: the string values of keys ending in ``_id``, sorted."""
+    found: dict[str, set[str]] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(key, str) and key.endswith("_id") and isinstance(value, str) and value:
+                    found.setdefault(key, set()).add(value)
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(entities)
+    return {key: sorted(values) for key, values in sorted(found.items())}
+
+
 @functools.lru_cache(maxsize=64)
-def _closed(tools_json: str) -> type[GeneratorOut]:
-    tools = json.loads(tools_json)
+def _closed(tools_json: str, ids_json: str = "{}") -> type[GeneratorOut]:
+    tools, ids = json.loads(tools_json), json.loads(ids_json)
     if not tools:
         raise ValueError("a domain without tools has no gold actions to write")
     intent = copy.deepcopy(IntentOut.model_json_schema())
-    intent["properties"]["arguments"] = _intent_arguments(tools)
+    intent["properties"]["arguments"] = _only_ids(_intent_arguments(tools), ids)
     intents = {"type": "array", "items": intent, "minItems": 1}
-    actions = {"type": "array", "items": {"anyOf": [_action(t["name"], t["requestor"], t["parameters"])
-                                                    for t in tools]}}
+    actions = {"type": "array", "items": {"anyOf": [_only_ids(_action(t["name"], t["requestor"], t["parameters"]),
+                                                              ids) for t in tools]}}
+    user = {"type": "string", **({"enum": ids["user_id"]} if ids.get("user_id") else {})}
     # the same class name: the name the reply schema goes by (OpenAI's json_schema name, Anthropic's answer tool)
     return create_model("GeneratorOut", __base__=(GeneratorOut, ClosedSchema), __module__=__name__,
+                        user_id=(Annotated[str, WithJsonSchema(user)], ...),
                         intents=(Annotated[list[IntentOut], Field(min_length=1), WithJsonSchema(intents)], ...),
                         gold_actions=(Annotated[list[GoldActionOut], WithJsonSchema(actions)], ...))
 
 
-def closed_output(domain: Domain) -> type[GeneratorOut]:
+def closed_output(domain: Domain, ids: dict[str, list[str]] | None = None) -> type[GeneratorOut]:
     """``GeneratorOut`` whose JSON schema is closed by ``domain``'s tools (the agent's, then the user's device
-    tools where the domain has them); one class per tool set, so its schema and cache key are built once."""
+    tools where the domain has them), and its ``X_id`` strings limited to ``ids`` (``entity_ids`` of the prompt)
+    where given; one class per tool set and ids, so its schema and cache key are built once."""
     tools = [{"name": s.name, "requestor": requestor, "parameters": s.parameters}
              for requestor in ("assistant", "user") for s in domain.tools(requestor)]
-    return _closed(json.dumps(tools))  # the tools' own property order: the order the model writes them in
+    # the tools' own property order: the order the model writes them in
+    return _closed(json.dumps(tools), json.dumps(ids or {}, sort_keys=True))

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agents.ask import tools_summary
 from agents.generator import candidate_entities, generator_messages
-from agents.generator_schema import GeneratorOut, closed_output, tool_arguments
+from agents.generator_schema import GeneratorOut, closed_output, entity_ids, tool_arguments
 from agents.llm.providers import bounded_schema, strict_json_schema
 from agents.llm.types import ClosedSchema
 from agents.roles import env_context
@@ -35,16 +35,79 @@ def replies(request, tmp_path_factory):
     dom, space = get_domain(name), load_initial_space(name, run_id="gs")
     ctx = Ctx(Store(tmp_path_factory.mktemp(name)), "gs", 1, 0, name)
     script, env = RoleScript(name), env_context(dom)
-    out = []
+    out, shown = [], []
     for bp in stages.plan(ctx, space, stages.design(ctx, space, ColdStart(), 8, "evosyn")):
-        prompt = generator_messages(bp, env, candidate_entities(dom, bp), tools_summary(dom, "user"))[0]["content"]
+        entities = candidate_entities(dom, bp)
+        prompt = generator_messages(bp, env, entities, tools_summary(dom, "user"))[0]["content"]
         try:
             out.append(script.generator(prompt))
         except ValueError:  # a plan whose starting state the reply cannot carry (a telecom bill): no reply
             continue
+        shown.append(entity_ids(entities))
     body, _ = strict_json_schema(closed_output(dom))
     jsonschema.Draft202012Validator.check_schema(body)
+    REPLY_IDS[name] = shown
     return dom, jsonschema.Draft202012Validator(body), out
+
+
+REPLY_IDS: dict[str, list[dict[str, list[str]]]] = {}  # per domain, the ids each good reply's prompt showed
+
+
+def _ids_written(node: Any, key: str = "") -> set[tuple[str, str]]:
+    if isinstance(node, dict):
+        return set().union(*(_ids_written(v, k) for k, v in node.items())) if node else set()
+    if isinstance(node, list):
+        return set().union(*(_ids_written(v, key) for v in node)) if node else set()
+    return {(key, node)} if key.endswith("_id") and isinstance(node, str) else set()
+
+
+def test_the_schema_sent_with_a_prompt_allows_only_the_ids_it_shows(replies):
+    """The schema sent with one prompt limits every ``X_id`` string to the ids of that name the prompt shows. The
+    scripted model writes the embedded builder's plans, whose customer is not always one the prompt shows: with
+    its ids swapped for shown ones of the same name, each of its replies fits; an id the prompt does not show is
+    refused, wherever it is written (a gold action, an intent, the reply's ``user_id``)."""
+    dom, _, good = replies
+    limited = 0
+    for reply, ids in zip(good, REPLY_IDS[dom.name], strict=True):
+        validator = jsonschema.Draft202012Validator(strict_json_schema(closed_output(dom, ids))[0])
+        written = sorted((k, v) for k, v in _ids_written(reply) if ids.get(k))
+        shown = copy.deepcopy(reply)
+        for n, (key, value) in enumerate(written):
+            _replace(shown, key, value, ids[key][n % len(ids[key])])
+        validator.validate(shown)
+        limited += len(written)
+        for key, value in written[:1]:
+            wrong = copy.deepcopy(shown)
+            _replace(wrong, key, _ids_written_value(wrong, key), "ZZ-not-shown")
+            GeneratorOut.model_validate(wrong)  # the role's own contract takes it (the database refuses it later)
+            with pytest.raises(jsonschema.ValidationError):
+                validator.validate(wrong)
+    assert limited >= len(good)  # every reply writes at least one id of a name the prompts show
+    assert closed_output(dom, REPLY_IDS[dom.name][0]) is closed_output(dom, dict(REPLY_IDS[dom.name][0]))
+
+
+def _ids_written_value(node: Any, key: str) -> str:
+    return next(v for k, v in sorted(_ids_written(node)) if k == key)
+
+
+def _replace(node: Any, key: str, old: str, new: str) -> None:
+    """Every ``key: old`` in ``node`` (nested anywhere) made ``key: new``."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == key and v == old:
+                node[k] = new
+            else:
+                _replace(v, key, old, new)
+    elif isinstance(node, list):
+        for v in node:
+            _replace(v, key, old, new)
+
+
+def test_entity_ids_are_every_string_under_a_key_ending_in_id():
+    entities = {"customers": [{"user_id": "u2", "orders": [{"order_id": "#W1", "items": [{"item_id": "9"}]}]},
+                              {"user_id": "u1", "payment_methods": {"gift_card_1": "gift_card"}, "zip": "1"}],
+                "now": "2024-05-15", "bad_id": 7}
+    assert entity_ids(entities) == {"item_id": ["9"], "order_id": ["#W1"], "user_id": ["u1", "u2"]}
 
 
 def _objects(node: Any):

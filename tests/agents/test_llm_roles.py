@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from agents.designer import ColdStart, DesignError, LLMDesigner
-from agents.generator import GenerationError, LLMGenerator
+from agents.generator import GenerationError, LLMGenerator, candidate_entities
+from agents.generator_schema import entity_ids
 from agents.planner import LLMPlanner, PlanError
 from agents.reflector_llm import LLMReflector, reflector_messages
 from agents.repair import LLMRepair
@@ -197,8 +198,14 @@ def test_the_generator_sends_its_schema_closed_by_the_domains_tools(space, env, 
     assert schema["properties"]["intents"]["items"]["properties"]["arguments"]["additionalProperties"] is False
     cancel = next(v for v in variants if v["properties"]["name"]["enum"] == ["cancel_reservation"])
     assert cancel["properties"]["arguments"]["required"] == ["reservation_id"]
+    # an id may only be one the prompt shows; a free string is bounded where the role says so (a local server)
+    shown = entity_ids(candidate_entities(dom, bps[0]))
+    reservation = cancel["properties"]["arguments"]["properties"]["reservation_id"]
+    assert reservation["enum"] == shown["reservation_id"] and schema["properties"]["user_id"]["enum"] == \
+        shown["user_id"] and "maxLength" not in reservation
+    book = next(v for v in variants if v["properties"]["name"]["enum"] == ["book_reservation"])
     bounded = provider == "openai_compatible"  # the role's bounds go to a local server only
-    assert (actions.get("maxItems"), cancel["properties"]["arguments"]["properties"]["reservation_id"].get(
+    assert (actions.get("maxItems"), book["properties"]["arguments"]["properties"]["origin"].get(
         "maxLength")) == ((3, 40) if bounded else (None, None))
 
 
