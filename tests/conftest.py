@@ -8,7 +8,8 @@ import pytest
 
 pytest_plugins = ["tests.fakes.user_packs",  # the user_registry fixture: a registry that scans a folder of packs
                   "tests.s3server",  # s3_server, s3_env, s3_root: a real SeaweedFS on 127.0.0.1, started on first use
-                  "tests.postgres_server"]  # pg_server: a real PostgreSQL per session
+                  "tests.postgres_server",  # pg_server: a real PostgreSQL per session
+                  "tests.prefect_server"]  # SHARED_PREFECT_API = True: a module's runs share one Prefect server
 
 
 def pytest_report_header(config):

@@ -6,6 +6,8 @@ from click.testing import CliRunner
 
 from benchmarks.discovery import GapError, check_factors, gaps_for
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 
 def test_default_gaps_are_three_controllable_properties_per_domain():
     from envs.packs import get_pack

@@ -10,6 +10,8 @@ from click.testing import CliRunner
 from benchmarks.learning import BenchInputError, Plan, analyze, parse_arms, parse_seeds
 from tests.prefect_home import PREFECT_HOME
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 
 def test_seed_ranges_and_lists():
     assert parse_seeds("0-4") == [0, 1, 2, 3, 4]

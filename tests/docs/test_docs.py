@@ -17,6 +17,8 @@ from click.testing import CliRunner
 
 from tests.prefect_home import PREFECT_HOME
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 EXAMPLES = DOCS / "examples"

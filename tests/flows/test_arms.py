@@ -5,6 +5,8 @@ from storage.digest import normalized_rows
 from storage.store import Store
 from tests.flows.test_run import run
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 pytestmark = pytest.mark.slow
 
 ROUND_ONE = ("directions", "blueprints", "tasks", "trajectories", "verdicts", "sft_examples", "evaluations")

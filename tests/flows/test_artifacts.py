@@ -10,6 +10,8 @@ import pytest
 
 from flows.artifacts import artifact_key, round_keys
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 RUN_CFG = {"domain": "airline", "rounds": 1, "budget": 16, "test_size": 20, "chunk_size": 4, "seed": 5}
 
 

@@ -19,6 +19,8 @@ from storage.store import Store
 from tests.fakes.batch_server import BatchServer
 from tests.flows.test_run import KEYS, PREFECT_HOME, run
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 pytestmark = pytest.mark.slow
 ROLES = ("designer", "planner", "generator", "reflector")  # the batched roles; teacher and repair stay embedded
 MODEL = "gpt-4o-mini"

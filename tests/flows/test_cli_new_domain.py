@@ -14,6 +14,8 @@ import pytest
 
 from tests.prefect_home import PREFECT_HOME
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 
 def evosyn(*args: str, packs: Path, home: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     """The real CLI in a working directory of its own, with ``packs`` as the user's pack folder."""

@@ -6,6 +6,8 @@ import pytest
 
 from tests.flows.test_run import run
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 pytestmark = pytest.mark.slow
 
 SWEEP = ("domain: airline\nrounds: 2\nbudget: 12\nseed: 0\ntest_size: 8\nchunk_size: 6\n"

@@ -17,6 +17,8 @@ from benchmarks.fake_llm_server import FakeLLMServer
 from benchmarks.llm_script import Faulty, RoleScript
 from tests.prefect_home import PREFECT_HOME
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 if TYPE_CHECKING:
     from storage.config import RoleConfig
 

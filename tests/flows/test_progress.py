@@ -16,6 +16,8 @@ from tasks.engine import listening, publish
 from tasks.progress import StageEvent
 from tests.prefect_home import PREFECT_HOME
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 REPO = Path(__file__).resolve().parents[2]
 STAGES = ("design", "plan", "generate", "rollout", "verify", "train", "evaluate diagnostic", "evaluate test",
           "reflect")

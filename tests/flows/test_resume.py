@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -13,7 +14,9 @@ from storage.digest import table_digests
 from storage.faults import AFTER_ENV, ENV, FULL_ENV
 from storage.records import TABLES
 from storage.store import Store
-from tests.flows.test_run import PREFECT_HOME, config, run
+from tests.flows.test_run import PREFECT_HOME, config, run, start
+
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
 
 pytestmark = pytest.mark.slow
 TEST_SIZE = 30  # tests/flows/test_run.py's CONFIG
@@ -53,6 +56,24 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, clean, kill):
     got_id, got = digests(home)
     assert got_id == run_id
     assert [t for t in TABLES if got[t] != want[t]] == []
+
+
+def test_sigkill_mid_verify_then_resume_equals_an_uninterrupted_run(tmp_path, clean):
+    """Killed at no boundary: half a second after the first verdict chunk of round 1 appears."""
+    cfg, (run_id, want) = clean
+    killed = tmp_path / "killed"
+    p = start(killed, "run", "--config", str(cfg))
+    deadline = time.time() + 300
+    part = killed / "tables" / "verdicts"
+    while time.time() < deadline and p.poll() is None and not any(part.glob("run_id=*/round=1/chunk-*.parquet")):
+        time.sleep(0.2)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert any(part.glob("run_id=*/round=1/*.parquet")), "the run was killed before writing anything"
+    run(killed, "run", "--resume", run_id)
+    got_id, got = digests(killed)
+    assert got_id == run_id and [t for t in TABLES if got[t] != want[t]] == []
 
 
 def _killed(home, cfg, **env):

@@ -7,6 +7,8 @@ from click.testing import CliRunner
 from storage.config import ConfigError, OfficialEvalConfig, RoleConfig, validate_config
 from tests.flows.test_run_tracking import cli
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 CONFIG = ("domain: airline\nrounds: 1\nbudget: 8\nseed: 2\ntest_size: 10\nchunk_size: 4\n"
           "official_eval: {split: test, trials: 2, max_tasks: 3}\n")
 

@@ -1,14 +1,14 @@
 """The closed loop through Prefect as a user runs it: store, MLflow, report, kill and resume (slow)."""
 import math
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from tests.prefect_home import PREFECT_HOME
+
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
 
 pytestmark = pytest.mark.slow
 
@@ -80,30 +80,6 @@ def test_run_fills_store_mlflow_and_report(tmp_path):
     out, _ = run(home, "report", run_id)
     assert (home / "reports" / run_id / "report.html").read_text().count("<img") >= 2
     assert "Evolution trace" in (home / "reports" / run_id / "summary.md").read_text()
-
-
-def test_sigkill_mid_round_then_resume_matches_an_uninterrupted_run(tmp_path):
-    cfg = config(tmp_path, seed=3)
-    clean = tmp_path / "clean"
-    run(clean, "run", "--config", str(cfg))
-    killed = tmp_path / "killed"
-    p = start(killed, "run", "--config", str(cfg))
-    deadline = time.time() + 300
-    part = killed / "tables" / "verdicts"
-    while time.time() < deadline and not any(part.glob("run_id=*/round=1/chunk-*.parquet")):
-        time.sleep(0.2)
-    time.sleep(0.5)
-    p.send_signal(signal.SIGKILL)
-    p.wait()
-    assert any(part.glob("run_id=*/round=1/*.parquet")), "the run was killed before writing anything"
-    from storage.store import Store
-
-    run_id = Store(killed, create=False).runs()[0]
-    run(killed, "run", "--resume", run_id)
-    a, b = counts(clean), counts(killed)
-    assert a == b
-    for table, (rows, unique) in b.items():
-        assert rows == unique, f"duplicated rows in {table}"
 
 
 @pytest.mark.parametrize("domain", ["retail", "telecom"])

@@ -9,6 +9,8 @@ import pytest
 
 from tests.prefect_home import PREFECT_HOME
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 pytestmark = pytest.mark.slow
 
 CONFIG = "domain: airline\nrounds: 2\nbudget: 8\nseed: 5\ntest_size: 10\nchunk_size: 4\narm: evosyn\n"

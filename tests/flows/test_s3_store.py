@@ -17,6 +17,8 @@ from storage.store import Store
 from tasks import testset
 from tests.flows.test_run import PREFECT_HOME, run
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 pytestmark = pytest.mark.slow
 CONFIG = "domain: airline\nrounds: 1\nbudget: 12\nseed: 4\ntest_size: 10\nchunk_size: 6\n"
 QUERY = "select round, task_set, count(*) as n, avg(success::int) as success from evaluations group by all order by all"

@@ -14,6 +14,8 @@ from flows.task_runners import THREAD_WORKERS, TaskRunnerMissing, check_task_run
 from storage.config import ConfigError, RunConfig, validate_config
 from tests.prefect_home import PREFECT_HOME
 
+SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
+
 
 def test_the_config_names_a_runner_and_an_address_only_for_dask():
     assert validate_config({}).task_runner == "thread" and validate_config({}).dask_address is None
