@@ -2,7 +2,9 @@
 
 The runtime is `requirements/realmodel.txt` (hash-pinned, never in the base install). Without it the suite is
 skipped with the install command, unless EVOSYN_REQUIRE_REALMODEL=1 (CI: `.ci/run`), where it fails instead.
-One server serves the whole suite: loading the model takes a second, each test's requests are what cost.
+One server per test process serves its tests: loading the model takes a second, each test's requests are what
+cost. Under ``pytest -n 2`` (the README's command) each worker has its own one-thread server, so the two workers'
+requests are decoded on both cores at once.
 """
 from __future__ import annotations
 
