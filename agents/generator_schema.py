@@ -170,16 +170,23 @@ def entity_ids(entities: Any) -> dict[str, list[str]]:
     return {key: sorted(values) for key, values in sorted(found.items())}
 
 
-@functools.lru_cache(maxsize=64)
-def _closed(tools_json: str, ids_json: str = "{}") -> type[GeneratorOut]:
-    tools, ids = json.loads(tools_json), json.loads(ids_json)
+@functools.lru_cache(maxsize=8)
+def _tool_parts(tools_json: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An intent's arguments and each tool's gold action, closed: built once per tool set (every prompt's schema
+    narrows these; ``_only_ids`` copies what it narrows, so they are never changed)."""
+    tools = json.loads(tools_json)
     if not tools:
         raise ValueError("a domain without tools has no gold actions to write")
+    return _intent_arguments(tools), [_action(t["name"], t["requestor"], t["parameters"]) for t in tools]
+
+
+@functools.lru_cache(maxsize=64)
+def _closed(tools_json: str, ids_json: str = "{}") -> type[GeneratorOut]:
+    (intent_args, tool_actions), ids = _tool_parts(tools_json), json.loads(ids_json)
     intent = copy.deepcopy(IntentOut.model_json_schema())
-    intent["properties"]["arguments"] = _only_ids(_intent_arguments(tools), ids)
+    intent["properties"]["arguments"] = _only_ids(intent_args, ids)
     intents = {"type": "array", "items": intent, "minItems": 1}
-    actions = {"type": "array", "items": {"anyOf": [_only_ids(_action(t["name"], t["requestor"], t["parameters"]),
-                                                              ids) for t in tools]}}
+    actions = {"type": "array", "items": {"anyOf": [_only_ids(action, ids) for action in tool_actions]}}
     user = {"type": "string", **({"enum": ids["user_id"]} if ids.get("user_id") else {})}
     # the same class name: the name the reply schema goes by (OpenAI's json_schema name, Anthropic's answer tool)
     return create_model("GeneratorOut", __base__=(GeneratorOut, ClosedSchema), __module__=__name__,

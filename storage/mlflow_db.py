@@ -123,13 +123,13 @@ def _unsynced(tmp: Path) -> Iterator[None]:
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
-    target = str(tmp.resolve())
+    target = tmp.resolve()
 
     def pragma(dbapi_connection, _record) -> None:
         cur = dbapi_connection.cursor()
         try:
-            files = {row[2] for row in cur.execute("PRAGMA database_list")}
-            if target in files:
+            files = [row[2] for row in cur.execute("PRAGMA database_list")]
+            if any(f and Path(f).resolve() == target for f in files):  # as sqlite names it (a link resolved)
                 cur.execute("PRAGMA synchronous = OFF")
         finally:
             cur.close()

@@ -9,8 +9,6 @@ The server is stopped at the end of the session and checked gone, also after a f
 """
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.prefect_home import PREFECT_HOME
@@ -18,12 +16,8 @@ from tests.prefect_home import PREFECT_HOME
 SHARED = "SHARED_PREFECT_API"
 
 
-def _point_at(api: str | None) -> None:
-    """``PREFECT_API_URL`` set (or removed), and Prefect's settings of this process reloaded when already loaded."""
-    if api is None:
-        os.environ.pop("PREFECT_API_URL", None)
-    else:
-        os.environ["PREFECT_API_URL"] = api
+def _refresh() -> None:
+    """Prefect's settings of this process reloaded (when already loaded), to see ``PREFECT_API_URL`` as it is now."""
     import sys
 
     if "prefect.context" in sys.modules:
@@ -38,18 +32,12 @@ def prefect_server():
     from agents.servers import alive
     from flows.prefect_api import start_temporary
 
-    saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
-    os.environ["PREFECT_HOME"] = PREFECT_HOME
-    os.environ.pop("PREFECT_API_URL", None)
-    try:
+    # start_temporary points PREFECT_API_URL at the server it starts: undone here, each module opts in
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PREFECT_HOME", PREFECT_HOME)
+        env.delenv("PREFECT_API_URL", raising=False)
         server = start_temporary((300.0, 300.0))
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        _point_at(saved["PREFECT_API_URL"])
+    _refresh()
     try:
         yield server.api
     finally:
@@ -71,9 +59,8 @@ def _shared_prefect_api(request):
         yield
         return
     api = request.getfixturevalue("prefect_server")
-    before = os.environ.get("PREFECT_API_URL")
-    _point_at(api)
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PREFECT_API_URL", api)
+        _refresh()
         yield
-    finally:
-        _point_at(before)
+    _refresh()

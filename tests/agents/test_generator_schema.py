@@ -23,8 +23,9 @@ DOMAINS = ["airline", "retail", "telecom"]
 
 @pytest.fixture(scope="module", params=DOMAINS)
 def replies(request, tmp_path_factory):
-    """(domain, the closed schema sent, good replies): the scripted competent model's replies to the
-    Generator's prompts for eight embedded blueprints (``benchmarks.llm_script``: the embedded builder's plans)."""
+    """(domain, the closed schema sent, good replies, the ids each reply's prompt showed): the scripted competent
+    model's replies to the Generator's prompts for eight embedded blueprints (``benchmarks.llm_script``: the
+    embedded builder's plans)."""
     from agents.designer import ColdStart
     from envs.ontology import load_initial_space
     from storage.store import Store
@@ -46,11 +47,7 @@ def replies(request, tmp_path_factory):
         shown.append(entity_ids(entities))
     body, _ = strict_json_schema(closed_output(dom))
     jsonschema.Draft202012Validator.check_schema(body)
-    REPLY_IDS[name] = shown
-    return dom, jsonschema.Draft202012Validator(body), out
-
-
-REPLY_IDS: dict[str, list[dict[str, list[str]]]] = {}  # per domain, the ids each good reply's prompt showed
+    return dom, jsonschema.Draft202012Validator(body), out, shown
 
 
 def _ids_written(node: Any, key: str = "") -> set[tuple[str, str]]:
@@ -66,9 +63,9 @@ def test_the_schema_sent_with_a_prompt_allows_only_the_ids_it_shows(replies):
     scripted model writes the embedded builder's plans, whose customer is not always one the prompt shows: with
     its ids swapped for shown ones of the same name, each of its replies fits; an id the prompt does not show is
     refused, wherever it is written (a gold action, an intent, the reply's ``user_id``)."""
-    dom, _, good = replies
+    dom, _, good, shown_ids = replies
     limited = 0
-    for reply, ids in zip(good, REPLY_IDS[dom.name], strict=True):
+    for reply, ids in zip(good, shown_ids, strict=True):
         validator = jsonschema.Draft202012Validator(strict_json_schema(closed_output(dom, ids))[0])
         written = sorted((k, v) for k, v in _ids_written(reply) if ids.get(k))
         shown = copy.deepcopy(reply)
@@ -83,7 +80,7 @@ def test_the_schema_sent_with_a_prompt_allows_only_the_ids_it_shows(replies):
             with pytest.raises(jsonschema.ValidationError):
                 validator.validate(wrong)
     assert limited >= len(good)  # every reply writes at least one id of a name the prompts show
-    assert closed_output(dom, REPLY_IDS[dom.name][0]) is closed_output(dom, dict(REPLY_IDS[dom.name][0]))
+    assert closed_output(dom, shown_ids[0]) is closed_output(dom, dict(shown_ids[0]))
 
 
 def _ids_written_value(node: Any, key: str) -> str:
@@ -122,7 +119,7 @@ def _objects(node: Any):
 
 
 def test_every_good_reply_fits_the_closed_schema_and_every_object_of_it_is_closed(replies):
-    dom, validator, good = replies
+    dom, validator, good, _ = replies
     body = validator.schema
     assert len(good) >= 6
     for reply in good:
@@ -140,7 +137,7 @@ def test_every_good_reply_fits_the_closed_schema_and_every_object_of_it_is_close
 def test_the_closed_schema_refuses_what_grows_without_bound_and_the_other_sides_tools(replies):
     """What the open schema let a small model write until max_tokens (keys beside a tool's arguments, an
     invented tool) the closed one refuses, and a device action is the user's, never the agent's."""
-    dom, validator, good = replies
+    dom, validator, good, _ = replies
     reply = good[0]
     extra_key = copy.deepcopy(reply)
     extra_key["gold_actions"][0]["arguments"]["note"] = "x"
@@ -177,7 +174,7 @@ def _least(schema: dict) -> Any:
 
 def test_whatever_the_closed_schema_allows_the_role_parses(replies):
     """It only narrows GeneratorOut: each tool's call, with every argument it may carry, is a GeneratorOut."""
-    dom, validator, good = replies
+    dom, validator, good, _ = replies
     for variant in validator.schema["properties"]["gold_actions"]["items"]["anyOf"]:
         args = variant["properties"]["arguments"]
         full = {k: _least(v) for k, v in args["properties"].items()}  # optional arguments too
