@@ -61,7 +61,7 @@ class EmbeddedGenerator:
 
     A selected property the builder does not realize itself (``NATIVE``) is realized by planning again, with a
     new seed salt, up to ``tries`` times, until the plan's gold actions measure as requested; the prior's
-    suppressed buckets of unselected properties are kept only with their keep probability.
+    suppressed buckets of unselected properties are kept only with their keep probability, drawn once per blueprint.
     """
 
     def __init__(self, domain: Domain, prior: DefaultPrior | None = None, tries: int = 24):
@@ -83,7 +83,7 @@ class EmbeddedGenerator:
         # enough writes (alternating the fewest needed and one more)
         need = min_writes(want) if "num_write" not in sel else 0
         last: Infeasible | None = None
-        refused = 0
+        refused, drawn = 0, False
         for k in range(self.tries):
             ask = {**sel, "num_write": [bucket(need + k % 2)]} if need else sel
             try:
@@ -98,10 +98,14 @@ class EmbeddedGenerator:
             if missed:
                 last = Infeasible(f"no plan in {k + 1} tries realizes {want} (last: {', '.join(missed)})")
                 continue
-            keep = [self.prior.suppress[key].get(got[key], 1.0) for key in suppress]
-            draw = seeded_rng(blueprint_id, seed, f"prior/{k}").random()
-            if all(draw < p for p in keep):
+            keep = min([self.prior.suppress[key].get(got[key], 1.0) for key in suppress], default=1.0)
+            # one draw per blueprint, on its first plan that realizes the selection: a plan in a suppressed
+            # bucket is kept with its keep probability, and once refused the blueprint is planned again outside
+            # every suppressed bucket, so the bucket keeps `keep` of its natural share (planning again must not
+            # give it a second chance)
+            if keep >= 1.0 or (not drawn and seeded_rng(blueprint_id, seed, "prior").random() < keep):
                 return plan
+            drawn = True
             last = Infeasible(f"the prior suppresses {', '.join(f'{key}={got[key]}' for key in suppress)}")
         raise last or Infeasible(f"no plan in {self.tries} tries")
 

@@ -38,7 +38,8 @@ class DefaultPrior:
 
     ``writes``: the write-count distribution of a fulfilment when num_write is not selected.
     ``suppress``: property -> {bucket: keep probability}: while the property is not selected, a plan
-    in that bucket is kept only with that probability (else planned again); a planted gap
+    in that bucket is kept only with that probability, drawn once per blueprint (else planned again outside
+    the bucket, so it keeps about that share of its natural count); a planted gap
     (``evosyn bench discovery``) is such a suppression.
     """
 

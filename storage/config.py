@@ -139,8 +139,10 @@ class GeneratorPrior(_Strict):
     """What the embedded generator does for properties the space does not select (agents/plans.DefaultPrior).
 
     ``suppress``: property -> {bucket: keep probability in [0, 1]}: while the space does not select the
-    property, a plan in that bucket is kept only with that probability. A planted gap of `evosyn bench
-    discovery`; the default suppresses nothing. Names are checked against the domain's generator before any work.
+    property, a plan in that bucket is kept only with that probability (one draw per blueprint; a refused one is
+    planned again outside the bucket), so the bucket keeps that share of its natural count. A planted gap of
+    `evosyn bench discovery`; the default suppresses nothing. Names are checked against the domain's generator
+    before any work.
     """
 
     suppress: dict[str, dict[str, float]] = Field(default_factory=dict)

@@ -150,3 +150,21 @@ def test_a_planted_bucket_the_learner_does_not_fail_more_often_in_is_reported_as
     assert weakness([row("evosyn", [d(0.74, 0.54), d(0.2, 0.5)])], "entities_touched=3+")["weakness"] == "mixed"
     assert weakness([row("evosyn", [])], "entities_touched=3+")["weakness"] is None
     assert weakness(more, "money_moves=2+")["weakness"] is None  # another gap's rows
+
+
+@pytest.mark.slow
+def test_a_planted_bucket_keeps_about_keep_of_its_natural_share():
+    """``bench discovery``'s default gaps on airline, 3,000 cold-start blueprints: the bucket's share under the
+    prior over its share without it is within 0.1 of ``keep`` (one draw per blueprint: planning again never gives
+    a refused bucket a second chance); ``keep`` 1 changes no plan."""
+    from agents.plans import DefaultPrior
+    from tests.envs.test_properties import _planned
+
+    keep, n = 0.2, 3000
+    for prop, value in gaps_for("airline"):
+        natural = _planned(DefaultPrior(), prop, n)
+        planted = _planned(DefaultPrior(suppress={prop: {value: keep}}), prop, n)
+        share = (planted.count(value) / len(planted)) / (natural.count(value) / len(natural))
+        assert abs(share - keep) <= 0.1, (prop, value, share)
+        assert len(planted) >= 0.99 * len(natural), (prop, value, len(planted))  # refused plans are planned again
+    assert _planned(DefaultPrior(suppress={prop: {value: 1.0}}), prop, 400) == _planned(DefaultPrior(), prop, 400)
