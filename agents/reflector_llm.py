@@ -2,9 +2,10 @@
 reply to at most one realizable change (seed factors never touched). The embedded rules are ``agents.reflector``."""
 from __future__ import annotations
 
-from typing import Union
+import functools
+from typing import Annotated, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from agents.reflector import apply_reflection
 from storage.records import DimensionReview, Factor, Feedback, Probe, Proposal, Reflection, SynthesisSpace
@@ -19,6 +20,33 @@ class ReflectorOut(BaseModel):
     dimension_reviews: list[DimensionReview] = Field(default_factory=list)
     new_proposals: list[Proposal] = Field(default_factory=list)
     summary: str = ""
+
+
+@functools.lru_cache(maxsize=64)
+def reflector_output(experimental: tuple[str, ...], names: tuple[str, ...]) -> type[ReflectorOut]:
+    """``ReflectorOut`` whose JSON schema says what this round allows (a constraining server then cannot
+    write more): a review per experimental factor at most, naming one of them (``experimental``); one proposal
+    at most (one change a round, App. D), naming a probe's suggested factor or an experimental factor
+    (``names``). What the schema allows may still be refused by ``parse_reflector`` (e.g. the wrong buckets)."""
+    review = DimensionReview.model_json_schema()
+    if experimental:
+        review["properties"]["dimension"] = {"type": "string", "enum": list(experimental)}
+    proposal = Proposal.model_json_schema()
+    proposal["properties"]["dimension_name"] = {"type": "string", "enum": ["", *names]}
+    reviews = {"type": "array", "items": review, "maxItems": len(experimental)}
+    proposals = {"type": "array", "items": proposal, "maxItems": 1}
+    # the same class name: the name the reply schema goes by (OpenAI's json_schema name, Anthropic's answer tool)
+    return create_model("ReflectorOut", __base__=ReflectorOut, __module__=__name__,
+                        dimension_reviews=(Annotated[list[DimensionReview], WithJsonSchema(reviews)],
+                                           Field(default_factory=list)),
+                        new_proposals=(Annotated[list[Proposal], WithJsonSchema(proposals)],
+                                       Field(default_factory=list)))
+
+
+def output_for(space: SynthesisSpace, probes: list[Probe]) -> type[ReflectorOut]:
+    experimental = tuple(f.key for f in space.factors if f.status == "experimental")
+    suggested = sorted({q.suggested_factor for q in probes if q.suggested_factor and not q.in_space})
+    return reflector_output(experimental, tuple(dict.fromkeys([*suggested, *experimental])))
 
 
 NO_EVIDENCE = ("NOTE: no learner evidence is available this round (no-feedback control). Only the coverage of the "
@@ -152,7 +180,7 @@ class LLMReflector:
         evidence = self.learner_evidence and feedback.with_learner_evidence
         msgs = reflector_messages(space, feedback, probes, round=round, previous=self.previous, evidence=evidence)
         try:
-            ans = ask(self.client, msgs, schema=ReflectorOut, role="reflector", retries=self.retries,
+            ans = ask(self.client, msgs, schema=output_for(space, probes), role="reflector", retries=self.retries,
                       validate=lambda out: parse_reflector(out, space, probes))
             (reviews, proposal), summary = ans.value, ans.parsed.summary
             self.raw = ans.raw

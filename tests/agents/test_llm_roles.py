@@ -283,6 +283,24 @@ def test_reflector_adds_one_probe_factor(space, serve):
     assert "0/3 (round 1)" not in reflector_messages(new, _feedback(), now, round=2, evidence=False)[0]["content"]
 
 
+def test_the_reflector_sends_a_schema_of_what_its_round_allows(space, serve):
+    """One proposal at most, naming a probe's suggested factor or an experimental factor; a review per
+    experimental factor at most, naming one: a constraining server cannot write more than the round allows
+    (a 135M model filled two bounded proposals and reviews past max_tokens=320 in a real round)."""
+    client = serve(Script(default=lambda r: answer(r, _reflection())), "reflector", "openai_compatible",
+                   schema_max_string=40, schema_max_items=2)
+    _, new = LLMReflector(client).reflect(space, _feedback(), PROBES, round=1)
+    LLMReflector(client, fail=False).reflect(new, _feedback(), [], round=2)  # the same reply: refused, kept
+    first, second = (r["body"]["response_format"]["json_schema"] for r in client.server.requests[:2])
+    assert first["name"] == second["name"] == "ReflectorOut" and first["strict"] is True
+    reviews, proposals = (first["schema"]["properties"][k] for k in ("dimension_reviews", "new_proposals"))
+    assert reviews["maxItems"] == 0 and proposals["maxItems"] == 1
+    assert proposals["items"]["properties"]["dimension_name"]["enum"] == ["", "num_write"]
+    reviews = second["schema"]["properties"]["dimension_reviews"]  # num_write is experimental now
+    assert reviews["maxItems"] == 1 and reviews["items"]["properties"]["dimension"]["enum"] == ["num_write"]
+    assert second["schema"]["properties"]["summary"]["maxLength"] == 40  # the role's bounds still apply
+
+
 @pytest.mark.parametrize("bad,reason", [
     (_reflection(name="task_family", values=("a", "b")), "already a factor"),
     (_reflection(name="mood_of_user", values=("calm", "angry")), "probe's suggested factor"),
