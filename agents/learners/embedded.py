@@ -24,7 +24,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import scipy.sparse as sp
 from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
@@ -34,7 +33,7 @@ from agents.learners.collector import collector_paused
 from agents.learners.elements import equal_lengths
 from agents.learners.features import Candidate, Scene, state_tokens
 from agents.learners.fitclock import FitClock
-from agents.learners.fitrows import FitRows
+from agents.learners.fitrows import FitRows, Rows
 from agents.learners.profiles import candidate_profile
 from agents.learners.replies import (
     ARGS_SLOT,
@@ -142,8 +141,8 @@ class EmbeddedLearner(Scoring, Arguments):
         self.action, self.constant_action = self._classifier("action", rows.states, rows.actions)
         self.write, self.constant_write = self._classifier("write", rows.write_states, rows.writes)
         self.asked, self.constant_asked = self._classifier("asked", rows.asked_states, rows.asked_tools)
-        self.argument = self._binary("argument", rows.arg_blocks, rows.arg_labels)
-        self.report = self._binary("report", rows.report_blocks, rows.report_labels)
+        self.argument = self._binary("argument", rows.arg_rows, rows.arg_labels)
+        self.report = self._binary("report", rows.report_rows, rows.report_labels)
         self.cents = rows.styles[True] > rows.styles[False]
         return self
 
@@ -180,13 +179,11 @@ class EmbeddedLearner(Scoring, Arguments):
         return SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=EPOCHS, tol=None, random_state=self.seed,
                              average=True)
 
-    def _binary(self, model: str, blocks: list, labels):
-        """The binary model over the hashed candidate rows, given as the blocks of consecutive rows."""
+    def _binary(self, model: str, rows: Rows, labels):
+        """The binary model over the hashed candidate rows."""
         if not labels or len(set(labels)) < 2:
             return None
-        with self.fit_cpu.phase("hashing"):
-            X = sp.vstack(blocks, format="csr") if len(blocks) > 1 else blocks[0]
-            blocks.clear()  # X holds the rows now
+        X = rows.matrix()
         with self.fit_cpu.sgd(model, X, 2):
             return for_prediction(self._sgd().fit(X, labels))
 
