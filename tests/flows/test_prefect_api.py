@@ -206,8 +206,11 @@ def test_run_with_an_unreachable_prefect_api_url_is_one_line_and_writes_nothing(
 
 
 def test_run_whose_temporary_server_never_starts_is_one_line_and_writes_nothing(tmp_path):
-    # a 0 s start-up budget: both attempts time out at once, deterministically
-    done = _cli(tmp_path, {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0"})
+    # a 0 s start-up budget, and a database no server can open: on a loaded machine the run's own imports (done
+    # while the first attempt boots) can outlast a server's start, which a 0 s budget alone then still accepts
+    dead_db = f"postgresql+asyncpg://evosyn:none@127.0.0.1:{free_port()}/none"
+    done = _cli(tmp_path, {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0",
+                           "PREFECT_API_DATABASE_CONNECTION_URL": dead_db})
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.startswith("error: the temporary Prefect API server did not start (2 attempts")
     assert done.stderr.count("\n") == 1
