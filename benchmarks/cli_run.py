@@ -38,7 +38,7 @@ def bench_run(domain: str | None, rounds: int, seed: int, budget: int | None, wo
     print_table(f"run benchmark: {result['command']}", ["group", "part", "wall s", "wall share", "CPU s", "note"],
                 [[r["group"], r["part"], f"{r['wall_s']:.2f}", f"{r['wall_s'] / wall:.1%}",
                   "" if r["cpu_s"] is None else f"{r['cpu_s']:.2f}", r["note"]] for r in result["rows"]]
-                + [["", "total", f"{wall:.2f}", "100%", f"{cpu:.2f}", f"peak RSS {result['peak_rss_mb']:.0f} MB"]])
+                + [["", "total", f"{wall:.2f}", "100%", f"{cpu:.2f}", f"peak RSS {result['peak_rss_mb']:.0f} MiB"]])
     click.echo(f"start-up + exit {result['startup_wall_s']:.2f}s, orchestration {result['orchestration_wall_s']:.2f}s:"
                f" {result['overhead_wall_share']:.1%} of wall; start-up, exit and Prefect "
                f"{result['overhead_cpu_share']:.1%} of CPU")

@@ -87,10 +87,12 @@ def learner(p: dict) -> list[str]:
     def se(s: float) -> str:  # the binomial standard error of a success rate over n test tasks
         return f"{s:.3f} ± {(s * (1 - s) / n) ** 0.5:.3f}"
 
+    rss = any("peak_rss_mib" in r for r in p["curve"])  # recorded since the benchmark reports it
     out = table(["train size", "success ± SE", "train CPU s", "CPU ms per trained trajectory",
-                 "CPU ms per evaluated task"],
+                 "CPU ms per evaluated task", *(["peak RSS MiB (the process, so far)"] if rss else [])],
                 [[r["size"], se(r["success"]), num(r["train_cpu_seconds"], 1), num(r["train_cpu_ms_per_trajectory"], 1),
-                  num(r["eval_cpu_ms_per_task"], 1)] for r in p["curve"]])
+                  num(r["eval_cpu_ms_per_task"], 1), *([num(r.get("peak_rss_mib"), 0)] if rss else [])]
+                 for r in p["curve"]])
     if p.get("ablation"):
         out += ["Multi-write ablation:", "", *table(
             ["training data", "size", "multi-write share", "success ± SE", "success on 3+ writes"],
@@ -101,7 +103,7 @@ def learner(p: dict) -> list[str]:
 
 def run(p: dict) -> list[str]:
     head = (f"Timed: `{p['command']}`. Wall {p['wall_s']:.2f} s, CPU {p['cpu_s']:.2f} s, peak RSS "
-            f"{p['peak_rss_mb']:.0f} MB; start-up, exit and orchestration {p['overhead_wall_share']:.1%} of wall.")
+            f"{p['peak_rss_mb']:.0f} MiB; start-up, exit and orchestration {p['overhead_wall_share']:.1%} of wall.")
     return [head, "",
             *table(["group", "part", "wall s", "CPU s", "note"],
                    [[r["group"], r["part"], num(r["wall_s"]), num(r["cpu_s"]), r["note"]] for r in p["rows"]])]
