@@ -283,11 +283,15 @@ class EmbeddedLearner(Scoring, Arguments):
                 for_prediction(getattr(self, model))
 
     def save(self, path: Path) -> Path:
-        """The model (joblib) and its JSON sidecar, each written atomically: a crash leaves the old file or none."""
+        """The model (joblib) and its JSON sidecar, each written atomically: a crash leaves the old file or none.
+
+        Compressed (joblib's zlib, level 3): the weights are ``n_classes x 2**18`` arrays, mostly the zeros of
+        features a fit never saw, three times over (scikit-learn's averaged SGD keeps its running weights). A
+        car_bench model of 53 next-move classes is 438 MiB raw and 8 MiB compressed (1.3 s to write, 0.5 s to read)."""
         import joblib
 
         with atomic_path(path) as tmp:
-            joblib.dump(self, tmp)
+            joblib.dump(self, tmp, compress=3)
             kill_point("train")
         write_json(path.with_suffix(".json"), {"learner": self.name, "fingerprint": self.fingerprint,
                                                "n_trajectories": self.n_trajectories, "seed": self.seed}, indent=2)
