@@ -282,8 +282,8 @@ class LLMGenerator:
         try:
             # closed by the domain's tools, its ids those the prompt shows: a constrained decoder can neither add
             # argument keys nor write an id of its own until max_tokens
-            ans = ask(self.client, msgs, schema=closed_output(self.domain, entity_ids(entities)), role="generator",
-                      retries=self.retries,
+            schema = closed_output(self.domain, entity_ids(entities))
+            ans = ask(self.client, msgs, schema=schema, role="generator", retries=self.retries,
                       validate=lambda out: parse_generator(out, blueprint, space, self.domain))
         except RoleRejected as exc:
             raise GenerationError(str(exc)) from None
