@@ -34,8 +34,10 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cas
     from tasks.testset import test_cases
 
     cases = cases if cases is not None else test_cases(store, domain, n=test_size)
+    from tasks.datasets import with_policy
+
     kept = pool(store, domain, "bench-learner", int(max(sizes) * 1.05) + 12, seed).kept
-    trajectories = [c.trajectory for c in kept]
+    trajectories = [with_policy(c.task, c.trajectory) for c in kept]  # each with its agent's system prompt
     random.Random(seed).shuffle(trajectories)  # the pool is in family order: a prefix would miss families
     curve = []
     for size in sizes:
@@ -86,14 +88,14 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
     from agents.learners.harness import evaluate, success_by_slice
     from envs.ontology import load_initial_space
     from envs.packs import get_domain
-    from tasks.datasets import with_count_factors
+    from tasks.datasets import with_count_factors, with_policy
     from tasks.learn import fit_embedded
     from tasks.testset import test_cases
 
     cases = test_cases(store, domain, n=test_size)
     space = with_count_factors(load_initial_space(domain, run_id="bench-ablation"), ("num_write",))
     drawn = pool(store, domain, "bench-ablation", int(size * 3.2), seed, space, NewFactor(factor="num_write"))
-    kept = [(c.trajectory, c.verdict.observed.get("num_write", ["0"])[0]) for c in drawn.kept]
+    kept = [(with_policy(c.task, c.trajectory), c.verdict.observed.get("num_write", ["0"])[0]) for c in drawn.kept]
     random.Random(seed).shuffle(kept)  # one shuffle: the arms below are drawn from it in the same order
     multi = {t.trajectory_id for t, nw in kept if nw not in ("0", "1")}
     single = [t for t, nw in kept if nw in ("0", "1")]

@@ -9,7 +9,7 @@ from agents.learners.harness import TaskCase
 from envs.base import Domain
 from envs.ontology import OBSERVABLE
 from envs.packs import get_domain
-from storage.records import Factor, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
+from storage.records import Factor, Message, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from storage.store import Store
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
@@ -65,9 +65,25 @@ def examples_upto(store: Store, run_id: str, round: int, split: str, drop: froze
     return sorted(rows, key=lambda e: (e.round, e.example_id))
 
 
-def as_trajectories(examples: list[SFTExample]) -> list[Trajectory]:
-    return [Trajectory(run_id=e.run_id, round=e.round, trajectory_id=e.trajectory_id, task_id=e.task_id,
-                       messages=e.messages) for e in examples]
+def as_trajectories(examples: list[SFTExample], system: str | Callable[[SFTExample], str] | None = None
+                    ) -> list[Trajectory]:
+    """The examples as trajectories to learn from; with ``system`` (``system_prompt``), each opens with the
+    system prompt its agent is given, as an exported example does (the embedded learner reads the values it
+    states: ``agents.learners.features.stated_values``)."""
+    out = []
+    for e in examples:
+        text = system(e) if callable(system) else system
+        messages = [Message(role="system", content=text), *e.messages] if text else e.messages
+        out.append(Trajectory(run_id=e.run_id, round=e.round, trajectory_id=e.trajectory_id, task_id=e.task_id,
+                              messages=messages))
+    return out
+
+
+def with_policy(task: SynthTask, trajectory: Trajectory) -> Trajectory:
+    """``trajectory`` opening with the system prompt its agent is given on ``task`` (``Domain.task_policy``)."""
+    dom = get_domain(task.domain)
+    policy = dom.task_policy(dom.task_from_json(task.definition)) if dom.task_context else dom.policy
+    return trajectory.model_copy(update={"messages": [Message(role="system", content=policy), *trajectory.messages]})
 
 
 def cases_for(store: Store, run_id: str, task_ids: set[str]) -> list[TaskCase]:

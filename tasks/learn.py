@@ -13,7 +13,7 @@ from storage.atomic import read_or_none
 from storage.faults import kill_point
 from storage.records import Evaluation, Trajectory
 from storage.store import Store
-from tasks.datasets import as_trajectories, diagnostic_cases
+from tasks.datasets import as_trajectories, diagnostic_cases, system_prompt
 from tasks.dedup import training_examples
 from tasks.progress import Emit, StageEvent
 from tasks.testset import TASK_SETS, test_cases
@@ -64,7 +64,9 @@ def train_round(store: Store, run_id: str, round: int, seed: int = 0, domain: st
     """SFT (behaviour cloning) on every training example of rounds <= ``round``; saved as an artifact."""
     examples = training_examples(store, run_id, round)
     t0 = time.perf_counter()
-    learner = fit_embedded(as_trajectories(examples), run_domain(store, run_id, domain), seed=seed)
+    domain = run_domain(store, run_id, domain)
+    learner = fit_embedded(as_trajectories(examples, system_prompt(store, run_id, get_domain(domain))), domain,
+                           seed=seed)
     seconds = time.perf_counter() - t0
     return learner, learner.save(model_path(store, run_id, round)), seconds
 

@@ -26,12 +26,13 @@ import prefect
 from agents.feedback import FeedbackInputs, build_feedback, probe_report
 from agents.learners.embedded import EmbeddedLearner
 from agents.probes import TaskProfile
+from envs.packs import get_domain
 from storage.atomic import read_or_none
 from storage.faults import kill_point
 from storage.records import Arm, Evaluation, Feedback, Probe, Reflection, SynthesisSpace
 from tasks import timing
 from tasks.engine import STAGE_TASK, emitter
-from tasks.datasets import as_trajectories, diagnostic_cases
+from tasks.datasets import as_trajectories, diagnostic_cases, system_prompt
 from tasks.dedup import training_examples
 from tasks.learn import Checkpoint, evaluate_round, evaluated, fit_embedded, model_path, model_version
 from tasks.progress import Emit
@@ -50,7 +51,8 @@ def train(ctx: Ctx, emit: Emit | None = None):
     from agents.learners.embedded import EmbeddedLearner, fingerprint
 
     t0 = time.monotonic()
-    trajectories = as_trajectories(training_examples(ctx.store, ctx.run_id, ctx.round))
+    trajectories = as_trajectories(training_examples(ctx.store, ctx.run_id, ctx.round),
+                                   system_prompt(ctx.store, ctx.run_id, get_domain(ctx.domain)))
     path = model_path(ctx.store, ctx.run_id, ctx.round)
     learner = read_or_none(path, EmbeddedLearner.load, "model")  # a truncated or corrupt model is retrained
     if learner is not None and learner.fingerprint == fingerprint(trajectories):

@@ -45,21 +45,24 @@ class Arguments:
     constants: list[int]
     argument: Any
 
-    def _learned(self, tool: str, arg: str) -> list[str]:
-        return getattr(self, "values", {}).get(f"{tool}.{arg}", [])
+    def _learned(self, tool: str, arg: str) -> tuple[list[str], list[str]]:
+        """The text values and the JSON objects the data gives ``tool``'s ``arg`` most often."""
+        key = f"{tool}.{arg}"
+        return getattr(self, "values", {}).get(key, []), getattr(self, "objects", {}).get(key, [])
 
     def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
         return resolve(self.tools, schema)
 
-    def _scalars(self, scene: Scene, pool: list[Candidate], schema: dict[str, Any], learned: list[str] = ()):
+    def _scalars(self, scene: Scene, pool: list[Candidate], schema: dict[str, Any],
+                 learned: tuple[list[str], list[str]] = ((), ())):
         """``scalars`` once per decision's pool and schema: its arguments of one type share the candidates
-        (the same objects, so their profiles too)."""
+        (the same objects, so their profiles too); ``learned``: ``_learned``'s texts and objects."""
         memo = scene.__dict__.get("_scalars")
         if memo is None or memo[0] is not pool:
             memo = scene.__dict__["_scalars"] = (pool, {})
-        key = (json.dumps(schema, sort_keys=True), tuple(learned))
+        key = (json.dumps(schema, sort_keys=True), tuple(learned[0]), tuple(learned[1]))
         if key not in memo[1]:
-            memo[1][key] = scalars(self.tools, schema, pool, learned)
+            memo[1][key] = scalars(self.tools, schema, pool, *learned)
         return memo[1][key]
 
     # ------------------------------------------------------------ training rows

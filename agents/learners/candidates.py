@@ -87,13 +87,25 @@ def json_types(schema: dict[str, Any]) -> set[str]:
 def recurring_values(trajectories: list[Trajectory], most: int) -> dict[str, list[str]]:
     """``tool.arg`` -> the text values (prose, not codes) that recur as that argument across trajectories: a
     fixed vocabulary the tool schema does not spell out, offered wherever the context lacks it."""
+    return _recurring(trajectories, most, lambda v: v if isinstance(v, str) and not is_value(v) else None)
+
+
+def recurring_objects(trajectories: list[Trajectory], most: int) -> dict[str, list[str]]:
+    """``tool.arg`` -> the JSON objects (as sorted JSON text) that recur as that argument across trajectories:
+    the vocabulary of an object argument (a set of options, say), which no context value or schema member
+    offers whole; each is a candidate of its own, told apart by its key (``scalars``)."""
+    return _recurring(trajectories, most,
+                      lambda v: json.dumps(v, sort_keys=True) if isinstance(v, dict) and v else None)
+
+
+def _recurring(trajectories: list[Trajectory], most: int, as_text) -> dict[str, list[str]]:
     counts: dict[str, Counter] = {}
     for traj in trajectories:
         for m in traj.messages:
             for call in m.tool_calls:
                 for arg, v in call.arguments.items():
-                    if isinstance(v, str) and not is_value(v):
-                        counts.setdefault(f"{call.name}.{arg}", Counter())[v] += 1
+                    if (text := as_text(v)) is not None:
+                        counts.setdefault(f"{call.name}.{arg}", Counter())[text] += 1
     floor = max(3, 0.01 * len(trajectories))
     return {k: [v for v, n in c.most_common(most) if n >= floor] for k, c in counts.items()}
 
@@ -282,10 +294,12 @@ def item_schema(tools: dict[str, dict[str, Any]], schema: dict[str, Any], key: s
 
 
 def scalars(tools: dict[str, dict[str, Any]], schema: dict[str, Any], pool: list[Candidate],
-            learned: list[str] = ()) -> list[Candidate]:
+            learned: list[str] = (), objects: list[str] = ()) -> list[Candidate]:
     """The pool's values of the argument's JSON types (a number as its text where only text is accepted, a
     decimal text as a number where only numbers are), the schema's own values, the values the data gave
-    this argument most often (``learned``), and for an array of scalars each such value as a one-item list."""
+    this argument most often (``learned``; ``objects``: the JSON objects, each keyed by its own text, so the
+    ranker learns which request words call for which), and for an array of scalars each such value as a
+    one-item list."""
     kinds = json_types(schema)
     out = [c for c in pool if json_type(c.value) in kinds]
     if "string" in kinds and "number" not in kinds:
@@ -294,6 +308,8 @@ def scalars(tools: dict[str, dict[str, Any]], schema: dict[str, Any], pool: list
         out += [c.but(float(c.value), "as_number") for c in pool
                 if isinstance(c.value, str) and DECIMAL.match(c.value)]
     out += schema_candidates(schema) + [Candidate(v, "schema", "learned") for v in learned if "string" in kinds]
+    if "object" in kinds:
+        out += [Candidate(json.loads(v), "schema", f"learned:{v}") for v in objects]
     items = resolve(tools, schema.get("items") or {}) if "array" in kinds else {}
     if items and not item_keys(schema, lambda s: resolve(tools, s)):
         out += [c.but([c.value], "one_item") for c in scalars(tools, items, pool)]

@@ -28,10 +28,10 @@ from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
 from agents.learners.arguments import Arguments
-from agents.learners.candidates import learned_constants, recurring_values, scalar_pool
+from agents.learners.candidates import learned_constants, recurring_objects, recurring_values, scalar_pool
 from agents.learners.collector import collector_paused
 from agents.learners.elements import equal_lengths
-from agents.learners.features import Candidate, Scene, state_tokens
+from agents.learners.features import Candidate, Scene, state_tokens, stated_values, system_split
 from agents.learners.fitclock import FitClock
 from agents.learners.fitrows import FitRows, Rows
 from agents.learners.profiles import candidate_profile
@@ -55,6 +55,7 @@ from storage.records import Message, ToolCall, Trajectory
 
 MAX_CONSTANTS = 6
 MAX_VALUES = 4  # per argument: the text values the data gives it most often
+MAX_OBJECTS = 16  # per object argument: the JSON objects the data gives it most often
 MODELS = ("action", "write", "asked", "argument", "report")  # the fitted scikit-learn models
 EPOCHS = 15  # SGD passes over the training rows (5 lost test success at 250 trajectories: README)
 CHUNK = 100  # trajectories whose candidate rows are built, then hashed, at a time (``_fit``)
@@ -80,6 +81,7 @@ class EmbeddedLearner(Scoring, Arguments):
         self.writes: set[str] = set()  # tools the data confirmed before calling
         self.constants: list[int] = []  # multipliers the data's numeric arguments show
         self.values: dict[str, list[str]] = {}  # tool.arg -> text values the data gives it most often
+        self.objects: dict[str, list[str]] = {}  # tool.arg -> JSON objects the data gives it most often
         self.texts: dict[str, str] = {}  # reply label -> its most common text
         self.slots: dict[str, str] = {}  # reply label -> the text before a list of values ("...: ")
         self.cents = False  # the data writes the numbers it tells with two decimals
@@ -90,6 +92,7 @@ class EmbeddedLearner(Scoring, Arguments):
         self.asked = self.constant_asked = None
         self.asked_args: dict[str, dict[str, Any]] = {}
         self._pending: ToolCall | None = None
+        self._stated = ""  # the values the policy of the task at hand states (``reset``)
         self.fit_cpu = FitClock()  # the last fit's CPU by phase (not saved)
 
     # ------------------------------------------------------------ what the data says before fitting
@@ -112,6 +115,7 @@ class EmbeddedLearner(Scoring, Arguments):
 
     def _learn_values(self, trajectories: list[Trajectory]) -> None:
         self.values = recurring_values(trajectories, MAX_VALUES)
+        self.objects = recurring_objects(trajectories, MAX_OBJECTS)
 
     # ------------------------------------------------------------ training
     def fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None = None) -> EmbeddedLearner:
@@ -122,6 +126,7 @@ class EmbeddedLearner(Scoring, Arguments):
     def _fit(self, trajectories: list[Trajectory], tools: list[dict[str, Any]] | None) -> EmbeddedLearner:
         self.tools = {t["function"]["name"]: t["function"] for t in (tools or [])}
         self.fingerprint, self.n_trajectories = fingerprint(trajectories), len(trajectories)
+        stated_of, trajectories = system_split(trajectories)
         clock = self.fit_cpu = FitClock()
         with clock.phase("conventions"):
             self._read_conventions(trajectories)
@@ -134,8 +139,8 @@ class EmbeddedLearner(Scoring, Arguments):
         rows = FitRows()
         for start in range(0, len(trajectories), CHUNK):
             with clock.phase("features"):
-                for traj in trajectories[start:start + CHUNK]:
-                    self._decisions(traj, rows)
+                for traj, stated in zip(trajectories[start:start + CHUNK], stated_of[start:start + CHUNK]):
+                    self._decisions(traj, rows, stated)
             with clock.phase("hashing"):
                 rows.flush(self._hashed)
         self.action, self.constant_action = self._classifier("action", rows.states, rows.actions)
@@ -146,14 +151,15 @@ class EmbeddedLearner(Scoring, Arguments):
         self.cents = rows.styles[True] > rows.styles[False]
         return self
 
-    def _decisions(self, traj: Trajectory, rows: FitRows) -> None:
-        """Every assistant decision of ``traj``: its state and label, its candidate rows (added to ``rows``)."""
+    def _decisions(self, traj: Trajectory, rows: FitRows, stated: str = "") -> None:
+        """Every assistant decision of ``traj``: its state and label, its candidate rows (added to ``rows``);
+        ``stated``: the values its system prompt states."""
         msgs = traj.messages
         for i, m in enumerate(msgs):
             if m.role != "assistant":
                 continue
             history = msgs[:i]
-            scene = Scene.of(history, self.writes)  # one per decision: state, arguments and report share it
+            scene = Scene.of(history, self.writes, stated)  # one per decision: state, arguments and report share it
             label = label_of(m)
             rows.states.append(self._state(history, scene))
             rows.actions.append(label)
@@ -211,11 +217,12 @@ class EmbeddedLearner(Scoring, Arguments):
     def reset(self, tools: list[dict[str, Any]], policy: str) -> None:
         self.tools = {t["function"]["name"]: t["function"] for t in tools} or self.tools
         self._pending = None
+        self._stated = stated_values(policy)
 
     def act(self, messages: list[Message]) -> Message:
         if self.action is None and self.constant_action is None:  # untrained: it can only hang up
             return Message(role="assistant", content="Goodbye.")
-        scene = Scene.of(messages, self.writes)
+        scene = Scene.of(messages, self.writes, getattr(self, "_stated", ""))
         state = self._state(messages, scene)
         label = self._predict("action", self.constant_action, state) or self.closing
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)

@@ -1,7 +1,8 @@
 """What the embedded learner sees, turned into features: the state, and argument candidates.
 
 Only agent-visible material is used: user and assistant messages, tool
-observations (JSON values by path) and the tool schemas. Nothing here names a
+observations (JSON values by path), the values the system prompt states
+(``stated_values``) and the tool schemas. Nothing here names a
 domain, a tool or a field: a candidate is a value the user wrote, a value an
 observation showed, a schema enum member, or a small arithmetic composite of
 numbers in the context (a sum, a difference, a product with a count, or a
@@ -22,6 +23,8 @@ from functools import lru_cache
 from typing import Any
 
 from agents.learners.dialogue import (
+    ALPHA,
+    STOP,
     Clause,
     Dialogue,
     Mention,
@@ -145,10 +148,49 @@ def _walk(content: str) -> tuple[tuple, tuple, tuple]:
     return tuple(records), tuple(leaves), tuple(lists)
 
 
-def _records(history: list[Message]) -> tuple[list[Record], list[Candidate], list[Candidate]]:
-    """Every object (as a record), scalar leaf and list of objects of the successful observations."""
+STATED = re.compile(r"\b([A-Za-z][A-Za-z0-9_]*)\s*=\s*(?=\{)")
+
+
+@lru_cache(maxsize=256)
+def stated_values(system: str) -> str:
+    """The JSON objects a system prompt states as ``NAME = {...}`` (the context an agent is given with its
+    policy, such as where it is and what time it is), as one JSON object by lower-cased name; "" when it states
+    none. The learner reads them as an observation made before the conversation (tool ``system``)."""
+    decoder, found = json.JSONDecoder(), {}
+    for m in STATED.finditer(system or ""):
+        try:
+            found[m.group(1).lower()] = decoder.raw_decode(system, m.end())[0]
+        except ValueError:
+            continue
+    return json.dumps(found, sort_keys=True) if found else ""
+
+
+def system_split(trajectories: list) -> tuple[list[str], list]:
+    """Training trajectories whose first message is the system prompt (``tasks.datasets.as_trajectories``):
+    the values each one's prompt states, and the trajectories without that message (what the learner reads
+    as the conversation; an agent is given its prompt apart from it, ``EmbeddedLearner.reset``)."""
+    stated, rest = [], []
+    for t in trajectories:
+        first = t.messages[0] if t.messages else None
+        if first is not None and first.role == "system":
+            stated.append(stated_values(first.content or ""))
+            t = t.model_copy(update={"messages": t.messages[1:]})
+        else:
+            stated.append("")
+        rest.append(t)
+    return stated, rest
+
+
+def _records(history: list[Message], stated: str = "") -> tuple[list[Record], list[Candidate], list[Candidate]]:
+    """Every object (as a record), scalar leaf and list of objects of the successful observations; first those
+    of ``stated`` (``stated_values`` of the system prompt: an observation before the first message)."""
     records: list[Record] = []
     leaves, lists = [], []
+    if stated:
+        recs, lvs, lsts = _walk(stated)
+        records += [Record(p, "system", -1, f, sub, strs) for p, f, sub, strs in recs]
+        leaves += [_observed(v, "obs", k, p, "system", -1, w) for v, k, p, w in lvs]
+        lists += [_observed(v, "list", k, p, "system", -1, w) for v, k, p, w in lsts]
     last_call = ""
     for i, m in enumerate(history):
         if m.tool_calls:
@@ -184,6 +226,7 @@ class Scene:
     used: set[str]
     last_tool: str
     open: int = 0  # the first clause with a value not used yet (the pointer stays until a call moves it)
+    said: tuple[str, ...] = ()  # the words of everything the user said (a request with no value has no clause)
     _by_value: dict[str, tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
     serial: int = field(default_factory=lambda: next(SCENES), repr=False, compare=False)  # tells scenes apart
 
@@ -205,12 +248,13 @@ class Scene:
         return self._by_value.get(value, ())
 
     @staticmethod
-    def of(history: list[Message], writes: set[str]) -> Scene:
+    def of(history: list[Message], writes: set[str], stated: str = "") -> Scene:
+        """``stated``: the values the system prompt states (``stated_values``)."""
         dlg = track(history, writes)
         cur = dlg.current
         n = len(history)
         used = call_values(history)
-        records, leaves, lists = _records(history)
+        records, leaves, lists = _records(history, stated)
         facts, counts = _focus(records, dlg)
         for c in leaves + lists:
             c.age = n - c.msg
@@ -219,7 +263,17 @@ class Scene:
         last_tool = next((m.tool_calls[0].name for m in reversed(history) if m.tool_calls), "")
         return Scene(dlg, norm(cur.text) if cur else "", cur.words if cur else [], n,
                      _user_pool(history, dlg, used, call_values(history, writes)), leaves, lists, records,
-                     counts, facts, used, last_tool, dlg.open_clause(used))
+                     counts, facts, used, last_tool, dlg.open_clause(used), said=_said(history))
+
+
+MAX_SAID = 48
+
+
+def _said(history: list[Message]) -> tuple[str, ...]:
+    """The distinct words of the user's messages, first said first (stop words out, at most ``MAX_SAID``)."""
+    words = (w for m in history if m.role == "user" and m.content for w in ALPHA.findall(m.content.lower())
+             if w not in STOP)
+    return tuple(itertools.islice(dict.fromkeys(words), MAX_SAID))
 
 
 def _match(leaves: list[Candidate], records: list[Record], text: str) -> None:

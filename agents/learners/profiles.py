@@ -92,6 +92,8 @@ def _in_scene(c: Candidate, scene: Scene) -> tuple[tuple, str]:
     ranked = source in RANKED
     words_t, facts_t = scene.tuples()
     words = words_t if same or ranked or source == "obs" else ()
+    if not words and source == "schema" and key.startswith("learned:"):
+        words = scene.said  # an object the data gives an argument: which one, the user's words tell
     return (source, key, kind, min(age, 12), shp, d["path"], tool, d["kind"], d["in_last_user"],
             None if rank is None else min(rank, 4), d["first_unused"], d["first_unwritten"], d["focus"],
             rel, ro, here, in_text, share, key_in_text, same, words,

@@ -5,9 +5,11 @@ from agents.learners.embedded import EmbeddedLearner
 from storage.records import Message
 
 
-def play(learner: EmbeddedLearner, tools: list[dict], desk, wanted: str, max_steps: int = 16) -> list[Message]:
-    """``desk``: ``opening()`` and ``step(name, args) -> text``; the user confirms only a request naming ``wanted``."""
-    learner.reset(tools, "")
+def play(learner: EmbeddedLearner, tools: list[dict], desk, wanted: str, max_steps: int = 16,
+         policy: str = "") -> list[Message]:
+    """``desk``: ``opening()`` and ``step(name, args) -> text``; the user confirms only a request naming ``wanted``;
+    ``policy``: the system prompt the learner is given."""
+    learner.reset(tools, policy)
     msgs = [Message(role="user", content=desk.opening())]
     for _ in range(max_steps):
         reply = learner.act(list(msgs))

@@ -50,3 +50,22 @@ def test_a_car_bench_example_carries_the_tools_and_policy_its_task_gives_the_age
     assert "hallucination_missing_tool" in types  # one whose list is shorter than the domain's
     assert min(len(e.tools) for e in examples.values()) < len(car.tools("assistant"))
     assert system_prompt(store, "cb", get_domain("airline")) == get_domain("airline").policy
+
+def test_the_trajectories_a_learner_trains_on_open_with_their_agents_system_prompt(tmp_path):
+    from agents.learners.features import stated_values
+    from tasks.datasets import as_trajectories, system_prompt, with_policy
+
+    store = Store(tmp_path)
+    result = run_pass(Ctx(store, "cb", 0, 0, "car_bench"), load_initial_space("car_bench", run_id="cb"), ColdStart(), 8)
+    car = get_domain("car_bench")
+    kept = [(c.task, c.trajectory) for c in result.kept]
+    trajectories = as_trajectories(sft_examples(kept, 0.0, seed=0), system_prompt(store, "cb", car))
+    by_task = {t.task_id: t for t in trajectories}
+    for task, traj in kept:
+        got, policy = by_task[task.task_id], car.task_policy(car.task_from_json(task.definition))
+        assert got.messages[0].role == "system" and got.messages[0].content == policy
+        assert got.messages[1:] == traj.messages
+        assert with_policy(task, traj).messages == got.messages
+        assert "current_location" in stated_values(policy)  # the car's location, as the learner reads it
+    plain = as_trajectories(sft_examples(kept, 0.0, seed=0))
+    assert [t.messages for t in plain] == [traj.messages for _, traj in kept]
