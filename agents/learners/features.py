@@ -261,9 +261,15 @@ class Scene:
             c.focus = any(records[j].focus for j in c.within)
         _match(leaves, records, cur.text if cur else " ".join(m.content or "" for m in history if m.role == "user"))
         last_tool = next((m.tool_calls[0].name for m in reversed(history) if m.tool_calls), "")
-        return Scene(dlg, norm(cur.text) if cur else "", cur.words if cur else [], n,
-                     _user_pool(history, dlg, used, call_values(history, writes)), leaves, lists, records,
-                     counts, facts, used, last_tool, dlg.open_clause(used), said=_said(history))
+        said = _said(history)
+        if cur is not None:
+            text, words = norm(cur.text), cur.words
+        elif not dlg.clauses:  # requests that name no value: what the user said is the request
+            text, words = norm(" ".join(m.content for m in history if m.role == "user" and m.content)), list(said)
+        else:
+            text, words = "", []
+        return Scene(dlg, text, words, n, _user_pool(history, dlg, used, call_values(history, writes)), leaves,
+                     lists, records, counts, facts, used, last_tool, dlg.open_clause(used), said=said)
 
 
 MAX_SAID = 48

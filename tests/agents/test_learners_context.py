@@ -2,7 +2,9 @@
 
 A made-up shuttle desk, nowhere in the learner: the ride starts where the shuttle is, which only the system
 prompt says (``HERE = {...}``, as CAR-bench's prompt gives the car's location), and its options are an object
-argument whose value (``{"quiet": true}`` or ``{"luggage": true}``) the request's words choose.
+argument whose value (``{"quiet": true}`` or ``{"luggage": true}``) the request's words choose. The request names no
+value (no id, number or full name), as most CAR-bench requests do, so the seat (an enum) is read from all the user
+said.
 """
 import json
 import random
@@ -24,7 +26,8 @@ def _fn(name: str, props: dict) -> dict:
 
 TOOLS = [_fn("find_stop", {"name": {"type": "string"}}),
          _fn("book_ride", {"from_id": {"type": "string"}, "to_id": {"type": "string"},
-                           "options": {"type": "object", "description": "the ride's options (true)"}})]
+                           "options": {"type": "object", "description": "the ride's options (true)"},
+                           "seat": {"type": "string", "enum": ["FRONT", "BACK", "WINDOW"]}})]
 STOPS = ["Oakfield", "Riverside", "Hillcrest", "Brookside", "Maplewood", "Lakeview", "Stonegate", "Elmhurst"]
 WANTS = {"a quiet ride": {"quiet": True}, "room for my luggage": {"luggage": True},
          "a ride with wheelchair access": {"step_free": True}}
@@ -36,6 +39,7 @@ class Shuttle:
         self.dest = rng.choice(STOPS)
         self.dest_id = f"st-{rng.randrange(1000, 9999)}"
         self.want = rng.choice(sorted(WANTS))
+        self.seat = rng.choice(["FRONT", "BACK", "WINDOW"])
         self.booked: dict | None = None
 
     def policy(self) -> str:
@@ -43,7 +47,7 @@ class Shuttle:
                 f"- The shuttle is at HERE = {json.dumps({'stop_id': self.here, 'zone': 'north'})}.\n")
 
     def opening(self) -> str:
-        return f"Please book me {self.want} to {self.dest}."
+        return f"Please book me {self.want} to {self.dest}, a {self.seat.lower()} seat."
 
     def step(self, name: str, args: dict) -> str:
         if name == "find_stop":
@@ -54,7 +58,7 @@ class Shuttle:
         return "Error: unknown tool"
 
     def gold(self) -> dict:
-        return {"from_id": self.here, "to_id": self.dest_id, "options": WANTS[self.want]}
+        return {"from_id": self.here, "to_id": self.dest_id, "options": WANTS[self.want], "seat": self.seat}
 
 
 def teacher(s: Shuttle, n: int, with_policy: bool = True) -> Trajectory:
@@ -120,6 +124,16 @@ def test_an_object_argument_is_chosen_from_the_objects_the_data_gives_it(learner
     rides = _booked(learner)
     right = sum(b is not None and b.get("options") == WANTS[s.want] for s, b in rides)
     assert right >= 27, [(s.want, b) for s, b in rides]
+
+
+def test_a_request_that_names_no_value_is_still_read_for_its_words(learner):
+    from agents.learners.dialogue import track
+
+    s = Shuttle(random.Random(7))
+    assert track([Message(role="user", content=s.opening())], set()).clauses == []  # no clause to read
+    rides = _booked(learner)
+    right = sum(b is not None and b.get("seat") == s.seat for s, b in rides)
+    assert right >= 27, [(s.seat, b) for s, b in rides]
 
 
 def test_a_prompt_that_states_nothing_changes_no_weight():
