@@ -30,12 +30,11 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cas
     """``cases``: the test set, when the caller has read it already (else read here)."""
     from agents.learners.harness import evaluate, success_by_slice
     from envs.packs import get_domain
+    from tasks.datasets import with_policy
     from tasks.learn import fit_embedded
     from tasks.testset import test_cases
 
     cases = cases if cases is not None else test_cases(store, domain, n=test_size)
-    from tasks.datasets import with_policy
-
     kept = pool(store, domain, "bench-learner", int(max(sizes) * 1.05) + 12, seed).kept
     trajectories = [with_policy(c.task, c.trajectory) for c in kept]  # each with its agent's system prompt
     random.Random(seed).shuffle(trajectories)  # the pool is in family order: a prefix would miss families

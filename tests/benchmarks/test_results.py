@@ -99,3 +99,12 @@ def test_learning_and_discovery_records_show_intervals_and_seed_counts(tmp_path)
     assert "| test | 2 | evosyn - static | +0.020 [-0.010, +0.050] |" in text
     assert "| multi_item=yes | no_feedback | 1/3 |" in text
     assert text.count("Not yet measured on record.") == len(SECTIONS) - 2
+
+
+def test_a_second_recording_of_one_benchmark_is_told_apart_by_its_file(tmp_path):
+    payload = {"benchmark": "discovery-airline", "machine": {}, "invocation": {}, "rows": []}
+    folder = write(tmp_path / "r", payload)
+    (folder / "discovery-airline-more-gaps.json").write_text(json.dumps(payload))
+    text = render(folder)
+    assert "### `discovery-airline`\n" in text
+    assert "### `discovery-airline` (`discovery-airline-more-gaps.json`)\n" in text
