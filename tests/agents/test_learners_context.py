@@ -33,6 +33,10 @@ WANTS = {"a quiet ride": {"quiet": True}, "room for my luggage": {"luggage": Tru
          "a ride with wheelchair access": {"step_free": True}}
 
 
+CLOSING = (("assistant", "Is there anything else I can help you with?"), ("user", "No, that is everything."),
+           ("assistant", "Have a good ride."), ("user", "Thanks, bye."))
+
+
 class Shuttle:
     def __init__(self, rng: random.Random):
         self.here = f"st-{rng.randrange(1000, 9999)}"
@@ -71,13 +75,10 @@ def teacher(s: Shuttle, n: int, with_policy: bool = True) -> Trajectory:
         msgs.append(Message(role="tool", content=s.step(name, args), tool_call_id=f"c{k}"))
 
     call("find_stop", {"name": s.dest})
-    msgs.append(Message(role="assistant", content=confirmation_request("book_ride", s.gold())))
-    msgs.append(Message(role="user", content="Yes, please go ahead."))
+    msgs.extend(Message(role=r, content=t) for r, t in (("assistant", confirmation_request("book_ride", s.gold())),
+                                                         ("user", "Yes, please go ahead.")))
     call("book_ride", s.gold())
-    msgs.append(Message(role="assistant", content="Is there anything else I can help you with?"))
-    msgs.append(Message(role="user", content="No, that is everything."))
-    msgs.append(Message(role="assistant", content="Have a good ride."))
-    msgs.append(Message(role="user", content="Thanks, bye."))
+    msgs.extend(Message(role=r, content=t) for r, t in CLOSING)
     return Trajectory(run_id="t", round=0, trajectory_id=f"sh-{n}", task_id=f"sh-{n}", messages=msgs)
 
 
