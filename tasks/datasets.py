@@ -69,7 +69,7 @@ def as_trajectories(examples: list[SFTExample], system: str | Callable[[SFTExamp
                     ) -> list[Trajectory]:
     """The examples as trajectories to learn from; with ``system`` (``system_prompt``), each opens with the
     system prompt its agent is given, as an exported example does (the embedded learner reads the values it
-    states: ``agents.learners.features.stated_values``)."""
+    states: ``agents.learners.prompt.stated_values``)."""
     out = []
     for e in examples:
         text = system(e) if callable(system) else system

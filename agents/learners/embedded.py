@@ -28,13 +28,19 @@ from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
 from agents.learners.arguments import Arguments
-from agents.learners.candidates import learned_constants, recurring_objects, recurring_values, scalar_pool
+from agents.learners.candidates import (
+    learned_constants,
+    recurring_objects,
+    recurring_values,
+    scalar_pool,
+)
 from agents.learners.collector import collector_paused
 from agents.learners.elements import equal_lengths
-from agents.learners.features import Candidate, Scene, state_tokens, stated_values, system_split
+from agents.learners.features import Candidate, Scene
 from agents.learners.fitclock import FitClock
 from agents.learners.fitrows import FitRows, Rows
 from agents.learners.profiles import candidate_profile
+from agents.learners.prompt import stated_values, system_split
 from agents.learners.replies import (
     ARGS_SLOT,
     NAME_SLOT,
@@ -48,6 +54,7 @@ from agents.learners.replies import (
 )
 from agents.learners.reported import learn_links, open_tokens
 from agents.learners.scoring import Scoring, for_prediction
+from agents.learners.state import state_tokens
 from envs.gold import confirmation_request
 from storage.atomic import atomic_path, write_json
 from storage.faults import kill_point

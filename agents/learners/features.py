@@ -2,7 +2,7 @@
 
 Only agent-visible material is used: user and assistant messages, tool
 observations (JSON values by path), the values the system prompt states
-(``stated_values``) and the tool schemas. Nothing here names a
+(``prompt.stated_values``) and the tool schemas. Nothing here names a
 domain, a tool or a field: a candidate is a value the user wrote, a value an
 observation showed, a schema enum member, or a small arithmetic composite of
 numbers in the context (a sum, a difference, a product with a count, or a
@@ -148,42 +148,9 @@ def _walk(content: str) -> tuple[tuple, tuple, tuple]:
     return tuple(records), tuple(leaves), tuple(lists)
 
 
-STATED = re.compile(r"\b([A-Za-z][A-Za-z0-9_]*)\s*=\s*(?=\{)")
-
-
-@lru_cache(maxsize=256)
-def stated_values(system: str) -> str:
-    """The JSON objects a system prompt states as ``NAME = {...}`` (the context an agent is given with its
-    policy, such as where it is and what time it is), as one JSON object by lower-cased name; "" when it states
-    none. The learner reads them as an observation made before the conversation (tool ``system``)."""
-    decoder, found = json.JSONDecoder(), {}
-    for m in STATED.finditer(system or ""):
-        try:
-            found[m.group(1).lower()] = decoder.raw_decode(system, m.end())[0]
-        except ValueError:
-            continue
-    return json.dumps(found, sort_keys=True) if found else ""
-
-
-def system_split(trajectories: list) -> tuple[list[str], list]:
-    """Training trajectories whose first message is the system prompt (``tasks.datasets.as_trajectories``):
-    the values each one's prompt states, and the trajectories without that message (what the learner reads
-    as the conversation; an agent is given its prompt apart from it, ``EmbeddedLearner.reset``)."""
-    stated, rest = [], []
-    for t in trajectories:
-        first = t.messages[0] if t.messages else None
-        if first is not None and first.role == "system":
-            stated.append(stated_values(first.content or ""))
-            t = t.model_copy(update={"messages": t.messages[1:]})
-        else:
-            stated.append("")
-        rest.append(t)
-    return stated, rest
-
-
 def _records(history: list[Message], stated: str = "") -> tuple[list[Record], list[Candidate], list[Candidate]]:
     """Every object (as a record), scalar leaf and list of objects of the successful observations; first those
-    of ``stated`` (``stated_values`` of the system prompt: an observation before the first message)."""
+    of ``stated`` (``prompt.stated_values`` of the system prompt: an observation before the first message)."""
     records: list[Record] = []
     leaves, lists = [], []
     if stated:
@@ -249,7 +216,7 @@ class Scene:
 
     @staticmethod
     def of(history: list[Message], writes: set[str], stated: str = "") -> Scene:
-        """``stated``: the values the system prompt states (``stated_values``)."""
+        """``stated``: the values the system prompt states (``prompt.stated_values``)."""
         dlg = track(history, writes)
         cur = dlg.current
         n = len(history)
@@ -398,46 +365,3 @@ def _user_candidates(m: Mention, dlg: Dialogue, n: int, last_user: int, by_kind:
         out += [Candidate(first, "user", "name.first", **{**base, "extra": list(extra)}),
                 Candidate(last, "user", "name.last", **{**base, "extra": list(extra)})]
     return out
-
-
-def state_tokens(history: list[Message], scene: Scene, labels: list[str]) -> str:
-    """The decision state as space-separated tokens; ``labels`` are the agent's earlier moves."""
-    dlg = scene.dlg
-    cur, nxt = dlg.current, dlg.next
-    prev = labels[-1] if labels else "none"
-    ident = f"id={bool(dlg.identity)}"
-    id_used = f"idu={any(str(m.value) in scene.used for m in dlg.identity)}"
-    left = sum(1 for c in dlg.clauses[dlg.pointer:] if c.keys - scene.used)  # requests with values not used yet
-    toks = [ident, id_used, f"{ident}|{id_used}|prev_{prev}", f"left_{min(left, 3)}", f"left_{min(left, 3)}|prev_{prev}"]
-    if cur is None:
-        toks += ["cur_none", f"cur_none|prev_{prev}", f"cur_none|{len(dlg.clauses) > 0}"]
-    else:
-        status = f"open{min(dlg.calls, 3)}" + ("w" if dlg.wrote else "")
-        toks += [f"cur_{status}", f"cur_first_{dlg.pointer == 0}", f"has_next_{nxt is not None}",
-                 f"{status}|prev_{prev}", f"{status}|{id_used}"]
-        for w in cur.words:
-            toks += [f"cw_{w}", f"cw_{w}|{status}", f"cw_{w}|prev_{prev}", f"cw_{w}|{id_used}",
-                     f"cw_{w}|{status}|{id_used}"]
-        toks += [f"nw_{w}" for w in nxt.words] if nxt is not None else ["nw_none"]
-        if scene.open != dlg.pointer:
-            opened = dlg.clauses[scene.open] if scene.open < len(dlg.clauses) else None
-            toks += [f"ow_{w}" for w in opened.words] if opened else ["ow_none"]
-            toks += [f"ow_{w}|{status}" for w in opened.words] if opened else ["ow_none|" + status]
-        pending = [m for m in cur.mentions if str(m.value) not in scene.used and not m.is_name]
-        toks += [f"pend_{m.kind}" for m in pending[:3]] or ["pend_none"]
-        toks += [f"pend_{m.kind}|{status}" for m in pending[:1]]
-    users = [m for m in history if m.role == "user" and m.content]
-    if users:
-        toks += [f"f_{w}" for w in WORD.findall(users[0].content.lower())]
-        toks += [f"u_{w}" for w in WORD.findall(users[-1].content.lower())]
-    last = history[-1] if history else None
-    if last is not None:
-        toks.append(f"last_role_{last.role}")
-        if last.role == "tool":
-            toks.append("last_error" if last.error else "last_ok")
-    toks += [f"did_{lab}" for lab in labels]
-    if labels:
-        toks.append(f"prev2_{'|'.join(labels[-2:])}")
-    toks.append(f"steps_{min(len(labels), 30) // 3}")
-    toks += [f"ctx_{f}" for f in scene.facts]
-    return " ".join(toks)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from agents.learners.embedded import EmbeddedLearner
-from agents.learners.features import stated_values, system_split
+from agents.learners.prompt import stated_values, system_split
 from envs.gold import confirmation_request
 from storage.records import Message, ToolCall, Trajectory
 from tests.agents.toy_play import play

@@ -15,11 +15,11 @@ from agents.learners.features import (
     _observed,
     mentions_record,
     naming,
-    state_tokens,
 )
 from agents.learners.hashing import Columns, hashed_rows
 from agents.learners.profiles import RANKED, profile_features, profile_parts
 from agents.learners.replies import labels_of
+from agents.learners.state import state_tokens
 from tasks.learn import fit_embedded
 
 N = 2 ** 18

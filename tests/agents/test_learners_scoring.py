@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 
 from agents.learners.embedded import MODELS, EmbeddedLearner
-from agents.learners.features import Scene, state_tokens
+from agents.learners.features import Scene
 from agents.learners.harness import TaskCase, evaluate
 from agents.learners.profiles import profile_features
 from agents.learners.replies import labels_of
+from agents.learners.state import state_tokens
 from envs.packs import get_domain
 from tasks.learn import fit_embedded
 

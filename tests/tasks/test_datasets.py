@@ -52,7 +52,7 @@ def test_a_car_bench_example_carries_the_tools_and_policy_its_task_gives_the_age
     assert system_prompt(store, "cb", get_domain("airline")) == get_domain("airline").policy
 
 def test_the_trajectories_a_learner_trains_on_open_with_their_agents_system_prompt(tmp_path):
-    from agents.learners.features import stated_values
+    from agents.learners.prompt import stated_values
     from tasks.datasets import as_trajectories, system_prompt, with_policy
 
     store = Store(tmp_path)
