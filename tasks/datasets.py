@@ -52,9 +52,14 @@ def system_prompt(store: Store, run_id: str, domain: Domain) -> str | Callable[[
     depend on the task."""
     if not domain.task_context:
         return domain.policy
-    policies = {t.task_id: domain.task_policy(domain.task_from_json(t.definition))
-                for t in store.read_records("tasks", run_id=run_id)}
+    policies = {t.task_id: policy_of(domain, t) for t in store.read_records("tasks", run_id=run_id)}
     return lambda example: policies.get(example.task_id, domain.policy)
+
+
+def policy_of(domain: Domain, task: SynthTask) -> str:
+    """The system prompt an agent is given on ``task`` (``Domain.task_policy``; the domain's one policy where
+    it does not depend on the task)."""
+    return domain.task_policy(domain.task_from_json(task.definition)) if domain.task_context else domain.policy
 
 
 def examples_upto(store: Store, run_id: str, round: int, split: str, drop: frozenset[str] = frozenset()
@@ -81,8 +86,7 @@ def as_trajectories(examples: list[SFTExample], system: str | Callable[[SFTExamp
 
 def with_policy(task: SynthTask, trajectory: Trajectory) -> Trajectory:
     """``trajectory`` opening with the system prompt its agent is given on ``task`` (``Domain.task_policy``)."""
-    dom = get_domain(task.domain)
-    policy = dom.task_policy(dom.task_from_json(task.definition)) if dom.task_context else dom.policy
+    policy = policy_of(get_domain(task.domain), task)
     return trajectory.model_copy(update={"messages": [Message(role="system", content=policy), *trajectory.messages]})
 
 

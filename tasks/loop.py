@@ -51,13 +51,14 @@ def train(ctx: Ctx, emit: Emit | None = None):
     from agents.learners.embedded import EmbeddedLearner, fingerprint
 
     t0 = time.monotonic()
-    trajectories = as_trajectories(training_examples(ctx.store, ctx.run_id, ctx.round),
-                                   system_prompt(ctx.store, ctx.run_id, get_domain(ctx.domain)))
+    examples = training_examples(ctx.store, ctx.run_id, ctx.round)
     path = model_path(ctx.store, ctx.run_id, ctx.round)
     learner = read_or_none(path, EmbeddedLearner.load, "model")  # a truncated or corrupt model is retrained
-    if learner is not None and learner.fingerprint == fingerprint(trajectories):
+    if learner is not None and learner.fingerprint == fingerprint(as_trajectories(examples)):
         trained(emit, ctx, learner, ", trained before", t0)
         return learner
+    # each trajectory opens with its agent's system prompt (read only when a model is fitted)
+    trajectories = as_trajectories(examples, system_prompt(ctx.store, ctx.run_id, get_domain(ctx.domain)))
     learner = fit_embedded(trajectories, ctx.domain, ctx.seed)
     learner.save(path)
     trained(emit, ctx, learner, since=t0)

@@ -193,7 +193,7 @@ class Scene:
     used: set[str]
     last_tool: str
     open: int = 0  # the first clause with a value not used yet (the pointer stays until a call moves it)
-    said: tuple[str, ...] = ()  # the words of everything the user said (a request with no value has no clause)
+    said: tuple[str, ...] = ()  # the words of everything the user said, where the request gives none
     _by_value: dict[str, tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
     serial: int = field(default_factory=lambda: next(SCENES), repr=False, compare=False)  # tells scenes apart
 
@@ -226,13 +226,15 @@ class Scene:
         for c in leaves + lists:
             c.age = n - c.msg
             c.focus = any(records[j].focus for j in c.within)
-        _match(leaves, records, cur.text if cur else " ".join(m.content or "" for m in history if m.role == "user"))
+        everything = None if cur else " ".join(m.content or "" for m in history if m.role == "user")
+        _match(leaves, records, cur.text if cur else everything)
         last_tool = next((m.tool_calls[0].name for m in reversed(history) if m.tool_calls), "")
-        said = _said(history)
+        # the user's words stand in where the request has none (read only then: ``profiles``, learned objects)
+        said = _said(history) if cur is None or not cur.words else ()
         if cur is not None:
             text, words = norm(cur.text), cur.words
         elif not dlg.clauses:  # requests that name no value: what the user said is the request
-            text, words = norm(" ".join(m.content for m in history if m.role == "user" and m.content)), list(said)
+            text, words = norm(everything), list(said)
         else:
             text, words = "", []
         return Scene(dlg, text, words, n, _user_pool(history, dlg, used, call_values(history, writes)), leaves,
