@@ -151,9 +151,9 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
 @click.option("--diagnose-size", "diagnose_size", type=click.IntRange(0, 10_000), default=300, show_default=True,
               help="Blueprints of the uniform set each evosyn round's model is scored on to rank the planted "
                    "bucket among the run's coverage gaps (0: no diagnosis).")
-@click.option("--probe-size", "probe_size", type=click.IntRange(0, 10_000), default=0, show_default=True,
+@click.option("--probe-size", "probe_size", type=click.IntRange(0, 10_000), default=None,
               help="The runs' probe_size: a balanced probe set per round that the feedback arm's Reflector also "
-                   "reads (0: the diagnostic set only).")
+                   "reads (0: the diagnostic set only). Default: the runs' own (the budget, at most 300).")
 @click.option("--writes", type=click.Choice(["default", "even"]), default="default", show_default=True,
               help="The background's write counts of a fulfilment: the generator's default prior (mostly one "
                    "write) or even over the num_write buckets 1 / 2 / 3-4 / 5+ (prior.writes).")
@@ -201,14 +201,15 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, d
                            writes=writes, space=space, factors=added, say=click.echo)
     except BenchRunError as exc:
         raise RunFailed(str(exc)) from None
+    probes = result["probe_size"]  # the runs' default where the option is not given
     result["command"] = (f"evosyn bench discovery --domain {domain} --seeds {seeds} "
                          + "".join(f"--gap {g} " for g in result["gaps"])
                          + f"--keep {keep} --rounds {rounds} --budget {budget} --test-size {test_size} "
-                         f"--diagnose-size {diagnose_size} --probe-size {probe_size} --writes {writes} --space {space}"
+                         f"--diagnose-size {diagnose_size} --probe-size {probes} --writes {writes} --space {space}"
                          + "".join(f" --factor {f}" for f in added))
     t = result["target"]
     print_table(f"planted-gap recovery: {domain}, seeds {seeds}, {rounds} rounds x {budget} blueprints, "
-                f"{f'a probe set of {probe_size} per round, ' if probe_size else ''}"
+                f"{f'a probe set of {probes} per round, ' if probes else 'no probe set, '}"
                 f"{'even write counts, ' if writes == 'even' else ''}"
                 f"{'num_write and num_read in the space, ' if space == 'paper' else ''}"
                 f"{''.join(f'{f} in the space, ' for f in added)}planted "

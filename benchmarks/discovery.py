@@ -117,16 +117,20 @@ def weakness(rows: list[dict], gap: str) -> dict[str, Any]:
 
 
 def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], keep: float = 0.2, rounds: int = 3,
-          budget: int = 300, test_size: int = 20, diagnose_size: int = 300, probe_size: int = 0, jobs: int = 2,
-          writes: str = "default", space: str = "initial", factors: tuple[str, ...] = (),
+          budget: int = 300, test_size: int = 20, diagnose_size: int = 300, probe_size: int | None = None,
+          jobs: int = 2, writes: str = "default", space: str = "initial", factors: tuple[str, ...] = (),
           say=lambda s: None) -> dict[str, Any]:
     """``diagnose_size``: blueprints of the uniform set that ranks each planted bucket among the evosyn runs'
     coverage gaps (``benchmarks/discovery_gaps.py``; 0: no diagnosis). ``probe_size``: the runs'
-    ``probe_size`` (a balanced probe set per round for the feedback arm's Reflector; 0: none). ``writes``: the
+    ``probe_size`` (a balanced probe set per round for the feedback arm's Reflector; 0: none; None: the runs'
+    default, recorded as the number it is). ``writes``: the
     background's write counts (``WRITES``). ``space``: the space the runs start from (``SPACES``), plus ``factors``
     (controllable properties, none of them a planted one: ``check_factors``)."""
+    from storage.config import RunConfig
     from storage.store import Store
 
+    if probe_size is None:
+        probe_size = RunConfig(budget=budget).probe_size
     initial = [*SPACES[space], *(f for f in factors if f not in SPACES[space])]
     t0 = time.perf_counter()
     cpu = 0.0
@@ -135,7 +139,7 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
         plan = Plan(domain=domain, seeds=seeds, home=home, arms=ARMS, rounds=rounds, budget=budget,
                     test_size=test_size, jobs=jobs, extra={"prior": {"suppress": {prop: {value: keep}},
                                                                   **({"writes": WRITES[writes]} if WRITES[writes] else {})},
-                                                        **({"probe_size": probe_size} if probe_size else {}),
+                                                        "probe_size": probe_size,
                                                         **({"initial_factors": initial} if initial else {})},
                     name="discovery")
         say(f"gap {prop}={value} (kept with probability {keep})")

@@ -288,6 +288,13 @@ def _controllability(runs: list[dict]) -> list[dict]:
     return out
 
 
+def _probe_size(plan: Plan) -> int:
+    """The probe set a round of the plan's feedback arm reads (the runs' default unless the plan names one)."""
+    from storage.config import RunConfig
+
+    return RunConfig(budget=plan.budget, probe_size=plan.extra.get("probe_size")).probe_size
+
+
 def bench(plan: Plan, say=lambda s: None, resamples: int = RESAMPLES) -> dict[str, Any]:
     t0, cpu0 = time.perf_counter(), time.process_time()
     jobs, child_cpu = launch(plan, say)
@@ -300,6 +307,7 @@ def bench(plan: Plan, say=lambda s: None, resamples: int = RESAMPLES) -> dict[st
         r.pop("_allocation", None)
     return {"domain": plan.domain, "seeds": plan.seeds, "arms": plan.arms, "rounds": plan.rounds,
             "budget": plan.budget, "test_size": plan.test_size, "jobs": plan.jobs, "home": str(plan.home),
+            "probe_size": _probe_size(plan),
             "stop_after_static_rounds": 0, "resamples": resamples, "level": LEVEL,
             "bootstrap": "two-level: seeds with replacement, then test tasks with replacement within each seed; "
                          "percentile interval; paired differences resample per-(seed, task) differences",

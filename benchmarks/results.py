@@ -140,7 +140,10 @@ def faults(p: dict) -> list[str]:
 
 
 def learning(p: dict) -> list[str]:
-    out = table(["set", "tasks", "round", "arm", "mean [CI]", "per seed"],
+    probes = p.get("probe_size", 0)  # a recording without the key ran with probe_size 0, the default then
+    out = [f"The feedback arm's Reflector also read a probe set of {probes} blueprints per round." if probes else
+           "No arm read a probe set (probe_size 0).", ""]
+    out += table(["set", "tasks", "round", "arm", "mean [CI]", "per seed"],
                 [[r["set"], r["n_tasks"], r["round"], r["arm"], ci(r),
                   " ".join(f"{v:.3f}" for v in r["per_seed"].values())] for r in p["success"]])
     if p.get("paired"):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from storage.config import EXECUTION_FIELDS, RoleConfig, RunConfig
 from storage.locks import StoreLockTimeout, store_lock
+from storage.records import PROBING_ARMS
 
 NEWER_ROLE_FIELDS = ("max_reply_bytes", "on_invalid")
 
@@ -44,6 +45,8 @@ def run_id_for(cfg: RunConfig) -> str:
              for r, rc in cfg.roles.items()}
     if any(later.values()):
         exclude["roles"] = {r: keys for r, keys in later.items() if keys}
+    if cfg.arm not in PROBING_ARMS:  # an arm that reads no probe set makes the same rows with any probe_size
+        cfg = cfg.model_copy(update={"probe_size": 0})
     digest = hashlib.sha256(cfg.model_dump_json(exclude=exclude).encode()).hexdigest()[:6]
     return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
 

@@ -194,6 +194,10 @@ class DedupConfig(_Strict):
 EXECUTION_FIELDS = ("task_runner", "dask_address")
 
 
+# the default probe set's largest size: a fixed test set's (test_size), a rate measured within about +-0.05
+PROBE_SIZE = 300
+
+
 class RunConfig(_Strict):
     # a domain pack's name; "" is the default pack. Storage cannot see the packs: flows/inputs.py
     # checks the name (a known domain with an environment) and fills the default before any work
@@ -212,8 +216,9 @@ class RunConfig(_Strict):
     # 10,000 is minutes of building, and more than thirty times tau2's largest official split
     test_size: int = Field(default=300, ge=1, le=10_000)
     # blueprints of a balanced probe set per round (the uniform builder, in a seed namespace of the run's seed and
-    # round) that a Reflector with learner evidence also reads its probes on; 0: the diagnostic set only
-    probe_size: int = Field(default=0, ge=0, le=10_000)  # as test_size: built every round
+    # round) that a Reflector with learner evidence also reads its probes on; 0: the diagnostic set only. Unset: the
+    # round's budget, at most PROBE_SIZE, with the embedded learner; none with a served one (docs/concepts.md)
+    probe_size: int | None = Field(default=None, ge=0, le=10_000)  # as test_size: built every round
     concurrency: int = Field(default=2, ge=1, le=256)  # worker threads: past a few hundred they only take turns
     # where a round's chunk tasks (generate, rollout, verify) run: "thread" (threads of the run's process) or
     # "dask" (prefect-dask: a LocalCluster of `concurrency` worker processes, or the scheduler at dask_address);
@@ -249,7 +254,9 @@ class RunConfig(_Strict):
 
     @model_validator(mode="after")
     def _probes_need_the_embedded_learner(self) -> "RunConfig":
-        if self.probe_size and self.learner != "embedded":
+        if self.probe_size is None:  # the default: a probe set as large as the round, where the learner can be probed
+            self.probe_size = min(self.budget, PROBE_SIZE) if self.learner == "embedded" else 0
+        elif self.probe_size and self.learner != "embedded":
             raise ValueError("probe_size: only with learner: embedded for now (set probe_size: 0)")
         return self
 

@@ -17,6 +17,7 @@ from storage.contracts import OBSERVED_FACTORS, Contract, Record, utcnow
 
 # ---------------------------------------------------------------- run
 Arm = Literal["evosyn", "static", "no_feedback", "no_reflector", "no_designer", "single_agent"]
+PROBING_ARMS = frozenset({"evosyn", "no_designer"})  # their Reflector reads learner evidence, and a probe set
 
 
 class Run(Record):

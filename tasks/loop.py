@@ -29,7 +29,7 @@ from agents.probes import TaskProfile
 from envs.packs import get_domain
 from storage.atomic import read_or_none
 from storage.faults import kill_point
-from storage.records import Arm, Evaluation, Feedback, Probe, Reflection, SynthesisSpace
+from storage.records import PROBING_ARMS, Arm, Evaluation, Feedback, Probe, Reflection, SynthesisSpace
 from tasks import timing
 from tasks.engine import STAGE_TASK, emitter
 from tasks.datasets import as_trajectories, diagnostic_cases, system_prompt
@@ -179,8 +179,8 @@ def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluati
         _reflected(emit, ctx, space, out[2], out[3], t0)
         return out
     evidence = arm != "no_feedback"
-    probes_on = probe_evaluations(ctx, learner, ctx.probe_size, emit) \
-        if ctx.probe_size and evidence and arm in REFLECTING_ARMS else None
+    probes_on = probe_evaluations(ctx, learner, ctx.probe_size, emit) if ctx.probe_size and arm in PROBING_ARMS \
+        else None
     inp = _inputs(ctx, space, diagnostic, previous, evidence=evidence, probes=probes_on)
     version = model_version(learner, ctx.run_id, ctx.round)
     fb = build_feedback(inp, run_id=ctx.run_id, round=ctx.round, model_version=version)

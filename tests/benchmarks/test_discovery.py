@@ -52,6 +52,18 @@ def test_added_factors_reach_every_runs_config(tmp_path, monkeypatch):
     assert plans[-1].extra["initial_factors"] == ["multi_item"]
 
 
+def test_the_runs_read_the_default_probe_set_unless_one_is_named(tmp_path, monkeypatch):
+    """Without --probe-size the runs keep their own default (the budget, at most 300), recorded as that number."""
+    from benchmarks import discovery
+
+    plans = []
+    monkeypatch.setattr(discovery, "launch", lambda plan, say: (plans.append(plan), ([], 0.0))[1])
+    got = discovery.bench("retail", [0], tmp_path, gaps=[("money_moves", "2+")], budget=120, diagnose_size=0)
+    assert plans[-1].extra["probe_size"] == got["probe_size"] == 120
+    got = discovery.bench("retail", [0], tmp_path, gaps=[("money_moves", "2+")], probe_size=0, diagnose_size=0)
+    assert plans[-1].extra["probe_size"] == got["probe_size"] == 0
+
+
 def test_bad_input_is_one_line_before_any_work(tmp_path):
     from flows.cli import main
 

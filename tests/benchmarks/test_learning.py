@@ -93,6 +93,7 @@ def test_bench_learning_end_to_end(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output[-3000:]
     data = json.loads(out.read_text())
     assert data["benchmark"] == "learning-airline" and data["runs_launched"] == 3
+    assert data["probe_size"] == 12  # the runs' default probe set: the round's budget, which evosyn read
     assert data["wall_s"] > 0 and data["cpu_s"] > 0 and data["resamples"] >= 2000
     assert sorted((r["arm"], r["seed"]) for r in data["runs"]) == [("evosyn", 0), ("no_feedback", 0), ("static", 0)]
     assert all("-s0-" in r["run_id"] for r in data["runs"])
@@ -127,6 +128,9 @@ def test_bench_learning_end_to_end(tmp_path, monkeypatch):
         added[r["arm"]] = [sum(c.kind == "add_factor" for c in s.diff) if s.version != before.version else 0
                            for before, s in zip(spaces, spaces[1:])]
     assert all(n <= 1 for ns in added.values() for n in ns) and added["static"] == [0, 0, 0]
+    probed = {r["arm"]: sum(e.task_set == "probe" for e in store.read_records("evaluations", run_id=r["run_id"]))
+              for r in data["runs"]}
+    assert probed["evosyn"] > 0 and probed["static"] == probed["no_feedback"] == 0, probed
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0, again.output[-3000:]
     assert json.loads(out.read_text())["runs_reused"] == 3

@@ -99,6 +99,10 @@ def test_learning_and_discovery_records_show_intervals_and_seed_counts(tmp_path)
     assert "| test | 2 | evosyn - static | +0.020 [-0.010, +0.050] |" in text
     assert "| multi_item=yes | no_feedback | 1/3 |" in text
     assert text.count("Not yet measured on record.") == len(SECTIONS) - 2
+    assert "No arm read a probe set (probe_size 0)." in text  # a recording without the key
+    write(tmp_path / "r", {"benchmark": "learning-airline", "machine": {}, "invocation": {}, "probe_size": 200,
+                           "success": [row]})
+    assert "also read a probe set of 200 blueprints per round" in render(folder)
 
 
 def test_a_second_recording_of_one_benchmark_is_told_apart_by_its_file(tmp_path):

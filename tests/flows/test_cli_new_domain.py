@@ -103,7 +103,8 @@ def test_a_domain_without_official_tasks_runs_on_the_uniform_set(tmp_path):
            "domain's test set" in said, said
     q = evosyn("query", "select task_set, count(*) as n from evaluations group by all order by 1", "--format",
                "json", packs=packs, home=tmp_path / "h")
-    assert {json.loads(line)["task_set"] for line in q.stdout.splitlines()} == {"diagnostic", "test_uniform"}
+    # and its Reflector read the default probe set of the domain's uniform builder
+    assert {json.loads(line)["task_set"] for line in q.stdout.splitlines()} == {"diagnostic", "probe", "test_uniform"}
     summary = json.loads(next((tmp_path / "h").glob("summary-*.json")).read_text())
     assert "success_test" not in summary["rounds"][0] and "success_test_uniform" in summary["rounds"][0]
 

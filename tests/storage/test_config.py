@@ -56,12 +56,33 @@ def test_stop_rule_zero_means_never_and_negative_is_refused():
         validate_config({"stop_after_static_rounds": -1})
 
 
-def test_probe_size_needs_the_embedded_learner():
-    from storage.config import validate_config
+def test_probe_size_needs_the_embedded_learner_and_defaults_to_the_round():
+    from storage.config import PROBE_SIZE, validate_config
 
-    assert validate_config({"probe_size": 300}).probe_size == 300 and validate_config({}).probe_size == 0
+    assert validate_config({"probe_size": 300}).probe_size == 300
+    assert validate_config({"probe_size": 0}).probe_size == 0  # the diagnostic set only
+    # unset: as large as the round's budget, at most a fixed test set's size; none for a served learner
+    assert validate_config({}).probe_size == min(validate_config({}).budget, PROBE_SIZE) == 200
+    assert validate_config({"budget": 40}).probe_size == 40
+    assert validate_config({"budget": 1200}).probe_size == PROBE_SIZE == 300
+    assert validate_config({"learner": "llamafactory"}).probe_size == 0
     with pytest.raises(ConfigError, match="probe_size: only with learner: embedded"):
         validate_config({"probe_size": 10, "learner": "llamafactory"})
+
+
+def test_the_probe_set_is_in_the_run_id_only_of_arms_that_read_it():
+    """An arm whose Reflector reads no learner evidence makes the same rows with any probe set: its id keeps the one
+    it had before the probe set was on by default."""
+    from flows.run import run_id_for
+    from storage.config import validate_config
+
+    for arm in ("static", "no_feedback"):
+        ids = {run_id_for(validate_config({"domain": "airline", "arm": arm, "probe_size": n})) for n in (None, 0, 300)}
+        assert len(ids) == 1
+    ids = {run_id_for(validate_config({"domain": "airline", "arm": "evosyn", "probe_size": n})) for n in (0, 200, 300)}
+    assert len(ids) == 3
+    assert run_id_for(validate_config({"domain": "airline", "arm": "evosyn"})) == run_id_for(
+        validate_config({"domain": "airline", "arm": "evosyn", "probe_size": 200}))
 
 
 def test_prior_writes_are_counts_with_weights_and_keep_run_ids_of_older_configs(tmp_path):
@@ -94,7 +115,8 @@ def test_initial_factors_enter_a_run_id_only_when_set(tmp_path):
     assert run_id_for(plain) == "airline-evosyn-s0-" + _digest(plain, {"prior": True})
     assert run_id_for(paper) == "airline-evosyn-s0-" + _digest(paper, {"prior": True}, keep_initial=True)
     assert run_id_for(paper) != run_id_for(plain)
-    assert run_id_for(plain) == "airline-evosyn-s0-c88398"  # the id it had before initial_factors existed
+    # the id it had before initial_factors existed (and before the probe set was on by default)
+    assert run_id_for(load_config(write(tmp_path, "domain: airline\nprobe_size: 0\n"))) == "airline-evosyn-s0-c88398"
 
 
 def _digest(cfg, exclude, keep_initial=False):
