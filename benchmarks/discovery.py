@@ -126,11 +126,11 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
     default, recorded as the number it is). ``writes``: the
     background's write counts (``WRITES``). ``space``: the space the runs start from (``SPACES``), plus ``factors``
     (controllable properties, none of them a planted one: ``check_factors``)."""
-    from storage.config import RunConfig
+    from storage.config import default_probe_size
     from storage.store import Store
 
     if probe_size is None:
-        probe_size = RunConfig(budget=budget).probe_size
+        probe_size = default_probe_size(budget)
     initial = [*SPACES[space], *(f for f in factors if f not in SPACES[space])]
     t0 = time.perf_counter()
     cpu = 0.0

@@ -290,9 +290,10 @@ def _controllability(runs: list[dict]) -> list[dict]:
 
 def _probe_size(plan: Plan) -> int:
     """The probe set a round of the plan's feedback arm reads (the runs' default unless the plan names one)."""
-    from storage.config import RunConfig
+    from storage.config import default_probe_size
 
-    return RunConfig(budget=plan.budget, probe_size=plan.extra.get("probe_size")).probe_size
+    named = plan.extra.get("probe_size")
+    return default_probe_size(plan.budget) if named is None else named
 
 
 def bench(plan: Plan, say=lambda s: None, resamples: int = RESAMPLES) -> dict[str, Any]:

@@ -198,6 +198,12 @@ EXECUTION_FIELDS = ("task_runner", "dask_address")
 PROBE_SIZE = 300
 
 
+def default_probe_size(budget: int, learner: str = "embedded") -> int:
+    """The probe set of a run that names none: as large as its round, at most ``PROBE_SIZE``, where the learner
+    can be probed (the embedded one); none for a served learner."""
+    return min(budget, PROBE_SIZE) if learner == "embedded" else 0
+
+
 class RunConfig(_Strict):
     # a domain pack's name; "" is the default pack. Storage cannot see the packs: flows/inputs.py
     # checks the name (a known domain with an environment) and fills the default before any work
@@ -255,7 +261,7 @@ class RunConfig(_Strict):
     @model_validator(mode="after")
     def _probes_need_the_embedded_learner(self) -> "RunConfig":
         if self.probe_size is None:  # the default: a probe set as large as the round, where the learner can be probed
-            self.probe_size = min(self.budget, PROBE_SIZE) if self.learner == "embedded" else 0
+            self.probe_size = default_probe_size(self.budget, self.learner)
         elif self.probe_size and self.learner != "embedded":
             raise ValueError("probe_size: only with learner: embedded for now (set probe_size: 0)")
         return self
