@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:  # the client is imported lazily: agents.llm pulls in the provider SDKs
-    from agents.llm import LLMClient
+    from evosyn.agents.llm import LLMClient
 
 T = TypeVar("T")
 log = logging.getLogger("evosyn.roles")
@@ -73,7 +73,7 @@ class Answer(Generic[T]):
 
 
 def template(name: str) -> Template:
-    return Template(resources.files("agents.prompts").joinpath(name).read_text())
+    return Template(resources.files("evosyn.agents.prompts").joinpath(name).read_text())
 
 
 def render(name: str, **values: Any) -> str:
@@ -96,7 +96,7 @@ def reask(problem: str) -> str:
 def ask(client: "LLMClient", messages: list[dict], *, schema: type[BaseModel], validate: Callable[[Any], T],
         role: str, retries: int) -> Answer[T]:
     """The validated answer, or ``RoleRejected`` after ``retries`` re-asks (or when the model is unavailable)."""
-    from agents.llm import LLMOutputError, LLMUnavailable
+    from evosyn.agents.llm import LLMOutputError, LLMUnavailable
 
     convo, raw, problem = list(messages), "", "no attempt"
     for attempt in range(retries + 1):

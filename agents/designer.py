@@ -12,8 +12,8 @@ from typing import Literal, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envs.packs import UnknownDomain, get_pack
-from storage.records import Direction, Feedback, SliceStat, SynthesisSpace
+from evosyn.envs.packs import UnknownDomain, get_pack
+from evosyn.storage.records import Direction, Feedback, SliceStat, SynthesisSpace
 
 LEVEL_WEIGHT = {"zero": 0.0, "low": 1.0, "explore": 1.5, "medium": 2.0, "high": 3.0}
 PRIMARY = ("task_family", "expected_outcome")
@@ -228,7 +228,7 @@ def steering_text(steering: Steering) -> object:
 
 def designer_messages(space: SynthesisSpace, steering: Steering, budget: int, env: dict) -> list[dict]:
     """The Designer's chat messages (pure: same inputs, same prompt, so the response cache applies)."""
-    from agents.ask import render, space_values
+    from evosyn.agents.ask import render, space_values
 
     text = render("designer.md", domain=space.domain, environment=env.get("environment", {}),
                   tools=env.get("tools", []), policy=env.get("policy", ""), space=space_values(space),
@@ -254,7 +254,7 @@ def pattern_problems(space: SynthesisSpace, pattern: str) -> list[str]:
 def parse_designer(out: DesignerOut, space: SynthesisSpace, steering: Steering, budget: int, *, run_id: str,
                    round: int, seed: int = 0) -> list[Direction]:
     """Directions from the model's conditions; ``Invalid`` names the first rule a condition breaks."""
-    from agents.ask import Invalid
+    from evosyn.agents.ask import Invalid
 
     ids = [c.condition_id for c in out.conditions]
     if len(set(ids)) != len(ids):
@@ -305,7 +305,7 @@ class LLMDesigner:
 
     def design(self, space: SynthesisSpace, steering: Steering, budget: int, *, run_id: str, round: int,
                seed: int) -> list[Direction]:
-        from agents.ask import RoleRejected, ask
+        from evosyn.agents.ask import RoleRejected, ask
 
         try:
             ans = ask(self.client, designer_messages(space, steering, budget, self.env), schema=DesignerOut,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.probes import gap_failure_p
-from storage.records import Baseline, DimensionReview, Factor, Probe
+from evosyn.agents.probes import gap_failure_p
+from evosyn.storage.records import Baseline, DimensionReview, Factor, Probe
 
 GAP = 0.8  # a coverage gap: some bucket holds less than a fifth of its uniform share of the data
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from agents.probes import PROBES, TaskProfile, coarsen, conditional_mi, nmi, permutation_p, tool_count_tertiles
-from envs.packs import get_pack
-from storage.records import Evaluation, Feedback, Probe, ProbeBucket, SliceStat, SynthesisSpace
+from evosyn.agents.probes import PROBES, TaskProfile, coarsen, conditional_mi, nmi, permutation_p, tool_count_tertiles
+from evosyn.envs.packs import get_pack
+from evosyn.storage.records import Evaluation, Feedback, Probe, ProbeBucket, SliceStat, SynthesisSpace
 
 
 def wilson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:

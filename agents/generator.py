@@ -1,6 +1,6 @@
 """Generator: turns a blueprint into an executable ``SynthTask`` (the environment family's task + requested values).
 
-Both generators describe the task family-free (``envs.base.TaskDraft``); the domain's environment makes it
+Both generators describe the task family-free (``evosyn.envs.base.TaskDraft``); the domain's environment makes it
 one of its own tasks (``Domain.make_task``), and the store keeps that task's JSON."""
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import json
 import random
 from typing import Protocol
 
-from agents.generator_schema import GeneratorOut, closed_output, entity_ids
-from agents.plans import DefaultPrior, Infeasible, Plan, seeded_rng
-from envs.base import Domain, EnvTask, GoldAction, TaskDraft, UserScenario
-from envs.ontology import check_selection
-from envs.packs import UserPhrasing
-from envs.properties import PROPERTIES, Call, bucket, measure_all, min_writes
-from envs.replay import gold_digest
-from storage.records import Blueprint, SynthesisSpace, SynthTask
+from evosyn.agents.generator_schema import GeneratorOut, closed_output, entity_ids
+from evosyn.agents.plans import DefaultPrior, Infeasible, Plan, seeded_rng
+from evosyn.envs.base import Domain, EnvTask, GoldAction, TaskDraft, UserScenario
+from evosyn.envs.ontology import check_selection
+from evosyn.envs.packs import UserPhrasing
+from evosyn.envs.properties import PROPERTIES, Call, bucket, measure_all, min_writes
+from evosyn.envs.replay import gold_digest
+from evosyn.storage.records import Blueprint, SynthesisSpace, SynthTask
 
 
 def challenge_text(phrasing: UserPhrasing) -> dict[str, str]:
@@ -195,9 +195,9 @@ DEVICE_RULE = ("\n- A step the user performs on their own device (one of the use
 
 def generator_messages(blueprint: Blueprint, env: dict, entities: dict,
                        device_tools: list[dict] | None = None) -> list[dict]:
-    """``device_tools``: the user's tools (``agents.ask.tools_summary(domain, "user")``) of a dual-control
+    """``device_tools``: the user's tools (``evosyn.agents.ask.tools_summary(domain, "user")``) of a dual-control
     domain, which the gold actions may use with ``requestor: "user"``."""
-    from agents.ask import render
+    from evosyn.agents.ask import render
 
     bp = {"blueprint_id": blueprint.blueprint_id, "selected_dimensions": blueprint.selected_dimensions,
           "generation_intent": blueprint.generation_intent, "success_focus": blueprint.success_focus,
@@ -214,7 +214,7 @@ def _bucket(n: int) -> str:
 
 def parse_generator(out: GeneratorOut, blueprint: Blueprint, space: SynthesisSpace, domain: Domain) -> SynthTask:
     """A task whose gold actions name real tools with valid arguments and all execute cleanly."""
-    from agents.ask import Invalid
+    from evosyn.agents.ask import Invalid
 
     sel = blueprint.selected_dimensions
     outcome = (sel.get("expected_outcome") or [""])[0]
@@ -272,7 +272,7 @@ class LLMGenerator:
         self.raw: dict[str, str] = {}  # task id -> raw reply
 
     def generate(self, blueprint: Blueprint, space: SynthesisSpace) -> SynthTask:
-        from agents.ask import RoleRejected, ask, tools_summary
+        from evosyn.agents.ask import RoleRejected, ask, tools_summary
 
         problems = check_selection(space, blueprint.selected_dimensions)
         if problems:

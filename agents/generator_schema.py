@@ -24,8 +24,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
-from agents.llm.types import ClosedSchema
-from envs.base import Domain
+from evosyn.agents.llm.types import ClosedSchema
+from evosyn.envs.base import Domain
 
 
 class IntentOut(BaseModel):
@@ -128,7 +128,7 @@ def _is_id(key: str, prop: Any) -> bool:
 
 def _intent_arguments(tools: list[dict[str, Any]]) -> dict[str, Any]:
     """The ids a request is about: each string argument of a tool whose name ends in ``_id``, optional. That is
-    all the user simulator reads of them (``agents.user``: the ids it recognises); every other argument an
+    all the user simulator reads of them (``evosyn.agents.user``: the ids it recognises); every other argument an
     intent could name would only be room for a small model to write until ``max_tokens``."""
     props: dict[str, Any] = {}
     for tool in tools:

@@ -10,7 +10,7 @@ changes it wants, accepts a refusal, ends the call after a closing message).
 What it wants changed is the task's state-changing gold actions: the user's
 side of the task, never shown to the agent.
 
-The LLM user is ``agents.user.LLMUser`` reading the same instructions
+The LLM user is ``evosyn.agents.user.LLMUser`` reading the same instructions
 (``user_scenario_text``, our own prompt in ``agents/prompts/user.md``), with the
 domain's user tools as tool calls where it has them (a phone the user holds); each
 trial asks its model afresh (``TrialClient``), so k trials are k samples and a
@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envs.base import Domain, EnvTask
-from storage.records import Message
+from evosyn.envs.base import Domain, EnvTask
+from evosyn.storage.records import Message
 
 # second person -> first person, longest forms first; deterministic, and good enough for a customer's lines
 _OBJECT = (r"\b(to|for|with|thank|thanks|give|gives|send|sends|tell|tells|help|ask|asks|let|offer|offers|contact|"
@@ -58,7 +58,7 @@ def official_scenario(domain: Domain, task: EnvTask) -> dict[str, Any]:
 
 def scripted_user(domain: Domain, task: EnvTask):
     """An ``OfficialUser`` for ``task`` in ``domain`` (its pack's phrasing, its device tools)."""
-    from agents.user import ReactiveUser
+    from evosyn.agents.user import ReactiveUser
 
     class OfficialUser(ReactiveUser):
         def opening(self) -> Message:
@@ -91,7 +91,7 @@ class TrialClient:
 def llm_user(client: Any, task: EnvTask, trial: int = 0, retries: int = 2, domain: Domain | None = None):
     """An ``LLMUser`` playing ``task``'s instructions through ``client`` (trial ``trial``), with ``domain``'s
     user tools (its device, in a dual-control domain) when given."""
-    from agents.user import LLMUser, user_scenario_text
+    from evosyn.agents.user import LLMUser, user_scenario_text
 
     tools = [t.openai_schema() for t in domain.tools("user")] if domain is not None else []
     return LLMUser(TrialClient(client, trial, retries + 1), user_scenario_text(task.scenario), retries, tools=tools)

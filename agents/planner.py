@@ -7,13 +7,13 @@ from typing import Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.designer import DesignError
-from agents.plans import BUCKET_RANGE
-from envs.base import EnvSummary
-from envs.ontology import check_selection
-from envs.packs import PlannerRules, get_pack
-from envs.properties import min_writes
-from storage.records import Blueprint, DifficultyControls, Direction, SynthesisSpace
+from evosyn.agents.designer import DesignError
+from evosyn.agents.plans import BUCKET_RANGE
+from evosyn.envs.base import EnvSummary
+from evosyn.envs.ontology import check_selection
+from evosyn.envs.packs import PlannerRules, get_pack
+from evosyn.envs.properties import min_writes
+from evosyn.storage.records import Blueprint, DifficultyControls, Direction, SynthesisSpace
 
 ORDER = ("task_family", "expected_outcome", "num_write", "num_read", "difficulty_profile")
 CALLS = {"easy": "2-3", "medium": "4-5", "hard": "6+"}
@@ -57,7 +57,7 @@ def _fulfil_reads(rules, sel: dict[str, list[str]]) -> int:
 
 
 def _rules_of(rules: PlannerRules | None, space: SynthesisSpace) -> PlannerRules:
-    """The rules a planner was built with (``agents.roles.build_roles`` passes its domain's), else the pack's own
+    """The rules a planner was built with (``evosyn.agents.roles.build_roles`` passes its domain's), else the pack's own
     for a planner made on its own."""
     return rules if rules is not None else get_pack(space.domain).planner_rules
 
@@ -215,7 +215,7 @@ def direction_view(d: Direction) -> dict:
 
 
 def planner_messages(direction: Direction, space: SynthesisSpace, env: dict, *, index: int, seed: int) -> list[dict]:
-    from agents.ask import render, space_values
+    from evosyn.agents.ask import render, space_values
 
     # the variation key makes the n prompts of one direction distinct (and so their cache keys)
     text = render("planner.md", domain=space.domain, environment=env.get("environment", {}),
@@ -260,7 +260,7 @@ def compatibility_problems(sel: dict[str, list[str]], rules: PlannerRules) -> li
 
 def parse_planner(out: PlannerOut, direction: Direction, space: SynthesisSpace, *, index: int, seed: int,
                   rules: PlannerRules | None = None) -> Blueprint:
-    from agents.ask import Invalid
+    from evosyn.agents.ask import Invalid
 
     if out.domain != space.domain:
         raise Invalid(f"domain must be {space.domain!r}, got {out.domain!r}")
@@ -295,7 +295,7 @@ class LLMPlanner:
 
     def plan(self, direction: Direction, space: SynthesisSpace, env: EnvSummary | None, *, index: int,
              seed: int) -> Blueprint:
-        from agents.ask import RoleRejected, ask
+        from evosyn.agents.ask import RoleRejected, ask
 
         try:
             ans = ask(self.client, planner_messages(direction, space, self.env, index=index, seed=seed),

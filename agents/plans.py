@@ -3,7 +3,7 @@
 A pack's ``task_builder(domain, prior)`` gives an object with
 ``plan(selection, blueprint_id, seed) -> Plan`` that raises ``Infeasible`` when
 the selection cannot be realized. The core (``agents/generator.py``) turns the
-plan into a family-free ``envs.base.TaskDraft``, which the domain's environment
+plan into a family-free ``evosyn.envs.base.TaskDraft``, which the domain's environment
 makes one of its family's tasks; the embedded user simulator plays its intents, and the
 embedded teacher runs its gold actions.
 

@@ -22,8 +22,8 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-from envs.properties import PROPERTIES
-from storage.records import Message, Probe
+from evosyn.envs.properties import PROPERTIES
+from evosyn.storage.records import Message, Probe
 
 # scipy.stats and sklearn.metrics (about 1.1 s of imports together) are imported where they are used: a command
 # that builds the roles (synth, the first stages of a run) never needs them before its first reflection.

@@ -1,13 +1,13 @@
 """Reflector: revises the synthesis space from learner feedback (§4.2, App. D).
 
 Embedded decision rules, one revision of the space per round at most:
-  1. Review each experimental factor (``agents.evidence.review``): promote it to standard when the learner's
+  1. Review each experimental factor (``evosyn.agents.evidence.review``): promote it to standard when the learner's
      success on the values it was added for (its ``baseline``) rose after they were synthesized, deprecate it
      when it did not (the Designer and Planner then leave it out: its budget returns to the rest of the space,
      its data stays), keep it experimental while the evidence is too thin (fewer than ``min_bucket`` tasks).
   2. Propose at most one new factor, among the controllable properties not in the space (the pack's
      ``controllable``, at most ``max_buckets`` buckets): the one with the strongest learner evidence
-     (``agents.evidence.Evidence.rank_key``): failure associated with the property beyond the current space
+     (``evosyn.agents.evidence.Evidence.rank_key``): failure associated with the property beyond the current space
      (the CMI's permutation p-value) or a coverage gap the learner fails in (its one-sided Fisher p), the
      smaller p first, a coverage gap first at equal strength, then the larger effect (excess failure of the
      weakest bucket over the others). A candidate shows learner evidence when some bucket fails more than
@@ -26,8 +26,8 @@ import hashlib
 import random
 from typing import Protocol
 
-from agents.evidence import Evidence, baseline, evidence, review
-from storage.records import (DimensionReview, Factor, Feedback, Probe, Proposal, Reflection, SpaceChange,
+from evosyn.agents.evidence import Evidence, baseline, evidence, review
+from evosyn.storage.records import (DimensionReview, Factor, Feedback, Probe, Proposal, Reflection, SpaceChange,
                              SynthesisSpace)
 
 

@@ -1,5 +1,5 @@
 """The Reflector as an LLM (App. D): the audit package it reads, the output schema, and the checks that keep its
-reply to at most one realizable change (seed factors never touched). The embedded rules are ``agents.reflector``."""
+reply to at most one realizable change (seed factors never touched). The embedded rules are ``evosyn.agents.reflector``."""
 from __future__ import annotations
 
 import functools
@@ -7,8 +7,8 @@ from typing import Annotated, Union
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
-from agents.reflector import apply_reflection
-from storage.records import DimensionReview, Factor, Feedback, Probe, Proposal, Reflection, SynthesisSpace
+from evosyn.agents.reflector import apply_reflection
+from evosyn.storage.records import DimensionReview, Factor, Feedback, Probe, Proposal, Reflection, SynthesisSpace
 
 
 class ReflectorOut(BaseModel):
@@ -61,7 +61,7 @@ _r = round  # the builtin (``round`` is a parameter below)
 def reflector_messages(space: SynthesisSpace, feedback: Feedback, probes: list[Probe], *, round: int,
                        previous: list[Reflection] | None = None, evidence: bool = True) -> list[dict]:
     """The audit package; with ``evidence=False`` (App. B.6 control) every learner-side number is left out."""
-    from agents.ask import render
+    from evosyn.agents.ask import render
 
     cov = {(s.factor, s.value): s for s in feedback.coverage}
     perf = {(s.factor, s.value): s for s in feedback.performance}
@@ -118,7 +118,7 @@ def _experimental(f: Factor, probes: list[Probe], evidence: bool) -> dict:
 def parse_reflector(out: ReflectorOut, space: SynthesisSpace, probes: list[Probe], *, max_buckets: int = 6
                     ) -> tuple[list[DimensionReview], Proposal | None]:
     """Reviews of experimental factors and at most one realizable change; seed factors are never touched."""
-    from agents.ask import Invalid
+    from evosyn.agents.ask import Invalid
 
     by_key = {f.key: f for f in space.factors}
     seen = set()
@@ -175,7 +175,7 @@ class LLMReflector:
 
     def reflect(self, space: SynthesisSpace, feedback: Feedback, probes: list[Probe], *, round: int
                 ) -> tuple[Reflection, SynthesisSpace]:
-        from agents.ask import RoleRejected, ask
+        from evosyn.agents.ask import RoleRejected, ask
 
         evidence = self.learner_evidence and feedback.with_learner_evidence
         msgs = reflector_messages(space, feedback, probes, round=round, previous=self.previous, evidence=evidence)
@@ -185,7 +185,7 @@ class LLMReflector:
             (reviews, proposal), summary = ans.value, ans.parsed.summary
             self.raw = ans.raw
         except RoleRejected as exc:  # no silent fallback: stop (on_invalid: fail), or keep the space, warned
-            from agents.ask import RoleInvalid, fallback_note
+            from evosyn.agents.ask import RoleInvalid, fallback_note
 
             if self.fail:
                 raise RoleInvalid("reflector", getattr(self.client, "endpoint", "?"), str(exc)) from None

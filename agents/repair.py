@@ -13,12 +13,12 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.generator_schema import ActionOut
-from agents.teacher import EmbeddedTeacher, trajectory_id
-from envs.base import Domain, UserScenario
-from envs.gold import confirmation_request
-from envs.perturb import rematerialize
-from storage.records import Message, SynthTask, ToolCall, Trajectory, Verdict
+from evosyn.agents.generator_schema import ActionOut
+from evosyn.agents.teacher import EmbeddedTeacher, trajectory_id
+from evosyn.envs.base import Domain, UserScenario
+from evosyn.envs.gold import confirmation_request
+from evosyn.envs.perturb import rematerialize
+from evosyn.storage.records import Message, SynthTask, ToolCall, Trajectory, Verdict
 
 MAX_ATTEMPTS = 2
 
@@ -111,7 +111,7 @@ def scenario_view(scenario: UserScenario) -> dict:
 
 def repair_messages(task: SynthTask, trajectory: Trajectory, verdict: Verdict, env: dict,
                     domain: Domain) -> list[dict]:
-    from agents.ask import render
+    from evosyn.agents.ask import render
 
     env_task = domain.task_from_json(task.definition)
     view = {"user_scenario": scenario_view(env_task.scenario),
@@ -125,7 +125,7 @@ def repair_messages(task: SynthTask, trajectory: Trajectory, verdict: Verdict, e
 
 def parse_repair(out: RepairOut, trajectory: Trajectory, domain: Domain) -> RepairOut:
     """A revision may fix the agent's turns but never invent what the user asked for."""
-    from agents.ask import Invalid
+    from evosyn.agents.ask import Invalid
 
     if out.action != "revise":
         return out
@@ -157,7 +157,7 @@ class LLMRepair:
         self.raw: dict[str, str] = {}  # trajectory id -> raw reply
 
     def repair(self, task: SynthTask, trajectory: Trajectory, verdict: Verdict) -> tuple[Trajectory, str] | None:
-        from agents.ask import RoleRejected, ask
+        from evosyn.agents.ask import RoleRejected, ask
 
         failed = {c.name for c in verdict.failed()}
         attempt = trajectory.attempt + 1

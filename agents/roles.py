@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.ask import RoleInvalid, StageUnavailable, fallback_note  # noqa: F401 (their home before)
-from envs.base import Domain
-from storage.config import ConfigError, RoleConfig, RunConfig
+from evosyn.agents.ask import RoleInvalid, StageUnavailable, fallback_note  # noqa: F401 (their home before)
+from evosyn.envs.base import Domain
+from evosyn.storage.config import ConfigError, RoleConfig, RunConfig
 
 
 LLM_ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
@@ -36,7 +36,7 @@ def llm_roles(cfg: RunConfig) -> dict[str, RoleConfig]:
 
 def check_roles(cfg: RunConfig) -> dict[str, RoleConfig]:
     """One-line ``ConfigError`` for the first LLM role that cannot work; before any work starts."""
-    from agents.llm import check_role_config
+    from evosyn.agents.llm import check_role_config
 
     roles = llm_roles(cfg)
     if cfg.backend == "llm" and not roles:
@@ -52,7 +52,7 @@ def check_roles(cfg: RunConfig) -> dict[str, RoleConfig]:
 
 def env_context(domain: Any) -> dict:
     """The environment part of the prompts: entity counts, tools and policy."""
-    from agents.ask import tools_summary
+    from evosyn.agents.ask import tools_summary
 
     s = domain.summary()
     return {"environment": {"entity_counts": s.entity_counts, "example_ids": s.example_ids},
@@ -60,7 +60,7 @@ def env_context(domain: Any) -> dict:
 
 
 def client_for(role: str, rc: RoleConfig, cache_dir: Path | None):
-    from agents.llm import make_client
+    from evosyn.agents.llm import make_client
 
     key = (role, rc.model_dump_json(), str(cache_dir))
     with _LOCK:
@@ -96,14 +96,14 @@ def build_roles(roles: dict[str, RoleConfig] | None, dom: Domain, *, cache_dir: 
     (its pack gives the planner's rules); ``prior``: the embedded
     generator's suppressed buckets (``RunConfig.prior.suppress``), ``prior_writes`` its write counts of a
     fulfilment (``RunConfig.prior.writes``; None: the default)."""
-    from agents.plans import DefaultPrior
-    from agents.designer import EmbeddedDesigner, LLMDesigner
-    from agents.generator import EmbeddedGenerator, LLMGenerator
-    from agents.planner import EmbeddedPlanner, LLMPlanner
-    from agents.reflector import EmbeddedReflector
-    from agents.reflector_llm import LLMReflector
-    from agents.repair import EmbeddedRepair, LLMRepair
-    from agents.teacher import EmbeddedTeacher, LLMTeacher
+    from evosyn.agents.plans import DefaultPrior
+    from evosyn.agents.designer import EmbeddedDesigner, LLMDesigner
+    from evosyn.agents.generator import EmbeddedGenerator, LLMGenerator
+    from evosyn.agents.planner import EmbeddedPlanner, LLMPlanner
+    from evosyn.agents.reflector import EmbeddedReflector
+    from evosyn.agents.reflector_llm import LLMReflector
+    from evosyn.agents.repair import EmbeddedRepair, LLMRepair
+    from evosyn.agents.teacher import EmbeddedTeacher, LLMTeacher
 
     roles = roles or {}
     # one log per role and stage: chunks running at once share the clients, never each other's calls
@@ -155,7 +155,7 @@ def flush_calls(roles: Roles, store, *, run_id: str, round: int, chunk: str) -> 
     ``on_invalid: fail``, the default) or a ``fallback`` row (``on_invalid: fallback``,
     warned about in the stage's line, the report and MLflow). Never silent.
     """
-    from agents.llm.calllog import write_calls
+    from evosyn.agents.llm.calllog import write_calls
 
     down = None
     for role, client in roles.clients.items():

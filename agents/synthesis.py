@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import hashlib
 
-from agents.repair import Repair
-from agents.verifier import verify
-from storage.records import (
+from evosyn.agents.repair import Repair
+from evosyn.agents.verifier import verify
+from evosyn.storage.records import (
     Blueprint,
     CheckResult,
     Direction,
@@ -17,7 +17,7 @@ from storage.records import (
 
 def unplanned(d: Direction, index: int = 0) -> Blueprint:
     """A placeholder blueprint for a planning rejection, so the rejection keeps its lineage."""
-    from storage.records import DifficultyControls
+    from evosyn.storage.records import DifficultyControls
 
     return Blueprint(run_id=d.run_id, round=d.round, space_version=d.space_version, direction_id=d.direction_id,
                      blueprint_id=f"unplanned-{d.direction_id}-{index}", plan_id="", domain="", selected_dimensions={},

@@ -11,11 +11,11 @@ import hashlib
 import json
 from typing import Protocol
 
-from agents.learners.exports import chat_message
-from agents.user import EmbeddedUser, UserSimulator, device_turn
-from envs.base import Domain
-from envs.gold import confirmation_request, device_request
-from storage.records import Message, SynthTask, ToolCall, Trajectory
+from evosyn.agents.learners.exports import chat_message
+from evosyn.agents.user import EmbeddedUser, UserSimulator, device_turn
+from evosyn.envs.base import Domain
+from evosyn.envs.gold import confirmation_request, device_request
+from evosyn.storage.records import Message, SynthTask, ToolCall, Trajectory
 
 
 class Teacher(Protocol):
@@ -125,7 +125,7 @@ def _as_agent_sees(m: Message) -> Message:
 
 
 def teacher_messages(policy: str, domain: str, msgs: list[Message]) -> list[dict]:
-    from agents.ask import render
+    from evosyn.agents.ask import render
 
     return [{"role": "system", "content": render("teacher.md", domain=domain, policy=policy)}, *to_chat(msgs)]
 
@@ -161,7 +161,7 @@ class LLMTeacher:
         self.tools = [s.openai_schema() for s in domain.tools("assistant")]
 
     def _user(self, task: SynthTask, plain: bool):
-        from agents.user import LLMUser, ReactiveUser, user_scenario_text
+        from evosyn.agents.user import LLMUser, ReactiveUser, user_scenario_text
 
         if self.user_client is not None:  # with the user's device tools in a dual-control domain
             scenario = self.domain.task_from_json(task.definition).scenario
@@ -176,8 +176,8 @@ class LLMTeacher:
     def _agent_turn(self, msgs: list[Message], policy: str, tools: list[dict]):
         """One model call with the task's policy and tools; an unusable reply is re-asked with the problem shown
         (not kept in the trajectory)."""
-        from agents.ask import RoleRejected, one_line
-        from agents.llm import LLMOutputError, LLMUnavailable
+        from evosyn.agents.ask import RoleRejected, one_line
+        from evosyn.agents.llm import LLMOutputError, LLMUnavailable
 
         base = teacher_messages(policy, self.domain.name, msgs)
         convo, problem = base, ""

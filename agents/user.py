@@ -12,10 +12,10 @@ import re
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from agents.learners.exports import chat_message
-from envs.base import UserScenario
-from envs.packs import UserPhrasing, get_pack
-from storage.records import Message, ToolCall
+from evosyn.agents.learners.exports import chat_message
+from evosyn.envs.base import UserScenario
+from evosyn.envs.packs import UserPhrasing, get_pack
+from evosyn.storage.records import Message, ToolCall
 
 
 class UserSimulator(Protocol):
@@ -205,7 +205,7 @@ def user_scenario_text(scenario: UserScenario, plain: bool = False) -> str:
     """The task's user scenario as the simulator reads it; ``plain`` drops the interaction challenges."""
     parts = scenario.parts()
     if plain:
-        from agents.generator import challenge_text
+        from evosyn.agents.generator import challenge_text
 
         text = parts.get("task_instructions", "")
         phrasing = get_pack(scenario.domain).phrasing if scenario.domain else UserPhrasing()
@@ -226,7 +226,7 @@ the agent. Do not touch your phone unless the agent asks you to or your scenario
 def user_messages(scenario: str, history: list[dict], device: bool = False) -> list[dict]:
     """The simulator's view (pure): its own turns are 'assistant' (with its device tool calls), the agent's are
     'user', its device's answers are 'tool' messages. ``device``: it has device tools (told in its prompt)."""
-    from agents.ask import render
+    from evosyn.agents.ask import render
 
     system = render("user.md", scenario=scenario) + ("\n\n" + DEVICE_NOTE if device else "")
     return [{"role": "system", "content": system},
@@ -255,8 +255,8 @@ class LLMUser:
         return self.client.chat_sync(msgs, role="user", attempt=attempt, **kw)
 
     def _turn(self) -> Message:
-        from agents.ask import RoleRejected, one_line, reask
-        from agents.llm import LLMOutputError, LLMUnavailable
+        from evosyn.agents.ask import RoleRejected, one_line, reask
+        from evosyn.agents.llm import LLMOutputError, LLMUnavailable
 
         device = bool(self.tools)
         msgs, problem = user_messages(self.scenario, self.history, device), ""

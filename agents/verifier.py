@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import hashlib
 
-from envs.base import EnvTask
-from envs.packs import get_domain
-from envs.verify import run_checks
-from storage.records import SynthTask, Trajectory, Verdict
+from evosyn.envs.base import EnvTask
+from evosyn.envs.packs import get_domain
+from evosyn.envs.verify import run_checks
+from evosyn.storage.records import SynthTask, Trajectory, Verdict
 
 
 def verify(task: SynthTask | EnvTask, trajectory: Trajectory, domain: str | None = None) -> Verdict:

@@ -1,7 +1,7 @@
 """Within-space adaptation (App. B.9-B.12): did the slices a round's data was steered to improve more?
 
 Per run, shared test set and round r >= 2, over the slices of the set (one value of one observed factor of its
-tasks, as in ``benchmarks.learning_slices``, each with at least ``MIN_TASKS`` tasks):
+tasks, as in ``evosyn.benchmarks.learning_slices``, each with at least ``MIN_TASKS`` tasks):
 
 - a slice's **allocation gain**: its share of round r's verified data minus its share of round r-1's (the data's
   observed values, so every arm is read the same way, whatever its Designer named);
@@ -13,7 +13,7 @@ tasks, as in ``benchmarks.learning_slices``, each with at least ``MIN_TASKS`` ta
   from round r-1 to r by more than the untargeted slices' mean rise (None without both kinds).
 
 Per arm and round the benchmark reports the mean over seeds and the seeds' range. A run's own round metrics
-(``tasks.metrics.transition``, B.5 / B.8) read the same correlation on the run's diagnostic set, whose tasks each
+(``evosyn.tasks.metrics.transition``, B.5 / B.8) read the same correlation on the run's diagnostic set, whose tasks each
 arm drew itself; here every arm is read on the shared test sets, and the targeted slices are compared with the
 untargeted ones rather than with zero (every slice rises as the data grows).
 """
@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.learning_slices import SKIP
-from storage.metrics import spearman
+from evosyn.benchmarks.learning_slices import SKIP
+from evosyn.storage.metrics import spearman
 
 MIN_TASKS = 5  # a slice of fewer test tasks has no success rate worth ranking
 
 
 def _value(values: list[str]) -> str:
-    """A task's value of a factor as one slice name, as ``benchmarks.learning_slices`` names it."""
+    """A task's value of a factor as one slice name, as ``evosyn.benchmarks.learning_slices`` names it."""
     return "+".join(values) if values else "-"
 
 
@@ -60,7 +60,7 @@ def _slices(tasks: list[str], observed: dict[str, dict]) -> dict[tuple[str, str]
 
 
 def run_adaptation(run: dict) -> list[dict]:
-    """The rows of one run (``benchmarks.learning.collect``'s, with ``_allocation``): per set and round >= 2."""
+    """The rows of one run (``evosyn.benchmarks.learning.collect``'s, with ``_allocation``): per set and round >= 2."""
     out = []
     alloc = run.get("_allocation", {})
     for set_name in sorted({k[0] for k in run["_outcomes"]}):

@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import click
 
-from benchmarks.cli_faults import bench_faults
-from benchmarks.cli_learning import bench_discovery, bench_learning
-from benchmarks.cli_llm import bench_llm
-from benchmarks.cli_query import bench_query
-from benchmarks.cli_results import bench_results
-from benchmarks.cli_run import bench_run
-from benchmarks.cli_sweep import bench_sweep
-from benchmarks.cli_stages import (
+from evosyn.benchmarks.cli_faults import bench_faults
+from evosyn.benchmarks.cli_learning import bench_discovery, bench_learning
+from evosyn.benchmarks.cli_llm import bench_llm
+from evosyn.benchmarks.cli_query import bench_query
+from evosyn.benchmarks.cli_results import bench_results
+from evosyn.benchmarks.cli_run import bench_run
+from evosyn.benchmarks.cli_sweep import bench_sweep
+from evosyn.benchmarks.cli_stages import (
     bench_learner,
     bench_synth,
     bench_testsets,
     bench_verify,
 )
-from benchmarks.common import START, started
+from evosyn.benchmarks.common import START, started
 
 
 @click.group()

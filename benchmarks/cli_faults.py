@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import click
 
-from flows.cli_app import UserError
-from flows.render import print_table
+from evosyn.flows.cli_app import UserError
+from evosyn.flows.render import print_table
 
 AREAS = ("kill", "fuzz", "llm", "concurrent", "init", "random", "damage", "hostile")
 
@@ -25,9 +25,9 @@ def bench_faults(only: tuple[str, ...], fuzz_replies: int, trials: int, workdir:
     """Kill and resume, fuzzed and hostile replies, damaged stores, key leaks; exit 1 if a row fails."""
     from pathlib import Path
 
-    from benchmarks.common import write_json
-    from benchmarks.faults import run
-    from flows.inputs import bench_output, check_output, writing
+    from evosyn.benchmarks.common import write_json
+    from evosyn.benchmarks.faults import run
+    from evosyn.flows.inputs import bench_output, check_output, writing
 
     out = bench_output("faults", output)
     if workdir:
@@ -39,7 +39,7 @@ def bench_faults(only: tuple[str, ...], fuzz_replies: int, trials: int, workdir:
             raise UserError("bench faults: the fuzzed replies need hypothesis; pip install -e '.[dev]' "
                             "(or pick other areas: --only kill --only init ...)") from None
 
-    from benchmarks.faults_store import checks as store_checks
+    from evosyn.benchmarks.faults_store import checks as store_checks
 
     result = run(Path(workdir) if workdir else None, fuzz_n=fuzz_replies, only=set(only) or None,
                  also=lambda b, want: store_checks(b, want, trials), say=lambda s: click.echo(s, err=True))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from flows.cli_app import PATH, UserError
-from flows.render import print_table
+from evosyn.flows.cli_app import PATH, UserError
+from evosyn.flows.render import print_table
 
 
 def _ci(row: dict, signed: bool = False) -> str:
@@ -66,7 +66,7 @@ def print_learning(result: dict) -> None:
 
 
 def _print_slices(found: dict, pct: int) -> None:
-    from benchmarks.learning_slices import largest
+    from evosyn.benchmarks.learning_slices import largest
 
     rows = largest(found["rows"])
     if rows:
@@ -102,9 +102,9 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
     """Every (arm, seed) as a normal run on one store (stop rule off: same rounds and budget), then test success
     per round with two-level bootstrap intervals, paired differences vs evosyn, intrinsic metrics and the
     controllability of evosyn's promoted factors."""
-    from benchmarks.common import write_json
-    from tasks.compare import no_nan
-    from benchmarks.learning import (
+    from evosyn.benchmarks.common import write_json
+    from evosyn.tasks.compare import no_nan
+    from evosyn.benchmarks.learning import (
         BenchInputError,
         BenchRunError,
         Plan,
@@ -112,8 +112,8 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
         parse_arms,
         parse_seeds,
     )
-    from flows.cli_run import RunFailed
-    from flows.inputs import bench_output, check_domain, check_store_root, writing
+    from evosyn.flows.cli_run import RunFailed
+    from evosyn.flows.inputs import bench_output, check_domain, check_store_root, writing
 
     try:
         seed_list, arm_list = parse_seeds(seeds), parse_arms(arms)
@@ -171,13 +171,13 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, d
                     space, factors, jobs, bench_home, output) -> None:
     """Planted-gap recovery (App. B.6): per planted gap, the seeds in which the evosyn arm and the no_feedback
     control promote the planted property to a factor."""
-    from benchmarks.common import write_json
-    from tasks.compare import no_nan
-    from benchmarks.discovery import SPACES, GapError, bench as run_bench, check_factors, gaps_for
-    from benchmarks.discovery_gaps import GAP_SHARE
-    from benchmarks.learning import BenchInputError, BenchRunError, parse_seeds
-    from flows.cli_run import RunFailed
-    from flows.inputs import bench_output, check_domain, check_store_root, writing
+    from evosyn.benchmarks.common import write_json
+    from evosyn.tasks.compare import no_nan
+    from evosyn.benchmarks.discovery import SPACES, GapError, bench as run_bench, check_factors, gaps_for
+    from evosyn.benchmarks.discovery_gaps import GAP_SHARE
+    from evosyn.benchmarks.learning import BenchInputError, BenchRunError, parse_seeds
+    from evosyn.flows.cli_run import RunFailed
+    from evosyn.flows.inputs import bench_output, check_domain, check_store_root, writing
 
     try:
         seed_list = parse_seeds(seeds)

@@ -5,8 +5,8 @@ import os
 
 import click
 
-from flows.cli_app import PATH, UserError
-from flows.render import print_table
+from evosyn.flows.cli_app import PATH, UserError
+from evosyn.flows.render import print_table
 
 
 @click.command("llm")
@@ -26,9 +26,9 @@ from flows.render import print_table
 def bench_llm(calls: int, concurrency: str, latency: float, sigma: float, rpm: int, seed: int, provider: str,
               output: str | None) -> None:
     """Planner-shaped structured calls: throughput vs the bound, 429s met, then a rerun over the warm cache."""
-    from benchmarks.common import write_json
-    from benchmarks.llm import HEADERS, rows, run, summary, title
-    from flows.inputs import bench_output, writing
+    from evosyn.benchmarks.common import write_json
+    from evosyn.benchmarks.llm import HEADERS, rows, run, summary, title
+    from evosyn.flows.inputs import bench_output, writing
 
     try:
         levels = [int(c) for c in concurrency.split(",")]

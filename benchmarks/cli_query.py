@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from flows.cli_app import PATH
-from flows.render import print_table
+from evosyn.flows.cli_app import PATH
+from evosyn.flows.render import print_table
 
 
 @click.command("query")
@@ -21,9 +21,9 @@ from flows.render import print_table
 @click.option("--output", type=PATH, default=None)
 def bench_query(n_rows: int, runs: int, rounds: int, repeat: int, store_dir: str | None, output: str | None) -> None:
     """One run's rows and a per-slice success query over a million evaluations, and `evosyn query` start-up."""
-    from benchmarks.common import write_json
-    from benchmarks.query import rows, run
-    from flows.inputs import bench_output, check_output, writing
+    from evosyn.benchmarks.common import write_json
+    from evosyn.benchmarks.query import rows, run
+    from evosyn.flows.inputs import bench_output, check_output, writing
 
     target = bench_output("query", output)
     if store_dir is not None:

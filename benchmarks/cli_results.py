@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from benchmarks.results import RESULTS_DIR, RESULTS_MD
-from flows.cli_app import PATH, UserError
+from evosyn.benchmarks.results import RESULTS_DIR, RESULTS_MD
+from evosyn.flows.cli_app import PATH, UserError
 
 
 @click.command("results")
@@ -16,9 +16,9 @@ def bench_results(input_dir: str, output: str, check: bool) -> None:
     """Write benchmarks/RESULTS.md from the recorded JSON: per benchmark, the command, machine, seeds, spread."""
     from pathlib import Path
 
-    from benchmarks.results import render
-    from flows.inputs import check_output, writing
-    from storage import atomic
+    from evosyn.benchmarks.results import render
+    from evosyn.flows.inputs import check_output, writing
+    from evosyn.storage import atomic
 
     source = Path(input_dir)
     if not source.is_dir():

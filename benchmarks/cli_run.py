@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import click
 
-from flows.cli_app import PATH
-from flows.cli_run import RunFailed
-from flows.render import print_table
+from evosyn.flows.cli_app import PATH
+from evosyn.flows.cli_run import RunFailed
+from evosyn.flows.render import print_table
 
 
 @click.command("run")
@@ -21,10 +21,10 @@ def bench_run(domain: str | None, rounds: int, seed: int, budget: int | None, wo
               output: str | None) -> None:
     """The main job (`evosyn run`) in a fresh store, as a subprocess: wall and CPU by start-up, stage,
     orchestration, tracking and store."""
-    from benchmarks.common import write_json
-    from benchmarks.run import BenchRunError
-    from benchmarks.run import run as bench
-    from flows.inputs import bench_output, check_domain, check_output, writing
+    from evosyn.benchmarks.common import write_json
+    from evosyn.benchmarks.run import BenchRunError
+    from evosyn.benchmarks.run import run as bench
+    from evosyn.flows.inputs import bench_output, check_domain, check_output, writing
 
     domain = check_domain(domain, generator=True)
     target = bench_output(f"run-{domain}", output)

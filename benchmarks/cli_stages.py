@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import click
 
-from flows.cli_app import PATH, UserError
-from flows.cli_synth import run_synth
-from flows.cli_testsets import show
-from flows.inputs import store_from
-from flows.render import print_table
+from evosyn.flows.cli_app import PATH, UserError
+from evosyn.flows.cli_synth import run_synth
+from evosyn.flows.cli_testsets import show
+from evosyn.flows.inputs import store_from
+from evosyn.flows.render import print_table
 
 
 @click.command("synth")
@@ -20,13 +20,13 @@ def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None
     """Verified tasks per second end to end, with a per-stage time breakdown."""
     import time
 
-    from benchmarks.common import write_json
-    from flows.inputs import bench_output, check_domain, writing
+    from evosyn.benchmarks.common import write_json
+    from evosyn.flows.inputs import bench_output, check_domain, writing
 
     domain = check_domain(domain, generator=True)
     target = bench_output(f"synth-{domain}", output)
-    import tasks.synthesis  # noqa: F401 - start-up (imports), not synthesis: before the clocks start
-    from envs.packs import get_domain
+    import evosyn.tasks.synthesis  # noqa: F401 - start-up (imports), not synthesis: before the clocks start
+    from evosyn.envs.packs import get_domain
 
     run_id = f"bench-synth-s{seed}"
     store_from(ctx).delete_run(run_id)  # the last benchmark's pass (setup, not synthesis): all of it is computed
@@ -70,10 +70,10 @@ def bench_testsets(ctx, domain: str | None, n: int, output: str | None) -> None:
     """Build time (CPU and wall) of both test sets from scratch, their sizes, TV distances and marginals."""
     import time
 
-    from benchmarks.common import write_json
-    from flows.inputs import bench_output, check_domain, writing
-    from tasks.testset import KINDS, test_cases, test_set_report, test_set_run_id
-    from tasks.testset_targets import official_cells
+    from evosyn.benchmarks.common import write_json
+    from evosyn.flows.inputs import bench_output, check_domain, writing
+    from evosyn.tasks.testset import KINDS, test_cases, test_set_report, test_set_run_id
+    from evosyn.tasks.testset_targets import official_cells
 
     domain = check_domain(domain, generator=True)
     target = bench_output(f"testsets-{domain}", output)
@@ -105,10 +105,10 @@ def bench_testsets(ctx, domain: str | None, n: int, output: str | None) -> None:
 @click.option("--output", type=PATH, default=None)
 def bench_verify(domain: str, split: str, limit: int | None, output: str | None) -> None:
     """Our verifier vs tau2's evaluator per task (CPU and wall), with the replay floor beside."""
-    from benchmarks.common import write_json
-    from benchmarks.verify import rows, run
-    from envs.packs import get_domain
-    from flows.inputs import bench_output, check_domain, writing
+    from evosyn.benchmarks.common import write_json
+    from evosyn.benchmarks.verify import rows, run
+    from evosyn.envs.packs import get_domain
+    from evosyn.flows.inputs import bench_output, check_domain, writing
 
     domain = get_domain(check_domain(domain)).name
     target = bench_output(f"verify-{domain}", output)
@@ -130,14 +130,14 @@ def bench_verify(domain: str, split: str, limit: int | None, output: str | None)
 @click.pass_context
 def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: int, output: str | None) -> None:
     """Learning curve of the embedded learner, and the multi-write ablation, on the fixed test set."""
-    from benchmarks.common import write_json
-    from benchmarks.learner import multi_write_ablation, run
-    from flows.inputs import bench_output, check_domain, writing
+    from evosyn.benchmarks.common import write_json
+    from evosyn.benchmarks.learner import multi_write_ablation, run
+    from evosyn.flows.inputs import bench_output, check_domain, writing
 
     domain = check_domain(domain, generator=True)
     target = bench_output(f"learner-{domain}", output)
     store = store_from(ctx)
-    from tasks.testset import test_cases
+    from evosyn.tasks.testset import test_cases
 
     cases = test_cases(store, domain, n=test_size)
     if not cases:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import click
 
-from flows.cli_app import PATH, UserError
-from flows.cli_run import RunFailed
-from flows.render import print_table
+from evosyn.flows.cli_app import PATH, UserError
+from evosyn.flows.cli_run import RunFailed
+from evosyn.flows.render import print_table
 
 
 @click.command("sweep")
@@ -25,11 +25,11 @@ def bench_sweep(domains: str | None, arms: str, seeds: str, rounds: int, budget:
                 workdir: str | None, s3_root: str | None, output: str | None) -> None:
     """The same sweep (domains x arms x seeds) in one process and on WORKERS Prefect process workers sharing one
     store: wall, CPU and speed-up (on 2 cores the ideal is at most 2x), and whether the rows are equal."""
-    from benchmarks.common import write_json
-    from benchmarks.sweep import HEADERS, BenchSweepError, bench, rows, summary
-    from flows.inputs import bench_output, check_domain, check_output, writing
-    from flows.sweep import sweep_domains
-    from storage.config import ConfigError
+    from evosyn.benchmarks.common import write_json
+    from evosyn.benchmarks.sweep import HEADERS, BenchSweepError, bench, rows, summary
+    from evosyn.flows.inputs import bench_output, check_domain, check_output, writing
+    from evosyn.flows.sweep import sweep_domains
+    from evosyn.storage.config import ConfigError
 
     given = [d.strip() for d in domains.split(",") if d.strip()] if domains else []
     try:

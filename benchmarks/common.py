@@ -18,7 +18,7 @@ from typing import Any
 import click
 import psutil
 
-from storage import atomic
+from evosyn.storage import atomic
 
 START = "evosyn.bench.start"  # the ctx.meta key of the start facts
 

@@ -24,7 +24,7 @@ import math
 import time
 from typing import Any
 
-from benchmarks.learning import Plan, launch
+from evosyn.benchmarks.learning import Plan, launch
 
 # (property, suppressed bucket), in order of preference; a domain takes the first three its generator controls
 DEFAULT_GAPS = [("multi_item", "yes"), ("entities_touched", "3+"), ("money_moves", "2+"), ("write_mix", "mixed"),
@@ -52,7 +52,7 @@ def gaps_for(domain: str, named: list[str] | None = None, count: int = 3, space:
     controllable property's top bucket, the one a generator's natural tasks show least; never a property in
     the runs' initial space (the pack's, or ``space``: ``--space paper``'s factors), which cannot be
     promoted."""
-    from envs.packs import get_pack
+    from evosyn.envs.packs import get_pack
 
     pack = get_pack(domain)
     controllable = pack.controllable
@@ -76,7 +76,7 @@ def gaps_for(domain: str, named: list[str] | None = None, count: int = 3, space:
 def check_factors(domain: str, factors: list[str], gaps: list[tuple[str, str]]) -> tuple[str, ...]:
     """``--factor`` names: properties the domain's generator controls, none of them a planted gap's (a factor in
     the space from round 1 cannot be promoted)."""
-    from envs.packs import get_pack
+    from evosyn.envs.packs import get_pack
 
     pack = get_pack(domain)
     controllable, seed = pack.controllable, {f["key"] for f in pack.initial_space()["factors"]}
@@ -126,8 +126,8 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
     default, recorded as the number it is). ``writes``: the
     background's write counts (``WRITES``). ``space``: the space the runs start from (``SPACES``), plus ``factors``
     (controllable properties, none of them a planted one: ``check_factors``)."""
-    from storage.config import default_probe_size
-    from storage.store import Store
+    from evosyn.storage.config import default_probe_size
+    from evosyn.storage.store import Store
 
     if probe_size is None:
         probe_size = default_probe_size(budget)
@@ -162,7 +162,7 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
                          "per_seed": per_seed})
     diagnosis = None
     if diagnose_size:
-        from benchmarks.discovery_gaps import attach
+        from evosyn.benchmarks.discovery_gaps import attach
 
         t1 = time.process_time()
         diagnosis = attach(Store(home, create=False), domain, rows, rounds, diagnose_size, say)

@@ -50,9 +50,9 @@ def diagnose(store, domain: str, run_id: str, rounds: int, planted: str, promote
     """Per reflection round 1 .. rounds-1: the planted bucket's coverage, balanced-sample failure and rank
     among the gaps, and the gaps that out-rank it. ``cache``: scores per model fingerprint (arms that trained
     the same model, as every arm does in round 1, are scored once)."""
-    from agents.learners.harness import evaluate
-    from envs.packs import get_domain, get_pack
-    from tasks.learn import load_round
+    from evosyn.agents.learners.harness import evaluate
+    from evosyn.envs.packs import get_domain, get_pack
+    from evosyn.tasks.learn import load_round
 
     controllable = get_pack(domain).controllable
     env = get_domain(domain)
@@ -103,7 +103,7 @@ def summary_line(gap: str, per_seed: list[dict]) -> str:
 
 def attach(store, domain: str, rows: list[dict], rounds: int, n: int, say=lambda s: None) -> dict[str, Any]:
     """Adds ``diagnosis`` to every evosyn seed row; returns the balanced sample's description."""
-    from tasks.testset import test_cases, test_set_run_id
+    from evosyn.tasks.testset import test_cases, test_set_run_id
 
     cases = test_cases(store, domain, n=n, kind="uniform")
     cache: dict = {}

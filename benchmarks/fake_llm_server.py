@@ -10,7 +10,7 @@ with retry-after, 500, slow. Threaded, keep-alive, a deep accept queue: it
 serves 64+ concurrent clients.
 
 Run it standalone (the benchmark does, so the server has its own CPU and GIL):
-``python -m benchmarks.fake_llm_server --latency 0.2 --responder benchmarks.llm:planner_reply``
+``python -m evosyn.benchmarks.fake_llm_server --latency 0.2 --responder evosyn.benchmarks.llm:planner_reply``
 prints ``PORT <n>`` on its first line.
 """
 from __future__ import annotations

@@ -75,7 +75,7 @@ class Bench:
         # output to files, not pipes: an orphaned child would hold a pipe open after a kill
         out = tempfile.TemporaryFile(mode="w+", dir=self.workdir)
         err = tempfile.TemporaryFile(mode="w+", dir=self.workdir)
-        p = subprocess.Popen([sys.executable, "-m", "flows.cli", *args], env=self.env(home, extra), stdout=out,
+        p = subprocess.Popen([sys.executable, "-m", "evosyn.flows.cli", *args], env=self.env(home, extra), stdout=out,
                              stderr=err, text=True, cwd=self.workdir, start_new_session=True)
         p.files = (out, err)  # type: ignore[attr-defined]
         return p
@@ -114,15 +114,15 @@ def _tail(text: str, n: int = 3) -> str:
 
 def _digests(home: Path) -> dict[str, str]:
     """Content hash per table over every run of the store (the run and its test set)."""
-    from storage.digest import table_digests
-    from storage.store import Store
+    from evosyn.storage.digest import table_digests
+    from evosyn.storage.store import Store
 
     store = Store(home, create=False)
     return table_digests(store, store.runs(any_table=True))
 
 
 def _run_id(home: Path) -> str | None:
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     runs = Store(home, create=False).runs()  # the `runs` table: the test set has no row there
     return runs[0] if runs else None
@@ -172,7 +172,7 @@ def kill_and_resume(b: Bench, seed: int = 0, budget: int = 24, test_size: int = 
 
 # ---------------------------------------------------------------- fuzzed replies
 def fuzzed_replies(n: int = 3000, seed: int = 0) -> Check:
-    from benchmarks.fuzz import fuzz
+    from evosyn.benchmarks.fuzz import fuzz
 
     t0 = time.perf_counter()
     crashes_seen: list[str] = []
@@ -195,15 +195,15 @@ def _llm_config(path: Path, base_url: str, *, max_retries: int = 4) -> Path:
 
 
 def _kept(home: Path) -> list[str]:
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     return sorted({v.task_id for v in Store(home, create=False).read_records("verdicts")
                    if v.passed and not v.run_id.startswith("testset-")})
 
 
 def faulty_llm_round(b: Bench, rate: float = 0.3) -> Check:
-    from benchmarks.fake_llm_server import FakeLLMServer
-    from benchmarks.llm_script import Faulty, RoleScript
+    from evosyn.benchmarks.fake_llm_server import FakeLLMServer
+    from evosyn.benchmarks.llm_script import Faulty, RoleScript
 
     t0 = time.perf_counter()
     faulty = Faulty(RoleScript(), rate=rate)
@@ -248,7 +248,7 @@ def server_down(b: Bench) -> Check:
     if run_id:  # it failed after it began: failed in the runs table and in MLflow
         import mlflow
 
-        from storage.store import Store
+        from evosyn.storage.store import Store
 
         rows = Store(home, create=False).read_records("runs", run_id=run_id)
         status = rows[-1].status if rows else None
@@ -269,7 +269,7 @@ def server_down(b: Bench) -> Check:
 def concurrent_runs(b: Bench, n: int = 3, budget: int = 12, test_size: int = 20) -> Check:
     import mlflow
 
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     t0 = time.perf_counter()
     home = b.workdir / "concurrent"
@@ -293,7 +293,7 @@ def concurrent_runs(b: Bench, n: int = 3, budget: int = 12, test_size: int = 20)
     ml = mlflow.search_runs(experiment_names=["evosyn"])
     parents = int((ml["tags.evosyn.level"] == "run").sum()) if len(ml) else 0
     testsets = [r for r in store.runs(any_table=True) if r.startswith("testset-")]
-    from tasks.testset import KINDS
+    from evosyn.tasks.testset import KINDS
 
     ok = len(finished) == n and not dupes and parents == n and len(testsets) == len(KINDS)  # each set built once
     return Check("concurrent first use", f"{n} runs at once on a fresh store", ok,
@@ -303,8 +303,8 @@ def concurrent_runs(b: Bench, n: int = 3, budget: int = 12, test_size: int = 20)
 
 def _duplicate_keys(store) -> list[str]:
     """Tables holding the same row twice."""
-    from storage.digest import normalized_rows
-    from storage.records import TABLES
+    from evosyn.storage.digest import normalized_rows
+    from evosyn.storage.records import TABLES
 
     out = []
     for table in sorted(TABLES):

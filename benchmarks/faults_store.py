@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from benchmarks.faults import FAKE_KEY, KILL_ENV, LLM_ROLES, RUN_CONFIG, Bench, Check, _digests, _run_id, _tail
+from evosyn.benchmarks.faults import FAKE_KEY, KILL_ENV, LLM_ROLES, RUN_CONFIG, Bench, Check, _digests, _run_id, _tail
 
 INIT_FAULTS = (("kill in MLflow's database build (at once)", {KILL_ENV: "mlflow-init"}),
                ("kill in MLflow's database build (after 0.5 s)", {KILL_ENV: "mlflow-init",
@@ -166,7 +166,7 @@ def _damage(path: Path, how: str) -> None:
 
 
 def damaged_chunks(b: Bench) -> Check:
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     cfg, ref_home, _ = reference(b)
     t0 = time.perf_counter()
@@ -215,9 +215,9 @@ def _peak_mb(b: Bench, home: Path, cfg: Path) -> tuple[subprocess.CompletedProce
 
 
 def hostile_server(b: Bench) -> list[Check]:
-    from benchmarks.fake_llm_server import FakeLLMServer
-    from benchmarks.hostile_server import MODES, HostileServer
-    from benchmarks.llm_script import RoleScript
+    from evosyn.benchmarks.fake_llm_server import FakeLLMServer
+    from evosyn.benchmarks.hostile_server import MODES, HostileServer
+    from evosyn.benchmarks.llm_script import RoleScript
 
     t0 = time.perf_counter()
     with FakeLLMServer(RoleScript()) as sane:

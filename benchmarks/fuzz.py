@@ -27,7 +27,7 @@ from typing import Any, Callable
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from benchmarks.fake_llm_server import anthropic_reply, openai_reply
+from evosyn.benchmarks.fake_llm_server import anthropic_reply, openai_reply
 
 ROLES = ("designer", "planner", "generator", "teacher", "repair", "reflector")
 NAN = "\x00NaN\x00"  # stand-ins replaced by raw JSON text after json.dumps (NaN and huge numbers are not values)
@@ -50,14 +50,14 @@ class Fixture:
 
 @functools.lru_cache(maxsize=1)
 def fixture() -> Fixture:
-    from agents.designer import ColdStart, EmbeddedDesigner
-    from agents.generator import EmbeddedGenerator
-    from agents.plans import DefaultPrior
-    from agents.planner import EmbeddedPlanner
-    from agents.teacher import EmbeddedTeacher
-    from envs.ontology import load_initial_space
-    from envs.packs import default_domain, get_domain, get_pack
-    from storage.records import Probe, ProbeBucket
+    from evosyn.agents.designer import ColdStart, EmbeddedDesigner
+    from evosyn.agents.generator import EmbeddedGenerator
+    from evosyn.agents.plans import DefaultPrior
+    from evosyn.agents.planner import EmbeddedPlanner
+    from evosyn.agents.teacher import EmbeddedTeacher
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import default_domain, get_domain, get_pack
+    from evosyn.storage.records import Probe, ProbeBucket
 
     name = default_domain()
     dom, space = get_domain(name), load_initial_space(name, run_id="fuzz")
@@ -99,11 +99,11 @@ def fixture() -> Fixture:
 
 # ---------------------------------------------------------------- the path a reply takes
 def _schema(role: str):
-    from agents.designer import DesignerOut
-    from agents.generator import GeneratorOut
-    from agents.planner import PlannerOut
-    from agents.reflector_llm import ReflectorOut
-    from agents.repair import RepairOut
+    from evosyn.agents.designer import DesignerOut
+    from evosyn.agents.generator import GeneratorOut
+    from evosyn.agents.planner import PlannerOut
+    from evosyn.agents.reflector_llm import ReflectorOut
+    from evosyn.agents.repair import RepairOut
 
     return {"designer": DesignerOut, "planner": PlannerOut, "generator": GeneratorOut, "repair": RepairOut,
             "reflector": ReflectorOut}.get(role)
@@ -111,21 +111,21 @@ def _schema(role: str):
 
 def _storable(records: list) -> None:
     """Every record the role built lands in an Arrow table (what ``Store.write`` does first)."""
-    from storage.arrow import to_table
+    from evosyn.storage.arrow import to_table
 
     for rec in records:
         to_table([rec], type(rec))
 
 
 def _validate(role: str, parsed: Any, calls: list, text: str, fx: Fixture) -> None:
-    from agents.designer import ColdStart, parse_designer
-    from agents.generator import parse_generator
-    from agents.planner import parse_planner
-    from agents.reflector import apply_reflection
-    from agents.reflector_llm import parse_reflector
-    from agents.repair import parse_repair
-    from agents.teacher import tool_turn
-    from storage.records import Message, Trajectory
+    from evosyn.agents.designer import ColdStart, parse_designer
+    from evosyn.agents.generator import parse_generator
+    from evosyn.agents.planner import parse_planner
+    from evosyn.agents.reflector import apply_reflection
+    from evosyn.agents.reflector_llm import parse_reflector
+    from evosyn.agents.repair import parse_repair
+    from evosyn.agents.teacher import tool_turn
+    from evosyn.storage.records import Message, Trajectory
 
     if role == "designer":
         _storable(parse_designer(parsed, fx.space, ColdStart(), 8, run_id="fuzz", round=1))
@@ -152,10 +152,10 @@ def check(role: str, body: Any, anthropic: bool = False) -> str:
     """``accepted`` or ``rejected``; any other exception is a crash and propagates."""
     from pydantic import ValidationError
 
-    from agents.ask import Invalid
-    from agents.llm import LLMOutputError
-    from agents.llm.providers import AnthropicProvider, OpenAIProvider
-    from agents.llm.replies import interpret, read_reply
+    from evosyn.agents.ask import Invalid
+    from evosyn.agents.llm import LLMOutputError
+    from evosyn.agents.llm.providers import AnthropicProvider, OpenAIProvider
+    from evosyn.agents.llm.replies import interpret, read_reply
 
     fx, schema = fixture(), _schema(role)
     kwargs = {"tool_choice": {"type": "tool", "name": schema.__name__}} if anthropic and schema else {}
@@ -363,7 +363,7 @@ def fuzz(n: int = 3000, random_seed: int = 0, roles: tuple[str, ...] = ROLES,
     return out
 
 
-def main() -> None:  # python -m benchmarks.fuzz [n]
+def main() -> None:  # python -m evosyn.benchmarks.fuzz [n]
     import sys
 
     result = fuzz(int(sys.argv[1]) if len(sys.argv) > 1 else 3000,

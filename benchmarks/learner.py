@@ -16,10 +16,10 @@ from typing import Any
 def pool(store, domain: str, name: str, budget: int, seed: int, space=None, steering=None):
     """A synthesis pass (the pipeline's stages) of ``budget`` blueprints in run ``<name>-<domain>-s<seed>-n<budget>``:
     built once per store, read back by a rerun of the benchmark."""
-    from agents.designer import ColdStart
-    from envs.ontology import load_initial_space
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
+    from evosyn.agents.designer import ColdStart
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
 
     run_id = f"{name}-{domain}-s{seed}-n{budget}"
     space = (space or load_initial_space(domain, run_id=run_id)).model_copy(update={"run_id": run_id})
@@ -28,11 +28,11 @@ def pool(store, domain: str, name: str, budget: int, seed: int, space=None, stee
 
 def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cases=None) -> dict[str, Any]:
     """``cases``: the test set, when the caller has read it already (else read here)."""
-    from agents.learners.harness import evaluate, success_by_slice
-    from envs.packs import get_domain
-    from tasks.datasets import with_policy
-    from tasks.learn import fit_embedded
-    from tasks.testset import test_cases
+    from evosyn.agents.learners.harness import evaluate, success_by_slice
+    from evosyn.envs.packs import get_domain
+    from evosyn.tasks.datasets import with_policy
+    from evosyn.tasks.learn import fit_embedded
+    from evosyn.tasks.testset import test_cases
 
     cases = cases if cases is not None else test_cases(store, domain, n=test_size)
     kept = pool(store, domain, "bench-learner", int(max(sizes) * 1.05) + 12, seed).kept
@@ -83,13 +83,13 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
     uniformly: one keeps only tasks with at most one write, the other keeps the
     pool as drawn. Both are evaluated on the fixed test set.
     """
-    from agents.designer import NewFactor
-    from agents.learners.harness import evaluate, success_by_slice
-    from envs.ontology import load_initial_space
-    from envs.packs import get_domain
-    from tasks.datasets import with_count_factors, with_policy
-    from tasks.learn import fit_embedded
-    from tasks.testset import test_cases
+    from evosyn.agents.designer import NewFactor
+    from evosyn.agents.learners.harness import evaluate, success_by_slice
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_domain
+    from evosyn.tasks.datasets import with_count_factors, with_policy
+    from evosyn.tasks.learn import fit_embedded
+    from evosyn.tasks.testset import test_cases
 
     cases = test_cases(store, domain, n=test_size)
     space = with_count_factors(load_initial_space(domain, run_id="bench-ablation"), ("num_write",))

@@ -12,14 +12,14 @@ Reported, from the store:
   (trajectory diversity normalized by the union of patterns of every run of the benchmark), and the
   controllability before the gate of every ordinal factor the round's blueprints requested;
 - per arm, set and round: mean success over seeds and its 95% interval by a two-level bootstrap (seeds, then
-  tasks within a seed: ``benchmarks.bootstrap``); per other arm, the paired difference ``evosyn - arm`` (by
+  tasks within a seed: ``evosyn.benchmarks.bootstrap``); per other arm, the paired difference ``evosyn - arm`` (by
   seed and task) with its interval; the intrinsic metrics' mean and seed-bootstrap interval;
 - evosyn's promoted factors (those its Reflector added) and their controllability per round;
-- within-space adaptation per arm, set and round (``benchmarks.adaptation``): the gap-allocation Spearman
+- within-space adaptation per arm, set and round (``evosyn.benchmarks.adaptation``): the gap-allocation Spearman
   (a slice's allocation gain against its success gap) and the targeted improvement rate;
 - at the last round, where the paired differences come from: per slice of each test set (one value of one
   observed factor of its tasks) each arm's success and ``evosyn - arm`` with its interval, and the slices no
-  arm solves in any round (``benchmarks.learning_slices``).
+  arm solves in any round (``evosyn.benchmarks.learning_slices``).
 """
 from __future__ import annotations
 
@@ -35,11 +35,11 @@ from typing import Any, get_args
 
 import numpy as np
 
-from benchmarks.adaptation import adaptation, allocation
-from benchmarks.bootstrap import LEVEL, RESAMPLES, paired, two_level
-from benchmarks.learning_slices import common_tasks, slices
-from storage.config import ENV_OVERRIDES
-from storage.records import Arm
+from evosyn.benchmarks.adaptation import adaptation, allocation
+from evosyn.benchmarks.bootstrap import LEVEL, RESAMPLES, paired, two_level
+from evosyn.benchmarks.learning_slices import common_tasks, slices
+from evosyn.storage.config import ENV_OVERRIDES
+from evosyn.storage.records import Arm
 
 DEFAULT_ARMS = ("evosyn", "static", "no_feedback")
 BASELINE = "evosyn"
@@ -71,7 +71,7 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def parse_arms(text: str) -> list[str]:
-    """Comma-separated arms, each one of ``storage.records.Arm``."""
+    """Comma-separated arms, each one of ``evosyn.storage.records.Arm``."""
     known = get_args(Arm)
     arms = list(dict.fromkeys(a.strip() for a in text.split(",") if a.strip()))
     bad = [a for a in arms if a not in known]
@@ -110,8 +110,8 @@ class Launched:
 
 
 def _run_id(plan: Plan, arm: str, seed: int) -> str:
-    from flows.run import run_id_for
-    from storage.config import validate_config
+    from evosyn.flows.run import run_id_for
+    from evosyn.storage.config import validate_config
 
     return run_id_for(validate_config(plan.config(arm, seed)))
 
@@ -131,14 +131,14 @@ def _launch_one(plan: Plan, job: Launched, work: Path) -> Launched:
     # the EVOSYN_* overrides (seed, arm, rounds, ...) would override the file: each run gets exactly its config
     env = {k: v for k, v in os.environ.items() if k not in ENV_OVERRIDES} | {"EVOSYN_HOME": str(plan.home)}
     with log.open("w") as out:
-        proc = subprocess.run([sys.executable, "-m", "flows.cli", "--home", str(plan.home), "run", "--config",
+        proc = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "--home", str(plan.home), "run", "--config",
                                str(cfg), "--quiet"], stdout=out, stderr=subprocess.STDOUT, check=False, env=env)
     job.wall_s = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-5:])
         raise BenchRunError(f"run {job.run_id} ({job.arm}, seed {job.seed}) exited {proc.returncode} (log {log}):"
                             f"\n{tail}")
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     if not _finished(Store(plan.home, create=False), job.run_id):  # the run's own id is not the one hashed here
         raise BenchRunError(f"run {job.run_id} ({job.arm}, seed {job.seed}) exited 0 but is not finished in "
@@ -149,7 +149,7 @@ def _launch_one(plan: Plan, job: Launched, work: Path) -> Launched:
 def launch(plan: Plan, say=lambda s: None) -> tuple[list[Launched], float]:
     """Every (arm, seed) run finished in the store: the finished ones reused, the others run (``jobs`` at a
     time, each as `evosyn run`). Returns the runs and the CPU seconds of the subprocesses."""
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     store = Store(plan.home)
     work = plan.home / "bench" / plan.name
@@ -202,8 +202,8 @@ def _run_seconds(store, run_id: str) -> float | None:
 
 def collect(plan: Plan, jobs: list[Launched]) -> list[dict]:
     """Per run: its rounds' success per shared test set, intrinsic metrics and controllability."""
-    from tasks.metrics import intrinsic, round_controllability, verified_samples
-    from storage.store import Store
+    from evosyn.tasks.metrics import intrinsic, round_controllability, verified_samples
+    from evosyn.storage.store import Store
 
     store = Store(plan.home, create=False)
     samples = {j.run_id: verified_samples(store, j.run_id) for j in jobs}
@@ -290,7 +290,7 @@ def _controllability(runs: list[dict]) -> list[dict]:
 
 def _probe_size(plan: Plan) -> int:
     """The probe set a round of the plan's feedback arm reads (the runs' default unless the plan names one)."""
-    from storage.config import default_probe_size
+    from evosyn.storage.config import default_probe_size
 
     named = plan.extra.get("probe_size")
     return default_probe_size(plan.budget) if named is None else named

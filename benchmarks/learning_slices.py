@@ -3,12 +3,12 @@
 A slice is the test tasks with one value of one observed factor (the verifier's reading of the task's gold
 trajectory: ``num_write=3-4``, ``multi_item=yes``, ...). Per set, factor, value and other arm it gives the
 slice's size, each arm's success on it (mean over seeds and the slice's tasks), the paired difference
-``evosyn - arm`` with its two-level bootstrap interval (``benchmarks.bootstrap.paired`` on the slice's
+``evosyn - arm`` with its two-level bootstrap interval (``evosyn.benchmarks.bootstrap.paired`` on the slice's
 columns) and the difference's share of the whole set's difference (``difference x tasks / set size``; the
 shares of one factor's values add up to the set's difference). It also lists the slices that no arm solves
 a single task of in any round: what no steering of the data can move, for this learner.
 
-The rows read the runs ``benchmarks.learning.collect`` returns: their ``_outcomes`` and ``_observed``.
+The rows read the runs ``evosyn.benchmarks.learning.collect`` returns: their ``_outcomes`` and ``_observed``.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.bootstrap import RESAMPLES, paired
+from evosyn.benchmarks.bootstrap import RESAMPLES, paired
 
 SKIP = ("trajectory_pattern", "tool_use_pattern")  # one value per task: a slice of one task says nothing
 

@@ -12,9 +12,9 @@ What a user of a hosted model meets, on aiohttp's web server:
   every reply (OpenAI's ``x-ratelimit-*``, Anthropic's ``anthropic-ratelimit-requests-*``).
 
 Routes: ``POST /v1/chat/completions`` and ``POST /v1/messages`` answered by a responder
-(``respond(request) -> Reply | dict``, as ``benchmarks.fake_llm_server``'s), ``GET /stats``.
+(``respond(request) -> Reply | dict``, as ``evosyn.benchmarks.fake_llm_server``'s), ``GET /stats``.
 Run standalone (the benchmark does, so the server has its own CPU and GIL):
-``python -m benchmarks.limited_llm_server --latency 1.5 --rpm 600 --responder benchmarks.llm:planner_reply``
+``python -m evosyn.benchmarks.limited_llm_server --latency 1.5 --rpm 600 --responder evosyn.benchmarks.llm:planner_reply``
 prints ``PORT <n>`` on its first line.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 
 from aiohttp import web
 
-from benchmarks.fake_llm_server import Reply, Request, Responder, _load, error
+from evosyn.benchmarks.fake_llm_server import Reply, Request, Responder, _load, error
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """`evosyn bench llm`: the LLM client against a provider-like server: seconds of latency, an rpm limit.
 
 ``calls`` Planner-shaped structured calls at concurrency ``C`` against
-``benchmarks.limited_llm_server`` in its own process: lognormal latencies (mean
+``evosyn.benchmarks.limited_llm_server`` in its own process: lognormal latencies (mean
 ``L``, seeded) and a requests-per-minute limit it enforces with 429s and
 ``retry-after``, as a hosted model does. The client is not told the limit: it
 meets it. No client can beat the bound ``min(C / L, rpm / 60)`` calls a second
@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agents import servers
+from evosyn.agents import servers
 
 
 # ---------------------------------------------------------------- a Planner-shaped output (mirrors a Blueprint)
@@ -63,7 +63,7 @@ class PlannedBlueprint(_Strict):
 
 def planner_reply(request) -> dict[str, Any]:
     """The fake server's answer: a valid blueprint echoing which plan was asked for."""
-    from benchmarks.fake_llm_server import answer
+    from evosyn.benchmarks.fake_llm_server import answer
 
     asked = request.body["messages"][-1]["content"]  # Anthropic's: a list of content blocks
     text = asked if isinstance(asked, str) else " ".join(b.get("text", "") for b in asked if isinstance(b, dict))
@@ -85,16 +85,16 @@ def planner_messages(i: int) -> list[dict[str, str]]:
 # ---------------------------------------------------------------- the server, in its own process
 class _ServerProcess:
     """The provider-like server in a process of its own (the client's event loop must not share its CPU with the
-    server's), run through ``agents.servers`` like every server the project starts."""
+    server's), run through ``evosyn.agents.servers`` like every server the project starts."""
 
     def __init__(self, latency_s: float, sigma: float, rpm: int, seed: int, log: Path):
         root = str(Path(__file__).resolve().parents[1])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
         self.port = servers.free_port()
         self.proc = servers.start(
-            [sys.executable, "-m", "benchmarks.limited_llm_server", "--port", str(self.port), "--latency",
+            [sys.executable, "-m", "evosyn.benchmarks.limited_llm_server", "--port", str(self.port), "--latency",
              str(latency_s), "--sigma", str(sigma), "--rpm", str(rpm), "--seed", str(seed),
-             "--responder", "benchmarks.llm:planner_reply"], log, env=env, append=False, die_with_parent=True)
+             "--responder", "evosyn.benchmarks.llm:planner_reply"], log, env=env, append=False, die_with_parent=True)
         try:
             servers.wait_ready(self.proc, lambda: servers.http_ok(f"http://{servers.HOST}:{self.port}/stats")
                                and servers.listens(self.proc, self.port), timeout=60, interval=0.1)
@@ -158,8 +158,8 @@ def ideal_completions(latencies: list[float], concurrency: int, rpm: int) -> lis
 
 def run(calls: int = 200, concurrency: int = 32, latency_s: float = 1.5, sigma: float = 0.5, rpm: int = 600,
         seed: int = 0, provider: str = "openai_compatible") -> dict[str, Any]:
-    from agents.llm import make_client
-    from storage.config import RoleConfig
+    from evosyn.agents.llm import make_client
+    from evosyn.storage.config import RoleConfig
 
     os.environ.setdefault("EVOSYN_BENCH_FAKE_KEY", "sk-bench-not-a-real-key")
     with tempfile.TemporaryDirectory(prefix="evosyn-bench-llm-") as work:

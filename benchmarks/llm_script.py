@@ -13,7 +13,7 @@ import hashlib
 import json
 import threading
 
-from benchmarks.fake_llm_server import Reply, Request, anthropic_reply, answer, error, openai_reply
+from evosyn.benchmarks.fake_llm_server import Reply, Request, anthropic_reply, answer, error, openai_reply
 
 MARKERS = {"You are the Designer": "designer", "You are the Planner": "planner", "You are the Generator": "generator",
            "You are the Repair step": "repair", "You are the Reflector": "reflector",
@@ -51,8 +51,8 @@ def wants_json(request: Request) -> bool:
 
 class RoleScript:
     def __init__(self, domain: str | None = None):
-        from envs.ontology import load_initial_space
-        from envs.packs import default_domain, get_domain
+        from evosyn.envs.ontology import load_initial_space
+        from evosyn.envs.packs import default_domain, get_domain
 
         domain = domain or default_domain()
         self.dom = get_domain(domain)
@@ -86,8 +86,8 @@ class RoleScript:
                                        for o in space[outcome]["values"])]}
 
     def planner(self, prompt: str) -> dict:
-        from agents.planner import EmbeddedPlanner
-        from storage.records import Direction
+        from evosyn.agents.planner import EmbeddedPlanner
+        from evosyn.storage.records import Direction
 
         d = after(prompt, "DIRECTION FROM THE DESIGNER")
         key = prompt.split("variation key ")[1].split(")")[0]
@@ -100,10 +100,10 @@ class RoleScript:
                 "expected_difficulty_controls": bp.expected_difficulty_controls.model_dump()}
 
     def generator(self, prompt: str) -> dict:
-        from agents.generator import GeneratorOut, parse_generator
-        from agents.plans import DefaultPrior
-        from envs.packs import get_pack
-        from storage.records import Blueprint
+        from evosyn.agents.generator import GeneratorOut, parse_generator
+        from evosyn.agents.plans import DefaultPrior
+        from evosyn.envs.packs import get_pack
+        from evosyn.storage.records import Blueprint
 
         bp = after(prompt, "BLUEPRINT")
         builder = get_pack(self.dom.name).task_builder(self.dom, DefaultPrior())
@@ -130,7 +130,7 @@ class RoleScript:
     def remember(self, task) -> None:
         """The teacher and user replay the embedded teacher's conversation of ``task`` (by its opening and its
         reason for calling); the Generator's reply registers its task, a test may register any other."""
-        from agents.teacher import EmbeddedTeacher
+        from evosyn.agents.teacher import EmbeddedTeacher
 
         traj = EmbeddedTeacher(self.dom).rollout(task)
         with self.lock:

@@ -5,7 +5,7 @@ The store is built from the records' own schema: real ``Evaluation`` records
 through ``Store.write``, 50 runs x 3 rounds, two chunks per partition
 (``eval-test`` and ``eval-diagnostic``, as the evaluate stage writes them). A
 store given with ``--store`` is kept and reused while its schema and size are
-the same. Then, in-process through ``storage.catalog.query`` (a cursor of
+the same. Then, in-process through ``evosyn.storage.catalog.query`` (a cursor of
 the process's database of views; the first connect of a process is timed
 apart): one run's rows,
 success per num_write slice from the typed column, the same slice parsed from
@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import spread
-from storage.arrow import schema_fingerprint
-from storage.records import Evaluation
-from storage.store import Store
+from evosyn.benchmarks.common import spread
+from evosyn.storage.arrow import schema_fingerprint
+from evosyn.storage.records import Evaluation
+from evosyn.storage.store import Store
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
 PATTERNS = ["R", "R-W", "R-W-R", "R-W-R-W", "R-C-W", "R-T", "none"]
@@ -107,7 +107,7 @@ def _best(fn, repeat: int) -> tuple[float, float, Any, list[float]]:
 
 def _cli() -> list[str]:
     script = Path(sys.executable).parent / "evosyn"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "flows.cli"]
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "evosyn.flows.cli"]
 
 
 def _select_one(root: Path, repeat: int) -> tuple[float, float, list[float]]:
@@ -132,7 +132,7 @@ def _select_one(root: Path, repeat: int) -> tuple[float, float, list[float]]:
 def run(root: Path, rows: int = 1_000_000, runs: int = 50, rounds: int = 3, repeat: int = 5) -> dict[str, Any]:
     import duckdb
 
-    from storage.catalog import DUCKDB_CONFIG, attach_views, connect, query
+    from evosyn.storage.catalog import DUCKDB_CONFIG, attach_views, connect, query
 
     store, build_s = build(root, rows, runs, rounds)
     one_partition = str(store.table_dir("evaluations") / "run_id=bench-run-07" / "**" / "*.parquet")

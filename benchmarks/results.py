@@ -75,7 +75,7 @@ def testsets(p: dict) -> list[str]:
 
 
 def verify(p: dict) -> list[str]:
-    from benchmarks.verify import rows
+    from evosyn.benchmarks.verify import rows
 
     return [f"{p['tasks']} tasks of {p['domain']}/{p['split']}; {p['agreeing_rewards']} rewards agree with tau2's.",
             "", *table(["verifier", "CPU per task", "wall per task", "vs tau2 (CPU)"], rows(p))]
@@ -110,7 +110,7 @@ def run(p: dict) -> list[str]:
 
 
 def query(p: dict) -> list[str]:
-    from benchmarks.query import rows
+    from evosyn.benchmarks.query import rows
 
     spreads = [t.get("wall_ms_spread") for t in p["timings"].values()]
     head = (f"{p['rows']:,} evaluation rows, {p['runs']} runs x {p['rounds']} rounds; best of {p['repeat']}. "
@@ -123,7 +123,7 @@ def query(p: dict) -> list[str]:
 
 
 def llm(p: dict) -> list[str]:
-    from benchmarks.llm import HEADERS, rows, summary
+    from evosyn.benchmarks.llm import HEADERS, rows, summary
 
     runs = p.get("runs") or [p]
     return [*table(HEADERS, [row for r in runs for row in rows(r)]), *[f"- {summary(r)}" for r in runs], ""]
@@ -159,7 +159,7 @@ def discovery(p: dict) -> list[str]:
 
 
 def sweep(p: dict) -> list[str]:
-    from benchmarks.sweep import HEADERS, rows, summary
+    from evosyn.benchmarks.sweep import HEADERS, rows, summary
 
     return [summary(p), "", *table(HEADERS, rows(p))]
 

@@ -1,6 +1,6 @@
 """`evosyn bench run`: the main job (`evosyn run`) in a fresh store, as a subprocess, with its time taken apart.
 
-The job runs through ``benchmarks.run_child`` (the `evosyn` command plus timers, tasks/timing.py), so its
+The job runs through ``evosyn.benchmarks.run_child`` (the `evosyn` command plus timers, tasks/timing.py), so its
 start-up (interpreter, imports, the Prefect API) is counted like a user's. From the spans it records:
 
 - start-up: launch to the run flow's call (interpreter, imports, CLI checks, settling the Prefect API);
@@ -41,7 +41,7 @@ def _cpu(usage: resource.struct_rusage) -> float:
 
 def launch(workdir: Path, domain: str, rounds: int, seed: int, budget: int | None) -> dict[str, Any]:
     """Run the job once in ``workdir``/store (made fresh); returns the child's spans plus the outside figures."""
-    from tasks import timing
+    from evosyn.tasks import timing
 
     store = workdir / "store"
     if store.exists():
@@ -55,7 +55,7 @@ def launch(workdir: Path, domain: str, rounds: int, seed: int, budget: int | Non
     env = {**os.environ, timing.ENV: str(timing_file)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()  # CLOCK_MONOTONIC: the child's perf_counter reads the same clock
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.run_child", *args], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "evosyn.benchmarks.run_child", *args], env=env, capture_output=True,
                           text=True, check=False)
     t1 = time.perf_counter()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -193,7 +193,7 @@ def learner_work(store_root: Path) -> dict[str, Any]:
     """What the job's learner stages worked through, read back from its store: the tasks it evaluated (every
     set, every round) and the trajectories it trained on (a round trains on every training example of its
     rounds so far, so each example counts once per round that trains on it)."""
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     store = Store(store_root)
     evaluated, trained, per_round = 0, 0, []

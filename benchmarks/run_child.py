@@ -1,6 +1,6 @@
 """The process `evosyn bench run` starts: the `evosyn` command line, with its store and tracking calls timed.
 
-``python -m benchmarks.run_child [evosyn arguments]`` runs exactly what ``evosyn [arguments]`` runs. With
+``python -m evosyn.benchmarks.run_child [evosyn arguments]`` runs exactly what ``evosyn [arguments]`` runs. With
 ``EVOSYN_TIMING`` set (tasks/timing.py) it also marks when the interpreter was up and when the command's
 modules were imported, times every public call of ``Store`` (Parquet writes and reads) and ``Tracker``
 (MLflow) as ``own`` spans, and, once the process is done (after Prefect has stopped its temporary
@@ -15,7 +15,7 @@ import sys
 import time
 import types
 
-from tasks import timing
+from evosyn.tasks import timing
 
 # wrapped: the calls that do the I/O (not the path helpers, which are part of them)
 STORE_CALLS = ("write", "read", "read_records", "read_chunk", "count", "has_chunk", "mark_complete", "is_complete",
@@ -46,8 +46,8 @@ def _timed(cls: type, names, prefix: str) -> None:
 
 
 def instrument() -> None:
-    from storage.store import Store
-    from storage.tracking import Tracker
+    from evosyn.storage.store import Store
+    from evosyn.storage.tracking import Tracker
 
     _timed(Store, STORE_CALLS, "store")
     _timed(Tracker, ["__init__"] + [n for n in vars(Tracker) if not n.startswith("_")], "tracking")
@@ -57,8 +57,8 @@ def main(argv: list[str]) -> None:
     # registered before anything imports Prefect: atexit runs it last, after the temporary server has stopped
     atexit.register(_dump)
     timing.mark("interpreter")
-    import flows.cli as cli
-    import flows.cli_run as cli_run
+    import evosyn.flows.cli as cli
+    import evosyn.flows.cli_run as cli_run
 
     timing.mark("cli imported")
     run_imports = cli_run._import_run_flow

@@ -24,10 +24,10 @@ from typing import Any
 import psutil
 import yaml
 
-from benchmarks.sweep_stack import WorkerStack
-from storage.digest import table_digests
-from storage.records import TABLES
-from storage.store import Store
+from evosyn.benchmarks.sweep_stack import WorkerStack
+from evosyn.storage.digest import table_digests
+from evosyn.storage.records import TABLES
+from evosyn.storage.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -59,7 +59,7 @@ def _sweep(stack: WorkerStack, home: Path | str, config: Path, *extra: str) -> d
     server = [stack.server.pid] if stack.server else []
     env = {**stack.env(), "EVOSYN_HOME": str(home), "PREFECT_API_URL": stack.api}
     c0, w0, s0, t0 = _children_cpu(), _tree_cpu(workers), _tree_cpu(server), time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "--home", str(home), "sweep", "--config", str(config),
+    done = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "--home", str(home), "sweep", "--config", str(config),
                            "--quiet", *extra], env=env, cwd=REPO, capture_output=True, text=True, check=False)
     wall = time.monotonic() - t0
     if done.returncode != 0:

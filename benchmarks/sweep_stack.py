@@ -4,7 +4,7 @@
 `cpu` pool, and nothing else. This starts, on 127.0.0.1, a Prefect server with its own database under the
 root (``<root>/prefect``, as `evosyn up` keeps it), registers the deployments with `evosyn deploy`, and
 starts ``workers`` `prefect worker` processes, each taking one flow run at a time (``--limit 1``), so the
-cells spread over them. Every process is started and stopped through ``agents.servers`` (its own session),
+cells spread over them. Every process is started and stopped through ``evosyn.agents.servers`` (its own session),
 and ``stop`` returns the PIDs that survived: none when clean.
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents import servers
-from flows.prefect_api import server_command
-from flows.services import Service, family, http_ok, service_env, stop, worker_command, worker_registered
+from evosyn.agents import servers
+from evosyn.flows.prefect_api import server_command
+from evosyn.flows.services import Service, family, http_ok, service_env, stop, worker_command, worker_registered
 
 POOL = "cpu"  # the pool of the evosyn-run deployment (deployments/prefect.yaml)
 
@@ -75,7 +75,7 @@ class WorkerStack:
         self._wait(self.server, lambda: http_ok(f"{self.api}/health"))
 
     def _deploy(self) -> None:
-        done = subprocess.run([sys.executable, "-m", "flows.cli", "--home", str(self.root), "deploy",
+        done = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "--home", str(self.root), "deploy",
                                "--project-dir", str(self.project_dir)], env=self.env(), cwd=self.project_dir,
                               capture_output=True, text=True, timeout=self.timeout, check=False)
         if done.returncode != 0:

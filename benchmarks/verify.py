@@ -47,10 +47,10 @@ def replay_calls(dom: Any, task: Any, messages: list) -> None:
 
 
 def run(domain: str | None = None, split: str = "base", limit: int | None = None) -> dict[str, Any]:
-    from envs import replay
-    from envs.gold import gold_messages
-    from envs.packs import default_domain, get_domain
-    from envs.verify import run_checks
+    from evosyn.envs import replay
+    from evosyn.envs.gold import gold_messages
+    from evosyn.envs.packs import default_domain, get_domain
+    from evosyn.envs.verify import run_checks
 
     domain = domain or default_domain()
     dom = get_domain(domain)

@@ -1,1 +1,1 @@
-import storage.offline  # noqa: F401  (offline, quiet defaults before any heavy import)
+import evosyn.storage.offline  # noqa: F401  (offline, quiet defaults before any heavy import)

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Literal
 
-from envs.task_sets import TaskSet
+from evosyn.envs.task_sets import TaskSet
 
 if TYPE_CHECKING:
-    from envs.packs import DomainPack
-    from storage.records import Message
+    from evosyn.envs.packs import DomainPack
+    from evosyn.storage.records import Message
 
 ToolKind = Literal["read", "write", "generic"]
 Requestor = Literal["assistant", "user"]
@@ -221,7 +221,7 @@ class Domain(ABC):
     """What the core calls on an environment; a pack's ``environment()`` returns one (envs/packs.py).
 
     Subclass it directly for an environment of your own (``evosyn new-domain`` writes one), or use a family's
-    adapter (``envs.tau2.domain.Tau2Domain``). Tool kinds matter: a ``write`` tool changes the state (the
+    adapter (``evosyn.envs.tau2.domain.Tau2Domain``). Tool kinds matter: a ``write`` tool changes the state (the
     verifier counts it, the policy is checked before it), a ``read`` tool only looks, ``generic`` is neither
     (a calculator, a hand-off).
     """
@@ -238,10 +238,10 @@ class Domain(ABC):
     @property
     def pack(self) -> DomainPack:
         """The pack this environment belongs to: its hooks travel with the environment, so nothing below the
-        place that resolved the domain's name (``envs.packs.get_domain``, which sets it) looks the name up again."""
+        place that resolved the domain's name (``evosyn.envs.packs.get_domain``, which sets it) looks the name up again."""
         found = self.__dict__.get("_pack")
         if found is None:  # an environment built outside the registry (a test, a copy): its pack, found once
-            from envs.packs import get_pack
+            from evosyn.envs.packs import get_pack
 
             found = self._pack = get_pack(self.name)
         return found

@@ -25,11 +25,11 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from envs.packs import DomainPack, get_pack
-from envs.properties import BUCKETS, PROPERTIES, Call, bucket, measure_all
-from envs.replay import ReplayResult, StepRecord
-from envs.tool_patterns import tool_use_patterns
-from storage.records import Message
+from evosyn.envs.packs import DomainPack, get_pack
+from evosyn.envs.properties import BUCKETS, PROPERTIES, Call, bucket, measure_all
+from evosyn.envs.replay import ReplayResult, StepRecord
+from evosyn.envs.tool_patterns import tool_use_patterns
+from evosyn.storage.records import Message
 
 __all__ = ["BUCKETS", "GATED", "bucket", "observe", "pattern"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envs.base import Domain, EnvTask
-from storage.records import Message, ToolCall
+from evosyn.envs.base import Domain, EnvTask
+from evosyn.storage.records import Message, ToolCall
 
 AFFIRMATIVE = "Yes, please go ahead."
 

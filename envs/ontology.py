@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from envs.packs import UnknownDomain, get_pack
-from envs.properties import PROPERTIES
-from storage.records import Factor, SynthesisSpace
+from evosyn.envs.packs import UnknownDomain, get_pack
+from evosyn.envs.properties import PROPERTIES
+from evosyn.storage.records import Factor, SynthesisSpace
 
 # Factors the verifier can measure on a realized trajectory (envs/factors.py): every trajectory property too.
 OBSERVABLE = {"computation", "state_change_type", "trajectory_pattern", *PROPERTIES}
@@ -58,7 +58,7 @@ def check_initial_factors(names: list[str], domain: str) -> None:
     space does not have, each once (one ``ConfigError`` line naming the field otherwise), before any work."""
     if not names:  # the pack's space: nothing to read or check
         return
-    from storage.config import ConfigError
+    from evosyn.storage.config import ConfigError
 
     pack = get_pack(domain)
     seed = {f["key"] for f in pack.initial_space()["factors"]}

@@ -19,9 +19,9 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from envs.base import TOOL_KINDS
-from envs.ontology import SpaceError, load_initial_space
-from envs.packs import DomainPack, PackError, UnknownDomain, UserPhrasing, get_domain, get_pack
+from evosyn.envs.base import TOOL_KINDS
+from evosyn.envs.ontology import SpaceError, load_initial_space
+from evosyn.envs.packs import DomainPack, PackError, UnknownDomain, UserPhrasing, get_domain, get_pack
 
 Purpose = Literal["check", "synth", "run"]
 FEW_OFFICIAL = 10  # fewer official tasks with gold actions than this: the official-matched set repeats few cells

@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from envs.base import Domain
-    from storage.records import Message, ToolCall
+    from evosyn.envs.base import Domain
+    from evosyn.storage.records import Message, ToolCall
 
-PACKAGE = "domains"  # the folder of built-in packs
+PACKAGE = "evosyn.domains"  # the folder of built-in packs
 ENTRY_POINT_GROUP = "evosyn.domains"
 USER_PACKAGE = "evosyn_user_domains"  # the package the user's pack folders are imported under (relative imports work)
 USER_FOLDERS_ENV = "EVOSYN_DOMAINS"  # folders of user packs, separated by os.pathsep
@@ -239,7 +239,7 @@ class DomainPack:
 
     def task_builder(self, domain: "Domain", prior: Any) -> Any:
         """The embedded generator's planner: ``.plan(selection, blueprint_id, seed) -> agents.plans.Plan``,
-        raising ``agents.plans.Infeasible``; ``prior`` is an ``agents.plans.DefaultPrior``."""
+        raising ``evosyn.agents.plans.Infeasible``; ``prior`` is an ``evosyn.agents.plans.DefaultPrior``."""
         raise NotImplementedError(f"domain {self.name!r} has no embedded generator")
 
     def candidate_entities(self, domain: "Domain", rng: Any, k: int = 4) -> dict[str, Any]:

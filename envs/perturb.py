@@ -13,9 +13,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from envs.base import Domain, EnvTask
-from envs.packs import get_pack
-from storage.records import Message, ToolCall
+from evosyn.envs.base import Domain, EnvTask
+from evosyn.envs.packs import get_pack
+from evosyn.storage.records import Message, ToolCall
 
 KINDS = ("write_dropped", "read_dropped", "argument_changed", "writes_swapped", "extra_write",
          "tampered_observation", "device_write_dropped")

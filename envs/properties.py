@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from envs.packs import DomainPack
+from evosyn.envs.packs import DomainPack
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
 
@@ -144,8 +144,8 @@ def bucket_index(key: str, value: str) -> int | None:
 def check_prior(suppress: dict[str, dict[str, float]], domain: str) -> None:
     """``RunConfig.prior.suppress`` names properties the domain's generator controls, and their buckets
     (one ``ConfigError`` line naming the field otherwise), before any work."""
-    from envs.packs import get_pack
-    from storage.config import ConfigError
+    from evosyn.envs.packs import get_pack
+    from evosyn.storage.config import ConfigError
 
     controllable = get_pack(domain).controllable
     for key, buckets in suppress.items():

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from envs.factors import BUCKETS
-from envs.packs import get_pack, known
+from evosyn.envs.factors import BUCKETS
+from evosyn.envs.packs import get_pack, known
 
 ONTOLOGY_FACTORS = ("task_family", "tool_use_pattern", "expected_outcome", "policy_or_constraint_focus")
 INTERACTION_TEMPLATES = [("task_family", "tool_use_pattern"), ("task_family", "expected_outcome"),

@@ -15,8 +15,8 @@ from typing import Any
 
 from cachetools import LRUCache, cached
 
-from envs.base import Domain, EnvTask, Episode
-from storage.records import Message, ToolCall
+from evosyn.envs.base import Domain, EnvTask, Episode
+from evosyn.storage.records import Message, ToolCall
 
 
 @dataclass

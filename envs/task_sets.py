@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from storage.records import Contract
+from evosyn.storage.records import Contract
 
 
 def sha256_file(path: Path) -> str:

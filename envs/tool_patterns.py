@@ -30,8 +30,8 @@ import json
 import re
 from typing import Iterable
 
-from envs.packs import DomainPack, get_pack
-from storage.records import Message
+from evosyn.envs.packs import DomainPack, get_pack
+from evosyn.storage.records import Message
 
 _CONFIRM_ASK = re.compile(r"\b(confirm|proceed|go ahead)\b", re.I)
 _AFFIRM = re.compile(r"\b(yes|yeah|yep|confirm|confirmed|go ahead|proceed|sure|ok|okay)\b", re.I)

@@ -20,11 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from envs.base import Domain, EnvTask
-from envs.factors import GATED, observe
-from envs.policies import rule_code, rules_for, waivers_for
-from envs.replay import gold_replay, replay, stored_gold_digest, task_key
-from storage.records import CheckResult, Message
+from evosyn.envs.base import Domain, EnvTask
+from evosyn.envs.factors import GATED, observe
+from evosyn.envs.policies import rule_code, rules_for, waivers_for
+from evosyn.envs.replay import gold_replay, replay, stored_gold_digest, task_key
+from evosyn.storage.records import CheckResult, Message
 
 STOP_REASONS = {"agent_stop", "user_stop"}
 CHECKS = ("executable", "replay", "state", "actions", "communicate", "policy", "factors")
@@ -68,7 +68,7 @@ def _official_waivers(domain: Domain, task: EnvTask) -> dict[str, str]:
 
 def run_checks(domain: Domain, task: EnvTask, messages: list[Message], termination: str = "agent_stop",
                requested: dict[str, list[str]] | None = None, gold_digest: str = "") -> Outcome:
-    """``gold_digest``: the task's stored ``envs.replay.gold_digest``; without one (or of another digest
+    """``gold_digest``: the task's stored ``evosyn.envs.replay.gold_digest``; without one (or of another digest
     form) the gold actions are replayed (cached per task)."""
     calls = [c for m in messages for c in m.tool_calls]
 

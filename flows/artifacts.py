@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from tasks.progress import StageState, counts
-from storage.records import Direction, Reflection, SynthesisSpace
+from evosyn.tasks.progress import StageState, counts
+from evosyn.storage.records import Direction, Reflection, SynthesisSpace
 
 if TYPE_CHECKING:
-    from flows.round import RoundResult
+    from evosyn.flows.round import RoundResult
 
 SUMMARY_COLUMNS = ("verified_yield", "success_diagnostic", "success_test", "success_test_uniform",
                    "factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity")

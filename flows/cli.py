@@ -10,10 +10,10 @@ import sys
 
 import click
 
-from flows import (cli_dedup, cli_envs, cli_learn, cli_new_domain, cli_run, cli_services, cli_store,  # noqa: F401
+from evosyn.flows import (cli_dedup, cli_envs, cli_learn, cli_new_domain, cli_run, cli_services, cli_store,  # noqa: F401
                    cli_synth, cli_testsets, cli_view)
-from flows.cli_app import PATH, UserError, main
-from flows.inputs import store_from
+from evosyn.flows.cli_app import PATH, UserError, main
+from evosyn.flows.inputs import store_from
 
 
 # ---------------------------------------------------------------- config
@@ -26,7 +26,7 @@ def config() -> None:
 @click.argument("file", type=PATH)
 def config_validate(file: str) -> None:
     """Check a YAML run config and print the resolved settings."""
-    from storage.config import ConfigError, load_config
+    from evosyn.storage.config import ConfigError, load_config
 
     try:
         cfg = load_config(file)
@@ -50,9 +50,9 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
     """Run SQL over every store table (runs, tasks, verdicts, …) with DuckDB."""
     import duckdb
 
-    from flows.inputs import check_output, writing
-    from storage.catalog import query as run_query
-    from storage.catalog import query_rows
+    from evosyn.flows.inputs import check_output, writing
+    from evosyn.storage.catalog import query as run_query
+    from evosyn.storage.catalog import query_rows
 
     if fmt == "parquet" and not output:
         raise UserError("--format parquet needs --output PATH")
@@ -66,7 +66,7 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
     except Exception as exc:
         _arrow_error(exc)
         raise
-    from flows.render import write_result, write_rows
+    from evosyn.flows.render import write_result, write_rows
 
     write = write_rows if as_rows else write_result
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-import storage.offline  # noqa: F401
+import evosyn.storage.offline  # noqa: F401
 
 # paths are plain strings to click: its own existence checks print three lines; flows/inputs.py
 # checks each path before any work and says what is wrong in one
@@ -75,7 +75,7 @@ class RootGroup(click.Group):
 def main(ctx: click.Context, home: str | None) -> None:
     """EvoSyn: closed-loop synthesis of training data for tool-using agents."""
     # not from storage.config: it imports pydantic (0.1 s), which `evosyn query` does without
-    from storage.userfiles import ConfigError, load_dotenv_secrets
+    from evosyn.storage.userfiles import ConfigError, load_dotenv_secrets
 
     try:
         load_dotenv_secrets()

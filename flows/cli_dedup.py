@@ -5,9 +5,9 @@ import json
 
 import click
 
-from flows.cli_app import UserError, main
-from flows.inputs import store_from
-from flows.render import print_table
+from evosyn.flows.cli_app import UserError, main
+from evosyn.flows.inputs import store_from
+from evosyn.flows.render import print_table
 
 COLUMNS = ["checked", "flagged", "duplicate", "official", "official_test", "test_set"]
 
@@ -24,8 +24,8 @@ def dedup(ctx, run_id: str, threshold: float | None, fmt: str) -> None:
     Writes the `dedup` table (a run's rounds checked with its own settings are read back, not redone) and
     prints the counts per round; `evosyn query` reads the rows.
     """
-    from envs.packs import get_domain
-    from tasks.dedup import check_run, run_settings
+    from evosyn.envs.packs import get_domain
+    from evosyn.tasks.dedup import check_run, run_settings
 
     store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
     if run_id.startswith(("testset-", "probeset-")):

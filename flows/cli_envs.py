@@ -6,13 +6,13 @@ from collections import Counter
 
 import click
 
-from flows.cli_app import PATH, UserError, main
-from flows.render import print_table
+from evosyn.flows.cli_app import PATH, UserError, main
+from evosyn.flows.render import print_table
 
 
 def _domain(name: str | None, option: str = "--domain"):
-    from envs.packs import get_domain
-    from flows.inputs import check_domain
+    from evosyn.envs.packs import get_domain
+    from evosyn.flows.inputs import check_domain
 
     return get_domain(check_domain(name, option))
 
@@ -25,7 +25,7 @@ def envs() -> None:
 @envs.command("list")
 def envs_list() -> None:
     """Known domains (those with an environment), and packs that failed to load, each with its error."""
-    from envs.packs import broken, known
+    from evosyn.envs.packs import broken, known
 
     for name in known(with_environment=True):
         click.echo(name)
@@ -40,8 +40,8 @@ def envs_check(domain: str) -> None:
     planner may plan that the generator cannot build, and its official tasks. Exit 1 on errors, 0 with warnings."""
     import traceback
 
-    from envs.pack_check import problems
-    from envs.packs import import_error
+    from evosyn.envs.pack_check import problems
+    from evosyn.envs.packs import import_error
 
     error = import_error(domain)
     if error is not None:  # the pack's own code failed: its author needs the traceback
@@ -95,8 +95,8 @@ def verify(domain: str, official: bool, split: str, task_file: str | None, traje
     if task_file is not None:
         _verify_files(domain, task_file, trajectory_file, task_id, fmt)
         return
-    from envs.gold import gold_messages
-    from envs.verify import run_checks
+    from evosyn.envs.gold import gold_messages
+    from evosyn.envs.verify import run_checks
 
     dom = _domain(domain)
     try:
@@ -129,7 +129,7 @@ def verify(domain: str, official: bool, split: str, task_file: str | None, traje
 
 
 def _read_json(path: str, option: str):
-    from storage.config import ConfigError, read_text_file
+    from evosyn.storage.config import ConfigError, read_text_file
 
     try:
         return json.loads(read_text_file(path, prefix=f"{option} {path}"))
@@ -160,8 +160,8 @@ def _verify_files(domain: str, task_file: str, trajectory_file: str, task_id: st
     """One task and one conversation, checked as the verifier checks a synthetic one (envs/verify.py)."""
     from pydantic import TypeAdapter, ValidationError
 
-    from envs.verify import run_checks
-    from storage.records import Message
+    from evosyn.envs.verify import run_checks
+    from evosyn.storage.records import Message
 
     dom = _domain(domain)
     raw_task = _one_task(_read_json(task_file, "--task"), task_file, task_id)

@@ -5,14 +5,14 @@ from pathlib import Path
 
 import click
 
-from flows.cli_app import PATH, UserError, main
-from flows.inputs import store_from
-from flows.render import print_table
-from storage import atomic
+from evosyn.flows.cli_app import PATH, UserError, main
+from evosyn.flows.inputs import store_from
+from evosyn.flows.render import print_table
+from evosyn.storage import atomic
 
 
 def _slice_table(title: str, evaluations, factor: str) -> None:
-    from agents.learners.harness import success_by_slice
+    from evosyn.agents.learners.harness import success_by_slice
 
     rows = [[v, s, n, f"{s / n:.2f}"] for v, (s, n) in success_by_slice(evaluations, factor).items()]
     print_table(title, [factor, "successes", "tasks", "success"], rows)
@@ -29,8 +29,8 @@ def _slice_table(title: str, evaluations, factor: str) -> None:
 @click.pass_context
 def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config_file: str | None) -> None:
     """Train the task agent on all verified training examples of rounds <= R."""
-    from tasks.dedup import training_examples
-    from storage.config import ConfigError, load_config
+    from evosyn.tasks.dedup import training_examples
+    from evosyn.storage.config import ConfigError, load_config
 
     try:
         lf = load_config(config_file, env={}).llamafactory
@@ -43,15 +43,15 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config
     if not examples:
         raise UserError(f"--run {run_id} --round {round_}: no training examples in the store")
     if learner == "embedded":
-        from tasks.learn import train_round
+        from evosyn.tasks.learn import train_round
 
         fitted, path, seconds = train_round(store, run_id, round_)
         click.echo(f"trained the embedded learner on {fitted.n_trajectories} trajectories in {seconds:.1f}s "
                    f"(fingerprint {fitted.fingerprint}); saved {path}")
         return
-    from agents.learners.llamafactory import TrainingError, check_learner
-    from tasks.checkpoint import export_round, train_checkpoint
-    from tasks.learn import run_domain
+    from evosyn.agents.learners.llamafactory import TrainingError, check_learner
+    from evosyn.tasks.checkpoint import export_round, train_checkpoint
+    from evosyn.tasks.learn import run_domain
 
     domain = run_domain(store, run_id)
     try:
@@ -104,8 +104,8 @@ OFFICIAL_ONLY = ("domain", "split", "agent", "agent_base_url", "agent_key_env", 
 def evaluate(ctx, run_id: str | None, round_: int | None, task_set: str, official: bool, quiet: bool, **opts) -> None:
     """Evaluate the round's task agent on the diagnostic or test set (or tau2's official split); rows go to
     `evaluations`."""
-    from flows.progress import renderer
-    from tasks.learn import evaluate_round
+    from evosyn.flows.progress import renderer
+    from evosyn.tasks.learn import evaluate_round
 
     if official:
         if ctx.get_parameter_source("task_set").name != "DEFAULT":
@@ -138,10 +138,10 @@ class EvaluationFailed(UserError):
 
 
 def _run_official(store, agent, user, quiet: bool, **kw):
-    from agents.llm import LLMUnavailable
-    from agents.roles import StageUnavailable
-    from flows.progress import renderer
-    from tasks.official import evaluate_official
+    from evosyn.agents.llm import LLMUnavailable
+    from evosyn.agents.roles import StageUnavailable
+    from evosyn.flows.progress import renderer
+    from evosyn.tasks.official import evaluate_official
 
     try:
         with renderer(quiet) as show:
@@ -158,10 +158,10 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
                        user_base_url: str | None, user_key_env: str | None, trials: int, max_tasks: int | None,
                        task_ids: str | None, max_steps: int, tasks_path: str | None) -> None:
     """`evaluate --official`: every input checked (one line each) before the first conversation."""
-    from flows.inputs import check_domain
-    from tasks.official import official_domain, official_tasks
-    from tasks.official_agents import OfficialError, build_agent, build_user, flush_user, log_official
-    from tasks.official_agents import parse_agent, parse_user
+    from evosyn.flows.inputs import check_domain
+    from evosyn.tasks.official import official_domain, official_tasks
+    from evosyn.tasks.official_agents import OfficialError, build_agent, build_user, flush_user, log_official
+    from evosyn.tasks.official_agents import parse_agent, parse_user
 
     for option, value in (("--trials", trials), ("--max-tasks", max_tasks), ("--max-steps", max_steps)):
         if value is not None and value < 1:
@@ -177,7 +177,7 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
     except OfficialError as exc:
         raise UserError(str(exc)) from None
     if domain is None and run_id is not None:  # the run's domain (an unknown run is one line here)
-        from tasks.learn import run_domain
+        from evosyn.tasks.learn import run_domain
 
         domain = run_domain(store_from(ctx, create=False, runs=(run_id,), option="--run", any_table=True), run_id)
     domain = check_domain(domain)
@@ -208,7 +208,7 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
                            model_version=version, trials=trials, max_tasks=max_tasks, task_ids=ids,
                            max_steps=max_steps, tasks_path=tasks_path)
     flush_user(user, store, result)
-    from storage.tracking import Tracker
+    from evosyn.storage.tracking import Tracker
 
     mlrun = log_official(Tracker(store.root), result)
     print_table(f"{domain} / {split}: reward per trial (the benchmark's), strict checks beside it",
@@ -233,8 +233,8 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
 @click.pass_context
 def export(ctx, run_id: str, round_: int | None, fmt: str, output: str, hub_repo: str | None) -> None:
     """Export verified training data (LLaMA-Factory ShareGPT, OpenAI messages JSONL, tau2 tasks, HF dataset)."""
-    from flows.inputs import check_output, writing
-    from tasks.hf_export import select_examples
+    from evosyn.flows.inputs import check_output, writing
+    from evosyn.tasks.hf_export import select_examples
 
     if hub_repo and fmt != "hf":
         raise UserError(f"--push-to-hub {hub_repo}: only with --format hf")
@@ -250,7 +250,7 @@ def export(ctx, run_id: str, round_: int | None, fmt: str, output: str, hub_repo
     click.echo(f"exported {n} {what} ({fmt}) to {out}; held out {chosen.held_out} diagnostic; "
                f"dropped {sum(dropped.values())}{why}")
     if hub_repo:
-        from tasks.hf_export import PushError, push_to_hub
+        from evosyn.tasks.hf_export import PushError, push_to_hub
 
         try:
             url = push_to_hub(out, hub_repo)
@@ -263,16 +263,16 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
     """Write ``chosen.train`` as ``fmt`` under ``out``: (records written, reason -> examples left out)."""
     from collections import Counter
 
-    from agents.learners.exports import task_definitions, write_openai
-    from agents.learners.llamafactory import write_dataset
-    from envs.packs import get_domain
-    from tasks.datasets import system_prompt
-    from tasks.learn import run_domain
+    from evosyn.agents.learners.exports import task_definitions, write_openai
+    from evosyn.agents.learners.llamafactory import write_dataset
+    from evosyn.envs.packs import get_domain
+    from evosyn.tasks.datasets import system_prompt
+    from evosyn.tasks.learn import run_domain
 
     out.mkdir(parents=True, exist_ok=True)
     examples, dropped = chosen.train, Counter()
     if fmt == "hf":
-        from tasks.hf_export import write_hf
+        from evosyn.tasks.hf_export import write_hf
 
         result = write_hf(store, run_id, chosen, out, round_)
         return result.rows, result.dropped

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from flows.cli_app import PATH, UserError, main
+from evosyn.flows.cli_app import PATH, UserError, main
 
 TEMPLATE = "domain_template"  # a folder of the flows package, copied file by file
 FILES = ("__init__.py", "pack.py", "environment.py", "policy.py", "generator.py", "ontology.json")
@@ -18,7 +18,7 @@ FILES = ("__init__.py", "pack.py", "environment.py", "policy.py", "generator.py"
 def write_pack(name: str, folder: Path) -> Path:
     """Write the template as pack ``name`` under ``folder`` (``folder/name/``); returns the pack's folder."""
     target = folder / name
-    source = resources.files("flows").joinpath(TEMPLATE)
+    source = resources.files("evosyn.flows").joinpath(TEMPLATE)
     target.mkdir(parents=True)
     for file in FILES:
         text = source.joinpath(file).read_text()
@@ -38,8 +38,8 @@ def new_domain(name: str, folder: str | None) -> None:
     """Write a working domain pack NAME from the template: an environment on envs.base.Domain, its tools and
     state, a policy with one rule, ontology.json, a generator and two official tasks. `evosyn synth --domain
     NAME` and `evosyn run --domain NAME` work on it as written; edit it into your own domain from there."""
-    from envs.packs import USER_FOLDER_DEFAULT, USER_FOLDERS_ENV, known
-    from flows.inputs import cannot_create
+    from evosyn.envs.packs import USER_FOLDER_DEFAULT, USER_FOLDERS_ENV, known
+    from evosyn.flows.inputs import cannot_create
 
     if not name.isidentifier() or keyword.iskeyword(name) or not name.islower():
         raise UserError(f"new-domain {name}: a domain name is a lower-case Python identifier (e.g. gym_desk)")

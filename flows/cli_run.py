@@ -6,9 +6,9 @@ from contextlib import contextmanager
 
 import click
 
-from flows.cli_app import PATH, UserError, main
-from flows.inputs import store_from
-from flows.render import print_table
+from evosyn.flows.cli_app import PATH, UserError, main
+from evosyn.flows.inputs import store_from
+from evosyn.flows.render import print_table
 
 
 class _NotLoggedTwice(logging.Filter):
@@ -19,7 +19,7 @@ class _NotLoggedTwice(logging.Filter):
         self.reported, self.names = reported, tuple(t.__name__ for t in reported)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from storage.store import as_store_fault
+        from evosyn.storage.store import as_store_fault
 
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, self.reported) or (exc is not None and as_store_fault(exc) is not None):
@@ -34,7 +34,7 @@ class RunFailed(UserError):
 
 
 def _config(ctx, config_file, **overrides):
-    from storage.config import ConfigError, load_config
+    from evosyn.storage.config import ConfigError, load_config
 
     try:
         cfg = load_config(config_file, overrides={k: v for k, v in overrides.items() if v is not None})
@@ -43,20 +43,20 @@ def _config(ctx, config_file, **overrides):
     if ctx.obj.get("home") and not cfg.store.root:
         cfg.store.root = ctx.obj["home"]
     if cfg.backend == "llm" or any(rc.backend == "llm" for rc in cfg.roles.values()):
-        from agents.roles import check_roles
-        from storage.config import load_dotenv_secrets
+        from evosyn.agents.roles import check_roles
+        from evosyn.storage.config import load_dotenv_secrets
 
         load_dotenv_secrets()  # API keys may come from ./.env; they are read, never stored
         try:
             check_roles(cfg)  # provider, model and key of every LLM role, before any work starts
         except ConfigError as exc:
             raise UserError(str(exc)) from None
-    from flows.inputs import check_domain
+    from evosyn.flows.inputs import check_domain
 
     cfg.domain = check_domain(cfg.domain, generator=True, run=True)  # the fixed test set is always built embedded
-    from envs.ontology import check_initial_factors
-    from envs.properties import check_prior
-    from flows.inputs import use_env_data
+    from evosyn.envs.ontology import check_initial_factors
+    from evosyn.envs.properties import check_prior
+    from evosyn.flows.inputs import use_env_data
 
     try:
         use_env_data(cfg)  # the data folders it names, the run's own loaded (one line when it is not one)
@@ -65,7 +65,7 @@ def _config(ctx, config_file, **overrides):
     except ConfigError as exc:
         raise UserError(str(exc)) from None
     if cfg.official_eval is not None:  # its split and its LLM user, before any work
-        from tasks.official_agents import check_official_config
+        from evosyn.tasks.official_agents import check_official_config
 
         try:
             check_official_config(cfg.official_eval, cfg.domain)
@@ -78,7 +78,7 @@ def _config(ctx, config_file, **overrides):
 
 def check_runner(cfg) -> None:
     """``task_runner: dask``: prefect-dask installed, before any work."""
-    from flows.task_runners import TaskRunnerMissing, check_task_runner
+    from evosyn.flows.task_runners import TaskRunnerMissing, check_task_runner
 
     try:
         check_task_runner(cfg)
@@ -90,7 +90,7 @@ def check_learner(cfg) -> None:
     """``learner: llamafactory``: its CLI, and a GPU where the recipe needs one, before any work."""
     if cfg.learner != "llamafactory":
         return
-    from agents.learners.llamafactory import TrainingError, check_learner as check
+    from evosyn.agents.learners.llamafactory import TrainingError, check_learner as check
 
     try:
         check(cfg.llamafactory, cfg.train_deployment)
@@ -101,8 +101,8 @@ def check_learner(cfg) -> None:
 def prefect_api(root, meanwhile=None) -> str:
     """Settle the Prefect API once, after every input check and before the first flow (flows/prefect_api.py);
     ``meanwhile`` (the command's imports) overlaps a temporary server's start."""
-    from tasks import timing
-    from flows.prefect_api import PrefectApiError, ensure_prefect_api
+    from evosyn.tasks import timing
+    from evosyn.flows.prefect_api import PrefectApiError, ensure_prefect_api
 
     try:
         with timing.span("startup", "prefect api"):
@@ -112,7 +112,7 @@ def prefect_api(root, meanwhile=None) -> str:
 
 
 def _import_run_flow() -> None:
-    import flows.run  # noqa: F401 - Prefect's engine, the stages, the learner: seconds of imports
+    import evosyn.flows.run  # noqa: F401 - Prefect's engine, the stages, the learner: seconds of imports
 
 
 @contextmanager
@@ -122,10 +122,10 @@ def reported_in_one_line():
     A server that cannot be used and a run id already running elsewhere are run failures (exit 1: the run
     is marked failed, a ``--resume`` continues it); a test set that cannot be built is an input error (exit 2).
     """
-    from agents.learners.llamafactory import TrainingError
-    from agents.roles import StageUnavailable
-    from flows.run import RunBusy, TestSetError
-    from storage.locks import StoreLockTimeout
+    from evosyn.agents.learners.llamafactory import TrainingError
+    from evosyn.agents.roles import StageUnavailable
+    from evosyn.flows.run import RunBusy, TestSetError
+    from evosyn.storage.locks import StoreLockTimeout
 
     reported = (StageUnavailable, TestSetError, RunBusy, StoreLockTimeout, TrainingError)
     quiet = _NotLoggedTwice(reported)
@@ -139,7 +139,7 @@ def reported_in_one_line():
     except TestSetError as exc:
         raise UserError(str(exc)) from None
     except Exception as exc:  # a store fault (an unreadable chunk, a full disk) is one line too, never a traceback
-        from storage.store import as_store_fault
+        from evosyn.storage.store import as_store_fault
 
         fault = as_store_fault(exc)
         if fault is None:
@@ -152,7 +152,7 @@ def reported_in_one_line():
 
 def _lock_run(cfg, resume: str | None):
     """The run's lock (flows/run_id.py), taken here, before Prefect's start; the flow re-enters it."""
-    from flows.run_id import RunBusy, run_id_for, run_lock
+    from evosyn.flows.run_id import RunBusy, run_id_for, run_lock
 
     try:
         return run_lock(cfg.store_location(), resume or run_id_for(cfg))
@@ -187,7 +187,7 @@ def print_next(run_id: str, root) -> None:
     import os
     from pathlib import Path
 
-    from storage.objectstore import is_remote
+    from evosyn.storage.objectstore import is_remote
 
     if is_remote(root):  # an s3:// store: its name as given
         home = "" if root == os.environ.get("EVOSYN_HOME") else f"--home {root} "
@@ -224,8 +224,8 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
     """Run the closed loop: rounds of design, plan, generate, rollout, verify, dedup, train, evaluate, reflect."""
     import json
 
-    from flows.inputs import check_store_root
-    from storage.config import validate_config
+    from evosyn.flows.inputs import check_store_root
+    from evosyn.storage.config import validate_config
 
     if resume:
         store = store_from(ctx, create=False, runs=(resume,), option="--resume")
@@ -244,9 +244,9 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
     busy = _lock_run(cfg, resume)  # before the slow start-up: a run already running is said at once
     try:
         prefect_api(cfg.store_root(), meanwhile=_import_run_flow)
-        from tasks import timing
-        from flows.progress import renderer
-        from flows.run import evosyn_run
+        from evosyn.tasks import timing
+        from evosyn.flows.progress import renderer
+        from evosyn.flows.run import evosyn_run
 
         with reported_in_one_line(), renderer(quiet) as show, timing.span("flow", "run"):
             summary = evosyn_run(cfg, run_id=resume, progress=show)
@@ -272,19 +272,19 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
 @click.pass_context
 def sweep(ctx, config_file, submit, deployment, timeout, quiet) -> None:
     """Domains x arms x seeds as subflows, or as flow runs on Prefect workers (--submit deployment)."""
-    from flows.inputs import check_store_root
-    from storage.config import ConfigError
+    from evosyn.flows.inputs import check_store_root
+    from evosyn.storage.config import ConfigError
 
     try:
-        from flows.sweep import load_sweep
+        from evosyn.flows.sweep import load_sweep
 
         base, grid = load_sweep(config_file, ctx.obj.get("home"))
     except ConfigError as exc:
         raise UserError(str(exc)) from None
-    from flows.inputs import check_domain
+    from evosyn.flows.inputs import check_domain
 
     grid["domains"] = [check_domain(d, "sweep.domains", generator=True, run=True) for d in grid["domains"]]
-    from flows.inputs import use_env_data
+    from evosyn.flows.inputs import use_env_data
 
     for d in grid["domains"]:  # each domain's data folder (env_data), before any run starts
         try:
@@ -300,8 +300,8 @@ def sweep(ctx, config_file, submit, deployment, timeout, quiet) -> None:
     if grid["submit"] == "deployment":
         ctx.invoke(compare, run_ids=_sweep_on_workers(base, grid, api, timeout, quiet), output=None)
         return
-    from flows.progress import renderer
-    from flows.sweep import sweep_flow
+    from evosyn.flows.progress import renderer
+    from evosyn.flows.sweep import sweep_flow
 
     with reported_in_one_line(), renderer(quiet, with_run=True) as show:
         results = sweep_flow(base, **grid, progress=show)
@@ -312,10 +312,10 @@ def sweep(ctx, config_file, submit, deployment, timeout, quiet) -> None:
 
 def _sweep_on_workers(base, grid: dict, api: str, timeout: float | None, quiet: bool) -> tuple[str, ...]:
     """`evosyn sweep --submit deployment`: submit, wait, print each cell's flow run; the run ids to compare."""
-    from flows.cli_services import pools_without_worker, worker_hint
-    from flows.progress import renderer
-    from flows.sweep import sweep_flow
-    from flows.sweep_workers import SweepError, check_deployment, failed_line
+    from evosyn.flows.cli_services import pools_without_worker, worker_hint
+    from evosyn.flows.progress import renderer
+    from evosyn.flows.sweep import sweep_flow
+    from evosyn.flows.sweep_workers import SweepError, check_deployment, failed_line
 
     try:
         pool = check_deployment(grid["deployment"])
@@ -343,8 +343,8 @@ def _sweep_on_workers(base, grid: dict, api: str, timeout: float | None, quiet: 
 def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> None:
     """A self-contained HTML report (success over rounds, slices, allocation, probes, evolution trace, sample
     chats, legend) and a Markdown summary of a run."""
-    from flows.inputs import check_output, writing
-    from tasks.report import write_report
+    from evosyn.flows.inputs import check_output, writing
+    from evosyn.tasks.report import write_report
 
     store = store_from(ctx, create=False, runs=(run_id, *compare))
     out = check_output(output or store.root / "reports" / run_id, "--output", kind="dir")
@@ -355,8 +355,8 @@ def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> No
 
 def print_compare(result: dict) -> None:
     """Two tables per view (the learner's metrics, the verified data's), so every heading fits unabridged."""
-    from tasks.compare import DATA_COLUMNS, KEY_COLUMNS, LEARNER_COLUMNS, _cell, legend_lines
-    from tasks.legend import label
+    from evosyn.tasks.compare import DATA_COLUMNS, KEY_COLUMNS, LEARNER_COLUMNS, _cell, legend_lines
+    from evosyn.tasks.legend import label
 
     union = ", ".join(f"{d} {len(u)}" for d, u in result["pattern_union"].items())
     matched = ", ".join(f"{d} {n}" for d, n in result["size_matched_n"].items())
@@ -379,9 +379,9 @@ def print_compare(result: dict) -> None:
 @click.pass_context
 def compare(ctx, run_ids: tuple[str, ...], output: str | None) -> None:
     """One table of every run (arm, seed) x round on shared normalizations, plus per-arm final means."""
-    from flows.inputs import check_output, writing
-    from tasks.compare import compare as compare_runs
-    from tasks.compare import write_compare
+    from evosyn.flows.inputs import check_output, writing
+    from evosyn.tasks.compare import compare as compare_runs
+    from evosyn.tasks.compare import write_compare
 
     store = store_from(ctx, create=False, runs=run_ids)
     out = check_output(output or store.root / "reports" / f"compare-{run_ids[0]}", "--output", kind="dir")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from flows.cli_app import UserError, main
+from evosyn.flows.cli_app import UserError, main
 
 POOLS = {"cpu": "process", "gpu": "process"}  # a cluster swaps these for kubernetes / docker pools (README)
 # what each pool runs (deployments/prefect.yaml) and where its worker belongs
@@ -18,14 +18,14 @@ POOL_USE = {"cpu": ("runs of evosyn-run and evosyn-sweep", "any machine that has
 
 def _root(ctx) -> Path:
     """This machine's folder of the store (an ``s3://`` store's local folder: its services run here)."""
-    from flows.inputs import store_root
+    from evosyn.flows.inputs import store_root
 
     return store_root(ctx.obj.get("home")).resolve()
 
 
 def recorded_state(root: Path) -> dict:
     """services.json of ``root``; an unreadable one is one line naming it (never a JSON traceback)."""
-    from flows.services import load_state, state_path
+    from evosyn.flows.services import load_state, state_path
 
     try:
         return load_state(root)
@@ -37,7 +37,7 @@ def recorded_state(root: Path) -> dict:
 
 def project_dir(explicit: str | None = None) -> Path:
     """The checkout that holds deployments/prefect.yaml: given, the current directory, or the installed one."""
-    import flows
+    from evosyn import flows
 
     candidates = [Path(explicit)] if explicit else [Path.cwd(), Path(flows.__file__).resolve().parents[1]]
     for cand in candidates:
@@ -64,16 +64,16 @@ def project_dir(explicit: str | None = None) -> Path:
 def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project: str | None,
        timeout: float, db: str | None) -> None:
     """Start a Prefect server, an MLflow server (UI) and process workers; a second `up` starts nothing new."""
-    from flows.services import ServiceError
-    from flows.services import up as start
+    from evosyn.flows.services import ServiceError
+    from evosyn.flows.services import up as start
 
     unknown = [p for p in pools if p not in POOLS]
     if unknown:
         raise UserError(f"--pool {unknown[0]}: unknown work pool (known: {', '.join(POOLS)})")
-    from flows.inputs import check_store_root, store_root
+    from evosyn.flows.inputs import check_store_root, store_root
 
     check_store_root(store_root(ctx.obj.get("home")))  # as given: resolving would follow a broken symlink
-    from storage import postgres
+    from evosyn.storage import postgres
 
     root = _root(ctx)
     recorded_state(root)
@@ -106,7 +106,7 @@ def up(ctx, prefect_port: int, mlflow_port: int, pools: tuple[str, ...], project
 
 def _rounds_view(root: Path, tracking_uri: str | None = None) -> str:
     """The UI path of the experiment's rounds table (creating the experiment in the store the server serves)."""
-    from storage.tracking import Tracker, default_tracking_uri, rounds_view_path
+    from evosyn.storage.tracking import Tracker, default_tracking_uri, rounds_view_path
 
     return rounds_view_path(Tracker(root, tracking_uri or default_tracking_uri(root)).experiment_id)
 
@@ -115,7 +115,7 @@ def _rounds_view(root: Path, tracking_uri: str | None = None) -> str:
 @click.pass_context
 def down(ctx) -> None:
     """Stop the services `evosyn up` started (by PID) and check that none of their processes remain."""
-    from flows.services import down as stop
+    from evosyn.flows.services import down as stop
 
     root = _root(ctx)
     if not recorded_state(root):
@@ -128,7 +128,7 @@ def down(ctx) -> None:
 
 
 def _api_url(root: Path) -> str:
-    from flows.services import alive, http_ok
+    from evosyn.flows.services import alive, http_ok
 
     state = recorded_state(root)
     if "prefect" in state and alive(state["prefect"].pid):

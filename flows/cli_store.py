@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
-from flows.cli_app import main
-from flows.inputs import open_store
+from evosyn.flows.cli_app import main
+from evosyn.flows.inputs import open_store
 
 
 @main.group()
@@ -28,14 +28,14 @@ def _root_problems(root: Path) -> list[tuple[str, str]]:
     out = []
     db = root / "mlflow.db"
     if db.is_file():
-        from storage.mlflow_db import half_made
+        from evosyn.storage.mlflow_db import half_made
 
         why = half_made(db)
         if why:
             out.append(("mlflow", f"{db}: half-made MLflow database ({why})"))
     catalog = root / "catalog.duckdb"
     if catalog.exists():
-        from storage.catalog import catalog_readable
+        from evosyn.storage.catalog import catalog_readable
 
         if not catalog_readable(catalog):
             out.append(("catalog", f"{catalog}: unreadable DuckDB catalog"))
@@ -48,7 +48,7 @@ def _root_problems(root: Path) -> list[tuple[str, str]]:
 @click.pass_context
 def check(ctx, repair: bool) -> None:
     """Verify every chunk file against its completion marker (row count and checksum), one line per problem."""
-    from storage.chunks import check as check_chunks
+    from evosyn.storage.chunks import check as check_chunks
 
     st = open_store(ctx.obj.get("home"), create=False)  # a missing root is one line, exit 2
     problems = check_chunks(st)
@@ -68,19 +68,19 @@ def check(ctx, repair: bool) -> None:
 
 
 def _repair(ctx, st, problems, root_fixes: list[str]) -> None:
-    from storage.chunks import check as check_chunks
-    from storage.chunks import invalidate
+    from evosyn.storage.chunks import check as check_chunks
+    from evosyn.storage.chunks import invalidate
 
     if "mlflow" in root_fixes:
-        from storage.locks import store_lock
-        from storage.mlflow_db import ensure_tracking_db
-        from storage.tracking import default_tracking_uri
+        from evosyn.storage.locks import store_lock
+        from evosyn.storage.mlflow_db import ensure_tracking_db
+        from evosyn.storage.tracking import default_tracking_uri
 
         with store_lock(st.root, "mlflow"):
             ensure_tracking_db(default_tracking_uri(st.root))
         click.echo(f"rebuilt {st.root / 'mlflow.db'} (the half-made one is kept beside it)")
     if "catalog" in root_fixes:
-        from storage.catalog import write_catalog_file
+        from evosyn.storage.catalog import write_catalog_file
 
         click.echo(f"rebuilt {write_catalog_file(open_store(str(st.root), create=True))}")
     invalidate(problems)
@@ -89,7 +89,7 @@ def _repair(ctx, st, problems, root_fixes: list[str]) -> None:
     to_resume = [r for r in affected if r in runs]
     if any(r not in runs for r in affected):  # a test or probe set's chunk: every run that uses it rebuilds it
         to_resume = runs
-    from flows.cli_run import run as run_command
+    from evosyn.flows.cli_run import run as run_command
 
     for run_id in to_resume:
         click.echo(f"resuming {run_id} to redo its broken chunks")

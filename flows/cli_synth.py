@@ -6,18 +6,18 @@ from typing import TYPE_CHECKING
 
 import click
 
-from flows.cli_app import PATH, UserError, main
-from flows.inputs import store_from
-from flows.render import print_table
+from evosyn.flows.cli_app import PATH, UserError, main
+from evosyn.flows.inputs import store_from
+from evosyn.flows.render import print_table
 
 if TYPE_CHECKING:
-    from storage.config import RoleConfig
+    from evosyn.storage.config import RoleConfig
 
 
 def load_space_file(path: str, domain: str, run_id: str):
-    from envs.ontology import SpaceError, validate_space
-    from storage.config import ConfigError, read_text_file
-    from storage.records import Factor, SynthesisSpace
+    from evosyn.envs.ontology import SpaceError, validate_space
+    from evosyn.storage.config import ConfigError, read_text_file
+    from evosyn.storage.records import Factor, SynthesisSpace
 
     try:
         raw = json.loads(read_text_file(path, prefix=f"--space {path}"))
@@ -45,13 +45,13 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
     """
     import hashlib
 
-    from agents.designer import ColdStart
-    from envs.ontology import load_initial_space
-    from envs.packs import get_domain, get_pack
-    from tasks.stages import Ctx
-    from tasks.synthesis import PassConflict, backends, claim, run_pass
+    from evosyn.agents.designer import ColdStart
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_domain, get_pack
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import PassConflict, backends, claim, run_pass
 
-    from flows.inputs import check_domain
+    from evosyn.flows.inputs import check_domain
 
     domain = check_domain(domain, generator=True)
     check_factors(domain, factors)
@@ -77,7 +77,7 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
         claim(pass_ctx, space, steering, n, "evosyn", chunk_size)  # before any output: a refusal is one line
     except PassConflict as exc:
         raise UserError(f"--run-id {run_id}: {exc}") from None
-    from flows.progress import renderer
+    from evosyn.flows.progress import renderer
 
     with renderer(quiet) as show:
         result = run_pass(pass_ctx, space, steering, n, chunk_size=chunk_size, emit=show)
@@ -86,14 +86,14 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 
 def with_factors(space, controllable: dict[str, list[str]], factors: tuple[str, ...]):
     """The space plus each named factor (tasks/datasets.py; here for the callers that import it from here)."""
-    from tasks.datasets import with_factors as add
+    from evosyn.tasks.datasets import with_factors as add
 
     return add(space, controllable, factors)
 
 
 def check_factors(domain: str, factors: tuple[str, ...]) -> None:
     """Each --factor is a property the domain's generator controls (one line naming them otherwise)."""
-    from envs.packs import get_pack
+    from evosyn.envs.packs import get_pack
 
     controllable = get_pack(domain).controllable
     for name in factors:
@@ -129,12 +129,12 @@ def space_digest(space) -> str:
 def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: str | None, chunk_size: int,
           backend: str | None, config_file: str | None, factors: tuple[str, ...], quiet: bool) -> None:
     """One synthesis pass (design, plan, generate, rollout, verify, repair) into the store; a rerun resumes it."""
-    from tasks.synthesis import control, summary
+    from evosyn.tasks.synthesis import control, summary
 
     llm = None
     if backend or config_file:  # the run's config rules: roles, checked before any work, as `evosyn run` does
-        from agents.roles import llm_roles
-        from flows.cli_run import _config
+        from evosyn.agents.roles import llm_roles
+        from evosyn.flows.cli_run import _config
 
         llm = llm_roles(_config(ctx, config_file, domain=domain, seed=seed, backend=backend))
     run_id, result, space = run_synth(ctx, domain, n, seed, space_file, run_id, chunk_size, llm_roles=llm,

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import click
 
-from flows.cli_app import main
-from flows.inputs import store_from
-from flows.render import print_table
+from evosyn.flows.cli_app import main
+from evosyn.flows.inputs import store_from
+from evosyn.flows.render import print_table
 
 
 def _marginal(counts: dict[str, int]) -> str:
@@ -14,7 +14,7 @@ def _marginal(counts: dict[str, int]) -> str:
 
 def show(report: dict) -> None:
     """The report of one set: the one-line summary, then its cells (official-matched) or marginals (uniform)."""
-    from tasks.testset import report_line
+    from evosyn.tasks.testset import report_line
 
     click.echo(report_line(report))
     if report["kind"] == "uniform":
@@ -40,8 +40,8 @@ def show(report: dict) -> None:
 @click.pass_context
 def testsets(ctx, domain: str | None, n: int) -> None:
     """Build (once per store) or show the domain's two fixed test sets and what each realized."""
-    from flows.inputs import check_domain
-    from tasks.testset import KINDS, skipped_line, test_cases, test_set_report
+    from evosyn.flows.inputs import check_domain
+    from evosyn.tasks.testset import KINDS, skipped_line, test_cases, test_set_report
 
     domain = check_domain(domain, generator=True, run=True)  # the uniform set draws on controllable
     store = store_from(ctx)

@@ -5,8 +5,8 @@ import json
 
 import click
 
-from flows.cli_app import UserError, main
-from flows.inputs import POINT_ELSEWHERE, open_store
+from evosyn.flows.cli_app import UserError, main
+from evosyn.flows.inputs import POINT_ELSEWHERE, open_store
 
 
 @main.command()
@@ -20,7 +20,7 @@ def show(ctx, record_id: str, as_json: bool, full: bool) -> None:
     An id names its own record and the records downstream of it: a task id also
     shows its trajectories and verdicts, a blueprint id the whole chain.
     """
-    from tasks.browse import KINDS, find
+    from evosyn.tasks.browse import KINDS, find
 
     home = ctx.obj.get("home")
     store = open_store(home, create=False)
@@ -33,7 +33,7 @@ def show(ctx, record_id: str, as_json: bool, full: bool) -> None:
         click.echo(json.dumps([{"kind": f.kind, "table": f.table, "matched": f.via,
                                 "record": f.record.model_dump(mode="json")} for f in found], indent=1))
         return
-    from flows.view import console, record_view
+    from evosyn.flows.view import console, record_view
 
     out = console()
     counts: dict[str, int] = {}
@@ -51,7 +51,7 @@ def show(ctx, record_id: str, as_json: bool, full: bool) -> None:
 @click.pass_context
 def runs(ctx, fmt: str) -> None:
     """List the store's runs: closed-loop runs, `evosyn synth` passes and test sets."""
-    from tasks.browse import run_overview
+    from evosyn.tasks.browse import run_overview
 
     store = open_store(ctx.obj.get("home"), create=False)
     rows = run_overview(store)
@@ -63,7 +63,7 @@ def runs(ctx, fmt: str) -> None:
     if not rows:
         click.echo("nothing yet: `evosyn run` or `evosyn synth` writes one")
         return
-    from flows.render import print_table
+    from evosyn.flows.render import print_table
 
     print_table(None, ["run", "kind", "domain", "arm", "seed", "rounds", "status", "verified", "last test",
                        "created"],
@@ -79,9 +79,9 @@ def runs(ctx, fmt: str) -> None:
 @click.option("--full", is_flag=True, help="Show tool results in full (default: cut at 400 characters).")
 def preview(domain: str | None, n: int, seed: int, full: bool) -> None:
     """Synthesize a handful of samples with the embedded backend and show them; writes nothing to the store."""
-    from flows.inputs import check_domain
-    from flows.view import console, sample_view
-    from tasks.browse import preview as run_preview
+    from evosyn.flows.inputs import check_domain
+    from evosyn.flows.view import console, sample_view
+    from evosyn.tasks.browse import preview as run_preview
 
     domain = check_domain(domain, generator=True)
     samples = run_preview(domain, n, seed)

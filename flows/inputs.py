@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.cli_app import UserError
+from evosyn.flows.cli_app import UserError
 
 if TYPE_CHECKING:
-    from storage.config import RunConfig
+    from evosyn.storage.config import RunConfig
 
 POINT_ELSEWHERE = "point at another store root with `evosyn --home DIR …` or EVOSYN_HOME=DIR"
 
@@ -28,11 +28,11 @@ def check_domain(name: str | None, option: str = "--domain", generator: bool = F
 
     ``generator``: the command synthesizes with the embedded generator, so the
     domain's pack must have one, and the pack is checked as a synthesis needs
-    it (``envs.pack_check``: its space, its environment's tools, its policy
+    it (``evosyn.envs.pack_check``: its space, its environment's tools, its policy
     module); ``run``: also as a closed-loop run needs it (``controllable``).
     Otherwise one UserError line naming the setting and the fix.
     """
-    from envs.packs import broken, default_domain, get_pack, known
+    from evosyn.envs.packs import broken, default_domain, get_pack, known
 
     if not name:
         name = default_domain()
@@ -48,7 +48,7 @@ def check_domain(name: str | None, option: str = "--domain", generator: bool = F
         raise UserError(f"{option} {name}: task_builder: the embedded backend has no generator for this domain yet "
                         f"(domains with one: {', '.join(ready)}); define task_builder(domain, prior) in its pack")
     if generator or run:
-        from envs.pack_check import first_error
+        from evosyn.envs.pack_check import first_error
 
         why = first_error(name, "run" if run else "synth")
         if why is not None:
@@ -59,8 +59,8 @@ def check_domain(name: str | None, option: str = "--domain", generator: bool = F
 def use_env_data(cfg: RunConfig) -> None:
     """The data folders of ``cfg.env_data`` in use in this process from now on (every other domain on its
     default), the run's own domain loaded from its folder now: one ``ConfigError`` line otherwise."""
-    from envs.packs import PackError, UnknownDomain, use_data
-    from storage.config import ConfigError
+    from evosyn.envs.packs import PackError, UnknownDomain, use_data
+    from evosyn.storage.config import ConfigError
 
     try:
         use_data(cfg.env_data, cfg.domain)
@@ -77,7 +77,7 @@ def store_location(home: str | os.PathLike[str] | None) -> str:
 
 def store_root(home: str | os.PathLike[str] | None) -> Path:
     """This machine's folder of the store a command uses: the store itself, or an ``s3://`` store's local folder."""
-    from storage.objectstore import is_remote, local_home
+    from evosyn.storage.objectstore import is_remote, local_home
 
     location = store_location(home)
     return local_home(location) if is_remote(location) else Path(location).expanduser()
@@ -168,8 +168,8 @@ def unknown_run(rid: str, option: str, root: Path, known: list[str]) -> str:
 def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs: Iterable[str] = (),
                option: str = "run", any_table: bool = False):
     """The store a command reads (``create=False``) or writes; ``runs`` (named by ``option``) must be in it."""
-    from storage.objectstore import is_remote
-    from storage.store import Store
+    from evosyn.storage.objectstore import is_remote
+    from evosyn.storage.store import Store
 
     if is_remote(store_location(home)):
         return _open_remote(store_location(home), create, list(dict.fromkeys(runs)), option, any_table)
@@ -198,8 +198,8 @@ def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs
 def _open_remote(location: str, create: bool, wanted: list[str], option: str, any_table: bool):
     """``open_store`` of an ``s3://`` store: a bucket that cannot be reached, or a prefix that holds no store, is
     one line."""
-    from storage.objectstore import S3Error, has_objects
-    from storage.store import Store
+    from evosyn.storage.objectstore import S3Error, has_objects
+    from evosyn.storage.store import Store
 
     try:
         store = Store(location, create=False)

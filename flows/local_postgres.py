@@ -25,8 +25,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from agents import servers
-from agents.servers import (
+from evosyn.agents import servers
+from evosyn.agents.servers import (
     HOST,
     ServerExited,
     ServerNotReady,
@@ -36,7 +36,7 @@ from agents.servers import (
     signal_all,
     wait_gone,
 )
-from storage import postgres, redact
+from evosyn.storage import postgres, redact
 
 SUPERUSER = "evosyn"
 DATABASE = "evosyn"

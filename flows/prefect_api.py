@@ -28,9 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents import servers
-from agents.servers import HOST, ServerExited, ServerNotReady, alive, free_port, http_ok, log_tail, wait_ready
-from flows.services import load_state
+from evosyn.agents import servers
+from evosyn.agents.servers import HOST, ServerExited, ServerNotReady, alive, free_port, http_ok, log_tail, wait_ready
+from evosyn.flows.services import load_state
 
 STARTUP_TIMEOUT_VAR = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 # The temporary server serves this command's flows alone: no UI, and only the services that record what its

@@ -1,7 +1,7 @@
-"""Live progress of a run on the terminal: the stage events of ``tasks.progress``, drawn with ``rich``.
+"""Live progress of a run on the terminal: the stage events of ``evosyn.tasks.progress``, drawn with ``rich``.
 
 The stages emit ``StageEvent`` objects; a round's Prefect tasks (threads of the
-round's task runner) hand them to ``tasks.engine.publish``, which passes each to
+round's task runner) hand them to ``evosyn.tasks.engine.publish``, which passes each to
 whoever ``listening`` registered for its run id in this process (these renderers).
 
 Two renderers, both callables taking a message (``str``) or a ``StageEvent``:
@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import IO, Self
 
-from tasks.progress import StageEvent, StageState, Tally, counts
+from evosyn.tasks.progress import StageEvent, StageState, Tally, counts
 
 
 def stage_label(st: StageState, with_run: bool) -> str:

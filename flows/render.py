@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import click
 
-from storage import atomic
+from evosyn.storage import atomic
 
 if TYPE_CHECKING:  # pyarrow costs ~0.2 s to import: `evosyn --help`, the table printers and `query` do without it
     import pyarrow as pa
 
-    from storage.catalog import Rows
+    from evosyn.storage.catalog import Rows
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -45,7 +45,7 @@ def write_rows(result: Rows, fmt: str, output: Path | None, limit: int = 50) -> 
 
 def write_result(result: pa.Table, fmt: str, output: Path | None, limit: int = 50) -> None:
     if fmt in ("table", "json"):
-        from storage.catalog import arrow_rows
+        from evosyn.storage.catalog import arrow_rows
 
         write_rows(arrow_rows(result, None if fmt == "json" else limit), fmt, output, limit)
         return

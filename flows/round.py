@@ -2,7 +2,7 @@
 -> reflect.
 
 The round composes the stages' Prefect tasks, each a thin wrapper defined beside its stage function in
-``tasks/`` (``tasks.stages``, ``tasks.loop``, ``tasks.checkpoint``, ``tasks.official_agents``: the same
+``tasks/`` (``evosyn.tasks.stages``, ``evosyn.tasks.loop``, ``evosyn.tasks.checkpoint``, ``evosyn.tasks.official_agents``: the same
 functions ``evosyn synth`` and the test set run in-process); per-item work
 (generate, rollout, verify) is mapped over chunks of blueprints with bounded
 concurrency. Every stage is idempotent over the store, so a rerun after a
@@ -10,8 +10,8 @@ crash redoes only the chunks that are missing.
 
 Each task logs what its stage did to its Prefect task run ("verify: 5/6 kept;
 rejected: policy 1") and publishes the events to the process's listeners
-(``tasks.engine.publish``; ``flows.progress`` draws them on the terminal); the round's flow run logs each
-stage's total line and, at its end, publishes its artifacts (``flows.artifacts``).
+(``evosyn.tasks.engine.publish``; ``evosyn.flows.progress`` draws them on the terminal); the round's flow run logs each
+stage's total line and, at its end, publishes its artifacts (``evosyn.flows.artifacts``).
 """
 from __future__ import annotations
 
@@ -23,23 +23,23 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import opaque, quote
 
-from agents.designer import Steering
-from flows.artifacts import publish_round
-from flows.task_runners import THREAD_WORKERS
-from flows.train import train_via_deployment
-from storage.config import RunConfig
-from storage.records import Direction, Evaluation, Feedback, Reflection, SynthesisSpace
-from tasks import checkpoint, loop, stages, timing
-from tasks.checkpoint import evaluate_checkpoint_task, train_checkpoint_task
-from tasks.dedup import DedupCounts, dedup_task
-from tasks.engine import listening, publish
-from tasks.learn import Checkpoint
-from tasks.loop import evaluate_task, reflect_task, train_task
-from tasks.metrics import intrinsic, round_metrics, verified_samples
-from tasks.official import OfficialResult
-from tasks.official_agents import official_task
-from tasks.progress import StageEvent, Tally
-from tasks.stages import Ctx, design_task, generate_task, plan_task, rollout_task, verify_task
+from evosyn.agents.designer import Steering
+from evosyn.flows.artifacts import publish_round
+from evosyn.flows.task_runners import THREAD_WORKERS
+from evosyn.flows.train import train_via_deployment
+from evosyn.storage.config import RunConfig
+from evosyn.storage.records import Direction, Evaluation, Feedback, Reflection, SynthesisSpace
+from evosyn.tasks import checkpoint, loop, stages, timing
+from evosyn.tasks.checkpoint import evaluate_checkpoint_task, train_checkpoint_task
+from evosyn.tasks.dedup import DedupCounts, dedup_task
+from evosyn.tasks.engine import listening, publish
+from evosyn.tasks.learn import Checkpoint
+from evosyn.tasks.loop import evaluate_task, reflect_task, train_task
+from evosyn.tasks.metrics import intrinsic, round_metrics, verified_samples
+from evosyn.tasks.official import OfficialResult
+from evosyn.tasks.official_agents import official_task
+from evosyn.tasks.progress import StageEvent, Tally
+from evosyn.tasks.stages import Ctx, design_task, generate_task, plan_task, rollout_task, verify_task
 
 @dataclass
 class RoundResult:

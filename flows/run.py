@@ -1,7 +1,7 @@
 """The EvoSyn run: rounds of `round_flow` with the stop rules, tracked in MLflow (§4.2, App. B.1).
 
 ``progress`` gets the run's messages (``str``) and, while the run lasts, every
-``StageEvent`` its rounds publish in this process (``flows.progress``): the CLI
+``StageEvent`` its rounds publish in this process (``evosyn.flows.progress``): the CLI
 passes a renderer. The run publishes a summary artifact to its flow run.
 
 Stop rules: at most ``rounds`` rounds; for arms whose Reflector may revise the
@@ -20,26 +20,26 @@ from dataclasses import dataclass, field
 
 from prefect import flow
 
-from agents.designer import ColdStart
-from agents.roles import check_roles
-from envs.ontology import check_initial_factors, load_initial_space
-from envs.properties import check_prior
-from flows.artifacts import publish_summary
-from flows.inputs import use_env_data
-from flows.round import round_flow
-from flows.run_id import RunBusy, run_id_for, run_lock  # noqa: F401 (RunBusy, run_id_for: their home before)
-from flows.task_runners import check_task_runner, task_runner_for
-from storage import atomic
-from storage.config import RunConfig
-from storage.records import Run
-from storage.store import Store, as_store_fault
-from storage.tracking import Tracker
-from tasks import timing
-from tasks.engine import listening
-from tasks.loop import REFLECTING_ARMS
-from tasks.official_agents import check_official_config
-from tasks.progress import StageEvent
-from tasks.stages import steering_for
+from evosyn.agents.designer import ColdStart
+from evosyn.agents.roles import check_roles
+from evosyn.envs.ontology import check_initial_factors, load_initial_space
+from evosyn.envs.properties import check_prior
+from evosyn.flows.artifacts import publish_summary
+from evosyn.flows.inputs import use_env_data
+from evosyn.flows.round import round_flow
+from evosyn.flows.run_id import RunBusy, run_id_for, run_lock  # noqa: F401 (RunBusy, run_id_for: their home before)
+from evosyn.flows.task_runners import check_task_runner, task_runner_for
+from evosyn.storage import atomic
+from evosyn.storage.config import RunConfig
+from evosyn.storage.records import Run
+from evosyn.storage.store import Store, as_store_fault
+from evosyn.storage.tracking import Tracker
+from evosyn.tasks import timing
+from evosyn.tasks.engine import listening
+from evosyn.tasks.loop import REFLECTING_ARMS
+from evosyn.tasks.official_agents import check_official_config
+from evosyn.tasks.progress import StageEvent
+from evosyn.tasks.stages import steering_for
 
 log = logging.getLogger("evosyn.run")
 
@@ -61,7 +61,7 @@ def stops(cfg: RunConfig, unchanged: int) -> bool:
 def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
     """The fixed test sets (official-matched, uniform), built (once) before any round, so a set the generator
     cannot fill is known now; each set's report line (what it aimed at, what it realized) is said."""
-    from tasks.testset import KINDS, report_line, skipped_line, test_cases, test_set_report
+    from evosyn.tasks.testset import KINDS, report_line, skipped_line, test_cases, test_set_report
 
     for kind in KINDS:
         if (skipped := skipped_line(cfg.domain, kind)) is not None:  # no official tasks: nothing to match
@@ -131,7 +131,7 @@ def _restore_finished(cfg: RunConfig, run_id: str) -> None:
 def evosyn_run(cfg: RunConfig, run_id: str | None = None,
                progress: Callable[[str | StageEvent], None] | None = None) -> RunSummary:
     if not cfg.domain:  # "" is the default domain pack (storage cannot name it)
-        from envs.packs import default_domain
+        from evosyn.envs.packs import default_domain
 
         cfg = cfg.model_copy(update={"domain": default_domain()})
     run_id = run_id or run_id_for(cfg)
@@ -168,7 +168,7 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
     if cfg.official_eval is not None:
         check_official_config(cfg.official_eval, cfg.domain)  # its split and its LLM user, before any work
     if cfg.learner == "llamafactory":
-        from agents.learners.llamafactory import check_learner
+        from evosyn.agents.learners.llamafactory import check_learner
 
         check_learner(cfg.llamafactory, cfg.train_deployment)  # its CLI, and a GPU where the recipe needs one
     check_task_runner(cfg)  # prefect-dask installed, before any work

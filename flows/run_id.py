@@ -7,9 +7,9 @@ import hashlib
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from storage.config import EXECUTION_FIELDS, RoleConfig, RunConfig
-from storage.locks import StoreLockTimeout, store_lock
-from storage.records import PROBING_ARMS
+from evosyn.storage.config import EXECUTION_FIELDS, RoleConfig, RunConfig
+from evosyn.storage.locks import StoreLockTimeout, store_lock
+from evosyn.storage.records import PROBING_ARMS
 
 NEWER_ROLE_FIELDS = ("max_reply_bytes", "on_invalid")
 

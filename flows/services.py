@@ -27,12 +27,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from agents import servers
-from agents.servers import (HOST, ServerExited, ServerNotReady, alive, family, http_ok, log_tail, port_free,
+from evosyn.agents import servers
+from evosyn.agents.servers import (HOST, ServerExited, ServerNotReady, alive, family, http_ok, log_tail, port_free,
                             signal_all, wait_gone, wait_ready)
-from storage import atomic, postgres
-from storage.atomic import read_or_none
-from storage.tracking import default_tracking_uri
+from evosyn.storage import atomic, postgres
+from evosyn.storage.atomic import read_or_none
+from evosyn.storage.tracking import default_tracking_uri
 
 STATE_FILE = "services.json"
 LOCAL_DB = "local"  # `--db local`: a PostgreSQL server of this store root
@@ -82,7 +82,7 @@ def stop(service: Service, grace: float = 15.0) -> set[int]:
     if not family({service.pid}):
         return set()
     if service.name == "postgres":
-        from flows import local_postgres
+        from evosyn.flows import local_postgres
 
         return local_postgres.stop(service.pid, grace=grace * 2)
     if service.name.startswith("worker-"):
@@ -118,7 +118,7 @@ def wait_until(service: Service, check: Callable[[], bool], timeout: float) -> N
 
 # ---------------------------------------------------------------- start
 def service_env(root: Path, prefect_api: str, project_dir: Path) -> dict[str, str]:
-    from storage import offline
+    from evosyn.storage import offline
 
     root = Path(root).resolve()
     return {**offline.OFFLINE_DEFAULTS, **os.environ,
@@ -160,8 +160,8 @@ def database(root: Path, db: str | None, state: dict[str, Service], timeout: flo
              say: Callable[[str], None]) -> str | None:
     """The PostgreSQL URL the servers use (None: sqlite files in the store root), with both databases made and
     MLflow's schema built; ``local`` starts this root's own server unless it runs (recorded in ``state``)."""
-    from flows import local_postgres
-    from storage.mlflow_db import ensure_tracking_db
+    from evosyn.flows import local_postgres
+    from evosyn.storage.mlflow_db import ensure_tracking_db
 
     if db is None and ("postgres" in state or local_postgres.made(root)):
         db = LOCAL_DB  # a later `up` of a root whose tables live in its own cluster: never sqlite beside them

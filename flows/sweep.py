@@ -3,7 +3,7 @@ of the `evosyn-run` deployment on its work pool's workers (flows/sweep_workers.p
 
 No domain is named here: a sweep that lists no domains (or an empty list, as the
 weekly deployment does) runs every domain pack that has an environment and an embedded generator
-(``envs.packs``), so adding a pack adds it to the sweep.
+(``evosyn.envs.packs``), so adding a pack adds it to the sweep.
 """
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import Callable, Literal
 
 from prefect import flow
 
-from envs import packs
-from flows.run import RunSummary, evosyn_run
-from flows.sweep_workers import (DEFAULT_DEPLOYMENT, SUBMIT_MODES, Cell, crash_superseded, submit_cells,
+from evosyn.envs import packs
+from evosyn.flows.run import RunSummary, evosyn_run
+from evosyn.flows.sweep_workers import (DEFAULT_DEPLOYMENT, SUBMIT_MODES, Cell, crash_superseded, submit_cells,
                                  wait_cells)
-from tasks.progress import StageEvent
-from storage.config import ConfigError, RunConfig, read_config_file, validate_config
+from evosyn.tasks.progress import StageEvent
+from evosyn.storage.config import ConfigError, RunConfig, read_config_file, validate_config
 
 GRID_FIELDS = ("domains", "arms", "seeds")
 OPTION_FIELDS = ("submit", "deployment")  # how the cells run: in this process, or on a deployment's workers

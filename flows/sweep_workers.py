@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
 
-from flows.run_id import run_id_for
-from storage.config import RunConfig
-from storage.store import Store
+from evosyn.flows.run_id import run_id_for
+from evosyn.storage.config import RunConfig
+from evosyn.storage.store import Store
 
 DEFAULT_DEPLOYMENT = "evosyn-run/evosyn-run"
 SUBMIT_MODES = ("inline", "deployment")

@@ -13,18 +13,18 @@ from typing import Any, Literal
 
 from prefect import flow, task
 
-from storage.config import LlamaFactoryConfig
-from storage.store import Store
-from tasks import loop
-from tasks.learn import run_domain
-from tasks.stages import Ctx
+from evosyn.storage.config import LlamaFactoryConfig
+from evosyn.storage.store import Store
+from evosyn.tasks import loop
+from evosyn.tasks.learn import run_domain
+from evosyn.tasks.stages import Ctx
 
 
 @task(name="llamafactory-train")
 def llamafactory_task(store: Store, run_id: str, round: int, domain: str, lf: LlamaFactoryConfig) -> str:
     """Export, then ``llamafactory-cli train`` (tasks/checkpoint.py): the checkpoint's path."""
-    from agents.learners.llamafactory import check_learner
-    from tasks.checkpoint import train_checkpoint
+    from evosyn.agents.learners.llamafactory import check_learner
+    from evosyn.tasks.checkpoint import train_checkpoint
 
     check_learner(lf)  # this worker's CLI and GPU, before the export
     ckpt, _ = train_checkpoint(store, run_id, round, domain, lf, log=print)
@@ -33,7 +33,7 @@ def llamafactory_task(store: Store, run_id: str, round: int, domain: str, lf: Ll
 
 @task(name="train")
 def embedded_task(ctx: Ctx):
-    from tasks.learn import model_path
+    from evosyn.tasks.learn import model_path
 
     loop.train(ctx)
     return model_path(ctx.store, ctx.run_id, ctx.round)
@@ -45,7 +45,7 @@ def sft_train(root: str, run_id: str, round: int, seed: int = 0, domain: str | N
               llamafactory: dict[str, Any] | None = None) -> str:
     """Returns the path of the trained model (embedded artifact or LLaMA-Factory checkpoint).
 
-    ``llamafactory``: the run's ``llamafactory`` config (``storage.config.LlamaFactoryConfig``); without it,
+    ``llamafactory``: the run's ``llamafactory`` config (``evosyn.storage.config.LlamaFactoryConfig``); without it,
     the paper's recipe on ``model``."""
     store = Store(root)
     domain = run_domain(store, run_id, domain)
@@ -61,9 +61,9 @@ def train_via_deployment(ctx: Ctx, deployment: str, learner: str = "embedded",
     learner, or the checkpoint's marker); a flow run that does not complete fails the round, naming it."""
     from prefect.deployments import run_deployment
 
-    from agents.learners.llamafactory import TrainingError
-    from tasks.checkpoint import load_checkpoint
-    from tasks.learn import load_round
+    from evosyn.agents.learners.llamafactory import TrainingError
+    from evosyn.tasks.checkpoint import load_checkpoint
+    from evosyn.tasks.learn import load_round
 
     root = ctx.store.location if ctx.store.remote else str(ctx.store.root.resolve())  # an s3:// store by its name
     params: dict[str, Any] = {"root": root, "run_id": ctx.run_id, "round": ctx.round,

@@ -14,9 +14,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from envs.base import EnvTask
-from envs.packs import get_domain
-from storage.records import Blueprint, Evaluation, Run, SFTExample, SynthTask, Trajectory, Verdict
+from evosyn.envs.base import EnvTask
+from evosyn.envs.packs import get_domain
+from evosyn.storage.records import Blueprint, Evaluation, Run, SFTExample, SynthTask, Trajectory, Verdict
 
 RESULT_CHARS = 400  # a tool result longer than this is cut (``--full`` shows all of it)
 

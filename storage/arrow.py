@@ -14,9 +14,9 @@ from typing import Any
 import pyarrow as pa
 from pydantic_core import from_json
 
-from storage.canonical import STORED
-from storage.records import Record
-from storage.schemas import derived_columns, json_columns, schema_fingerprint, schema_of
+from evosyn.storage.canonical import STORED
+from evosyn.storage.records import Record
+from evosyn.storage.schemas import derived_columns, json_columns, schema_fingerprint, schema_of
 
 # the schemas are built in storage/schemas.py; the store and the benchmarks take them from here with the rows
 __all__ = ["derived_columns", "from_rows", "json_columns", "loads_json", "schema_fingerprint", "schema_of",

@@ -1,5 +1,5 @@
 """Records that audit a run rather than carry its data: each model call (``llm_calls``) and each copy check of a
-verified task (``dedup``). Re-exported by ``storage.records``, which lists every table.
+verified task (``dedup``). Re-exported by ``evosyn.storage.records``, which lists every table.
 """
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from storage.canonical import UTCDatetime
-from storage.contracts import Record, utcnow
+from evosyn.storage.canonical import UTCDatetime
+from evosyn.storage.contracts import Record, utcnow
 
 
 class LLMCall(Record):

@@ -1,5 +1,5 @@
 """Canonical forms at the record boundary: what a field holds from construction on is what a store round
-trip gives back (``storage.records`` builds its fields from these)."""
+trip gives back (``evosyn.storage.records`` builds its fields from these)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone

@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import duckdb
 import pyarrow as pa
 
-from storage.faults import fault_zone
-from storage.records import TABLES
-from storage.schemas import derived_from, schema_of
+from evosyn.storage.faults import fault_zone
+from evosyn.storage.records import TABLES
+from evosyn.storage.schemas import derived_from, schema_of
 
 if TYPE_CHECKING:  # a Store opens (and keeps current) its catalog: this module only receives one
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
 CATALOG_FILE = "catalog.duckdb"
 DUCKDB_CONFIG = {"autoinstall_known_extensions": False}
@@ -219,7 +219,7 @@ def ensure_catalog_file(store: Store) -> Path:
         return path
     want = {t: _fingerprint(sql) for t, sql in _catalog_views(store).items()}
     if _views_in(path) != want:
-        from storage.locks import store_lock
+        from evosyn.storage.locks import store_lock
 
         with store_lock(store.root, "catalog"):  # concurrent first runs: one writes, the others find it
             if _views_in(path) != want:

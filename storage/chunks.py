@@ -7,7 +7,7 @@ run's round but ``llm_calls``: call rows are a log, not a result (a redo replays
 cache, with new call ids), and a lost log is no reason to redo a stage.
 
 ``verify`` compares a marker with the files now on disk: a file missing, truncated (its footer cannot be
-read), of another row count, or of other bytes is a problem, one line each. ``tasks.stages.Ctx.done``
+read), of another row count, or of other bytes is a problem, one line each. ``evosyn.tasks.stages.Ctx.done``
 treats a chunk with a problem as not done, so ``--resume`` recomputes it (row-identically: the stages
 are seeded and LLM replies cached); ``check`` (`evosyn store check`) runs the same over a whole root and
 adds the files no marker vouches for that cannot be read at all. Markers written before this recorded
@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from storage import objectstore
-from storage.objectstore import is_object, source
-from storage.records import TABLES
+from evosyn.storage import objectstore
+from evosyn.storage.objectstore import is_object, source
+from evosyn.storage.records import TABLES
 
 if TYPE_CHECKING:
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
 UNVERIFIED = ("llm_calls",)
 MTIME_MARGIN_NS = 50_000_000  # file times come from a coarse clock (a few ms behind time.time_ns)

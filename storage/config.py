@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from storage.records import Arm
-from storage.userfiles import ConfigError, load_dotenv_secrets, read_text_file  # noqa: F401 (their home before)
+from evosyn.storage.records import Arm
+from evosyn.storage.userfiles import ConfigError, load_dotenv_secrets, read_text_file  # noqa: F401 (their home before)
 
 ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector", "task_agent")
 
@@ -289,7 +289,7 @@ class RunConfig(_Strict):
     def store_root(self) -> Path:
         """This machine's folder of the store: the store itself, or for an ``s3://`` store the local folder of
         what it does not share (the Prefect home, the default MLflow database, caches, reports)."""
-        from storage.objectstore import is_remote, local_home
+        from evosyn.storage.objectstore import is_remote, local_home
 
         location = self.store_location()
         return local_home(location) if is_remote(location) else Path(location).expanduser()

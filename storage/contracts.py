@@ -1,6 +1,6 @@
 """The bases of every store record: strict pydantic contracts, and the lineage ids a table row carries.
 
-``storage.records`` holds the records of the round's stages, ``storage.audit_records`` those that audit them (model
+``evosyn.storage.records`` holds the records of the round's stages, ``evosyn.storage.audit_records`` those that audit them (model
 calls, copies); both build on these.
 """
 from __future__ import annotations

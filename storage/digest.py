@@ -18,8 +18,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from storage.records import TABLES
-from storage.store import Store
+from evosyn.storage.records import TABLES
+from evosyn.storage.store import Store
 
 # created_at: when a row was written; latency_s: how long an LLM call took. Neither is content.
 TIME_COLUMNS = frozenset({"created_at", "latency_s"})

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from storage import objectstore
+from evosyn.storage import objectstore
 
 log = logging.getLogger("evosyn.storage")
 POLL_S = 0.5  # between tries while another process holds the lock

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from storage.objectstore import is_remote, remote_path
+from evosyn.storage.objectstore import is_remote, remote_path
 
 LOCK_DIR = "locks"
 DEFAULT_TIMEOUT_S = float(os.environ.get("EVOSYN_LOCK_TIMEOUT_S", "600"))
@@ -67,7 +67,7 @@ def _timeout(path, wait: float) -> StoreLockTimeout:
 
 @contextmanager
 def _remote(path, wait: float) -> Iterator[None]:
-    from storage.leases import lease_lock
+    from evosyn.storage.leases import lease_lock
 
     try:
         cm = lease_lock(path, wait)

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from storage.atomic import atomic_path
-from storage.faults import fault_zone
+from evosyn.storage.atomic import atomic_path
+from evosyn.storage.faults import fault_zone
 
 log = logging.getLogger("evosyn.storage")
 
@@ -91,7 +91,7 @@ def half_made(path: Path) -> str | None:
 
 def open_error(uri: str, exc: BaseException) -> TrackingStoreError:
     """The one line for a tracking database MLflow cannot open (one that holds runs: never rebuilt)."""
-    from storage.postgres import masked
+    from evosyn.storage.postgres import masked
 
     why = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
     path = sqlite_file(uri)
@@ -162,7 +162,7 @@ def ensure_tracking_db(uri: str) -> None:
 
     Raises whatever the build raises (``OSError``, sqlite's "disk is full") with nothing left in place.
     """
-    from storage import postgres
+    from evosyn.storage import postgres
 
     if postgres.is_postgres(uri):
         postgres.ensure_database(uri)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from storage import redact
+from evosyn.storage import redact
 
 SCHEMES = ("postgresql", "postgres")
 PREFECT_DRIVER, MLFLOW_DRIVER = "asyncpg", "psycopg"

@@ -3,7 +3,7 @@
 Every record carries the lineage ids (run, round, space version, direction,
 blueprint) so any row can be traced back to the decision that produced it.
 Each record class maps to one Parquet table (see ``TABLES``); its Arrow schema
-is derived in ``storage.arrow`` and is stable across runs.
+is derived in ``evosyn.storage.arrow`` and is stable across runs.
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from storage.audit_records import DedupCheck, LLMCall
-from storage.canonical import JSONObject, UTCDatetime
-from storage.contracts import OBSERVED_FACTORS, Contract, Record, utcnow
+from evosyn.storage.audit_records import DedupCheck, LLMCall
+from evosyn.storage.canonical import JSONObject, UTCDatetime
+from evosyn.storage.contracts import OBSERVED_FACTORS, Contract, Record, utcnow
 
 # ---------------------------------------------------------------- run
 Arm = Literal["evosyn", "static", "no_feedback", "no_reflector", "no_designer", "single_agent"]
@@ -154,7 +154,7 @@ class SynthTask(Record):
 
     task_id: str
     domain: str
-    # the family's task as ``envs.base.EnvTask.to_json`` gives it, for every family; the column keeps the
+    # the family's task as ``evosyn.envs.base.EnvTask.to_json`` gives it, for every family; the column keeps the
     # name it had when tau2 was the only family, since renaming it would change the table's schema (and
     # every store's schema files): read it as ``definition``
     tau2_task: JSONObject

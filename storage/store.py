@@ -32,12 +32,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from storage import objectstore
-from storage.objectstore import is_object, source
-from storage.atomic import atomic_path, write_text
-from storage.records import TABLES, Record
-from storage.redact import redact_table
-from storage.schemas import schema_fingerprint
+from evosyn.storage import objectstore
+from evosyn.storage.objectstore import is_object, source
+from evosyn.storage.atomic import atomic_path, write_text
+from evosyn.storage.records import TABLES, Record
+from evosyn.storage.redact import redact_table
+from evosyn.storage.schemas import schema_fingerprint
 
 if TYPE_CHECKING:
     import polars as pl
@@ -79,7 +79,7 @@ _DISK_TEXTS = ("database or disk is full", "disk i/o error", "no space left", "f
 def as_store_fault(exc: BaseException) -> StoreFault | None:
     """The one-line fault of an error that is the store's (an unreadable chunk, a tracking database that cannot
     be opened, a full or failing disk under any of them); None for any other error."""
-    from storage.mlflow_db import TrackingStoreError
+    from evosyn.storage.mlflow_db import TrackingStoreError
 
     if isinstance(exc, (StoreFault, TrackingStoreError)):
         return exc if isinstance(exc, StoreFault) else StoreFault(str(exc))
@@ -154,7 +154,7 @@ class Store:
             self._ensure_schema_files()
             if not self.remote:  # a catalog file for other DuckDB clients: over S3 they would need httpfs
                 # imported here: the catalog module builds on Store
-                from storage.catalog import ensure_catalog_file
+                from evosyn.storage.catalog import ensure_catalog_file
 
                 ensure_catalog_file(self)
 
@@ -183,7 +183,7 @@ class Store:
         """A schema file per table, every data file in the current schema (a migration, once per schema change)."""
         if not self._stale_schema_files():
             return
-        from storage.locks import store_lock
+        from evosyn.storage.locks import store_lock
 
         with store_lock(self.location, "schema"):  # concurrent first runs: one writes, the others find them
             for name in self._stale_schema_files():
@@ -198,7 +198,7 @@ class Store:
         """
         import pyarrow.parquet as pq
 
-        from storage.arrow import from_rows, schema_of, to_table
+        from evosyn.storage.arrow import from_rows, schema_of, to_table
 
         model, schema = table_for(table), schema_of(table_for(table))
         for path in self.files(table):
@@ -230,7 +230,7 @@ class Store:
         _check_id("chunk_id", chunk_id)
         if not records:
             return []
-        from storage.arrow import to_table
+        from evosyn.storage.arrow import to_table
 
         model = type(records[0])
         if model.table not in TABLES:
@@ -283,7 +283,7 @@ class Store:
         """Record that ``stage`` (``chunk``) of ``run_id`` round ``round`` wrote all of its output, with what it
         wrote since ``since_ns`` (when it began): each chunk file's row count and checksum
         (``storage/chunks.py``), so a resume can verify it."""
-        from storage.chunks import describe
+        from evosyn.storage.chunks import describe
 
         path = self.marker_path(stage, run_id, round, chunk)
         files = describe(self, run_id, round, chunk, since_ns) if chunk else {}
@@ -304,7 +304,7 @@ class Store:
     def read(self, table: str, run_id: str | None = None, round: int | None = None) -> pl.DataFrame:
         import polars as pl
 
-        from storage.arrow import schema_of
+        from evosyn.storage.arrow import schema_of
 
         model = table_for(table)
         files = self.files(table, run_id, round)
@@ -325,7 +325,7 @@ class Store:
                      where: Callable[[dict], bool] | None = None) -> list[Record]:
         """The records of ``table`` (of a run, of a round); ``where``: a test on a row's stored values (JSON
         columns still text), so that only the rows it keeps are parsed and validated."""
-        from storage.arrow import from_rows
+        from evosyn.storage.arrow import from_rows
 
         model = table_for(table)
         files = self.files(table, run_id, round)
@@ -338,7 +338,7 @@ class Store:
                     round: int | None = None) -> list[dict]:
         """Only ``fields`` of each row, as plain values (JSON columns parsed), without building the records:
         for callers that scan a whole run for a few fields (a test set's fills read every attempt's verdicts)."""
-        from storage.arrow import json_columns, loads_json
+        from evosyn.storage.arrow import json_columns, loads_json
 
         model = table_for(table)
         unknown = [f for f in fields if f not in model.model_fields]
@@ -360,7 +360,7 @@ class Store:
         path = self.partition_dir(table, run_id, round) / f"{_check_id('chunk_id', chunk_id)}.parquet"
         if not path.is_file():
             return []
-        from storage.arrow import from_rows
+        from evosyn.storage.arrow import from_rows
 
         return from_rows(_read(path).to_pylist(), table_for(table))
 

@@ -14,10 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
-from storage.locks import store_lock
-from storage.mlflow_db import ensure_tracking_db, open_error
-from storage.postgres import is_postgres, register_password
-from storage.records import Reflection, Run, SynthesisSpace
+from evosyn.storage.locks import store_lock
+from evosyn.storage.mlflow_db import ensure_tracking_db, open_error
+from evosyn.storage.postgres import is_postgres, register_password
+from evosyn.storage.records import Reflection, Run, SynthesisSpace
 
 EXPERIMENT = "evosyn"
 LOGGED_TAG = "evosyn.logged"  # set on a round run once all of its logging is done

@@ -17,10 +17,10 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel, ConfigDict
 
-from storage.arrow import from_rows
-from storage.catalog import connect
-from storage.records import TABLES, Blueprint, Record, SynthTask, Trajectory, Verdict
-from storage.store import Store
+from evosyn.storage.arrow import from_rows
+from evosyn.storage.catalog import connect
+from evosyn.storage.records import TABLES, Blueprint, Record, SynthTask, Trajectory, Verdict
+from evosyn.storage.store import Store
 
 # (kind, table, own id column), in pipeline order: what `show` prints first comes first
 KINDS: tuple[tuple[str, str, str], ...] = (
@@ -106,7 +106,7 @@ def _done_markers(store: Store, run_id: str, stage: str, round_glob: str = "roun
 
 def run_overview(store: Store) -> list[RunRow]:
     """Every run of the store (closed-loop runs, synth passes, test sets), oldest first."""
-    from tasks.testset import TEST_SET_STAGE
+    from evosyn.tasks.testset import TEST_SET_STAGE
 
     con = connect(store)
     try:
@@ -163,10 +163,10 @@ class Sample:
 
 def preview(domain: str, n: int, seed: int = 0, chunk_size: int = 50) -> list[Sample]:
     """``n`` blueprints of the domain's initial space through one embedded pass, in a store that is then removed."""
-    from agents.designer import ColdStart
-    from envs.ontology import load_initial_space
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
+    from evosyn.agents.designer import ColdStart
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
 
     run_id = f"preview-{domain}-s{seed}-n{n}"
     with tempfile.TemporaryDirectory(prefix="evosyn-preview-") as tmp:

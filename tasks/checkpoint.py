@@ -4,7 +4,7 @@ Each round exports every verified training example of rounds <= r as ShareGPT
 with tools and the domain policy as the system prompt (the prompt the served
 agent gets in ``harness.run_episode``), writes the recipe, runs ``llamafactory-cli
 train`` (here, or in the ``sft-train`` flow on the gpu pool: ``flows/train.py``),
-then serves the checkpoint (``agents.learners.serving``) and evaluates it on the
+then serves the checkpoint (``evosyn.agents.learners.serving``) and evaluates it on the
 diagnostic and test sets with the harness and user simulator the embedded learner
 is scored with. Its evaluations carry ``model_version`` ``<run>/r<round>/llamafactory-<hash>``:
 the hash is the checkpoint's (of its training data and recipe), recorded beside it in
@@ -22,23 +22,23 @@ from pathlib import Path
 
 import prefect
 
-from agents.learners.exports import DATASET_NAME
-from agents.learners.llamafactory import TrainingError, find_cli, recipe_of, run_training, write_config, \
+from evosyn.agents.learners.exports import DATASET_NAME
+from evosyn.agents.learners.llamafactory import TrainingError, find_cli, recipe_of, run_training, write_config, \
     write_dataset
-from agents.learners.openai_agent import OpenAICompatibleAgent
-from envs.packs import get_domain
-from storage import atomic
-from storage.atomic import read_or_none
-from storage.config import LlamaFactoryConfig
-from storage.records import Evaluation, Message
-from storage.store import Store
-from tasks import timing
-from tasks.engine import STAGE_TASK, emitter
-from tasks.datasets import examples_upto, system_prompt
-from tasks.dedup import training_examples
-from tasks.learn import Checkpoint
-from tasks.progress import Emit
-from tasks.stages import Ctx, emit_event
+from evosyn.agents.learners.openai_agent import OpenAICompatibleAgent
+from evosyn.envs.packs import get_domain
+from evosyn.storage import atomic
+from evosyn.storage.atomic import read_or_none
+from evosyn.storage.config import LlamaFactoryConfig
+from evosyn.storage.records import Evaluation, Message
+from evosyn.storage.store import Store
+from evosyn.tasks import timing
+from evosyn.tasks.engine import STAGE_TASK, emitter
+from evosyn.tasks.datasets import examples_upto, system_prompt
+from evosyn.tasks.dedup import training_examples
+from evosyn.tasks.learn import Checkpoint
+from evosyn.tasks.progress import Emit
+from evosyn.tasks.stages import Ctx, emit_event
 
 MARKER = "evosyn_checkpoint.json"
 _PATH_KEYS = ("model_name_or_path", "dataset_dir", "output_dir", "deepspeed")  # where, not what: not hashed
@@ -133,8 +133,8 @@ def evaluate(ctx: Ctx, ckpt: Checkpoint, lf: LlamaFactoryConfig, test_size: int,
              ) -> tuple[list[Evaluation], list[Evaluation], list[Evaluation]]:
     """(diagnostic, test, test_uniform) evaluations of the served checkpoint; the server runs only while a set
     is missing."""
-    import tasks.loop as loop
-    from agents.learners.serving import serving
+    import evosyn.tasks.loop as loop
+    from evosyn.agents.learners.serving import serving
 
     sets = ("diagnostic", "test", "test_uniform")
     if all(ctx.done("evaluate", f"eval-{s}") for s in sets):

@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from storage import metrics as M
-from storage import atomic
-from storage.store import Store
-from tasks.legend import label, legend
-from tasks.metrics import intrinsic, pattern_union, round_metrics, verified_samples
+from evosyn.storage import metrics as M
+from evosyn.storage import atomic
+from evosyn.storage.store import Store
+from evosyn.tasks.legend import label, legend
+from evosyn.tasks.metrics import intrinsic, pattern_union, round_metrics, verified_samples
 
 COLUMNS = ["domain", "arm", "seed", "round", "verified", "success_diagnostic", "success_test", "success_test_uniform",
            "factor_coverage",

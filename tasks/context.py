@@ -1,5 +1,5 @@
 """A pass's context: where its stages read and write (store, run, round) and how its roles are built. Every stage
-(tasks/stages.py) and every pass (the round, `evosyn synth`, the test sets) is handed one; `tasks.stages` re-exports it."""
+(tasks/stages.py) and every pass (the round, `evosyn synth`, the test sets) is handed one; `evosyn.tasks.stages` re-exports it."""
 from __future__ import annotations
 
 import functools
@@ -8,13 +8,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agents.roles import Roles, build_roles, flush_calls, llm_roles
-from envs.base import Domain
-from envs.packs import DomainPack, default_domain, get_domain
-from storage.chunks import verify
-from storage.config import DedupConfig, RoleConfig, RunConfig
-from storage.faults import kill_point
-from storage.store import Store
+from evosyn.agents.roles import Roles, build_roles, flush_calls, llm_roles
+from evosyn.envs.base import Domain
+from evosyn.envs.packs import DomainPack, default_domain, get_domain
+from evosyn.storage.chunks import verify
+from evosyn.storage.config import DedupConfig, RoleConfig, RunConfig
+from evosyn.storage.faults import kill_point
+from evosyn.storage.store import Store
 
 DIAGNOSTIC_FRACTION = 0.2
 log = logging.getLogger("evosyn.stages")
@@ -26,11 +26,11 @@ class Ctx:
     """Where a pass's stages read and write (store, run, round) and how its roles are built.
 
     ``llm_roles``: role -> the config of each LLM-backed role (validated once, by
-    ``agents.roles.check_roles``); every other role is embedded.
+    ``evosyn.agents.roles.check_roles``); every other role is embedded.
     ``diagnostic_fraction``: the held-out share of each verified chunk's SFT
     examples; None writes no examples (the test set is no training data).
     ``source``: the ``source`` of every generated task (None keeps the generator's).
-    ``fault_points``: the ``storage.faults`` point each stage's crash point is,
+    ``fault_points``: the ``evosyn.storage.faults`` point each stage's crash point is,
     for a pass that has its own points (the test set has one, ``testset``, after
     its tasks); a stage it leaves out has none. None: each stage's own name.
     """

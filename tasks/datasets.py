@@ -5,12 +5,12 @@ import hashlib
 import json
 from typing import Callable, Iterable
 
-from agents.learners.harness import TaskCase
-from envs.base import Domain
-from envs.ontology import OBSERVABLE
-from envs.packs import get_domain
-from storage.records import Factor, Message, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
-from storage.store import Store
+from evosyn.agents.learners.harness import TaskCase
+from evosyn.envs.base import Domain
+from evosyn.envs.ontology import OBSERVABLE
+from evosyn.envs.packs import get_domain
+from evosyn.storage.records import Factor, Message, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
+from evosyn.storage.store import Store
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
 
@@ -74,7 +74,7 @@ def as_trajectories(examples: list[SFTExample], system: str | Callable[[SFTExamp
                     ) -> list[Trajectory]:
     """The examples as trajectories to learn from; with ``system`` (``system_prompt``), each opens with the
     system prompt its agent is given, as an exported example does (the embedded learner reads the values it
-    states: ``agents.learners.prompt.stated_values``)."""
+    states: ``evosyn.agents.learners.prompt.stated_values``)."""
     out = []
     for e in examples:
         text = system(e) if callable(system) else system

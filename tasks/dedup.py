@@ -1,7 +1,7 @@
 """Deduplication and decontamination: the stage after verify, and the same check over any run (`evosyn dedup`).
 
 Each verified task of a round (one with an SFT example, train or diagnostic) is checked, in (round, task id) order,
-against three references, by the two tests of ``tasks.dedup_index``:
+against three references, by the two tests of ``evosyn.tasks.dedup_index``:
 
 - ``duplicate``: an earlier verified task of the same run (an earlier round, or this round's before it);
 - ``official`` / ``official_test``: every official task of the domain (all splits); a match in the official
@@ -24,19 +24,19 @@ from dataclasses import dataclass
 
 import prefect
 
-from envs.base import Domain
-from storage.config import DedupConfig, RunConfig
-from storage.faults import kill_point
-from storage.locks import store_lock
-from storage.records import Contract, DedupCheck, SFTExample, SynthTask
-from storage.store import Store
-from tasks import timing
-from tasks.datasets import examples_upto
-from tasks.dedup_index import Index, Match, Params, Signature, signatures
-from tasks.engine import STAGE_TASK, emitter
-from tasks.progress import Emit
-from tasks.stages import Ctx, emit_event
-from tasks.testset import KINDS, is_built, test_cases, test_set_run_id
+from evosyn.envs.base import Domain
+from evosyn.storage.config import DedupConfig, RunConfig
+from evosyn.storage.faults import kill_point
+from evosyn.storage.locks import store_lock
+from evosyn.storage.records import Contract, DedupCheck, SFTExample, SynthTask
+from evosyn.storage.store import Store
+from evosyn.tasks import timing
+from evosyn.tasks.datasets import examples_upto
+from evosyn.tasks.dedup_index import Index, Match, Params, Signature, signatures
+from evosyn.tasks.engine import STAGE_TASK, emitter
+from evosyn.tasks.progress import Emit
+from evosyn.tasks.stages import Ctx, emit_event
+from evosyn.tasks.testset import KINDS, is_built, test_cases, test_set_run_id
 
 STAGE = CHUNK = TABLE = "dedup"
 FLAGS = ("duplicate", "official", "official_test", "test_set")

@@ -1,4 +1,4 @@
-"""The two tests of a near copy, over tasks of any family (``envs.base.EnvTask``): MinHash over the user's
+"""The two tests of a near copy, over tasks of any family (``evosyn.envs.base.EnvTask``): MinHash over the user's
 instruction, and the gold actions.
 
 ``instruction``: the word shingles of the user's instruction (the scenario's parts, the persona aside, in a fixed
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from datasketch import MinHash, MinHashLSH
 
-from envs.base import EnvTask
+from evosyn.envs.base import EnvTask
 
 SCHEME = "affine32"  # datasketch's default since 2.0, pinned: stored Jaccard values stay comparable
 SEED = 1

@@ -1,6 +1,6 @@
 """What every stage's Prefect task shares: the task options, the emitter, and the in-process event bus.
 
-A stage function (``tasks.stages``, ``tasks.loop``, ``tasks.checkpoint``, ``tasks.official_agents``) is pure over
+A stage function (``evosyn.tasks.stages``, ``evosyn.tasks.loop``, ``evosyn.tasks.checkpoint``, ``evosyn.tasks.official_agents``) is pure over
 the store and takes an ``emit`` callback; beside it sits its Prefect task, which adds only what the engine brings:
 a named, logged task run. ``emitter()`` logs each ``StageEvent`` to the task run and hands it to ``publish``,
 which passes it to whoever ``listening`` registered for its run id in this process (the CLI's renderer, the
@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from prefect import get_run_logger
 from prefect.cache_policies import NO_CACHE
 
-from tasks.progress import Emit, StageEvent, event_line
+from evosyn.tasks.progress import Emit, StageEvent, event_line
 
 # Every stage resumes from its own chunks in the store (tasks/stages.py), so Prefect neither hashes a task's
 # inputs into a cache key (the default policy serializes every blueprint, task and trajectory passed in) nor

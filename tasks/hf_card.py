@@ -16,14 +16,14 @@ from importlib import metadata
 import pyarrow as pa
 import yaml
 
-from storage.records import Run, SynthesisSpace, Verdict
-from storage.store import Store
+from evosyn.storage.records import Run, SynthesisSpace, Verdict
+from evosyn.storage.store import Store
 
 LICENSE = "apache-2.0"  # the project's licence (pyproject.toml `license`)
 SLICES = ("task_family", "expected_outcome", "num_write")
 FIELDS = {  # the card's table of columns: one per column of tasks/hf_export.py SCHEMA
     "example_id": "id of the training example (`sft_examples.example_id` in the EvoSyn store)",
-    "task_id": "the synthesized task (`tasks.task_id`; `evosyn show ID` renders it)",
+    "task_id": "the synthesized task (`evosyn.tasks.task_id`; `evosyn show ID` renders it)",
     "trajectory_id": "the verified trajectory the messages come from",
     "run_id": "the EvoSyn run (or synthesis pass) that produced it",
     "round": "the round it was synthesized in (0: an `evosyn synth` pass)",

@@ -18,11 +18,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agents.learners.exports import trajectory_messages
-from tasks.hf_card import SLICES, card_text
-from storage import atomic
-from storage.records import SFTExample, SynthTask, Verdict
-from storage.store import Store
+from evosyn.agents.learners.exports import trajectory_messages
+from evosyn.tasks.hf_card import SLICES, card_text
+from evosyn.storage import atomic
+from evosyn.storage.records import SFTExample, SynthTask, Verdict
+from evosyn.storage.store import Store
 
 SHARD_ROWS = 10_000  # rows per Parquet shard: files of a few tens of MB, what the Hub's viewer reads well
 
@@ -161,7 +161,7 @@ def push_to_hub(folder: Path, repo: str, private: bool = False) -> str:
     """Upload the export folder as dataset repo ``repo``; returns its URL. PushError when it cannot."""
     import os
 
-    from storage.offline import APPLIED
+    from evosyn.storage.offline import APPLIED
 
     token = hub_token()
     if not token:

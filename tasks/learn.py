@@ -6,17 +6,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.learners.embedded import EmbeddedLearner
-from agents.learners.harness import TaskCase, evaluate
-from envs.packs import default_domain, get_domain
-from storage.atomic import read_or_none
-from storage.faults import kill_point
-from storage.records import Evaluation, Trajectory
-from storage.store import Store
-from tasks.datasets import as_trajectories, diagnostic_cases, system_prompt
-from tasks.dedup import training_examples
-from tasks.progress import Emit, StageEvent
-from tasks.testset import TASK_SETS, test_cases
+from evosyn.agents.learners.embedded import EmbeddedLearner
+from evosyn.agents.learners.harness import TaskCase, evaluate
+from evosyn.envs.packs import default_domain, get_domain
+from evosyn.storage.atomic import read_or_none
+from evosyn.storage.faults import kill_point
+from evosyn.storage.records import Evaluation, Trajectory
+from evosyn.storage.store import Store
+from evosyn.tasks.datasets import as_trajectories, diagnostic_cases, system_prompt
+from evosyn.tasks.dedup import training_examples
+from evosyn.tasks.progress import Emit, StageEvent
+from evosyn.tasks.testset import TASK_SETS, test_cases
 
 
 @dataclass(frozen=True)

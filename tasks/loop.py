@@ -23,21 +23,21 @@ import time
 
 import prefect
 
-from agents.feedback import FeedbackInputs, build_feedback, probe_report
-from agents.learners.embedded import EmbeddedLearner
-from agents.probes import TaskProfile
-from envs.packs import get_domain
-from storage.atomic import read_or_none
-from storage.faults import kill_point
-from storage.records import PROBING_ARMS, Arm, Evaluation, Feedback, Probe, Reflection, SynthesisSpace
-from tasks import timing
-from tasks.engine import STAGE_TASK, emitter
-from tasks.datasets import as_trajectories, diagnostic_cases, system_prompt
-from tasks.dedup import training_examples
-from tasks.learn import Checkpoint, evaluate_round, evaluated, fit_embedded, model_path, model_version
-from tasks.progress import Emit
-from tasks.stages import Ctx, emit_event
-from tasks.testset import DEFAULT_SIZE, TASK_SETS, test_cases, test_set_run_id
+from evosyn.agents.feedback import FeedbackInputs, build_feedback, probe_report
+from evosyn.agents.learners.embedded import EmbeddedLearner
+from evosyn.agents.probes import TaskProfile
+from evosyn.envs.packs import get_domain
+from evosyn.storage.atomic import read_or_none
+from evosyn.storage.faults import kill_point
+from evosyn.storage.records import PROBING_ARMS, Arm, Evaluation, Feedback, Probe, Reflection, SynthesisSpace
+from evosyn.tasks import timing
+from evosyn.tasks.engine import STAGE_TASK, emitter
+from evosyn.tasks.datasets import as_trajectories, diagnostic_cases, system_prompt
+from evosyn.tasks.dedup import training_examples
+from evosyn.tasks.learn import Checkpoint, evaluate_round, evaluated, fit_embedded, model_path, model_version
+from evosyn.tasks.progress import Emit
+from evosyn.tasks.stages import Ctx, emit_event
+from evosyn.tasks.testset import DEFAULT_SIZE, TASK_SETS, test_cases, test_set_run_id
 
 REFLECTING_ARMS = {"evosyn", "no_feedback", "no_designer"}
 
@@ -48,7 +48,7 @@ def trained(emit: Emit | None, ctx: Ctx, learner, how: str = "", since: float | 
 
 
 def train(ctx: Ctx, emit: Emit | None = None):
-    from agents.learners.embedded import EmbeddedLearner, fingerprint
+    from evosyn.agents.learners.embedded import EmbeddedLearner, fingerprint
 
     t0 = time.monotonic()
     examples = training_examples(ctx.store, ctx.run_id, ctx.round)

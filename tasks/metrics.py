@@ -11,9 +11,9 @@ across the runs of one comparison.
 """
 from __future__ import annotations
 
-from envs.reference import INTERACTION_TEMPLATES, reference_values
-from storage import metrics as M
-from storage.store import Store
+from evosyn.envs.reference import INTERACTION_TEMPLATES, reference_values
+from evosyn.storage import metrics as M
+from evosyn.storage.store import Store
 
 GAIN_SPLIT = "diagnostic"
 
@@ -61,7 +61,7 @@ def intrinsic(samples: list[dict], domain: str, union: set[str] | None = None) -
 def ordinal_factors(domain: str) -> dict[str, list[str]]:
     """Factors whose values are ordered buckets, with their order: the write and read counts, and every
     property the domain's generator controls (its pack lists each one's buckets in order)."""
-    from envs.packs import get_pack
+    from evosyn.envs.packs import get_pack
 
     return {"num_write": list(M.ORDINAL), "num_read": list(M.ORDINAL),
             **{k: list(vs) for k, vs in get_pack(domain).controllable.items()}}

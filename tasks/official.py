@@ -3,12 +3,12 @@
 The tasks and splits are the installed tau2 package's own (``Domain.tasks(split)``:
 its ``split_tasks.json`` per domain, e.g. ``train`` / ``test`` / ``base``), or those of a
 tau2 data folder given by path (``tasks_path``: e.g. a tau2-bench v1.0.1 checkout, whose task
-fixes the package predates). Every result names its task set (``envs.task_sets.TaskSet``:
+fixes the package predates). Every result names its task set (``evosyn.envs.task_sets.TaskSet``:
 the package and version, or the folder, and the tasks file's SHA-256).
 Each trial is one conversation between the agent and a user simulator (scripted or
-an LLM, ``agents.official_user``) on a fresh copy of the task's initial state
-(``agents.learners.harness.converse``, the loop every evaluation runs),
-scored by ``envs.verify.run_checks``: the reward is tau2's (its reward basis, as
+an LLM, ``evosyn.agents.official_user``) on a fresh copy of the task's initial state
+(``evosyn.agents.learners.harness.converse``, the loop every evaluation runs),
+scored by ``evosyn.envs.verify.run_checks``: the reward is tau2's (its reward basis, as
 tau2's evaluator computes it), the strict checks are reported beside it (an
 evaluation's ``success`` is both: reward 1 and every check). pass^k is tau2's
 (``tau2.metrics.agent_metrics``): per task C(c, k) / C(n, k) with c of its n trials
@@ -29,15 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.learners.base import TaskAgent
-from agents.learners.harness import converse
-from envs.base import Domain
-from envs.packs import get_domain
-from envs.task_sets import TaskSet
-from envs.verify import run_checks
-from storage.records import Contract, Evaluation, Trajectory
-from storage.store import Store
-from tasks.progress import Emit, StageEvent
+from evosyn.agents.learners.base import TaskAgent
+from evosyn.agents.learners.harness import converse
+from evosyn.envs.base import Domain
+from evosyn.envs.packs import get_domain
+from evosyn.envs.task_sets import TaskSet
+from evosyn.envs.verify import run_checks
+from evosyn.storage.records import Contract, Evaluation, Trajectory
+from evosyn.storage.store import Store
+from evosyn.tasks.progress import Emit, StageEvent
 
 SUCCESS_TOLERANCE = 1e-6  # tau2's ``is_successful``: a reward within 1e-6 of 1
 
@@ -100,7 +100,7 @@ class UserSim:
     retries: int = 2
 
     def for_task(self, domain: Domain, task: Any, trial: int):
-        from agents.official_user import llm_user, scripted_user
+        from evosyn.agents.official_user import llm_user, scripted_user
 
         if self.client is None:
             return scripted_user(domain, task)

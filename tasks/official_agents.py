@@ -15,14 +15,14 @@ from typing import Any
 
 import prefect
 
-from agents.learners.embedded import EmbeddedLearner
-from tasks import timing
-from tasks.engine import STAGE_TASK, emitter
-from tasks.official import OfficialResult, UserSim, chunk_name, evaluate_official, result_of
-from tasks.progress import Emit
-from tasks.stages import Ctx
-from storage.config import ConfigError, OfficialEvalConfig, RoleConfig
-from storage.store import Store
+from evosyn.agents.learners.embedded import EmbeddedLearner
+from evosyn.tasks import timing
+from evosyn.tasks.engine import STAGE_TASK, emitter
+from evosyn.tasks.official import OfficialResult, UserSim, chunk_name, evaluate_official, result_of
+from evosyn.tasks.progress import Emit
+from evosyn.tasks.stages import Ctx
+from evosyn.storage.config import ConfigError, OfficialEvalConfig, RoleConfig
+from evosyn.storage.store import Store
 
 AGENT_KINDS = ("embedded", "openai_compatible")
 USER_PROVIDERS = ("openai", "anthropic", "openai_compatible")
@@ -96,7 +96,7 @@ _USER_OPTIONS = {"api_key_env": "--user-key-env", "base_url": "--user-base-url",
 def check_user(rc: RoleConfig, where: str) -> None:
     """``check_role_config`` naming what to fix as ``where`` does: the CLI's options (``--user``), or the config's
     fields (``official_eval.user``)."""
-    from agents.llm import check_role_config
+    from evosyn.agents.llm import check_role_config
 
     try:
         check_role_config("user", rc)
@@ -111,11 +111,11 @@ def build_agent(spec: AgentSpec, store: Store | None = None, run_id: str | None 
                 round: int | None = None) -> tuple[Any, str]:
     """(the task agent, its model version). The embedded one is the stored learner of ``run_id`` / ``round``."""
     if spec.kind == "embedded":
-        from tasks.learn import load_round, model_version
+        from evosyn.tasks.learn import load_round, model_version
 
         learner = load_round(store, run_id, round)  # FileNotFoundError: no model for that round
         return learner, model_version(learner, run_id, round)
-    from agents.learners.openai_agent import OpenAICompatibleAgent
+    from evosyn.agents.learners.openai_agent import OpenAICompatibleAgent
 
     return OpenAICompatibleAgent(spec.base_url, spec.model, api_key_env=spec.api_key_env), spec.label
 
@@ -123,7 +123,7 @@ def build_agent(spec: AgentSpec, store: Store | None = None, run_id: str | None 
 def build_user(rc: RoleConfig | None, cache_dir) -> UserSim:
     if rc is None:
         return UserSim("embedded")
-    from agents.roles import client_for
+    from evosyn.agents.roles import client_for
 
     return UserSim(f"{rc.provider}:{rc.model}", client_for("user", rc, cache_dir).bound(), rc.max_invalid_retries)
 
@@ -132,7 +132,7 @@ def flush_user(user: UserSim, store: Store, result: OfficialResult) -> None:
     """The LLM user's calls go to ``llm_calls`` (the evaluation's chunk, role ``user``)."""
     if user.client is None:
         return
-    from agents.llm.calllog import write_calls
+    from evosyn.agents.llm.calllog import write_calls
 
     write_calls(store, user.client.take_calls(result.run_id, result.round), f"{result.chunk}-user", "user")
 
@@ -165,7 +165,7 @@ def log_official(tracker, result: OfficialResult) -> str:
 def check_official_config(oc: OfficialEvalConfig, domain: str) -> None:
     """One line for a split the domain lacks, a task folder without the domain's tasks, or an LLM user that
     cannot run; before any work."""
-    from tasks.official import official_domain
+    from evosyn.tasks.official import official_domain
 
     try:
         dom = official_domain(domain, oc.tasks_path)
@@ -188,10 +188,10 @@ def round_official(ctx, agent, oc: OfficialEvalConfig, emit: Emit | None = None,
     (e.g. the round's served checkpoint).
     """
     if version is None:
-        from tasks.learn import model_version
+        from evosyn.tasks.learn import model_version
 
         version = model_version(agent, ctx.run_id, ctx.round)
-    from tasks.official import official_domain
+    from evosyn.tasks.official import official_domain
 
     user = build_user(oc.user if oc.user.backend == "llm" else None, ctx.store.root / "llm_cache")
     source = official_domain(ctx.domain, oc.tasks_path).task_set()

@@ -1,6 +1,6 @@
 """Progress of a pass as events: what each stage (or each chunk of it) did, for whoever renders or logs it.
 
-The stage functions (``tasks.stages``, ``tasks.loop``) emit a
+The stage functions (``evosyn.tasks.stages``, ``evosyn.tasks.loop``) emit a
 ``StageEvent`` when a call finishes (also a call that read its chunk back on a
 resume, so a resumed stage still adds up); a ``Tally`` adds the events of a pass
 up per (run, round, stage). Nothing here draws anything: the terminal and
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field, model_validator
 
-from storage.records import Contract, Verdict
+from evosyn.storage.records import Contract, Verdict
 
 # the items a stage keeps are the next stage's input
 FEEDS = {"plan": "generate", "generate": "rollout", "rollout": "verify"}

@@ -9,12 +9,12 @@ import html
 from collections import defaultdict
 from pathlib import Path
 
-from storage import atomic
-from storage.store import Store
-from tasks import report_data as D
-from tasks import report_html as H
-from tasks.legend import legend, label
-from tasks.metrics import pattern_union
+from evosyn.storage import atomic
+from evosyn.storage.store import Store
+from evosyn.tasks import report_data as D
+from evosyn.tasks import report_html as H
+from evosyn.tasks.legend import legend, label
+from evosyn.tasks.metrics import pattern_union
 
 
 def llm_cost_rows(store: Store, run_id: str) -> list[dict]:
@@ -164,8 +164,8 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
     sections.append(("trace", "Evolution trace", trace_html))
     md += ["## Evolution trace", _md(versions, VERSION_COLS), _md(tr, TRACE) if tr else "No transition."]
     if len(ids) > 1:
-        from tasks.compare import COLUMNS, markdown
-        from tasks.compare import compare as compare_runs
+        from evosyn.tasks.compare import COLUMNS, markdown
+        from evosyn.tasks.compare import compare as compare_runs
 
         result = compare_runs(store, ids)
         sections.append(("comparison", "Comparison (shared pattern union)", H.table(result["rows"],

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from math import nan
 
-from agents.feedback import wilson
-from envs.packs import default_domain, get_domain
-from storage.records import Message
-from storage.store import Store
-from tasks.metrics import intrinsic, verified_samples
+from evosyn.agents.feedback import wilson
+from evosyn.envs.packs import default_domain, get_domain
+from evosyn.storage.records import Message
+from evosyn.storage.store import Store
+from evosyn.tasks.metrics import intrinsic, verified_samples
 
 SLICE_FACTORS = ("task_family", "expected_outcome", "num_write", "num_read")
 PROBE_ORDER = ("num_write", "num_read", "entities_touched", "turns", "numeric_arguments", "transfers")
@@ -216,8 +216,8 @@ def chat_turns(messages: list[Message]) -> list[dict]:
 
 def dedup_rows(store: Store, run_id: str) -> list[dict]:
     """The dedup table's counts per round of the run, then per test set it is scored on (tasks/dedup.py)."""
-    from tasks.dedup import FLAGS, run_settings
-    from tasks.testset import KINDS, test_set_run_id
+    from evosyn.tasks.dedup import FLAGS, run_settings
+    from evosyn.tasks.testset import KINDS, test_set_run_id
 
     domain, _, size = run_settings(store, run_id)
     sets = {test_set_run_id(domain, n=size, kind=k): k for k in KINDS} if domain else {}

@@ -2,7 +2,7 @@
 
 The Prefect round (``flows/round.py``) maps them over chunks as tasks; ``evosyn
 synth`` and the fixed test set run the same functions in-process through
-``tasks.synthesis.run_pass``, with the same chunking (``chunks``,
+``evosyn.tasks.synthesis.run_pass``, with the same chunking (``chunks``,
 ``chunk_name``), rejections and resume. Every stage writes its output as named
 chunks of its tables, then marks the chunk complete (``Store.mark_complete``).
 When the marker exists (a rerun, or a resume after a crash) the stage reads its
@@ -20,17 +20,17 @@ from typing import Any, Callable
 
 import prefect
 
-from agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, Steering
-from agents.generator import GenerationError
-from agents.planner import PlanError
-from agents.roles import RoleInvalid, Roles, fallback_note
-from agents.synthesis import rejection_verdict, unplanned, verify_with_repair
-from tasks import timing
-from tasks.context import DIAGNOSTIC_FRACTION, Ctx  # noqa: F401 (re-exported: every caller imports them from here)
-from tasks.engine import STAGE_TASK, emitter
-from tasks.datasets import sft_examples
-from tasks.progress import Emit, StageEvent, rejections
-from storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
+from evosyn.agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, Steering
+from evosyn.agents.generator import GenerationError
+from evosyn.agents.planner import PlanError
+from evosyn.agents.roles import RoleInvalid, Roles, fallback_note
+from evosyn.agents.synthesis import rejection_verdict, unplanned, verify_with_repair
+from evosyn.tasks import timing
+from evosyn.tasks.context import DIAGNOSTIC_FRACTION, Ctx  # noqa: F401 (re-exported: every caller imports them from here)
+from evosyn.tasks.engine import STAGE_TASK, emitter
+from evosyn.tasks.datasets import sft_examples
+from evosyn.tasks.progress import Emit, StageEvent, rejections
+from evosyn.storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 
 log = logging.getLogger("evosyn.stages")
 

@@ -14,11 +14,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import tasks.stages as stages
-from tasks.progress import Emit
-from agents.designer import Steering
-from storage.config import RoleConfig
-from storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
+import evosyn.tasks.stages as stages
+from evosyn.tasks.progress import Emit
+from evosyn.agents.designer import Steering
+from evosyn.storage.config import RoleConfig
+from evosyn.storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 
 INPUTS_STAGE = "pass-inputs"  # marker: what the pass in a (run, round) partition was asked for
 
@@ -159,10 +159,10 @@ def control(result: Pass, space: SynthesisSpace) -> dict[str, list[tuple[str, in
     factor -> rows (value, requested, generated, realized, kept): ``generated`` counts
     blueprints that became a task, ``realized`` those whose first rollout's observed
     value (re-derived from its replay by the verifier, before the factor gate
-    decides anything: ``tasks.metrics.first_rollouts``, as the round metrics'
+    decides anything: ``evosyn.tasks.metrics.first_rollouts``, as the round metrics'
     controllability reads it) equals the request, ``kept`` those verified in the end.
     """
-    from tasks.metrics import first_rollouts
+    from evosyn.tasks.metrics import first_rollouts
 
     observable = [f.key for f in space.active if f.observable]
     first = first_rollouts(result.verdicts)

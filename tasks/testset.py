@@ -46,18 +46,18 @@ import math
 from collections import Counter
 from typing import Literal
 
-import tasks.stages as stages
-from agents.learners.harness import TaskCase
-from envs.ontology import load_initial_space
-from envs.packs import default_domain, get_domain, get_pack
-from tasks.datasets import cases_for, with_count_factors, with_factors
-from tasks.stages import Ctx
-from tasks.testset_targets import (ANY_READS, CELL, Cell, allocate, cell_of, distribution, drawn_keys, in_cell,
+import evosyn.tasks.stages as stages
+from evosyn.agents.learners.harness import TaskCase
+from evosyn.envs.ontology import load_initial_space
+from evosyn.envs.packs import default_domain, get_domain, get_pack
+from evosyn.tasks.datasets import cases_for, with_count_factors, with_factors
+from evosyn.tasks.stages import Ctx
+from evosyn.tasks.testset_targets import (ANY_READS, CELL, Cell, allocate, cell_of, distribution, drawn_keys, in_cell,
                                       marginals, nearest, no_official_reason, official_cells, relaxed, rng_for,
                                       target_of, total_variation, tv_from_uniform, uniform_draw)
-from storage.locks import store_lock
-from storage.records import TABLES, Direction, SynthesisSpace, Verdict
-from storage.store import Store
+from evosyn.storage.locks import store_lock
+from evosyn.storage.records import TABLES, Direction, SynthesisSpace, Verdict
+from evosyn.storage.store import Store
 
 Kind = Literal["official-matched", "uniform"]
 KINDS: tuple[Kind, ...] = ("official-matched", "uniform")

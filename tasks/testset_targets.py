@@ -3,8 +3,8 @@
 ``official_cells``: the joint distribution of (task family, outcome, write count,
 read count) over a domain's official tasks with gold actions, each observed the
 way the verifier observes a synthetic task: the gold actions replayed as a
-trajectory (``envs.gold.gold_messages``) in the real tau2 environment and scored
-by ``envs.verify.run_checks``, whose ``observed`` is ``envs.factors.observe`` of
+trajectory (``evosyn.envs.gold.gold_messages``) in the real tau2 environment and scored
+by ``evosyn.envs.verify.run_checks``, whose ``observed`` is ``evosyn.envs.factors.observe`` of
 the replay (as ``evosyn verify --official`` does; a gold that changes nothing outside an
 information request is a refusal: ``official_cell``). A cell the generator cannot realize
 lends its official mass to the ``nearest`` realized cell when the set is topped up, or, with no realized
@@ -21,11 +21,11 @@ from collections import Counter
 from functools import lru_cache
 from typing import Iterable
 
-from envs.base import EnvTask
-from envs.gold import gold_messages
-from envs.packs import get_domain, get_pack
-from envs.verify import run_checks
-from storage.records import SynthesisSpace
+from evosyn.envs.base import EnvTask
+from evosyn.envs.gold import gold_messages
+from evosyn.envs.packs import get_domain, get_pack
+from evosyn.envs.verify import run_checks
+from evosyn.storage.records import SynthesisSpace
 
 CELL = ("task_family", "expected_outcome", "num_write", "num_read")
 Cell = tuple[str, ...]

@@ -4,7 +4,7 @@ Off unless ``EVOSYN_TIMING`` names a JSON file (``evosyn bench run`` sets it for
 off, a span costs one dictionary lookup. Span kinds:
 
 - ``task``: a Prefect task call (or a mapped group of them) at its call site in the flow: engine included;
-- ``fn``: the pure stage function inside that task (``tasks.stages`` / ``tasks.loop``);
+- ``fn``: the pure stage function inside that task (``evosyn.tasks.stages`` / ``evosyn.tasks.loop``);
 - ``flow`` / ``body``: a flow call at its call site, and the flow function's own body;
 - ``own``: other work of ours outside the tasks (the test set, metrics, artifacts, tracking, the store),
   recorded by whoever wraps it (``benchmarks/run_child.py``).
@@ -74,7 +74,7 @@ def dump(path: str | os.PathLike[str] | None = None, **extra) -> Path | None:
     target = path or os.environ.get(ENV)
     if not target:
         return None
-    from storage import atomic
+    from evosyn.storage import atomic
 
     atomic.write_json(Path(target), {**recorded(), **extra})
     return Path(target)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-import storage.offline  # noqa: F401
+import evosyn.storage.offline  # noqa: F401
 import pytest
 
 pytest_plugins = ["tests.fakes.user_packs",  # the user_registry fixture: a registry that scans a folder of packs
@@ -15,8 +15,8 @@ pytest_plugins = ["tests.fakes.user_packs",  # the user_registry fixture: a regi
 def pytest_report_header(config):
     """The official task sets this suite's official-task tests run on, named as every official score names its
     own (tests/envs/test_task_sets.py pins them)."""
-    from envs.packs import get_pack, known
-    from envs.tau2.pack import Tau2Pack
+    from evosyn.envs.packs import get_pack, known
+    from evosyn.envs.tau2.pack import Tau2Pack
 
     packs = [get_pack(name) for name in known(with_environment=True)]
     return [f"official tasks: {p.task_set().label}" for p in packs if isinstance(p, Tau2Pack)]
@@ -31,7 +31,7 @@ def home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def store(home):
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     return Store(home)
 

@@ -38,7 +38,7 @@ def reachable_dir(prefix: str) -> Path:
     """A new folder the ``postgres`` account can reach (PostgreSQL's binaries and psycopg checked first): not under
     pytest's 0700 tmp folders, since run by root the server runs as ``postgres``. The caller removes it."""
     pytest.importorskip("psycopg", reason="the postgres extra (pip install -e '.[dev]')")
-    from flows import local_postgres
+    from evosyn.flows import local_postgres
 
     try:
         local_postgres.bindir()
@@ -51,8 +51,8 @@ def reachable_dir(prefix: str) -> Path:
 
 @pytest.fixture(scope="session")
 def pg_server():
-    from flows import local_postgres
-    from flows.services import alive, family
+    from evosyn.flows import local_postgres
+    from evosyn.flows.services import alive, family
 
     root = reachable_dir("evosyn-test-pg-")
     try:

@@ -2,7 +2,7 @@
 
 Migrating a fresh Prefect database costs seconds, so the tests that start Prefect's temporary server share
 one home. Under pytest-xdist (the README's test command runs two workers) each worker gets its own: two
-servers on one SQLite file would take turns (``flows.prefect_api``), but a test that scans the home for a
+servers on one SQLite file would take turns (``evosyn.flows.prefect_api``), but a test that scans the home for a
 leaked secret would read the other worker's journal files as they come and go.
 """
 from __future__ import annotations

@@ -29,8 +29,8 @@ def _refresh() -> None:
 @pytest.fixture(scope="session")
 def prefect_server():
     """The API URL of this test process's Prefect server (its database in the tests' shared PREFECT_HOME)."""
-    from agents.servers import alive
-    from flows.prefect_api import start_temporary
+    from evosyn.agents.servers import alive
+    from evosyn.flows.prefect_api import start_temporary
 
     # start_temporary points PREFECT_API_URL at the server it starts: undone here, each module opts in
     with pytest.MonkeyPatch.context() as env:

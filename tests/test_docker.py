@@ -52,8 +52,8 @@ def test_dockerfile_parses_and_copies_existing_paths(name):
         for src in sources:
             assert (REPO / src).exists(), f"{name}: COPY {src}: no such path in the repository"
     # every package pyproject.toml ships is copied in, so `pip install .` builds the same package
-    for pkg in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]:
-        assert [pkg.rstrip("*")] in copied, f"{name}: package {pkg} not copied"
+    for pkg, folder in PYPROJECT["tool"]["setuptools"]["package-dir"].items():
+        assert [folder] in copied, f"{name}: package {pkg} (folder {folder}) not copied"
     assert any(w == "RUN" and re.search(r'pip install "?\.[\["\s]', a + " ") for w, a in steps)
     cmd = next(a for w, a in steps if w == "CMD")
     assert '"worker", "start"' in cmd and "--install-policy" in cmd
@@ -110,7 +110,7 @@ def test_compose_databases_are_the_ones_evosyn_up_uses(compose):
     """Prefect's and MLflow's URLs are the forms `evosyn up --db` derives from one database URL (driver and
     database name), with the postgres service's user, password, host and port, on databases its first start
     creates; the drivers are in the images; no URL (it holds the password) is on a command line."""
-    from storage import postgres
+    from evosyn.storage import postgres
 
     services = compose["services"]
     pg_env = {k: interpolate(v) for k, v in services["postgres"]["environment"].items()}

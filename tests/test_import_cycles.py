@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def module_name(path: Path, root: Path) -> str:
+    """The installed name: each layer folder is ``evosyn.<folder>`` (pyproject.toml's package-dir)."""
     parts = list(path.relative_to(root).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return ".".join(["evosyn", *(parts[:-1] if parts[-1] == "__init__" else parts)])
 
 
 def modules(root: Path, packages=PACKAGES) -> dict[str, Path]:
@@ -110,12 +111,12 @@ def test_the_check_sees_a_circle(tmp_path):
     pkg = tmp_path / "flows"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "cli.py").write_text("def run():\n    from flows import cli_x  # noqa\n")
-    (pkg / "cli_x.py").write_text("from flows.cli import run\n")
+    (pkg / "cli.py").write_text("def run():\n    from evosyn.flows import cli_x  # noqa\n")
+    (pkg / "cli_x.py").write_text("from evosyn.flows.cli import run\n")
     (pkg / "cli_y.py").write_text("from . import cli_x\nfrom .cli import run\n")
-    (pkg / "types.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from flows.cli_y import x\n")
-    (pkg / "cli_z.py").write_text("from flows.types import T\n")
+    (pkg / "types.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from evosyn.flows.cli_y import x\n")
+    (pkg / "cli_z.py").write_text("from evosyn.flows.types import T\n")
     graph = import_graph(tmp_path, ("flows",))
-    assert graph["flows.cli_y"] == {"flows.cli_x", "flows.cli"}  # relative imports are resolved
-    assert graph["flows.types"] == set()  # a type-only import never runs
-    assert cycles(graph) == [["flows.cli", "flows.cli_x"]]
+    assert graph["evosyn.flows.cli_y"] == {"evosyn.flows.cli_x", "evosyn.flows.cli"}  # relative imports are resolved
+    assert graph["evosyn.flows.types"] == set()  # a type-only import never runs
+    assert cycles(graph) == [["evosyn.flows.cli", "evosyn.flows.cli_x"]]

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.learners.candidates import (
+from evosyn.agents.learners.candidates import (
     arg_schema,
     item_keys,
     item_schema,
@@ -23,16 +23,16 @@ from agents.learners.candidates import (
     scalars,
     used_by_arg,
 )
-from agents.learners.elements import (
+from evosyn.agents.learners.elements import (
     element_schema,
     elements,
     extended,
     picked,
     used_elements,
 )
-from agents.learners.features import Candidate, Scene
-from agents.learners.profiles import candidate_json, candidate_profile
-from storage.records import Message, ToolCall
+from evosyn.agents.learners.features import Candidate, Scene
+from evosyn.agents.learners.profiles import candidate_json, candidate_profile
+from evosyn.storage.records import Message, ToolCall
 
 MAX_TRAIN_ITEMS = 3  # list items whose fields train the assembler
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from storage.records import Message
+from evosyn.storage.records import Message
 
 
 class TaskAgent(Protocol):

@@ -13,15 +13,15 @@ import re
 from collections import Counter
 from typing import Any
 
-from agents.learners.dialogue import Mention, is_value, shape
-from agents.learners.features import (
+from evosyn.agents.learners.dialogue import Mention, is_value, shape
+from evosyn.agents.learners.features import (
     MAX_FOCUS_NUMBERS,
     Candidate,
     Scene,
     is_int,
     mentions_record,
 )
-from storage.records import Message, Trajectory
+from evosyn.storage.records import Message, Trajectory
 
 DECIMAL = re.compile(r"^\d+\.\d+$")
 QUOTED = re.compile(r"'([a-z][a-z ]{1,40}[a-z])'")  # a lower-case phrase in quotes

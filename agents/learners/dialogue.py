@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from storage.records import Message
+from evosyn.storage.records import Message
 
 SPLIT = re.compile(r";|\bthen\b|\.\s|\?\s")
 TOKEN = re.compile(r"#?[A-Za-z0-9][\w.@+-]*[A-Za-z0-9]|#?[A-Za-z0-9]")  # a leading "#" is part of a code

@@ -19,9 +19,9 @@ import json
 import re
 from typing import Any
 
-from agents.learners.candidates import item_keys, json_types, resolve
-from agents.learners.features import Candidate, Scene, norm, record_words
-from storage.records import Message, Trajectory
+from evosyn.agents.learners.candidates import item_keys, json_types, resolve
+from evosyn.agents.learners.features import Candidate, Scene, norm, record_words
+from evosyn.storage.records import Message, Trajectory
 
 AND = re.compile(r"\band\b", re.IGNORECASE)
 MAX_PARTS = 4  # the part count and index as features saturate here

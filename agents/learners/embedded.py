@@ -27,21 +27,21 @@ from typing import Any
 from sklearn.feature_extraction import FeatureHasher, text
 from sklearn.linear_model import SGDClassifier
 
-from agents.learners.arguments import Arguments
-from agents.learners.candidates import (
+from evosyn.agents.learners.arguments import Arguments
+from evosyn.agents.learners.candidates import (
     learned_constants,
     recurring_objects,
     recurring_values,
     scalar_pool,
 )
-from agents.learners.collector import collector_paused
-from agents.learners.elements import equal_lengths
-from agents.learners.features import Candidate, Scene
-from agents.learners.fitclock import FitClock
-from agents.learners.fitrows import FitRows, Rows
-from agents.learners.profiles import candidate_profile
-from agents.learners.prompt import stated_values, system_split
-from agents.learners.replies import (
+from evosyn.agents.learners.collector import collector_paused
+from evosyn.agents.learners.elements import equal_lengths
+from evosyn.agents.learners.features import Candidate, Scene
+from evosyn.agents.learners.fitclock import FitClock
+from evosyn.agents.learners.fitrows import FitRows, Rows
+from evosyn.agents.learners.profiles import candidate_profile
+from evosyn.agents.learners.prompt import stated_values, system_split
+from evosyn.agents.learners.replies import (
     ARGS_SLOT,
     NAME_SLOT,
     args_text,
@@ -52,13 +52,13 @@ from agents.learners.replies import (
     read_conventions,
     render,
 )
-from agents.learners.reported import learn_links, open_tokens
-from agents.learners.scoring import Scoring, for_prediction
-from agents.learners.state import state_tokens
-from envs.gold import confirmation_request
-from storage.atomic import atomic_path, write_json
-from storage.faults import kill_point
-from storage.records import Message, ToolCall, Trajectory
+from evosyn.agents.learners.reported import learn_links, open_tokens
+from evosyn.agents.learners.scoring import Scoring, for_prediction
+from evosyn.agents.learners.state import state_tokens
+from evosyn.envs.gold import confirmation_request
+from evosyn.storage.atomic import atomic_path, write_json
+from evosyn.storage.faults import kill_point
+from evosyn.storage.records import Message, ToolCall, Trajectory
 
 MAX_CONSTANTS = 6
 MAX_VALUES = 4  # per argument: the text values the data gives it most often

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from storage import atomic
-from storage.records import Message, SFTExample, SynthTask, ToolCall
+from evosyn.storage import atomic
+from evosyn.storage.records import Message, SFTExample, SynthTask, ToolCall
 
 DATASET_NAME = "evosyn"
 RESULTS_JOIN = "\n</tool_response>\n<tool_response>\n"

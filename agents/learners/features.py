@@ -22,7 +22,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
-from agents.learners.dialogue import (
+from evosyn.agents.learners.dialogue import (
     ALPHA,
     STOP,
     Clause,
@@ -32,7 +32,7 @@ from agents.learners.dialogue import (
     is_value,
     track,
 )
-from storage.records import Message
+from evosyn.storage.records import Message
 
 WORD = re.compile(r"[a-z0-9_\-]+")
 ENUMISH = re.compile(r"^[a-z][a-z_ ]{0,24}$")

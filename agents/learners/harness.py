@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from agents.learners.base import TaskAgent
-from agents.user import ReactiveUser, device_turn
-from agents.verifier import verify
-from envs.base import Domain, EnvTask
-from storage.records import Evaluation, Message, SynthTask, Trajectory
+from evosyn.agents.learners.base import TaskAgent
+from evosyn.agents.user import ReactiveUser, device_turn
+from evosyn.agents.verifier import verify
+from evosyn.envs.base import Domain, EnvTask
+from evosyn.storage.records import Evaluation, Message, SynthTask, Trajectory
 
 
 @dataclass
@@ -29,13 +29,13 @@ class UserGaveUp(Exception):
 
 def _said(user: Any, turn: Callable[[], Message]) -> Message:
     """A user turn; a user that cannot answer usably ends the episode, one whose LLM cannot be reached the run."""
-    from agents.ask import RoleRejected
+    from evosyn.agents.ask import RoleRejected
 
     try:
         return turn()
     except RoleRejected as exc:
         if "LLM unavailable" in str(exc):
-            from agents.roles import StageUnavailable
+            from evosyn.agents.roles import StageUnavailable
 
             raise StageUnavailable("user", getattr(getattr(user, "client", None), "endpoint", "?"),
                                    str(exc).split("LLM unavailable: ", 1)[-1]) from None

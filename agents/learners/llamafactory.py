@@ -17,10 +17,10 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from agents.learners.exports import DATASET_NAME, Exported, System, dataset_info, export_rows, sharegpt
-from storage import atomic
-from storage.config import LlamaFactoryConfig
-from storage.records import SFTExample
+from evosyn.agents.learners.exports import DATASET_NAME, Exported, System, dataset_info, export_rows, sharegpt
+from evosyn.storage import atomic
+from evosyn.storage.config import LlamaFactoryConfig
+from evosyn.storage.records import SFTExample
 
 PAPER_RECIPE: dict[str, Any] = {
     "stage": "sft", "do_train": True, "finetuning_type": "full", "template": "qwen3", "cutoff_len": 16384,
@@ -36,7 +36,7 @@ class TrainingError(RuntimeError):
 
 
 def deepspeed_config_path() -> Path:
-    return Path(str(resources.files("agents.learners").joinpath("ds_z3_config.json")))
+    return Path(str(resources.files("evosyn.agents.learners").joinpath("ds_z3_config.json")))
 
 
 def write_dataset(examples: Iterable[SFTExample], dataset_dir: Path, system: System = "") -> Exported:

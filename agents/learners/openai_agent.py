@@ -1,6 +1,6 @@
 """A task agent served behind an OpenAI-compatible API with tool calling (vLLM, `llamafactory-cli api`).
 
-An adapter on the project's one LLM client (``agents.llm.LLMClient``: its aiohttp transport,
+An adapter on the project's one LLM client (``evosyn.agents.llm.LLMClient``: its aiohttp transport,
 retries with ``retry-after``, per-model limits), not a client of its own. It reads the reply as
 the server sent it (``LLMClient.reply_sync``) rather than through ``chat``'s strict interpretation:
 the agent is what is being evaluated, so a tool call with malformed arguments stays a call (the
@@ -16,7 +16,7 @@ in a reply are all kept.
 
 ``tool_calls="prompt"`` serves a model whose chat template has no tool calling (a
 small GGUF on llama.cpp): the tools go in the system prompt and the call comes
-back as JSON in the reply text, validated by ``agents.llm.prompt_tools``. An
+back as JSON in the reply text, validated by ``evosyn.agents.llm.prompt_tools``. An
 invalid call is kept in ``rejected`` (reason and raw reply) and asked again with
 the problem shown, at most ``retries`` times; after that the reply stands as a
 plain message (so the episode goes on and the verifier scores it).
@@ -27,12 +27,12 @@ import json
 import os
 from typing import Any
 
-from agents.learners.exports import agent_turns, openai_turns
-from agents.llm.client import LLMClient
-from agents.llm.prompt_tools import MODES, parse_tool_reply, prompt_messages
-from agents.llm.providers import OpenAIProvider
-from agents.llm.types import LLMOutputError
-from storage.records import Message, ToolCall
+from evosyn.agents.learners.exports import agent_turns, openai_turns
+from evosyn.agents.llm.client import LLMClient
+from evosyn.agents.llm.prompt_tools import MODES, parse_tool_reply, prompt_messages
+from evosyn.agents.llm.providers import OpenAIProvider
+from evosyn.agents.llm.types import LLMOutputError
+from evosyn.storage.records import Message, ToolCall
 
 
 def to_openai(messages: list[Message], system: str) -> list[dict[str, Any]]:

@@ -13,8 +13,8 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from agents.learners.dialogue import shape
-from agents.learners.features import Candidate, Scene, is_int, norm
+from evosyn.agents.learners.dialogue import shape
+from evosyn.agents.learners.features import Candidate, Scene, is_int, norm
 
 
 def candidate_features(tool: str, arg: str, c: Candidate, used: set[str], scene: Scene) -> list[str]:

@@ -25,7 +25,7 @@ def stated_values(system: str) -> str:
 
 
 def system_split(trajectories: list) -> tuple[list[str], list]:
-    """Training trajectories whose first message is the system prompt (``tasks.datasets.as_trajectories``):
+    """Training trajectories whose first message is the system prompt (``evosyn.tasks.datasets.as_trajectories``):
     the values each one's prompt states, and the trajectories without that message (what the learner reads
     as the conversation; an agent is given its prompt apart from it, ``EmbeddedLearner.reset``)."""
     stated, rest = [], []

@@ -2,7 +2,7 @@
 
 A reply is told apart by its opening words (``say:`` and the first three), a
 description of a call for the user to confirm by the project's confirmation
-wording (``envs.gold``), a call by its tool. From the data the learner reads:
+wording (``evosyn.envs.gold``), a call by its tool. From the data the learner reads:
 which tools are writes (the ones confirmed before they were called), the most
 common wording of each reply, the replies that end in a list of values (and the
 text before it), the reply that ends conversations, and the replies that ask
@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from envs.gold import confirmation_request
-from storage.records import Message, ToolCall, Trajectory
+from evosyn.envs.gold import confirmation_request
+from evosyn.storage.records import Message, ToolCall, Trajectory
 
 CONFIRM_STEM = confirmation_request("\0", {}).split("\0")[0]  # how the project's agents open a confirmation
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from agents.learners.dialogue import SPLIT
-from agents.learners.features import WORD
-from storage.records import Message, Trajectory
+from evosyn.agents.learners.dialogue import SPLIT
+from evosyn.agents.learners.features import WORD
+from evosyn.storage.records import Message, Trajectory
 
 MIN_TRAJECTORIES = 5  # a reported part's conversations before its links count
 MIN_SHARE = 0.5

@@ -15,8 +15,8 @@ import numpy as np
 from sklearn import config_context
 from sklearn.linear_model import SGDClassifier
 
-from agents.learners.hashing import Columns, hashed_rows
-from agents.learners.profiles import profile_parts
+from evosyn.agents.learners.hashing import Columns, hashed_rows
+from evosyn.agents.learners.profiles import profile_parts
 
 MAX_REMEMBERED = 1 << 18  # remembered row scores per model (a row is a few hundred bytes); cleared when full
 # A decision scores one state or a few candidates, so scikit-learn's checks of its inputs cost more than the

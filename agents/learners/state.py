@@ -2,8 +2,8 @@
 moves so far, the words of the user's first and last messages, the facts in focus). Nothing here names a domain."""
 from __future__ import annotations
 
-from agents.learners.features import WORD, Scene
-from storage.records import Message
+from evosyn.agents.learners.features import WORD, Scene
+from evosyn.storage.records import Message
 
 
 def state_tokens(history: list[Message], scene: Scene, labels: list[str]) -> str:

@@ -5,10 +5,10 @@ Structured output is a pydantic schema in, a validated instance out (OpenAI:
 rate-limited per model, retried on transient errors, cached on disk by content,
 and logged as an ``LLMCall`` row.
 """
-from agents.llm.calllog import BoundClient, CallLog
-from agents.llm.client import LLMClient, LLMRequestError
-from agents.llm.factory import check_role_config, make_client
-from agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, ToolCallOut, Usage
+from evosyn.agents.llm.calllog import BoundClient, CallLog
+from evosyn.agents.llm.client import LLMClient, LLMRequestError
+from evosyn.agents.llm.factory import check_role_config, make_client
+from evosyn.agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, ToolCallOut, Usage
 
 __all__ = ["BoundClient", "CallLog", "ChatResult", "LLMClient", "LLMOutputError", "LLMRequestError", "LLMUnavailable", "ToolCallOut", "Usage",
            "check_role_config", "make_client"]

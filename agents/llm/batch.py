@@ -4,7 +4,7 @@ The role code does not change: each ``chat`` still asks for one reply. The ``Bat
 that arrive within ``window_s`` of each other (a stage maps its items over ``max_concurrency`` threads, so
 set that to the stage's size), submits them as one batch, polls it with backoff, downloads the results and
 hands each call its reply, which then goes through the same reading, cache and ``llm_calls`` row as an
-interactive one (``agents.llm.client``).
+interactive one (``evosyn.agents.llm.client``).
 
 Never paying twice: before a batch is submitted, the cache key of every request in it is written to the
 journal (``<cache>/batches.jsonl``) with the batch id, under a file lock. A call whose key is in a batch
@@ -27,7 +27,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from agents.llm.batch_apis import Outcome, batch_api
+from evosyn.agents.llm.batch_apis import Outcome, batch_api
 
 logger = logging.getLogger("evosyn.llm")
 POLL_GROWTH, POLL_MAX_S = 1.5, 600.0  # polls slow down to one every ten minutes for a batch of hours

@@ -125,7 +125,7 @@ class AnthropicBatches:
 
 
 def batch_api(provider: Any) -> OpenAIBatches | AnthropicBatches:
-    """The batch API of a provider adapter (``agents.llm.providers``), on its transport."""
+    """The batch API of a provider adapter (``evosyn.agents.llm.providers``), on its transport."""
     if provider.name == "anthropic":
         return AnthropicBatches(provider.transport)
     if provider.name == "openai":

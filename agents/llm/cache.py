@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from storage.atomic import read_or_none
+from evosyn.storage.atomic import read_or_none
 
 log = logging.getLogger(__name__)
 _PREFIX = b'{"key":"'

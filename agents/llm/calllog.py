@@ -6,13 +6,13 @@ import uuid
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
-from agents.llm.replies import one_line
-from agents.llm.types import ChatResult, Usage
-from storage.records import LLMCall
-from storage.redact import redact
+from evosyn.agents.llm.replies import one_line
+from evosyn.agents.llm.types import ChatResult, Usage
+from evosyn.storage.records import LLMCall
+from evosyn.storage.redact import redact
 
 if TYPE_CHECKING:
-    from agents.llm.client import LLMClient
+    from evosyn.agents.llm.client import LLMClient
 
 
 class CallLog:

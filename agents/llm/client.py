@@ -2,7 +2,7 @@
 
 A call goes: cache lookup -> (per-model concurrency slot, rpm and tpm buckets,
 request, retried on transient errors with backoff) -> cache write ->
-interpretation (strict JSON, schema, truncation; ``agents.llm.replies``) -> an
+interpretation (strict JSON, schema, truncation; ``evosyn.agents.llm.replies``) -> an
 `LLMCall` row. Every HTTP attempt is a row: a transient failure that is retried
 (status ``retry``), the last failure (``error``), or the reply (``ok`` /
 ``invalid``), each with its ``transport_attempt``; a cache hit is a row with
@@ -23,7 +23,7 @@ share the client) passes a ``CallLog``, or uses ``client.bound()``.
 
 With ``tool_calls="prompt"`` (a role's ``tool_calls: prompt``) a call that offers
 tools sends them in the system prompt instead and reads the call from the
-reply text (``agents.llm.prompt_tools``); a bad call is an ``invalid`` row.
+reply text (``evosyn.agents.llm.prompt_tools``); a bad call is an ``invalid`` row.
 """
 from __future__ import annotations
 
@@ -40,23 +40,23 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agents.llm.cache import ResponseCache, key_of, request_blob, request_key
-from agents.llm.calllog import BoundClient, CallLog, CallLogView
-from agents.llm.limits import limits_for
-from agents.llm.loops import hop, new_loop, shut_down
-from agents.llm.pricing import cost_usd
-from agents.llm.prompt_tools import MODES, parse_tool_reply, prompt_messages
-from agents.llm.providers import json_schema
-from agents.llm.replies import (
+from evosyn.agents.llm.cache import ResponseCache, key_of, request_blob, request_key
+from evosyn.agents.llm.calllog import BoundClient, CallLog, CallLogView
+from evosyn.agents.llm.limits import limits_for
+from evosyn.agents.llm.loops import hop, new_loop, shut_down
+from evosyn.agents.llm.pricing import cost_usd
+from evosyn.agents.llm.prompt_tools import MODES, parse_tool_reply, prompt_messages
+from evosyn.agents.llm.providers import json_schema
+from evosyn.agents.llm.replies import (
     interpret,
     normalize_reply,
     one_line,
     parse_structured,
     read_reply,
 )
-from agents.llm.retries import announced_rpm, is_transient, retry_after_s
-from agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, Usage
-from storage.redact import redact_value
+from evosyn.agents.llm.retries import announced_rpm, is_transient, retry_after_s
+from evosyn.agents.llm.types import ChatResult, LLMOutputError, LLMUnavailable, Usage
+from evosyn.storage.redact import redact_value
 
 logger = logging.getLogger("evosyn.llm")
 
@@ -111,8 +111,8 @@ class LLMClient(CallLogView):
         if batch:
             if self.cache is None:
                 raise ValueError("batch: needs a cache_dir (the journal of submitted batches lives there)")
-            from agents.llm.batch import Batcher, BatchJournal
-            from agents.llm.pricing import batch_price_of
+            from evosyn.agents.llm.batch import Batcher, BatchJournal
+            from evosyn.agents.llm.pricing import batch_price_of
 
             self.batcher = Batcher(provider, BatchJournal(Path(cache_dir) / "batches.jsonl"),
                                    window_s=batch_window_s, poll_s=batch_poll_s)
@@ -324,10 +324,10 @@ class LLMClient(CallLogView):
         raise AssertionError("unreachable")  # the loop returns or raises
 
     async def _send_batched(self, key: str, kwargs: dict[str, Any], record, current: _Try) -> dict[str, Any]:
-        """The reply through the provider's batch API (``agents.llm.batch``): a request the batch left
+        """The reply through the provider's batch API (``evosyn.agents.llm.batch``): a request the batch left
         unanswered (expired, cancelled, a 429 or 5xx inside it) goes into a later batch, up to the retry
         bound, each try a row; a request the API refused is not retried."""
-        from agents.llm.batch import BatchFailed
+        from evosyn.agents.llm.batch import BatchFailed
 
         attempts = self.max_retries + 1
         for number in range(1, attempts + 1):

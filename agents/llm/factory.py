@@ -4,10 +4,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agents.llm.client import LLMClient
-from agents.llm.pricing import known_models, price_of, similar_models
-from storage.config import ConfigError, RoleConfig, load_dotenv_secrets
-from storage.redact import register as register_secret
+from evosyn.agents.llm.client import LLMClient
+from evosyn.agents.llm.pricing import known_models, price_of, similar_models
+from evosyn.storage.config import ConfigError, RoleConfig, load_dotenv_secrets
+from evosyn.storage.redact import register as register_secret
 
 PROVIDERS = ("openai", "anthropic", "openai_compatible")
 BATCH_ROLES = ("designer", "planner", "generator", "reflector", "repair")  # no conversation: no one waits turn by turn
@@ -81,17 +81,17 @@ def make_client(role: str, cfg: RoleConfig, *, cache_dir: Path | None = None, ca
     key = os.environ.get(env, "") if env else ""
     register_secret(key)  # from now on no reply, row or log line of this process holds it (storage/redact.py)
     if cfg.provider == "anthropic":
-        from agents.llm.providers import AnthropicProvider
+        from evosyn.agents.llm.providers import AnthropicProvider
 
         provider = AnthropicProvider(cfg.base_url, key, cfg.timeout_s, cfg.max_reply_bytes)
     else:
-        from agents.llm.providers import OpenAIProvider
+        from evosyn.agents.llm.providers import OpenAIProvider
 
         # local servers (vLLM, llamafactory-cli api) accept any key; the SDK insists on one
         provider = OpenAIProvider(cfg.provider, cfg.base_url, key or "EMPTY", cfg.timeout_s, cfg.max_reply_bytes,
                                   cfg.structured_output, (cfg.schema_max_string, cfg.schema_max_items))
     if cache and cache_dir is None:
-        from storage.store import default_root
+        from evosyn.storage.store import default_root
 
         cache_dir = default_root() / "llm_cache"
     if cfg.batch and not cache:  # the journal of submitted batches lives beside the cache

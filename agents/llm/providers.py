@@ -7,7 +7,7 @@ A normalized reply is a plain JSON-able dict (what the cache stores)::
 
 ``finish_reason`` uses the OpenAI vocabulary for every provider (stop, length,
 tool_calls, content_filter), so roles read one vocabulary. Every provider is
-reached through ``agents.llm.transport`` (one aiohttp stack, no SDK on the
+reached through ``evosyn.agents.llm.transport`` (one aiohttp stack, no SDK on the
 request path; its module doc says why); retrying is the client's job (its own
 loop), so that backoff, retry-after and the retry bound are the same for every
 provider.
@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agents.llm.replies import preview
-from agents.llm.types import ClosedSchema, LLMOutputError
+from evosyn.agents.llm.replies import preview
+from evosyn.agents.llm.types import ClosedSchema, LLMOutputError
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -152,7 +152,7 @@ class OpenAIProvider:
     def __init__(self, name: str, base_url: str | None, api_key: str, timeout: float,
                  max_reply_bytes: int | None = None, structured_output: str = "response_format",
                  bounds: tuple[int | None, int | None] = (None, None)):
-        from agents.llm.transport import (DEFAULT_MAX_REPLY_BYTES, DEFAULT_OPENAI_URL, ERRORS, ChatTransport,
+        from evosyn.agents.llm.transport import (DEFAULT_MAX_REPLY_BYTES, DEFAULT_OPENAI_URL, ERRORS, ChatTransport,
                                           openai_headers)
 
         if structured_output not in STRUCTURED_OUTPUT:
@@ -293,7 +293,7 @@ class AnthropicProvider:
     name = "anthropic"
 
     def __init__(self, base_url: str | None, api_key: str, timeout: float, max_reply_bytes: int | None = None):
-        from agents.llm.transport import (DEFAULT_ANTHROPIC_URL, DEFAULT_MAX_REPLY_BYTES, ERRORS, ChatTransport,
+        from evosyn.agents.llm.transport import (DEFAULT_ANTHROPIC_URL, DEFAULT_MAX_REPLY_BYTES, ERRORS, ChatTransport,
                                           anthropic_headers)
 
         self.errors = ERRORS

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from agents.llm.types import LLMOutputError, ToolCallOut
+from evosyn.agents.llm.types import LLMOutputError, ToolCallOut
 
 MAX_REPLY_CHARS = 1_000_000  # far above any max_tokens in use; bounds the cache and every parse
 MAX_DEPTH = 64  # the deepest legitimate schema or tool argument is under 10 levels
@@ -148,7 +148,7 @@ def _count(value: Any) -> int:
 def normalize_reply(reply: Any) -> dict[str, Any]:
     """A provider's (or the cache's) reply as the one shape the client reads; ``LLMOutputError`` if it has none.
 
-    The shape (see ``agents.llm.providers``)::
+    The shape (see ``evosyn.agents.llm.providers``)::
 
         {"text": str, "tool_calls": [{"id": str, "name": str, "arguments": str}], "finish_reason": str,
          "refusal": str, "input_tokens": int, "output_tokens": int, "structured": bool}

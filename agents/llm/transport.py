@@ -6,8 +6,8 @@ POST of a JSON body with a few headers; aiohttp sends them all. Why not the SDKs
 `evosyn bench llm` measured about 1.5 ms of client CPU per call inside the openai SDK (its
 request-options model and URL handling, then httpx's request, URL and header models, then its
 aiohttp transport under them), for five fields read from the reply; the Anthropic SDK is built the
-same way. Building the body and reading the reply is the providers' job (``agents.llm.providers``);
-retries are the client's (``agents.llm.client``), so backoff, ``retry-after`` and the retry bound are
+same way. Building the body and reading the reply is the providers' job (``evosyn.agents.llm.providers``);
+retries are the client's (``evosyn.agents.llm.client``), so backoff, ``retry-after`` and the retry bound are
 the same for every provider.
 
 Failures keep the SDKs' meaning, in classes of the same names: a refused or reset connection and a

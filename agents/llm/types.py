@@ -40,7 +40,7 @@ class ClosedSchema(BaseModel):
     lists. The providers send it as it is (``providers.strict_json_schema``), where a plain model goes through
     the SDK's strict form, which requires every property: an optional one that has no default (a tool's
     optional argument, an id an intent may leave out) would then have to be written. Subclassed by a role
-    that closes its schema itself (``agents.generator_schema.closed_output``)."""
+    that closes its schema itself (``evosyn.agents.generator_schema.closed_output``)."""
 
 
 class LLMOutputError(ValueError):

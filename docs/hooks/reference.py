@@ -2,10 +2,10 @@
 
 Each page below holds a marker, ``<!-- generated: FUNCTION -->``, that ``on_page_markdown`` replaces:
 
-- ``reference/config.md`` (``render_config``): every field of ``storage.config.RunConfig`` and of the models it
+- ``reference/config.md`` (``render_config``): every field of ``evosyn.storage.config.RunConfig`` and of the models it
   nests (type, default, bounds, and the comment the source gives the field), plus the ``EVOSYN_*`` overrides;
-- ``reference/tables.md`` (``render_tables``): every store table of ``storage.records.TABLES``, its columns as
-  the Parquet files hold them (``storage.arrow.schema_of``: the Arrow types DuckDB sees) and what each is;
+- ``reference/tables.md`` (``render_tables``): every store table of ``evosyn.storage.records.TABLES``, its columns as
+  the Parquet files hold them (``evosyn.storage.arrow.schema_of``: the Arrow types DuckDB sees) and what each is;
 - ``reference/metrics.md`` (``render_metrics``): every metric of ``tasks/legend.py``.
 
 ``reference/cli.md`` is rendered by the ``mkdocs-click`` extension from the root click group; ``on_config``
@@ -220,7 +220,7 @@ def model_table(model: type[BaseModel], prefix: str) -> list[str]:
 
 
 def render_config() -> str:
-    from storage.config import ENV_OVERRIDES, ROLES, RunConfig
+    from evosyn.storage.config import ENV_OVERRIDES, ROLES, RunConfig
 
     intro = ("Every field of `RunConfig` and of the models it nests, read by `docs/hooks/reference.py`. A run "
              "config is a YAML file of these fields; an unknown field, a value out of bounds or a wrong type is one "
@@ -258,8 +258,8 @@ def render_config() -> str:
 
 # ------------------------------------------------------------------ tables
 def render_tables() -> str:
-    from storage.arrow import schema_of
-    from storage.records import TABLES
+    from evosyn.storage.arrow import schema_of
+    from evosyn.storage.records import TABLES
 
     intro = ("Each record class is one table: Parquet files under `tables/<table>/run_id=…/round=…/`, one DuckDB "
              "view per table in `evosyn query` and in `catalog.duckdb`. Column types are the Arrow types the files "
@@ -281,7 +281,7 @@ def render_tables() -> str:
                 comments.update({k.split(".", 1)[1]: v for k, v in FIELD_NOTES.items()
                                  if k.split(".", 1)[0] == klass.__name__})
                 comments.update(field_comments(klass))
-        out += [f"## {table}", "", f"Record: `storage.records.{model.__name__}`.", ""]
+        out += [f"## {table}", "", f"Record: `evosyn.storage.records.{model.__name__}`.", ""]
         doc = own_doc(model) or TABLE_NOTES.get(table, "")
         if doc:
             out += [doc, ""]
@@ -321,7 +321,7 @@ Every report, table and JSON uses the names and labels below (`tasks/legend.py`)
 
 
 def render_metrics() -> str:
-    from tasks.legend import METRICS
+    from evosyn.tasks.legend import METRICS
 
     out = [METRICS_INTRO, "| name | shown as | what it measures | range | better |", "| --- | --- | --- | --- | --- |"]
     out += [f"| `{name}` | {_cell(m.label)} | {_cell(m.means)} | {_cell(m.range)} | {_cell(m.better)} |"
@@ -338,7 +338,7 @@ def attach_cli() -> None:
     # mkdocs-click reads a group's `commands` when it has any: put every listed command there
     import click
 
-    from flows.cli_app import main
+    from evosyn.flows.cli_app import main
 
     ctx = click.Context(main)
     for name in main.list_commands(ctx):

@@ -10,7 +10,7 @@ refusal it finds a user and reservation whose request breaks a named rule.
 """
 from __future__ import annotations
 
-from agents.plans import (
+from evosyn.agents.plans import (
     DEFAULT_PRIOR,
     DefaultPrior,
     Plan,
@@ -22,8 +22,8 @@ from agents.plans import (
     unique_actions,
     weighted_order,
 )
-from domains.airline.ops import FREE_BAGS, Op, active_reservations, cancellable, propose
-from envs.base import Domain
+from evosyn.domains.airline.ops import FREE_BAGS, Op, active_reservations, cancellable, propose
+from evosyn.envs.base import Domain
 
 PRIMARY_OPS = {"flight_booking": ["book"], "flight_change": ["change", "cabin"], "flight_cancellation": ["cancel"],
                "refund_or_compensation": ["certificate"], "seat_or_baggage_service": ["bags", "passengers"],

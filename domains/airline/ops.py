@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from domains.airline.policy import FLOWN, NOW
+from evosyn.domains.airline.policy import FLOWN, NOW
 
 FREE_BAGS = {  # per passenger, by membership and cabin (policy.md, "Checked baggage")
     "regular": {"basic_economy": 0, "economy": 1, "business": 2},

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs import properties
-from envs.packs import PlannerRules, UserPhrasing
-from envs.tau2.pack import Tau2Pack
+from evosyn.envs import properties
+from evosyn.envs.packs import PlannerRules, UserPhrasing
+from evosyn.envs.tau2.pack import Tau2Pack
 
 
 # Compatibility rules of the embedded planner: a refusal must name a policy focus the request
@@ -96,7 +96,7 @@ class AirlinePack(Tau2Pack):
         return super().moves_money(name, arguments)
 
     def extra_write(self, arguments: list[dict[str, Any]]):
-        from storage.records import ToolCall
+        from evosyn.storage.records import ToolCall
 
         user_id = next((a["user_id"] for a in arguments if "user_id" in a), None)
         if not user_id:
@@ -111,12 +111,12 @@ class AirlinePack(Tau2Pack):
                                            "policy_gated", "distinct_tools", "write_mix", "interleaved")
 
     def task_builder(self, domain, prior):
-        from domains.airline.generator import AirlineGenerator
+        from evosyn.domains.airline.generator import AirlineGenerator
 
         return AirlineGenerator(domain, prior)
 
     def clock(self) -> str:
-        from domains.airline.policy import NOW
+        from evosyn.domains.airline.policy import NOW
 
         return str(NOW)
 
@@ -125,7 +125,7 @@ class AirlinePack(Tau2Pack):
         db = getattr(getattr(domain, "cow", None), "base", None)
         if db is None or not hasattr(db, "users") or not hasattr(db, "reservations"):
             return super().candidate_entities(domain, rng, k)
-        from agents.plans import linked, sample_up_to
+        from evosyn.agents.plans import linked, sample_up_to
 
         users = []
         for uid in sample_up_to(rng, sorted(db.users), k):

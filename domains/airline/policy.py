@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from envs.base import Episode
-from envs.policies.common import confirmation_rule
-from envs.tau2.cow import peek
-from storage.records import Message, ToolCall
+from evosyn.envs.base import Episode
+from evosyn.envs.policies.common import confirmation_rule
+from evosyn.envs.tau2.cow import peek
+from evosyn.storage.records import Message, ToolCall
 
 NOW = datetime(2024, 5, 15, 15, 0, 0)  # tau2 airline's fixed clock (AirlineTools._get_datetime)
 FLOWN = {"landed", "flying"}

@@ -1,5 +1,5 @@
 """CAR-bench: ``pack.py`` (an ontology-only pack)."""
-from domains.car_bench.pack import CarBenchPack
-from envs.packs import register
+from evosyn.domains.car_bench.pack import CarBenchPack
+from evosyn.envs.packs import register
 
 register(CarBenchPack())

@@ -17,9 +17,9 @@ import json
 import random
 from typing import Any
 
-from agents.plans import BUCKET_RANGE, Infeasible, Plan, seeded_rng
-from domains.car_bench import recipes as R
-from domains.car_bench.recipes import Op
+from evosyn.agents.plans import BUCKET_RANGE, Infeasible, Plan, seeded_rng
+from evosyn.domains.car_bench import recipes as R
+from evosyn.domains.car_bench.recipes import Op
 
 NATURE_TYPES = {"base_execute": "base", "hallucination_missing_tool": "hallucination_missing_tool",
                 "hallucination_missing_param": "hallucination_missing_tool_parameter",

@@ -1,9 +1,9 @@
 """CAR-bench (in-car assistant): the App. B.1 initial space and the hooks of its environment.
 
-The environment is ``envs.car_bench.domain.CarBenchDomain`` (CAR-bench's data
+The environment is ``evosyn.envs.car_bench.domain.CarBenchDomain`` (CAR-bench's data
 from the run config's ``env_data: {car_bench: FOLDER}``, ``$EVOSYN_CARBENCH_DATA`` or the
-bundled fixture); its machine-checked rules are ``envs.car_bench.policy.check_write``
-before each write, and CAR-bench's reward is ``envs.car_bench.reward.reward``
+bundled fixture); its machine-checked rules are ``evosyn.envs.car_bench.policy.check_write``
+before each write, and CAR-bench's reward is ``evosyn.envs.car_bench.reward.reward``
 (the verifier's reward for this domain, ``CarBenchDomain.reward``). The embedded
 generator is ``generator.CarBenchGenerator`` over the recipes of ``recipes.py``.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from envs import properties
-from envs.packs import DomainPack, PackError, PlannerRules, UserPhrasing
+from evosyn.envs import properties
+from evosyn.envs.packs import DomainPack, PackError, PlannerRules, UserPhrasing
 
 HALLUCINATION = ("hallucination_missing_tool", "hallucination_missing_param", "hallucination_missing_result")
 WRITING = ("fulfill_reach_goal", "resolve_from_preferences", "clarify_with_user")  # behaviours that may write
@@ -71,15 +71,15 @@ class CarBenchPack(DomainPack):
     description = "CAR-bench in-car assistant: vehicle, navigation, charging, communication"
 
     def environment(self):
-        from envs.car_bench.domain import CarBenchDomain
+        from evosyn.envs.car_bench.domain import CarBenchDomain
 
         return CarBenchDomain()
 
     def environment_from(self, folder):
         """CAR-bench's data from ``folder`` (the run config's ``env_data``), its task files read now: a folder
         not in CAR-bench's layout, or a task row that does not parse, is one line before any work."""
-        from envs.car_bench.data import DataMissing
-        from envs.car_bench.domain import CarBenchDomain
+        from evosyn.envs.car_bench.data import DataMissing
+        from evosyn.envs.car_bench.domain import CarBenchDomain
 
         try:
             env = CarBenchDomain(folder)
@@ -97,7 +97,7 @@ class CarBenchPack(DomainPack):
     generator_version = "2"
 
     def task_builder(self, domain, prior):
-        from domains.car_bench.generator import CarBenchGenerator
+        from evosyn.domains.car_bench.generator import CarBenchGenerator
 
         return CarBenchGenerator(domain, prior)
 
@@ -115,7 +115,7 @@ class CarBenchPack(DomainPack):
     shape_values = {"lookup_then_modify": "read_then_set"}  # the generic shapes this space names (App. B.1)
 
     def policy_rules(self) -> Callable[[Any, Any, list[Any]], list[str]] | None:
-        from envs.car_bench.policy import check_write
+        from evosyn.envs.car_bench.policy import check_write
 
         return check_write
 

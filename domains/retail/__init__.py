@@ -1,5 +1,5 @@
 """tau2-bench retail: ``pack.py`` holds its maps and hooks."""
-from domains.retail.pack import RetailPack
-from envs.packs import register
+from evosyn.domains.retail.pack import RetailPack
+from evosyn.envs.packs import register
 
 register(RetailPack())

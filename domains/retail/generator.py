@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from agents.plans import (
+from evosyn.agents.plans import (
     DEFAULT_PRIOR,
     Action,
     DefaultPrior,
@@ -32,7 +32,7 @@ from agents.plans import (
     unique_actions,
     weighted_order,
 )
-from domains.retail.ops import (
+from evosyn.domains.retail.ops import (
     Op,
     options_text,
     order_read,
@@ -42,9 +42,9 @@ from domains.retail.ops import (
     user_orders,
     user_read,
 )
-from domains.retail.policy import RULE_FOCUS, price_difference
-from domains.retail.refusals import REFUSALS
-from envs.base import Domain
+from evosyn.domains.retail.policy import RULE_FOCUS, price_difference
+from evosyn.domains.retail.refusals import REFUSALS
+from evosyn.envs.base import Domain
 
 PRIMARY_OPS = {"order_cancellation": ["cancel"], "order_item_modification": ["items"],
                "order_logistics_modification": ["address", "payment"], "return_delivered_order": ["return"],

@@ -14,8 +14,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from domains.retail.policy import CANCEL_REASONS, price_difference
-from envs.tau2.cow import peek
+from evosyn.domains.retail.policy import CANCEL_REASONS, price_difference
+from evosyn.envs.tau2.cow import peek
 
 Action = tuple
 

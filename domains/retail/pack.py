@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs import properties
-from envs.packs import PlannerRules, UserPhrasing
-from envs.tau2.pack import Tau2Pack
+from evosyn.envs import properties
+from evosyn.envs.packs import PlannerRules, UserPhrasing
+from evosyn.envs.tau2.pack import Tau2Pack
 
 
 # Compatibility rules of the embedded planner (measured on the generator, tests/domains/retail/feasibility.py):
@@ -98,7 +98,7 @@ class RetailPack(Tau2Pack):
     confirmation_stopwords = ("order", "pending", "delivered", "items", "user")
 
     def extra_write(self, arguments: list[dict[str, Any]]):
-        from storage.records import ToolCall
+        from evosyn.storage.records import ToolCall
 
         user_id = next((a["user_id"] for a in arguments if "user_id" in a), None)
         if not user_id:
@@ -115,7 +115,7 @@ class RetailPack(Tau2Pack):
                                            "policy_gated", "distinct_tools", "write_mix", "interleaved")
 
     def task_builder(self, domain, prior):
-        from domains.retail.generator import RetailGenerator
+        from evosyn.domains.retail.generator import RetailGenerator
 
         return RetailGenerator(domain, prior)
 
@@ -124,6 +124,6 @@ class RetailPack(Tau2Pack):
         db = getattr(getattr(domain, "cow", None), "base", None)
         if db is None or not hasattr(db, "orders"):
             return super().candidate_entities(domain, rng, k)
-        from domains.retail.generator import sample_customers
+        from evosyn.domains.retail.generator import sample_customers
 
         return {"customers": sample_customers(db, rng, k)}

@@ -26,11 +26,11 @@ there); the verifier waives exactly those rules for exactly those unmodified tas
 """
 from __future__ import annotations
 
-from envs.base import Episode
-from envs.policies.common import confirmation_rule
-from envs.replay import pair_tool_calls
-from envs.tau2.cow import peek
-from storage.records import Message, ToolCall
+from evosyn.envs.base import Episode
+from evosyn.envs.policies.common import confirmation_rule
+from evosyn.envs.replay import pair_tool_calls
+from evosyn.envs.tau2.cow import peek
+from evosyn.storage.records import Message, ToolCall
 
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 AUTH_TOOLS = ("find_user_id_by_email", "find_user_id_by_name_zip")

@@ -2,7 +2,7 @@
 
 Each builder finds, for one user, a concrete request that breaks a named rule and
 returns it with the call a careless agent would make (checked by
-``domains.retail.policy.check_write`` in the tests), the lookups an agent needs to
+``evosyn.domains.retail.policy.check_write`` in the tests), the lookups an agent needs to
 see that the rule applies, and, for the once-per-order lock, the earlier
 modification as a tau2 ``initial_state``. A categorical refusal (``lookups`` empty)
 is visible from the request alone.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from domains.retail.ops import (
+from evosyn.domains.retail.ops import (
     ADDRESS_FIELDS,
     Action,
     address_text,
@@ -27,8 +27,8 @@ from domains.retail.ops import (
     user_orders,
     user_read,
 )
-from domains.retail.policy import RULE_FOCUS, price_difference
-from envs.tau2.cow import peek
+from evosyn.domains.retail.policy import RULE_FOCUS, price_difference
+from evosyn.envs.tau2.cow import peek
 
 
 @dataclass

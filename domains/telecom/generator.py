@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.plans import (
+from evosyn.agents.plans import (
     DEFAULT_PRIOR,
     DefaultPrior,
     Plan,
@@ -26,9 +26,9 @@ from agents.plans import (
     targets,
     weighted_order,
 )
-from domains.telecom.assertions import final_state_assertions, reward_basis
-from domains.telecom.device import device_works, init
-from domains.telecom.ops import (
+from evosyn.domains.telecom.assertions import final_state_assertions, reward_basis
+from evosyn.domains.telecom.device import device_works, init
+from evosyn.domains.telecom.ops import (
     Ctx,
     Op,
     bill_info,
@@ -39,9 +39,9 @@ from domains.telecom.ops import (
     plan_info,
     propose,
 )
-from domains.telecom.policy import state_rules
-from domains.telecom.refusals import refusal
-from storage.records import ToolCall
+from evosyn.domains.telecom.policy import state_rules
+from evosyn.domains.telecom.refusals import refusal
+from evosyn.storage.records import ToolCall
 
 PRIMARY_OPS = {"plan_change": ["refuel"], "billing_issue": ["pay", "pay_later"], "device_upgrade": ["setup"],
                "line_management": ["resume", "suspend", "roaming_on"], "service_troubleshooting": ["fault"],

@@ -1,7 +1,7 @@
 """The telecom pack's synthesis hooks (planner rules, phrasing, controllable factors, entities, audit write).
 
 ``pack.py`` returns these; they live here so the pack module stays a map of names
-and imports nothing heavy (this module imports only ``envs.packs``). Each value is measured, not assumed: the feasibility of
+and imports nothing heavy (this module imports only ``evosyn.envs.packs``). Each value is measured, not assumed: the feasibility of
 every (family, outcome, num_write, num_read) cell is in tests/domains/telecom.
 """
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
-from agents.plans import sample_up_to
-from envs import properties
-from envs.packs import PlannerRules, UserPhrasing
+from evosyn.agents.plans import sample_up_to
+from evosyn.envs import properties
+from evosyn.envs.packs import PlannerRules, UserPhrasing
 
 if TYPE_CHECKING:
-    from storage.records import ToolCall
+    from evosyn.storage.records import ToolCall
 
 
 PLANNER_RULES = PlannerRules(
@@ -87,7 +87,7 @@ def candidate_entities(domain: Any, rng: random.Random, k: int = 4) -> dict[str,
 def extra_write(arguments: list[dict[str, Any]]) -> ToolCall | None:
     """A state-changing call the trajectory did not ask for: 1 GB refuelled on one of its lines (a refuel always
     changes the line; suspend_line or a roaming switch may find the line already in that state)."""
-    from storage.records import ToolCall
+    from evosyn.storage.records import ToolCall
 
     line = next((a for a in arguments if "customer_id" in a and "line_id" in a), None)
     if line is None:

@@ -17,8 +17,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from domains.telecom.device import FAULTS, USER, compatible, init
-from domains.telecom.policy import MAX_REFUEL_GB, TODAY  # noqa: F401 (MAX_REFUEL_GB: refusals use it)
+from evosyn.domains.telecom.device import FAULTS, USER, compatible, init
+from evosyn.domains.telecom.policy import MAX_REFUEL_GB, TODAY  # noqa: F401 (MAX_REFUEL_GB: refusals use it)
 
 REFUEL_GB = (0.5, 1.0, 1.5, 2.0)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from domains.telecom.hooks import CONTROLLABLE, PHRASING, PLANNER_RULES
-from envs.tau2.pack import Tau2Pack
+from evosyn.domains.telecom.hooks import CONTROLLABLE, PHRASING, PLANNER_RULES
+from evosyn.envs.tau2.pack import Tau2Pack
 
 
 class TelecomPack(Tau2Pack):
@@ -35,12 +35,12 @@ class TelecomPack(Tau2Pack):
     controllable = CONTROLLABLE
 
     def task_builder(self, domain, prior):
-        from domains.telecom.generator import TelecomGenerator
+        from evosyn.domains.telecom.generator import TelecomGenerator
 
         return TelecomGenerator(domain, prior)
 
     def candidate_entities(self, domain, rng, k: int = 4) -> dict[str, Any]:
-        from domains.telecom.hooks import candidate_entities
+        from evosyn.domains.telecom.hooks import candidate_entities
 
         return candidate_entities(domain, rng, k)
 
@@ -71,6 +71,6 @@ class TelecomPack(Tau2Pack):
     gated_prefixes = ("suspend",)
 
     def extra_write(self, arguments: list[dict[str, Any]]):
-        from domains.telecom.hooks import extra_write
+        from evosyn.domains.telecom.hooks import extra_write
 
         return extra_write(arguments)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from datetime import date
 
-from envs.policies.common import confirmation_rule
-from storage.records import Message, ToolCall
+from evosyn.envs.policies.common import confirmation_rule
+from evosyn.storage.records import Message, ToolCall
 
 TODAY = date(2025, 2, 25)  # tau2 telecom's fixed clock (telecom/utils.get_today)
 MAX_REFUEL_GB = 2.0

@@ -9,8 +9,8 @@ categorical rule when the read budget is zero); nothing changes state.
 """
 from __future__ import annotations
 
-from domains.telecom.device import init
-from domains.telecom.ops import MAX_REFUEL_GB, TODAY, Ctx, filler_say
+from evosyn.domains.telecom.device import init
+from evosyn.domains.telecom.ops import MAX_REFUEL_GB, TODAY, Ctx, filler_say
 
 RULES = {
     "refuel_limit": f"at most {MAX_REFUEL_GB:g} GB of data can be refuelled at a time",
@@ -25,7 +25,7 @@ RULES = {
 
 def refusal(gen, family, customer_id, held, reads, rng, exact):
     """A refusal ``Plan`` or None (this customer cannot realize it)."""
-    from agents.plans import Plan
+    from evosyn.agents.plans import Plan
 
     inits = gen.base_init(customer_id, held)
     episode = gen.run(inits, [])

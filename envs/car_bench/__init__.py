@@ -2,7 +2,7 @@
 
 Public API (nothing here imports tau2):
 
-* ``domain.CarBenchDomain(data_root=None)``: the ``envs.base.Domain``: ``tools()`` (57
+* ``domain.CarBenchDomain(data_root=None)``: the ``evosyn.envs.base.Domain``: ``tools()`` (57
   ``ToolSpec``, kinds read / write / generic), ``tools_for(task)`` (what a hallucination
   task leaves), ``validate_arguments``, ``episode(task | CarInitialState | config | None)``,
   ``tasks(split)`` / ``splits()`` / ``official_task(id)``, ``task_policy(task)``, ``summary()``.

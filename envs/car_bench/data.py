@@ -16,7 +16,7 @@ The folder is a snapshot of the HF dataset ``johanneskirmayr/car-bench-dataset``
                                                      "road_types", "includes_toll", "alias", ...}
     mock_data/navigation/routes_metadata.jsonl      routes generated from a base route (see ``_derived_route``)
     mock_data/productivity_and_communication/contacts.jsonl, calendars.jsonl
-    tasks/<type>_<split>.jsonl                      one task a line (``envs.car_bench.tasks``)
+    tasks/<type>_<split>.jsonl                      one task a line (``evosyn.envs.car_bench.tasks``)
 
 A folder that holds ``navigation/`` directly (a checkout's
 ``docs/reference_data/mock_data``) is read as the mock data. Which folder: the

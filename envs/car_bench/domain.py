@@ -1,6 +1,6 @@
 """CAR-bench behind our ``Domain`` interface.
 
-``CarBenchDomain(data_root=None)`` loads a data folder once (``envs.car_bench.data``:
+``CarBenchDomain(data_root=None)`` loads a data folder once (``evosyn.envs.car_bench.data``:
 the argument, else ``$EVOSYN_CARBENCH_DATA``, else the bundled fixture) and
 serves its 57 tools, its official tasks by split and fresh episodes::
 
@@ -23,13 +23,13 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
-from envs.base import Domain, EnvSummary, Requestor, TaskDraft, ToolKind, ToolSpec
-from envs.car_bench.data import FIXTURE, CarBenchData, resolve_root
-from envs.car_bench.episode import CarBenchEpisode
-from envs.car_bench.family import task_row
-from envs.car_bench.state import CarInitialState, split_config
-from envs.car_bench.tasks import SPLITS, CarBenchTask, load_tasks
-from envs.car_bench.tools import TOOLS
+from evosyn.envs.base import Domain, EnvSummary, Requestor, TaskDraft, ToolKind, ToolSpec
+from evosyn.envs.car_bench.data import FIXTURE, CarBenchData, resolve_root
+from evosyn.envs.car_bench.episode import CarBenchEpisode
+from evosyn.envs.car_bench.family import task_row
+from evosyn.envs.car_bench.state import CarInitialState, split_config
+from evosyn.envs.car_bench.tasks import SPLITS, CarBenchTask, load_tasks
+from evosyn.envs.car_bench.tools import TOOLS
 
 DIGEST_VERSION = 1
 POLICY_TEXT = (Path(__file__).parent / "policy.md").read_text(encoding="utf-8")
@@ -137,15 +137,15 @@ class CarBenchDomain(Domain):
         return self.task_from_json(task_row(draft))
 
     def reward(self, task: Any, messages: list[Any], passed: Mapping[str, bool]) -> float:
-        """CAR-bench's reward, by our replay (``envs.car_bench.reward``), not the verifier's components."""
-        from envs.car_bench.reward import reward
+        """CAR-bench's reward, by our replay (``evosyn.envs.car_bench.reward``), not the verifier's components."""
+        from evosyn.envs.car_bench.reward import reward
 
         return reward(self, task, messages).reward
 
     def with_tasks(self, path: Path) -> CarBenchDomain:
         """CAR-bench's data, its task files and mock data, from the folder ``path`` (a snapshot of the dataset):
         ``evosyn evaluate --official --tasks``; ``ValueError``, one line, for a folder that is not one."""
-        from envs.car_bench.data import DataMissing
+        from evosyn.envs.car_bench.data import DataMissing
 
         try:
             dom = CarBenchDomain(path)

@@ -13,12 +13,12 @@ import copy
 import json
 from typing import TYPE_CHECKING, Any
 
-from envs.base import Episode, Observation, Requestor
-from envs.car_bench.state import CarInitialState, CarState, FixedContext, split_config
-from envs.car_bench.tools import TOOLS, Raw, ToolContext, ToolFailure
+from evosyn.envs.base import Episode, Observation, Requestor
+from evosyn.envs.car_bench.state import CarInitialState, CarState, FixedContext, split_config
+from evosyn.envs.car_bench.tools import TOOLS, Raw, ToolContext, ToolFailure
 
 if TYPE_CHECKING:
-    from envs.car_bench.domain import CarBenchDomain
+    from evosyn.envs.car_bench.domain import CarBenchDomain
 
 
 def _blank(value: Any, path: list[str]) -> None:

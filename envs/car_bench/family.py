@@ -1,4 +1,4 @@
-"""A CAR-bench task as the core reads it (``envs.base.EnvTask``), and a generator's draft as a CAR-bench task.
+"""A CAR-bench task as the core reads it (``evosyn.envs.base.EnvTask``), and a generator's draft as a CAR-bench task.
 
 ``CarTaskView`` is the mixin ``tasks.CarBenchTask`` takes: the user's side is the
 task's persona and instruction, the gold actions are its tool actions (the ones
@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from envs.base import EnvTask, Episode, GoldAction, TaskDraft, UserScenario
+from evosyn.envs.base import EnvTask, Episode, GoldAction, TaskDraft, UserScenario
 
 # CAR-bench's reward components (envs/car_bench/reward.py); a hallucination task is scored on the last two only
 COMPONENTS = frozenset({"state", "tool_subset", "policy", "tool_execution", "user_end"})

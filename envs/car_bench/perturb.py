@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from envs.car_bench.family import uses_removed_part
-from envs.car_bench.reward import TERMINATING_TOOLS, gold_trajectory
-from envs.car_bench.tasks import CarBenchTask
-from storage.records import Message, ToolCall
+from evosyn.envs.car_bench.family import uses_removed_part
+from evosyn.envs.car_bench.reward import TERMINATING_TOOLS, gold_trajectory
+from evosyn.envs.car_bench.tasks import CarBenchTask
+from evosyn.storage.records import Message, ToolCall
 
 if TYPE_CHECKING:
-    from envs.car_bench.domain import CarBenchDomain
+    from evosyn.envs.car_bench.domain import CarBenchDomain
 
 KINDS = ("write_dropped", "argument_changed", "extra_write", "read_dropped", "refused_call", "reordered_reply",
          "failure_keyword", "removed_part_used")

@@ -23,20 +23,20 @@ the shared confirmation rule).
 
 LLM-POL rules (``LLM_POLICIES``) are judged by an LLM in CAR-bench; they are
 not machine-checked here, and the reward's policy component leaves them out
-unless a judge is given to ``envs.car_bench.reward.reward``.
+unless a judge is given to ``evosyn.envs.car_bench.reward.reward``.
 """
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
 
-from envs.car_bench.state import CarState
-from envs.car_bench.tools import CONFIRMATION_TOOLS
-from envs.policies.common import confirmation_rule
-from storage.records import Message, ToolCall
+from evosyn.envs.car_bench.state import CarState
+from evosyn.envs.car_bench.tools import CONFIRMATION_TOOLS
+from evosyn.envs.policies.common import confirmation_rule
+from evosyn.storage.records import Message, ToolCall
 
 if TYPE_CHECKING:
-    from envs.base import Episode
+    from evosyn.envs.base import Episode
 
 AUT_POLICIES = {
     "005": "The sunroof opens only if the sunshade is fully open or opened in the same step.",

@@ -11,7 +11,7 @@ at 0:
   through (the initial state included);
 * ``tool_subset``: every tool of the gold actions was called;
 * ``tool_execution``: no call was refused by its tool (``{"status": "FAILURE"}``);
-* ``policy``: no AUT-POL violation (``envs.car_bench.policy``) and, when a
+* ``policy``: no AUT-POL violation (``evosyn.envs.car_bench.policy``) and, when a
   ``judge`` is given, none of the LLM-POL ones it reports;
 * ``user_end``: the user did not end with a failure keyword
   (``HALLUCINATION_ERROR``, ``DISAMBIGUATION_ERROR``, ``OUT_OF_SCOPE``), and,
@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envs.car_bench.family import uses_removed_part
-from envs.car_bench.policy import trajectory_violations
-from envs.car_bench.tasks import CarBenchTask
-from storage.records import Message, ToolCall
+from evosyn.envs.car_bench.family import uses_removed_part
+from evosyn.envs.car_bench.policy import trajectory_violations
+from evosyn.envs.car_bench.tasks import CarBenchTask
+from evosyn.storage.records import Message, ToolCall
 
 if TYPE_CHECKING:
-    from envs.car_bench.domain import CarBenchDomain
+    from evosyn.envs.car_bench.domain import CarBenchDomain
 
 FAILURE_KEYWORDS = frozenset({"HALLUCINATION_ERROR", "DISAMBIGUATION_ERROR", "OUT_OF_SCOPE"})
 TERMINATING_TOOLS = frozenset({"call_phone_by_number"})  # a phone call ends the conversation

@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from envs.car_bench.data import read_jsonl
-from envs.car_bench.family import CarTaskView
-from envs.car_bench.state import CarInitialState
+from evosyn.envs.car_bench.data import read_jsonl
+from evosyn.envs.car_bench.family import CarTaskView
+from evosyn.envs.car_bench.state import CarInitialState
 
 TaskType = Literal["base", "hallucination_missing_tool", "hallucination_missing_tool_parameter",
                    "hallucination_missing_tool_response", "disambiguation_internal", "disambiguation_user"]

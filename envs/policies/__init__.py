@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from envs.base import Episode
-from envs.packs import get_pack
-from storage.records import Message, ToolCall
+from evosyn.envs.base import Episode
+from evosyn.envs.packs import get_pack
+from evosyn.storage.records import Message, ToolCall
 
 Rule = Callable[[Episode, ToolCall, list[Message]], list[str]]
 

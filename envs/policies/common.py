@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import re
 
-from envs.base import Episode
-from storage.records import Message, ToolCall
+from evosyn.envs.base import Episode
+from evosyn.storage.records import Message, ToolCall
 
 _YES = re.compile(r"\b(yes|yeah|yep|confirm(ed)?|go ahead|proceed|sure|correct|please do|ok(ay)?)\b", re.I)
 _NO = re.compile(r"\b(no|don't|do not|cancel that|stop|wait)\b", re.I)

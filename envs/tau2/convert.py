@@ -5,7 +5,7 @@ from typing import Any, Iterable
 
 from loguru import logger
 
-from storage.records import Message, ToolCall
+from evosyn.storage.records import Message, ToolCall
 
 logger.disable("tau2")  # tau2 warns about a missing .env on import: no environment of ours needs one
 

@@ -27,8 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from envs.tau2.entities import DIFFERENT, SAME, atom, compare, float_free, new_model
-from envs.tau2.entities import dump as _dump
+from evosyn.envs.tau2.entities import DIFFERENT, SAME, atom, compare, float_free, new_model
+from evosyn.envs.tau2.entities import dump as _dump
 
 
 def clone(value: Any, mode: Mode | None = None) -> Any:

@@ -19,11 +19,11 @@ from typing import Any
 
 from loguru import logger as _tau2_logger
 
-from envs.base import Domain, EnvSummary, Requestor, TaskDraft, ToolKind, ToolSpec
-from envs.task_sets import TaskSet
-from envs.tau2.cow import CowDB
-from envs.tau2.episode import Tau2Episode
-from envs.tau2.task import Tau2Task, draft_json
+from evosyn.envs.base import Domain, EnvSummary, Requestor, TaskDraft, ToolKind, ToolSpec
+from evosyn.envs.task_sets import TaskSet
+from evosyn.envs.tau2.cow import CowDB
+from evosyn.envs.tau2.episode import Tau2Episode
+from evosyn.envs.tau2.task import Tau2Task, draft_json
 
 _tau2_logger.disable("tau2")  # tau2 logs every tool call at DEBUG and warns about .env
 
@@ -174,14 +174,14 @@ class Tau2Domain(Domain):
         """The installed package's tasks (its version, the files' digests), or the folder's (``with_tasks``)."""
         found = self.__dict__.get("_task_set")
         if found is None:
-            from envs.tau2.task_folder import package_task_set
+            from evosyn.envs.tau2.task_folder import package_task_set
 
             found = self._task_set = package_task_set(self.name, self.pack.task_releases)
         return found
 
     def with_tasks(self, path: Path) -> Tau2Domain:
         """This environment with the official tasks and splits of the tau2 data folder at or below ``path``."""
-        from envs.tau2.task_folder import folder_tasks
+        from evosyn.envs.tau2.task_folder import folder_tasks
 
         raw, splits, task_set = folder_tasks(Path(path), self.name, self.pack.task_releases)
         tasks = [Tau2Task(t) for t in raw]
@@ -197,7 +197,7 @@ class Tau2Domain(Domain):
         return Tau2Task.from_json(draft_json(draft))  # validated by tau2's own model
 
     def official_reward(self, task: Any, messages: list[Any], termination: str = "agent_stop") -> tuple[float, str]:
-        from envs.tau2.official_eval import tau2_reward
+        from evosyn.envs.tau2.official_eval import tau2_reward
 
         return tau2_reward(self.name, task, messages, termination)
 

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from envs.base import Episode, Observation, Requestor
-from envs.tau2.cow import Mode
+from evosyn.envs.base import Episode, Observation, Requestor
+from evosyn.envs.tau2.cow import Mode
 
 if TYPE_CHECKING:
-    from envs.tau2.domain import Tau2Domain
+    from evosyn.envs.tau2.domain import Tau2Domain
 
 # keyword names that collide with tau2's own parameters on the way to the tool (tau2 raises a TypeError)
 _RESERVED = frozenset({"self", "tool_name", "requestor"})

@@ -1,15 +1,15 @@
 """tau2's own evaluator, for agreement tests and the benchmark (slow: reloads the DB per task).
 
 Importing this module imports tau2's registry and therefore litellm; the
-offline defaults (``LITELLM_LOCAL_MODEL_COST_MAP``) are set by ``storage.offline``.
+offline defaults (``LITELLM_LOCAL_MODEL_COST_MAP``) are set by ``evosyn.storage.offline``.
 """
 from __future__ import annotations
 
 from typing import Any
 
-import storage.offline  # noqa: F401
-from envs.tau2.convert import simulation_run
-from storage.records import Message
+import evosyn.storage.offline  # noqa: F401
+from evosyn.envs.tau2.convert import simulation_run
+from evosyn.storage.records import Message
 
 
 def tau2_reward(domain: str, task: Any, messages: list[Message], termination: str = "agent_stop") -> tuple[float, str]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from envs.packs import DomainPack
+from evosyn.envs.packs import DomainPack
 
 if TYPE_CHECKING:
-    from envs.task_sets import TaskSet
-    from envs.tau2.domain import Tau2Domain
+    from evosyn.envs.task_sets import TaskSet
+    from evosyn.envs.tau2.domain import Tau2Domain
 
 
 class Tau2Pack(DomainPack):
@@ -31,12 +31,12 @@ class Tau2Pack(DomainPack):
     def task_set(self) -> TaskSet:
         """The installed package's official tasks of this domain, named (version, digest, known release),
         without loading the environment."""
-        from envs.tau2.task_folder import package_task_set
+        from evosyn.envs.tau2.task_folder import package_task_set
 
         return package_task_set(self.name, self.task_releases)
 
     def environment(self) -> Tau2Domain:
-        from envs.tau2.domain import Tau2Domain, Tau2Source
+        from evosyn.envs.tau2.domain import Tau2Domain, Tau2Source
 
         if not self.tau2_module:
             raise ValueError(f"domain pack {self.name!r} names no tau2_module")

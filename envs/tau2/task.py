@@ -1,4 +1,4 @@
-"""tau2's ``Task`` behind ``envs.base.EnvTask``; a generator's ``TaskDraft`` as a tau2 ``Task``.
+"""tau2's ``Task`` behind ``evosyn.envs.base.EnvTask``; a generator's ``TaskDraft`` as a tau2 ``Task``.
 
 The wrapped object is tau2's own, validated by tau2's model (``Tau2Task.tau2``), so
 every task a tau2 pack stores is a valid tau2 task and tau2's evaluator can score it.
@@ -9,7 +9,7 @@ import hashlib
 from functools import cached_property
 from typing import Any
 
-from envs.base import EnvTask, Episode, GoldAction, TaskDraft, UserScenario
+from evosyn.envs.base import EnvTask, Episode, GoldAction, TaskDraft, UserScenario
 
 
 class Tau2Task(EnvTask):

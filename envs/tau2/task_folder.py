@@ -14,7 +14,7 @@ from typing import Any
 
 from loguru import logger as _tau2_logger
 
-from envs.task_sets import TaskSet, sha256_file, task_set_of
+from evosyn.envs.task_sets import TaskSet, sha256_file, task_set_of
 
 _tau2_logger.disable("tau2")  # tau2's utils warn about a missing .env on import (as envs.tau2.domain silences)
 

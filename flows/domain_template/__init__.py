@@ -4,7 +4,7 @@ Importing the package registers the pack and loads nothing heavy. It is found by
 pack folders (``EVOSYN_DOMAINS``, by default ``./domains``); as an installed package of its own it would be named
 by an ``evosyn.domains`` entry point.
 """
-from envs.packs import register
+from evosyn.envs.packs import register
 
 from .pack import Pack
 

@@ -1,4 +1,4 @@
-"""The environment: a small gym's class bookings, written directly on ``envs.base.Domain``.
+"""The environment: a small gym's class bookings, written directly on ``evosyn.envs.base.Domain``.
 
 Replace the state, the tools and the official tasks with your own; keep the shape:
 
@@ -6,8 +6,8 @@ Replace the state, the tools and the official tasks with your own; keep the shap
 - each tool is a function ``(state, args) -> result`` with a pydantic model of its arguments and a kind:
   ``write`` changes the state, ``read`` only looks, ``generic`` is neither;
 - a tool refuses a call by raising ``ValueError``: the agent gets it back as an error observation;
-- ``OFFICIAL`` are the domain's own benchmark tasks, in tau2's task model (``envs.tau2.task.Tau2Task``, which
-  meets ``envs.base.EnvTask``); none at all is allowed (runs then test on the uniform test set only). A domain
+- ``OFFICIAL`` are the domain's own benchmark tasks, in tau2's task model (``evosyn.envs.tau2.task.Tau2Task``, which
+  meets ``evosyn.envs.base.EnvTask``); none at all is allowed (runs then test on the uniform test set only). A domain
   with tasks of its own form implements ``EnvTask`` for them instead (``envs/base.py``).
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from envs.base import Domain, Episode, EnvSummary, Observation, Requestor, TaskDraft, ToolKind, ToolSpec
-from envs.tau2.task import Tau2Task, draft_json
+from evosyn.envs.base import Domain, Episode, EnvSummary, Observation, Requestor, TaskDraft, ToolKind, ToolSpec
+from evosyn.envs.tau2.task import Tau2Task, draft_json
 
 NAME = __package__.rpartition(".")[2]  # the domain's name is its folder's name
 MAX_BOOKINGS = 3  # the policy's one rule: classes a member may have booked at once (policy.py checks it)

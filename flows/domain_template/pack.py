@@ -6,7 +6,7 @@ changes what is recorded: ``evosyn envs check NAME`` lists every one left at its
 """
 from __future__ import annotations
 
-from envs.packs import DomainPack, PlannerRules, UserPhrasing
+from evosyn.envs.packs import DomainPack, PlannerRules, UserPhrasing
 
 
 class Pack(DomainPack):

@@ -6,8 +6,8 @@ checked (``evosyn envs check`` warns).
 """
 from __future__ import annotations
 
-from envs.base import Episode
-from storage.records import Message, ToolCall
+from evosyn.envs.base import Episode
+from evosyn.storage.records import Message, ToolCall
 
 from .environment import MAX_BOOKINGS
 

@@ -1,7 +1,7 @@
 import pytest
 
-from envs.ontology import load_initial_space
-from storage.records import Factor
+from evosyn.envs.ontology import load_initial_space
+from evosyn.storage.records import Factor
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
 
@@ -18,10 +18,10 @@ def with_factor(space, key, values=BUCKETS):
 
 @pytest.fixture(scope="session")
 def roles():
-    from agents.generator import EmbeddedGenerator
-    from agents.repair import EmbeddedRepair
-    from agents.teacher import EmbeddedTeacher
-    from envs.packs import get_domain
+    from evosyn.agents.generator import EmbeddedGenerator
+    from evosyn.agents.repair import EmbeddedRepair
+    from evosyn.agents.teacher import EmbeddedTeacher
+    from evosyn.envs.packs import get_domain
 
     dom = get_domain("airline")
     teacher = EmbeddedTeacher(dom)
@@ -31,10 +31,10 @@ def roles():
 @pytest.fixture(scope="session")
 def synth_pass(tmp_path_factory):
     """``synth_pass(space, n, seed=0, steering=None)``: one pass of the pipeline's stages, each in a fresh store."""
-    from agents.designer import ColdStart
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
-    from storage.store import Store
+    from evosyn.agents.designer import ColdStart
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
+    from evosyn.storage.store import Store
 
     def run(space, n, seed=0, steering=None):
         ctx = Ctx(Store(tmp_path_factory.mktemp("synth")), space.run_id, 0, seed, space.domain)

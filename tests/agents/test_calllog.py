@@ -4,9 +4,9 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-from agents.llm.calllog import merge_calls, write_calls
-from storage.records import LLMCall
-from storage.store import Store
+from evosyn.agents.llm.calllog import merge_calls, write_calls
+from evosyn.storage.records import LLMCall
+from evosyn.storage.store import Store
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 CHUNK = "gen-abc-generator"

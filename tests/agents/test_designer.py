@@ -1,8 +1,8 @@
 import pytest
 
-from agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, apportion, \
+from evosyn.agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, apportion, \
     validate_direction
-from storage.records import Feedback, SliceStat
+from evosyn.storage.records import Feedback, SliceStat
 from tests.agents.conftest import with_factor
 
 
@@ -55,7 +55,7 @@ def test_directions_name_only_space_keys(space):
 
 
 def test_cold_start_plans_no_refusal_of_a_family_with_no_rule_to_break(space, monkeypatch):
-    from envs.packs import PlannerRules, get_pack
+    from evosyn.envs.packs import PlannerRules, get_pack
 
     monkeypatch.setattr(type(get_pack("airline")), "planner_rules",
                         PlannerRules(violable={"flight_cancellation": ["refund_eligibility"]}))

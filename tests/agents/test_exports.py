@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from agents.learners.exports import RESULTS_JOIN, ExportError, agent_turns, export_rows, openai_messages, sharegpt
-from agents.learners.openai_agent import OpenAICompatibleAgent, to_openai
-from storage.records import Message, SFTExample, ToolCall
+from evosyn.agents.learners.exports import RESULTS_JOIN, ExportError, agent_turns, export_rows, openai_messages, sharegpt
+from evosyn.agents.learners.openai_agent import OpenAICompatibleAgent, to_openai
+from evosyn.storage.records import Message, SFTExample, ToolCall
 from tests.fakes.openai_server import ScriptedServer, completion
 
 TOOLS = [{"type": "function", "function": {"name": "get_user", "description": "d", "parameters": {}}}]
@@ -99,8 +99,8 @@ def test_the_agent_keeps_every_parallel_call_of_a_reply():
 def test_every_view_converts_a_message_alike():
     """The exports, the record rows and the teacher's prompt all go through ``exports.chat_message``: on a
     conversation each view keeps one for one (no merged turns, no device actions) they give the same messages."""
-    from agents.learners.exports import chat_message, trajectory_messages
-    from agents.teacher import to_chat
+    from evosyn.agents.learners.exports import chat_message, trajectory_messages
+    from evosyn.agents.teacher import to_chat
 
     msgs = [Message(role="user", content="hi"), Message(role="assistant", tool_calls=[A]),
             Message(role="tool", content="U", tool_call_id="a"), Message(role="assistant", content="Done.")]

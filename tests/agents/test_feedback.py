@@ -4,10 +4,10 @@ import random
 
 import pytest
 
-from agents.feedback import FeedbackInputs, build_feedback, probe_report, wilson
-from agents.probes import TaskProfile, conditional_mi, entropy, mutual_information, nmi
-from agents.reflector import EmbeddedReflector
-from storage.records import Evaluation, Message, ToolCall
+from evosyn.agents.feedback import FeedbackInputs, build_feedback, probe_report, wilson
+from evosyn.agents.probes import TaskProfile, conditional_mi, entropy, mutual_information, nmi
+from evosyn.agents.reflector import EmbeddedReflector
+from evosyn.storage.records import Evaluation, Message, ToolCall
 
 
 def test_information_measures():
@@ -54,7 +54,7 @@ def test_wilson_is_scipys_interval_and_no_trials_is_the_whole_range():
 
 
 def test_reports_and_feedback_share_one_wilson():
-    from tasks import report_data
+    from evosyn.tasks import report_data
 
     assert report_data.wilson is wilson
 
@@ -87,7 +87,7 @@ def inputs(space, evidence=True, **kw):
 
 def varied(inp, seed=0):
     """``inp`` with every trajectory property but ``num_write`` drawn at random, independently of failure."""
-    from envs.properties import PROPERTIES
+    from evosyn.envs.properties import PROPERTIES
 
     rng = random.Random(seed)
     for prof in inp.profiles.values():
@@ -133,7 +133,7 @@ def test_reflector_adds_one_failure_driven_factor_and_keeps_seeds(space):
 def test_without_learner_evidence_the_control_draws_one_controllable_property(space):
     """App. B.6: the no-feedback control revises the space without evidence: a seeded uniform draw among the
     controllable properties not in the space, the same whatever the learner's failures are."""
-    from envs.packs import get_pack
+    from evosyn.envs.packs import get_pack
 
     drawn = {}
     for fail_on_writes in (True, False):
@@ -184,7 +184,7 @@ def test_statistics_rank_the_candidates_and_gate_nothing(space):
 
 
 def test_permutation_p_value_is_seeded_and_calibrated():
-    from agents.probes import permutation_p
+    from evosyn.agents.probes import permutation_p
 
     rng = random.Random(1)
     noise = [(rng.random() < 0.4, rng.choice("abc"), rng.choice("xy")) for _ in range(150)]
@@ -213,7 +213,7 @@ def test_the_factor_added_is_reviewed_in_the_next_round(space):
 def _reviewed(space, failures_then, failures_now, tasks_then=20, tasks_now=20):
     """The review of ``num_write`` added for its buckets 3-4 and 5+ (``failures_then`` of ``tasks_then``
     failing), with ``failures_now`` of ``tasks_now`` failing there now."""
-    from storage.records import Baseline
+    from evosyn.storage.records import Baseline
     from tests.agents.conftest import with_factor
 
     v2 = with_factor(space, "num_write")
@@ -259,7 +259,7 @@ def test_a_deprecated_factor_is_never_proposed_again(space):
 def test_the_feedback_arm_expands_at_the_controls_rate(space):
     """Every arm adds at most one factor per round, and evosyn (with learner evidence) adds one in every round the
     no-feedback control does, until no controllable property is left outside the space."""
-    from envs.packs import get_pack
+    from evosyn.envs.packs import get_pack
 
     spaces = {True: space, False: space}
     added: dict[bool, list[int]] = {True: [], False: []}
@@ -281,7 +281,7 @@ def test_the_feedback_arm_expands_at_the_controls_rate(space):
 
 def _probe(name, buckets, gap=1.0):
     """A probe with (diagnostic count, failure rate, coverage) per bucket."""
-    from storage.records import Probe, ProbeBucket
+    from evosyn.storage.records import Probe, ProbeBucket
 
     return Probe(run_id="r", round=1, space_version=1, probe=name, coverage_gap=gap, suggested_factor=name,
                  suggested_values=[str(i) for i in range(len(buckets))],
@@ -290,7 +290,7 @@ def _probe(name, buckets, gap=1.0):
 
 
 def test_a_coverage_gap_needs_more_failure_in_its_under_covered_buckets(space):
-    from agents.probes import gap_failure_p
+    from evosyn.agents.probes import gap_failure_p
 
     # under-covered buckets (coverage below half a uniform share) fail 7 of 8, the others 6 of 28
     failing = _probe("num_write", [(14, 3 / 14, 0.5), (14, 3 / 14, 0.44), (0, None, 0.0), (8, 7 / 8, 0.06),
@@ -314,7 +314,7 @@ def test_the_strongest_evidence_goes_first_and_a_failing_gap_wins_a_tie(space):
     uncovered = _probe("write_mix", [(14, 3 / 14, 0.5), (14, 3 / 14, 0.44), (8, 7 / 8, 0.06)]).model_copy(
         update={"cmi_given_space": 0.004, "residual_cmi": 0.003, "p_value": 0.6, "support": 36})
     fb = build_feedback(inputs(space, n=36), run_id="r", round=1, model_version="m")
-    from agents.probes import gap_failure_p
+    from evosyn.agents.probes import gap_failure_p
 
     p_gap = gap_failure_p(uncovered)  # 7 of 8 failing in the gap, 6 of 28 elsewhere
     assert 0.001 < p_gap < 0.002  # weaker than the covered axis's permutation p of 0.001: the axis goes first

@@ -12,7 +12,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from benchmarks.fuzz import ROLES, body, check, fixture, fuzz
+from evosyn.benchmarks.fuzz import ROLES, body, check, fixture, fuzz
 from tests.fakes.openai_server import FakeLLMServer, Reply, Script, answer, openai_reply
 
 KEY = "sk-test-FUZZ"
@@ -85,7 +85,7 @@ def test_the_valid_answer_is_accepted(role, anthropic):
         reply = (anthropic_reply(tool_use={"id": "t", "name": valid["name"], "input": valid["arguments"]})
                  if anthropic else openai_reply(None, valid))
     elif anthropic:
-        from benchmarks.fuzz import _schema
+        from evosyn.benchmarks.fuzz import _schema
 
         reply = anthropic_reply(tool_use={"id": "t", "name": _schema(role).__name__, "input": valid})
     else:
@@ -104,8 +104,8 @@ def test_fuzz_counts_every_reply_per_role():
 
 # ---------------------------------------------------------------- over HTTP, with the cache and a rerun
 def _client(server, role: str, cache_dir):
-    from agents.llm import make_client
-    from storage.config import RoleConfig
+    from evosyn.agents.llm import make_client
+    from evosyn.storage.config import RoleConfig
 
     rc = RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini", base_url=server.base_url,
                     api_key_env="EVOSYN_TEST_FUZZ_KEY", max_retries=0)
@@ -113,9 +113,9 @@ def _client(server, role: str, cache_dir):
 
 
 def _designer(client):
-    from agents.designer import ColdStart, LLMDesigner
-    from agents.roles import env_context
-    from envs.ontology import load_initial_space
+    from evosyn.agents.designer import ColdStart, LLMDesigner
+    from evosyn.agents.roles import env_context
+    from evosyn.envs.ontology import load_initial_space
 
     space = load_initial_space("airline", run_id="fuzz")
     return LLMDesigner(client, env_context(fixture().domain), retries=3).design(
@@ -123,8 +123,8 @@ def _designer(client):
 
 
 def _reflector(client):
-    from agents.reflector_llm import LLMReflector
-    from storage.records import Feedback
+    from evosyn.agents.reflector_llm import LLMReflector
+    from evosyn.storage.records import Feedback
 
     fx = fixture()
     fb = Feedback(run_id="fuzz", round=1, feedback_id="f", model_version="m", overall_success=0.5, n_evaluated=4)
@@ -157,7 +157,7 @@ def test_pathological_replies_are_recorded_reasked_and_replayed_the_same(role, c
 
 def test_a_body_no_decoder_can_read_is_an_output_error(tmp_path, monkeypatch):
     """The HTTP body itself nested 5,000 levels deep: the SDK's decoder overflows; a clean rejection."""
-    from agents.llm import LLMOutputError
+    from evosyn.agents.llm import LLMOutputError
 
     monkeypatch.setenv("EVOSYN_TEST_FUZZ_KEY", KEY)
     with FakeLLMServer(lambda r: Reply(raw=DEEP.encode())) as server:
@@ -168,7 +168,7 @@ def test_a_body_no_decoder_can_read_is_an_output_error(tmp_path, monkeypatch):
 
 
 def test_teacher_tool_call_with_pathological_arguments_is_reasked(monkeypatch):
-    from agents.teacher import LLMTeacher
+    from evosyn.agents.teacher import LLMTeacher
 
     monkeypatch.setenv("EVOSYN_TEST_FUZZ_KEY", KEY)
     fx = fixture()

@@ -9,14 +9,14 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from agents.ask import tools_summary
-from agents.generator import candidate_entities, generator_messages
-from agents.generator_schema import GeneratorOut, closed_output, entity_ids, tool_arguments
-from agents.llm.providers import bounded_schema, strict_json_schema
-from agents.llm.types import ClosedSchema
-from agents.roles import env_context
-from benchmarks.llm_script import RoleScript
-from envs.packs import get_domain
+from evosyn.agents.ask import tools_summary
+from evosyn.agents.generator import candidate_entities, generator_messages
+from evosyn.agents.generator_schema import GeneratorOut, closed_output, entity_ids, tool_arguments
+from evosyn.agents.llm.providers import bounded_schema, strict_json_schema
+from evosyn.agents.llm.types import ClosedSchema
+from evosyn.agents.roles import env_context
+from evosyn.benchmarks.llm_script import RoleScript
+from evosyn.envs.packs import get_domain
 
 DOMAINS = ["airline", "retail", "telecom"]
 
@@ -24,13 +24,13 @@ DOMAINS = ["airline", "retail", "telecom"]
 @pytest.fixture(scope="module", params=DOMAINS)
 def replies(request, tmp_path_factory):
     """(domain, the closed schema sent, good replies, the ids each reply's prompt showed): the scripted competent
-    model's replies to the Generator's prompts for eight embedded blueprints (``benchmarks.llm_script``: the
+    model's replies to the Generator's prompts for eight embedded blueprints (``evosyn.benchmarks.llm_script``: the
     embedded builder's plans)."""
-    from agents.designer import ColdStart
-    from envs.ontology import load_initial_space
-    from storage.store import Store
-    from tasks import stages
-    from tasks.stages import Ctx
+    from evosyn.agents.designer import ColdStart
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.storage.store import Store
+    from evosyn.tasks import stages
+    from evosyn.tasks.stages import Ctx
 
     name = request.param
     dom, space = get_domain(name), load_initial_space(name, run_id="gs")

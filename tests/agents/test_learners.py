@@ -3,13 +3,13 @@ import json
 
 import pytest
 
-from agents.learners.exports import ExportError, openai_messages, sharegpt
-from agents.learners.harness import TaskCase, evaluate, run_episode, success_by_slice
-from agents.learners.openai_agent import OpenAICompatibleAgent
-from agents.verifier import verify
-from envs.packs import get_domain
-from storage.records import SFTExample
-from tasks.learn import fit_embedded
+from evosyn.agents.learners.exports import ExportError, openai_messages, sharegpt
+from evosyn.agents.learners.harness import TaskCase, evaluate, run_episode, success_by_slice
+from evosyn.agents.learners.openai_agent import OpenAICompatibleAgent
+from evosyn.agents.verifier import verify
+from evosyn.envs.packs import get_domain
+from evosyn.storage.records import SFTExample
+from evosyn.tasks.learn import fit_embedded
 from tests.fakes.openai_server import ScriptedServer, completion
 
 
@@ -82,7 +82,7 @@ def test_learner_sees_no_gold(kept, tmp_path):
 
 
 def test_fit_cpu_by_phase_is_measured_and_never_saved(kept, tmp_path):
-    from agents.learners.embedded import EmbeddedLearner
+    from evosyn.agents.learners.embedded import EmbeddedLearner
 
     a = fit_embedded([c.trajectory for c in kept[:40]])
     assert list(a.fit_cpu) == ["conventions", "features", "hashing", "sgd"]
@@ -105,7 +105,7 @@ def test_fit_cpu_by_phase_is_measured_and_never_saved(kept, tmp_path):
 def test_a_fit_hashed_chunk_by_chunk_is_the_fit_of_all_rows_at_once(kept, tmp_path, monkeypatch):
     """The candidate rows are hashed a chunk of trajectories at a time (the fit's memory holds the hashed matrix,
     not every row as Python objects): the same matrix, so the same saved model, whatever the chunk."""
-    import agents.learners.embedded as embedded
+    import evosyn.agents.learners.embedded as embedded
 
     trajectories = [c.trajectory for c in kept[:40]]
     whole = fit_embedded(trajectories)  # CHUNK (100) > 40 trajectories: one block
@@ -137,8 +137,8 @@ def test_skill_on_multi_write_tasks_comes_from_multi_write_training_data(space, 
     """Same-size training sets, with and without tasks of two or more writes; scored on 3+ write tasks."""
     import random
 
-    from agents.designer import NewFactor
-    from tasks.datasets import with_count_factors
+    from evosyn.agents.designer import NewFactor
+    from evosyn.tasks.datasets import with_count_factors
 
     space = with_count_factors(space, ("num_write",))
     pool = synth_pass(space, 1000, seed=5, steering=NewFactor(factor="num_write"))

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from agents.learners.collector import collector_paused
+from evosyn.agents.learners.collector import collector_paused
 
 
 @pytest.fixture(autouse=True)

@@ -12,10 +12,10 @@ import random
 import numpy as np
 import pytest
 
-from agents.learners.embedded import EmbeddedLearner
-from agents.learners.prompt import stated_values, system_split
-from envs.gold import confirmation_request
-from storage.records import Message, ToolCall, Trajectory
+from evosyn.agents.learners.embedded import EmbeddedLearner
+from evosyn.agents.learners.prompt import stated_values, system_split
+from evosyn.envs.gold import confirmation_request
+from evosyn.storage.records import Message, ToolCall, Trajectory
 from tests.agents.toy_play import play
 
 
@@ -128,7 +128,7 @@ def test_an_object_argument_is_chosen_from_the_objects_the_data_gives_it(learner
 
 
 def test_a_request_that_names_no_value_is_still_read_for_its_words(learner):
-    from agents.learners.dialogue import track
+    from evosyn.agents.learners.dialogue import track
 
     s = Shuttle(random.Random(7))
     assert track([Message(role="user", content=s.opening())], set()).clauses == []  # no clause to read

@@ -9,11 +9,11 @@ import random
 
 import pytest
 
-from agents.learners.elements import element_schema, equal_lengths, extended, picked
-from agents.learners.embedded import EmbeddedLearner
-from agents.learners.features import Candidate
-from envs.gold import confirmation_request
-from storage.records import Message, ToolCall, Trajectory
+from evosyn.agents.learners.elements import element_schema, equal_lengths, extended, picked
+from evosyn.agents.learners.embedded import EmbeddedLearner
+from evosyn.agents.learners.features import Candidate
+from evosyn.envs.gold import confirmation_request
+from evosyn.storage.records import Message, ToolCall, Trajectory
 from tests.agents.toy_play import play as toy_play
 
 GOODS = {"Mug": ["clay", "glass", "steel"], "Lamp": ["brass", "paper", "bamboo"], "Kettle": ["copper", "enamel", "iron"],

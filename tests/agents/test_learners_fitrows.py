@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from agents.learners.fitrows import Rows
+from evosyn.agents.learners.fitrows import Rows
 
 
 def test_appended_blocks_are_the_stacked_matrix():

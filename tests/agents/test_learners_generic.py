@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.learners.dialogue import split_message, track
-from agents.learners.embedded import EmbeddedLearner
-from envs.gold import confirmation_request
-from storage.records import Message, ToolCall, Trajectory
+from evosyn.agents.learners.dialogue import split_message, track
+from evosyn.agents.learners.embedded import EmbeddedLearner
+from evosyn.envs.gold import confirmation_request
+from evosyn.storage.records import Message, ToolCall, Trajectory
 from tests.agents.toy_play import play as toy_play
 
 LEARNERS = Path(__file__).resolve().parents[2] / "agents" / "learners"

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from agents.ask import RoleRejected
-from agents.learners.harness import converse
-from agents.roles import StageUnavailable
-from envs.packs import get_domain
-from storage.records import Message, ToolCall
+from evosyn.agents.ask import RoleRejected
+from evosyn.agents.learners.harness import converse
+from evosyn.agents.roles import StageUnavailable
+from evosyn.envs.packs import get_domain
+from evosyn.storage.records import Message, ToolCall
 
 
 class Agent:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction import FeatureHasher
 
-from agents.learners.features import (
+from evosyn.agents.learners.features import (
     MAX_NAMED,
     Candidate,
     Scene,
@@ -16,11 +16,11 @@ from agents.learners.features import (
     mentions_record,
     naming,
 )
-from agents.learners.hashing import Columns, hashed_rows
-from agents.learners.profiles import RANKED, profile_features, profile_parts
-from agents.learners.replies import labels_of
-from agents.learners.state import state_tokens
-from tasks.learn import fit_embedded
+from evosyn.agents.learners.hashing import Columns, hashed_rows
+from evosyn.agents.learners.profiles import RANKED, profile_features, profile_parts
+from evosyn.agents.learners.replies import labels_of
+from evosyn.agents.learners.state import state_tokens
+from evosyn.tasks.learn import fit_embedded
 
 N = 2 ** 18
 
@@ -103,7 +103,7 @@ def test_remembered_columns_make_the_feature_hashers_matrix_hashing_each_feature
 
 
 def test_full_columns_start_afresh(learned, monkeypatch):
-    from agents.learners import hashing
+    from evosyn.agents.learners import hashing
 
     _, rows, _, _ = learned
     monkeypatch.setattr(hashing, "MAX_COLUMNS", 50)

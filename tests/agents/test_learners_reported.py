@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from agents.learners.embedded import EmbeddedLearner
-from agents.learners.reported import Links, learn_links, open_tokens
-from storage.records import Message, ToolCall, Trajectory
+from evosyn.agents.learners.embedded import EmbeddedLearner
+from evosyn.agents.learners.reported import Links, learn_links, open_tokens
+from evosyn.storage.records import Message, ToolCall, Trajectory
 
 PROBLEMS = {  # what the user reports -> (the check, what it shows, the fix)
     "the screen stays dark": ("check_screen", "Screen brightness is zero.", "raise_brightness"),

@@ -4,14 +4,14 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from agents.learners.embedded import MODELS, EmbeddedLearner
-from agents.learners.features import Scene
-from agents.learners.harness import TaskCase, evaluate
-from agents.learners.profiles import profile_features
-from agents.learners.replies import labels_of
-from agents.learners.state import state_tokens
-from envs.packs import get_domain
-from tasks.learn import fit_embedded
+from evosyn.agents.learners.embedded import MODELS, EmbeddedLearner
+from evosyn.agents.learners.features import Scene
+from evosyn.agents.learners.harness import TaskCase, evaluate
+from evosyn.agents.learners.profiles import profile_features
+from evosyn.agents.learners.replies import labels_of
+from evosyn.agents.learners.state import state_tokens
+from evosyn.envs.packs import get_domain
+from evosyn.tasks.learn import fit_embedded
 
 
 class Reference(EmbeddedLearner):
@@ -140,7 +140,7 @@ def test_a_saved_model_decides_the_same_and_a_loaded_one_is_laid_out_for_scoring
 def test_full_memories_start_afresh_and_decide_the_same(trained, monkeypatch):
     """With room for a handful of rows and groups, the memories are cleared call after call: the decisions are
     still scikit-learn's."""
-    from agents.learners import hashing, scoring
+    from evosyn.agents.learners import hashing, scoring
 
     learner, cases, _ = trained
     monkeypatch.setattr(scoring, "MAX_REMEMBERED", 5)

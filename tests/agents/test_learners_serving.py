@@ -9,9 +9,9 @@ import urllib.request
 
 import pytest
 
-from agents.learners.serving import ServeError, serving
-from agents.servers import alive, http_ok
-from storage.config import LlamaFactoryConfig
+from evosyn.agents.learners.serving import ServeError, serving
+from evosyn.agents.servers import alive, http_ok
+from evosyn.storage.config import LlamaFactoryConfig
 
 FAKE_CLI = """#!{python}
 import http.server, json, os, subprocess, sys, time

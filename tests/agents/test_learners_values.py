@@ -13,10 +13,10 @@ import random
 
 import pytest
 
-from agents.learners.dialogue import split_message
-from agents.learners.embedded import EmbeddedLearner
-from envs.gold import confirmation_request
-from storage.records import Message, ToolCall, Trajectory
+from evosyn.agents.learners.dialogue import split_message
+from evosyn.agents.learners.embedded import EmbeddedLearner
+from evosyn.envs.gold import confirmation_request
+from evosyn.storage.records import Message, ToolCall, Trajectory
 from tests.agents.toy_play import play as toy_play
 
 WHY = ("arrived damaged", "never arrived")

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agents.learners.exports import write_openai
-from agents.learners.llamafactory import PAPER_RECIPE, deepspeed_config_path, run_training, sft_config, \
+from evosyn.agents.learners.exports import write_openai
+from evosyn.agents.learners.llamafactory import PAPER_RECIPE, deepspeed_config_path, run_training, sft_config, \
     write_config, write_dataset
-from envs.packs import get_domain
-from tasks.datasets import sft_examples
+from evosyn.envs.packs import get_domain
+from evosyn.tasks.datasets import sft_examples
 
 pytestmark = pytest.mark.train
 HERE = Path(__file__).parent

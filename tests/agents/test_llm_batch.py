@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from agents.llm import LLMRequestError, make_client
-from agents.llm.limits import reset_limits
-from agents.llm.pricing import batch_price_of, cost_usd, price_of
-from benchmarks.fake_llm_server import FakeLLMServer, answer
-from benchmarks.llm_script import texts
-from storage.config import ConfigError, RoleConfig
+from evosyn.agents.llm import LLMRequestError, make_client
+from evosyn.agents.llm.limits import reset_limits
+from evosyn.agents.llm.pricing import batch_price_of, cost_usd, price_of
+from evosyn.benchmarks.fake_llm_server import FakeLLMServer, answer
+from evosyn.benchmarks.llm_script import texts
+from evosyn.storage.config import ConfigError, RoleConfig
 from tests.fakes.batch_server import BatchServer
 
 MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
@@ -130,8 +130,8 @@ def test_expired_and_failed_requests_go_into_a_later_batch_and_a_refused_one_is_
 CHILD = """
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from agents.llm import make_client
-from storage.config import RoleConfig
+from evosyn.agents.llm import make_client
+from evosyn.storage.config import RoleConfig
 from tests.agents.test_llm_batch import Plan, msgs
 cfg = RoleConfig.model_validate_json(sys.argv[1])
 client = make_client("planner", cfg, cache_dir=sys.argv[2])
@@ -180,7 +180,7 @@ def test_a_run_killed_while_its_batch_is_pending_resumes_by_polling_that_batch(p
     (dict(provider="openai_compatible", base_url="http://127.0.0.1:8000/v1", model="m"), "roles.planner.batch"),
 ])
 def test_batch_is_for_the_providers_with_a_batch_api_and_the_non_interactive_roles(cfg, field):
-    from agents.llm import check_role_config
+    from evosyn.agents.llm import check_role_config
 
     with pytest.raises(ConfigError, match=f"^{field}: openai_compatible has no batch API"):
         check_role_config("planner", RoleConfig(backend="llm", batch=True, **cfg))
@@ -191,12 +191,12 @@ def test_batch_is_for_the_providers_with_a_batch_api_and_the_non_interactive_rol
 def test_a_pass_with_batch_roles_writes_the_rows_of_the_same_pass_with_interactive_calls(tmp_path):
     """design -> plan -> generate -> rollout -> verify with the Designer, Planner and Generator batched: the same
     directions, blueprints, tasks, verdicts and llm_calls rows as interactive calls to the same scripted model."""
-    from agents.designer import ColdStart
-    from benchmarks.llm_script import RoleScript
-    from envs.ontology import load_initial_space
-    from storage.store import Store
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
+    from evosyn.agents.designer import ColdStart
+    from evosyn.benchmarks.llm_script import RoleScript
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.storage.store import Store
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
 
     space = load_initial_space("airline", run_id="b")
     script = RoleScript()
@@ -227,7 +227,7 @@ def test_a_pass_with_batch_roles_writes_the_rows_of_the_same_pass_with_interacti
 
 
 def test_the_journal_survives_a_torn_line_and_reads_what_later_processes_append(tmp_path):
-    from agents.llm.batch import BatchJournal
+    from evosyn.agents.llm.batch import BatchJournal
 
     path = tmp_path / "batches.jsonl"
     path.write_text(json.dumps({"batch": "b1", "keys": ["k1", "k2"]}) + "\n" + '{"batch": "b2", "ke')  # a crash

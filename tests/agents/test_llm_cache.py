@@ -5,8 +5,8 @@ import json
 import multiprocessing
 import os
 
-from agents.llm import cache as C
-from agents.llm.cache import ResponseCache, request_blob, request_key
+from evosyn.agents.llm import cache as C
+from evosyn.agents.llm.cache import ResponseCache, request_blob, request_key
 
 REQ = {"model": "m", "messages": [{"role": "user", "content": "hi \u00e9"}], "attempt": 0}
 REPLY = {"text": "hello", "input_tokens": 3, "output_tokens": 1}

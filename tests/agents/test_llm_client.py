@@ -9,9 +9,9 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from agents.llm import LLMOutputError, LLMUnavailable, check_role_config, make_client
-from agents.llm.cache import ResponseCache
-from storage.config import ConfigError, RoleConfig
+from evosyn.agents.llm import LLMOutputError, LLMUnavailable, check_role_config, make_client
+from evosyn.agents.llm.cache import ResponseCache
+from evosyn.storage.config import ConfigError, RoleConfig
 from tests.fakes.anthropic_server import anthropic_reply
 from tests.fakes.openai_server import FakeLLMServer, Reply, Script, answer, error, openai_reply
 
@@ -299,7 +299,7 @@ def test_a_cache_that_cannot_be_written_loses_no_reply(provider, tmp_path, caplo
 
 # ---------------------------------------------------------------- store and secrets
 def test_calls_land_in_the_store_and_duckdb(store, tmp_path):
-    from storage.catalog import connect
+    from evosyn.storage.catalog import connect
 
     with FakeLLMServer(Script(good, FAULTS["malformed"], default=good)) as server:
         c = client(server, "anthropic", tmp_path)

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from agents.llm import LLMOutputError
-from agents.llm.limits import PerMinute, Slots
+from evosyn.agents.llm import LLMOutputError
+from evosyn.agents.llm.limits import PerMinute, Slots
 from tests.agents.test_llm_client import FAULTS, GOOD, KEY, MSGS, Plan, client, good
 from tests.fakes.openai_server import FakeLLMServer, Script
 

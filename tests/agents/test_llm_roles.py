@@ -3,21 +3,21 @@ from __future__ import annotations
 
 import pytest
 
-from agents.designer import ColdStart, DesignError, LLMDesigner
-from agents.generator import GenerationError, LLMGenerator, candidate_entities
-from agents.generator_schema import entity_ids
-from agents.planner import LLMPlanner, PlanError
-from agents.reflector_llm import LLMReflector, reflector_messages
-from agents.repair import LLMRepair
-from agents.roles import RoleInvalid, env_context
-from agents.teacher import EmbeddedTeacher, LLMTeacher
-from agents.verifier import verify
-from benchmarks.fake_llm_server import FakeLLMServer, Script, answer, error
-from envs.ontology import check_selection
-from envs.packs import get_domain
-from storage.config import RoleConfig
-from storage.records import Feedback, Probe, ProbeBucket, SliceStat
-from benchmarks.llm_script import RoleScript
+from evosyn.agents.designer import ColdStart, DesignError, LLMDesigner
+from evosyn.agents.generator import GenerationError, LLMGenerator, candidate_entities
+from evosyn.agents.generator_schema import entity_ids
+from evosyn.agents.planner import LLMPlanner, PlanError
+from evosyn.agents.reflector_llm import LLMReflector, reflector_messages
+from evosyn.agents.repair import LLMRepair
+from evosyn.agents.roles import RoleInvalid, env_context
+from evosyn.agents.teacher import EmbeddedTeacher, LLMTeacher
+from evosyn.agents.verifier import verify
+from evosyn.benchmarks.fake_llm_server import FakeLLMServer, Script, answer, error
+from evosyn.envs.ontology import check_selection
+from evosyn.envs.packs import get_domain
+from evosyn.storage.config import RoleConfig
+from evosyn.storage.records import Feedback, Probe, ProbeBucket, SliceStat
+from evosyn.benchmarks.llm_script import RoleScript
 
 RUN = dict(run_id="t", round=1)
 
@@ -40,7 +40,7 @@ def script():
 @pytest.fixture
 def serve(monkeypatch, tmp_path):
     """serve(responder, provider) -> a client of the role talking HTTP to a fresh scripted server."""
-    from agents.llm import make_client
+    from evosyn.agents.llm import make_client
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-unit")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-unit")
@@ -362,9 +362,9 @@ def test_stages_run_a_role_at_its_configured_concurrency(monkeypatch, tmp_path):
     """The round maps items over a role with as many calls in flight as its ``max_concurrency``."""
     from types import SimpleNamespace
 
-    from agents.llm import make_client
-    from agents.llm.limits import reset_limits
-    from tasks.stages import _map
+    from evosyn.agents.llm import make_client
+    from evosyn.agents.llm.limits import reset_limits
+    from evosyn.tasks.stages import _map
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-unit")
     reset_limits()

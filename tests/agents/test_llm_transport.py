@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from agents.llm import LLMOutputError, LLMUnavailable, make_client
-from agents.llm.transport import env_proxy
-from storage.config import RoleConfig
-from benchmarks.hostile_server import HostileServer
+from evosyn.agents.llm import LLMOutputError, LLMUnavailable, make_client
+from evosyn.agents.llm.transport import env_proxy
+from evosyn.storage.config import RoleConfig
+from evosyn.benchmarks.hostile_server import HostileServer
 from tests.fakes.openai_server import FakeLLMServer, answer
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.llm import local_model
+from evosyn.agents.llm import local_model
 
 ROOT = Path(__file__).resolve().parents[2]
 REQS = ROOT / "requirements"

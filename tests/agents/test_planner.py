@@ -1,8 +1,8 @@
 import pytest
 
-from agents.designer import ColdStart, EmbeddedDesigner
-from agents.planner import EmbeddedPlanner, PlanError
-from envs.ontology import check_selection
+from evosyn.agents.designer import ColdStart, EmbeddedDesigner
+from evosyn.agents.planner import EmbeddedPlanner, PlanError
+from evosyn.envs.ontology import check_selection
 from tests.agents.conftest import with_factor
 
 
@@ -61,10 +61,10 @@ def test_unknown_factor_in_a_direction(space):
 
 
 def test_a_packs_implications_are_forced_by_the_embedded_planner_and_checked_on_an_llm_selection():
-    from agents.planner import compatibility_problems
-    from envs.ontology import load_initial_space
-    from envs.packs import get_pack
-    from storage.records import Direction
+    from evosyn.agents.planner import compatibility_problems
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_pack
+    from evosyn.storage.records import Direction
 
     rules = get_pack("car_bench").planner_rules
     space = load_initial_space("car_bench", run_id="t")
@@ -82,7 +82,7 @@ def test_a_packs_implications_are_forced_by_the_embedded_planner_and_checked_on_
 
 
 def test_a_refusal_is_planned_only_for_a_family_with_a_rule_to_break(space):
-    from envs.packs import PlannerRules
+    from evosyn.envs.packs import PlannerRules
 
     rules = PlannerRules(violable={"flight_cancellation": ["refund_eligibility"]})  # one refusable family
     d = direction(space, allowed_values={"expected_outcome": ["refuse"]})

@@ -3,7 +3,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from agents.plans import (
+from evosyn.agents.plans import (
     DEFAULT_PRIOR,
     TOTAL_CALLS,
     Infeasible,

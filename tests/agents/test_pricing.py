@@ -1,7 +1,7 @@
 """Prices come from litellm's bundled cost map (offline), with a clear result for unlisted models."""
 import pytest
 
-from agents.llm.pricing import cost_usd, known_models, price_of, similar_models
+from evosyn.agents.llm.pricing import cost_usd, known_models, price_of, similar_models
 
 
 def test_listed_models_are_priced_as_litellm_s_map_lists_them():
@@ -31,9 +31,9 @@ def test_the_map_is_the_wheel_s_json_read_without_importing_litellm():
     import subprocess
     import sys
 
-    from agents.llm.pricing import cost_map
+    from evosyn.agents.llm.pricing import cost_map
 
-    probe = ("import sys; from agents.llm.pricing import cost_map, price_of; p = price_of('openai', 'gpt-4o'); "
+    probe = ("import sys; from evosyn.agents.llm.pricing import cost_map, price_of; p = price_of('openai', 'gpt-4o'); "
              "print(p, len(cost_map()) > 1000, 'litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["(2.5,", "10.0)", "True", "False"]
@@ -42,7 +42,7 @@ def test_the_map_is_the_wheel_s_json_read_without_importing_litellm():
 
 
 def test_batch_prices_are_litellms_batch_rates_else_half_the_price():
-    from agents.llm.pricing import batch_price_of, price_of
+    from evosyn.agents.llm.pricing import batch_price_of, price_of
 
     listed = price_of("openai", "gpt-4o-mini")
     assert batch_price_of("openai", "gpt-4o-mini", listed) == (0.075, 0.3) == tuple(p / 2 for p in listed)

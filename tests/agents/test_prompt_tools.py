@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.learners.openai_agent import OpenAICompatibleAgent
-from agents.llm import LLMOutputError, make_client
-from agents.llm.prompt_tools import parse_tool_reply, prompt_messages, reminder
-from storage.config import ConfigError, RoleConfig, validate_config
-from storage.records import Message
+from evosyn.agents.learners.openai_agent import OpenAICompatibleAgent
+from evosyn.agents.llm import LLMOutputError, make_client
+from evosyn.agents.llm.prompt_tools import parse_tool_reply, prompt_messages, reminder
+from evosyn.storage.config import ConfigError, RoleConfig, validate_config
+from evosyn.storage.records import Message
 from tests.fakes.openai_server import FakeLLMServer, Script, openai_reply
 
 TOOLS = [{"type": "function", "function": {
@@ -101,8 +101,8 @@ def test_history_with_calls_and_results_becomes_text():
 
 
 def test_the_teacher_reasks_a_bad_call_within_its_bound():
-    from agents.teacher import LLMTeacher
-    from envs.packs import get_domain
+    from evosyn.agents.teacher import LLMTeacher
+    from evosyn.envs.packs import get_domain
 
     dom = get_domain("airline")
     good = json.dumps({"name": "get_reservation_details", "arguments": {"reservation_id": "ABC123"}})

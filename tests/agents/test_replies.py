@@ -6,8 +6,8 @@ import time
 import pytest
 from pydantic import BaseModel
 
-from agents.llm.replies import parse_structured, strict_loads, unfence
-from agents.llm.types import LLMOutputError
+from evosyn.agents.llm.replies import parse_structured, strict_loads, unfence
+from evosyn.agents.llm.types import LLMOutputError
 
 
 class Answer(BaseModel):

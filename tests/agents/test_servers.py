@@ -11,8 +11,8 @@ import time
 import psutil
 import pytest
 
-from agents import servers
-from agents.servers import ServerExited, ServerNotReady, alive, family, http_ok, log_tail, wait_ready
+from evosyn.agents import servers
+from evosyn.agents.servers import ServerExited, ServerNotReady, alive, family, http_ok, log_tail, wait_ready
 
 # a server that starts a grandchild (a uvicorn worker, say) and waits
 TREE = ("import subprocess, sys, time; print('up', flush=True); "
@@ -90,7 +90,7 @@ def test_wait_ready_returns_when_ready_and_names_an_exit_or_a_timeout(tmp_path):
 
 
 def test_a_server_started_to_die_with_its_parent_gets_sigterm_when_the_parent_is_killed(tmp_path):
-    code = ("import sys; from agents import servers; "
+    code = ("import sys; from evosyn.agents import servers; "
             f"p = servers.start([sys.executable, '-c', 'import time; time.sleep(120)'], {str(tmp_path / 's.log')!r}, "
             "die_with_parent=True); print(p.pid, flush=True); import time; time.sleep(120)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}

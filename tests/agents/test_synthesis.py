@@ -3,10 +3,10 @@
 import pytest
 from scipy.stats import spearmanr
 
-from agents.designer import ColdStart, EmbeddedDesigner, NewFactor
-from agents.planner import EmbeddedPlanner
-from agents.synthesis import verify_with_repair
-from agents.verifier import verify
+from evosyn.agents.designer import ColdStart, EmbeddedDesigner, NewFactor
+from evosyn.agents.planner import EmbeddedPlanner
+from evosyn.agents.synthesis import verify_with_repair
+from evosyn.agents.verifier import verify
 from tests.agents.conftest import BUCKETS, with_factor
 
 
@@ -23,8 +23,8 @@ def test_thousand_blueprints_cold_start(space, synth_pass):
 
 
 def test_kept_trajectories_get_reward_one_from_tau2(space, synth_pass):
-    from envs.tau2.task import Tau2Task
-    from envs.tau2.official_eval import tau2_reward
+    from evosyn.envs.tau2.task import Tau2Task
+    from evosyn.envs.tau2.official_eval import tau2_reward
 
     result = synth_pass(space, 36)
     assert len(result.kept) == 36
@@ -41,7 +41,7 @@ def test_kept_trajectories_get_reward_one_from_tau2(space, synth_pass):
 def test_controllability(space, synth_pass, key):
     """Requested vs realized on every generated task's first rollout, before the verifier's factor gate
     (measuring kept items only would agree by construction: the gate drops every mismatch)."""
-    from tasks.synthesis import control
+    from evosyn.tasks.synthesis import control
 
     sp = with_factor(space, key)
     result = synth_pass(sp, 520, steering=NewFactor(factor=key))
@@ -66,11 +66,11 @@ def test_default_prior_favours_single_writes(space, synth_pass):
 
 
 def test_same_seed_same_output_different_seed_differs(tmp_path, space):
-    from agents.designer import ColdStart
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
-    from storage.digest import table_digests
-    from storage.store import Store
+    from evosyn.agents.designer import ColdStart
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
+    from evosyn.storage.digest import table_digests
+    from evosyn.storage.store import Store
 
     digests = []
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
@@ -84,8 +84,8 @@ def test_same_seed_same_output_different_seed_differs(tmp_path, space):
 
 
 def test_bad_blueprints_are_recorded_rejections(tmp_path, space):
-    from tasks import stages
-    from storage.store import Store
+    from evosyn.tasks import stages
+    from evosyn.storage.store import Store
 
     ctx = stages.Ctx(Store(tmp_path / "s"), "t", 0, 0)
     d = EmbeddedDesigner().design(space, ColdStart(), 12, run_id="t", round=0, seed=0)[0]

@@ -1,6 +1,6 @@
 """The reactive user confirms only what it asked for."""
-from agents.user import ReactiveUser
-from envs.packs import UserPhrasing
+from evosyn.agents.user import ReactiveUser
+from evosyn.envs.packs import UserPhrasing
 
 
 def _user() -> ReactiveUser:

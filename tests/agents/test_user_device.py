@@ -2,10 +2,10 @@
 recorded as the embedded user's are; the text-only user's requests are unchanged."""
 from __future__ import annotations
 
-from agents.llm.types import ChatResult, ToolCallOut
-from agents.user import DEVICE_NOTE, LLMUser, device_results
-from envs.packs import get_domain
-from storage.records import Message
+from evosyn.agents.llm.types import ChatResult, ToolCallOut
+from evosyn.agents.user import DEVICE_NOTE, LLMUser, device_results
+from evosyn.envs.packs import get_domain
+from evosyn.storage.records import Message
 
 
 class Replies:

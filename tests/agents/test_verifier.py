@@ -1,7 +1,7 @@
-from agents.verifier import verify
-from envs.gold import gold_messages
-from envs.packs import get_domain
-from storage.records import SynthTask, Trajectory
+from evosyn.agents.verifier import verify
+from evosyn.envs.gold import gold_messages
+from evosyn.envs.packs import get_domain
+from evosyn.storage.records import SynthTask, Trajectory
 
 
 def make(task_id="7", requested=None):

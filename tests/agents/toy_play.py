@@ -1,8 +1,8 @@
 """Shared by the toy-domain learner tests: a learner plays a toy desk against a user who confirms only its own request."""
 from __future__ import annotations
 
-from agents.learners.embedded import EmbeddedLearner
-from storage.records import Message
+from evosyn.agents.learners.embedded import EmbeddedLearner
+from evosyn.storage.records import Message
 
 
 def play(learner: EmbeddedLearner, tools: list[dict], desk, wanted: str, max_steps: int = 16,

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from benchmarks.adaptation import adaptation, run_adaptation
+from evosyn.benchmarks.adaptation import adaptation, run_adaptation
 
 VALUES = ["0", "1", "2", "3-4"]
 

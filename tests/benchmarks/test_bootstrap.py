@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.bootstrap import paired, two_level
+from evosyn.benchmarks.bootstrap import paired, two_level
 
 
 def binary(p_per_seed, n_tasks, seed=0):

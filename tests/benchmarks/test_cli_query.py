@@ -2,7 +2,7 @@
 import json
 from collections import defaultdict
 
-from storage.store import RUN_DIRS, Store
+from evosyn.storage.store import RUN_DIRS, Store
 from tests.flows.test_cli import evosyn
 
 

@@ -4,8 +4,8 @@ import shutil
 
 from click.testing import CliRunner
 
-from benchmarks.results import RESULTS_DIR, RESULTS_MD
-from flows.cli import main
+from evosyn.benchmarks.results import RESULTS_DIR, RESULTS_MD
+from evosyn.flows.cli import main
 
 
 def results(*args):

@@ -61,8 +61,8 @@ def test_bench_learner_reports_cpu_per_trajectory_and_per_task(tmp_path):
 def test_bench_learner_without_a_test_task_is_a_one_line_error(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    import tasks.testset as testset
-    from flows.cli import main
+    import evosyn.tasks.testset as testset
+    from evosyn.flows.cli import main
 
     monkeypatch.setattr(testset, "test_cases", lambda *args, **kwargs: [])  # a generator that builds no test task
     out = CliRunner().invoke(main, ["--home", str(tmp_path / "h"), "bench", "learner", "--domain", "airline",

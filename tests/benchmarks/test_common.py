@@ -6,9 +6,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.cli import bench
-from benchmarks.common import cpu_model, spread, write_json
-from flows.cli import main
+from evosyn.benchmarks.cli import bench
+from evosyn.benchmarks.common import cpu_model, spread, write_json
+from evosyn.flows.cli import main
 
 
 @click.command("probe")

@@ -4,13 +4,13 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.discovery import GapError, check_factors, gaps_for
+from evosyn.benchmarks.discovery import GapError, check_factors, gaps_for
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
 
 
 def test_default_gaps_are_three_controllable_properties_per_domain():
-    from envs.packs import get_pack
+    from evosyn.envs.packs import get_pack
 
     for domain in ("airline", "retail", "telecom"):
         gaps = gaps_for(domain)
@@ -39,7 +39,7 @@ def test_added_factors_are_controllable_and_not_planted():
 
 
 def test_added_factors_reach_every_runs_config(tmp_path, monkeypatch):
-    import benchmarks.discovery as discovery
+    import evosyn.benchmarks.discovery as discovery
 
     plans = []
     monkeypatch.setattr(discovery, "launch", lambda plan, say: (plans.append(plan), ([], 0.0))[1])
@@ -54,7 +54,7 @@ def test_added_factors_reach_every_runs_config(tmp_path, monkeypatch):
 
 def test_the_runs_read_the_default_probe_set_unless_one_is_named(tmp_path, monkeypatch):
     """Without --probe-size the runs keep their own default (the budget, at most 300), recorded as that number."""
-    from benchmarks import discovery
+    from evosyn.benchmarks import discovery
 
     plans = []
     monkeypatch.setattr(discovery, "launch", lambda plan, say: (plans.append(plan), ([], 0.0))[1])
@@ -65,7 +65,7 @@ def test_the_runs_read_the_default_probe_set_unless_one_is_named(tmp_path, monke
 
 
 def test_bad_input_is_one_line_before_any_work(tmp_path):
-    from flows.cli import main
+    from evosyn.flows.cli import main
 
     for extra, says in ((["--seeds", "2-0"], "--seeds 2-0"), (["--gap", "multi_item=maybe"], "not a bucket"),
                         (["--factor", "turns"], "--factor turns"),
@@ -82,9 +82,9 @@ def test_bench_discovery_end_to_end(tmp_path, monkeypatch):
     """One gap, one seed, two rounds, from the paper's space (``--space paper``: num_write and num_read in v1):
     both arms run with the planted prior (the suppressed bucket is rare in their data), the control promotes an
     evidence-free draw, and the JSON names what each arm adopted."""
-    from benchmarks.learning import Plan, _run_id
-    from flows.cli import main
-    from storage.store import Store
+    from evosyn.benchmarks.learning import Plan, _run_id
+    from evosyn.flows.cli import main
+    from evosyn.storage.store import Store
     from tests.benchmarks.test_learning import PREFECT_HOME
 
     monkeypatch.setenv("PREFECT_HOME", PREFECT_HOME)
@@ -128,7 +128,7 @@ def test_bench_discovery_end_to_end(tmp_path, monkeypatch):
 def test_gaps_rank_under_covered_buckets_by_failure_excess():
     from collections import Counter
 
-    from benchmarks.discovery_gaps import gaps_at
+    from evosyn.benchmarks.discovery_gaps import gaps_at
 
     buckets = {"multi_item": ["no", "yes"], "money_moves": ["0", "1", "2+"]}
     coverage = {"multi_item": Counter(no=95, yes=5), "money_moves": Counter({"0": 60, "1": 39, "2+": 1})}
@@ -146,7 +146,7 @@ def test_gaps_rank_under_covered_buckets_by_failure_excess():
 
 
 def test_a_planted_bucket_the_learner_does_not_fail_more_often_in_is_reported_as_no_weakness():
-    from benchmarks.discovery import weakness
+    from evosyn.benchmarks.discovery import weakness
 
     def row(arm, diagnoses):
         return {"arm": arm, "gap": "entities_touched=3+", "per_seed": [{"diagnosis": diagnoses}]}
@@ -169,7 +169,7 @@ def test_a_planted_bucket_keeps_about_keep_of_its_natural_share():
     """``bench discovery``'s default gaps on airline, 3,000 cold-start blueprints: the bucket's share under the
     prior over its share without it is within 0.1 of ``keep`` (one draw per blueprint: planning again never gives
     a refused bucket a second chance); ``keep`` 1 changes no plan."""
-    from agents.plans import DefaultPrior
+    from evosyn.agents.plans import DefaultPrior
     from tests.envs.test_properties import _planned
 
     keep, n = 0.2, 3000

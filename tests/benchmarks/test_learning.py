@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.learning import BenchInputError, Plan, analyze, parse_arms, parse_seeds
+from evosyn.benchmarks.learning import BenchInputError, Plan, analyze, parse_arms, parse_seeds
 from tests.prefect_home import PREFECT_HOME
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
@@ -80,8 +80,8 @@ def test_analysis_pairs_only_the_tasks_every_run_has(tmp_path):
 def test_bench_learning_end_to_end(tmp_path, monkeypatch):
     """One seed, three arms, three rounds, tiny budgets: every arm runs every round (the stop rule would stop
     no_feedback after two unchanged rounds), the JSON has its fields, and a rerun reuses the runs."""
-    from flows.cli import main
-    from storage.store import Store
+    from evosyn.flows.cli import main
+    from evosyn.storage.store import Store
 
     monkeypatch.setenv("PREFECT_HOME", PREFECT_HOME)
     monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
@@ -137,7 +137,7 @@ def test_bench_learning_end_to_end(tmp_path, monkeypatch):
 
 
 def test_bad_input_is_one_line_before_any_work(tmp_path):
-    from flows.cli import main
+    from evosyn.flows.cli import main
 
     for extra, says in ((["--seeds", "3-1"], "--seeds 3-1"), (["--arms", "evosyn,bogus"], "unknown arm bogus"),
                         (["--domain", "mars"], "--domain mars: unknown domain")):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.learning_slices import largest, slices
+from evosyn.benchmarks.learning_slices import largest, slices
 
 
 def run(arm, seed, solved, tasks=20):

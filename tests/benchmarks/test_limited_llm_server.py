@@ -6,8 +6,8 @@ import statistics
 
 import aiohttp
 
-from benchmarks.fake_llm_server import answer
-from benchmarks.limited_llm_server import RequestBucket, latency_s, make_app
+from evosyn.benchmarks.fake_llm_server import answer
+from evosyn.benchmarks.limited_llm_server import RequestBucket, latency_s, make_app
 
 
 def _echo(request):

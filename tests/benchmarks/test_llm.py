@@ -1,6 +1,6 @@
 """`evosyn bench llm`'s pieces: the Planner reply in both protocols, and the steady throughput."""
-from benchmarks.fake_llm_server import Request
-from benchmarks.llm import (
+from evosyn.benchmarks.fake_llm_server import Request
+from evosyn.benchmarks.llm import (
     PlannedBlueprint,
     ideal_completions,
     planner_messages,

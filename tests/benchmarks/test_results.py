@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from benchmarks.results import RESULTS_DIR, SECTIONS, render
+from evosyn.benchmarks.results import RESULTS_DIR, SECTIONS, render
 
 SYNTH = {"benchmark": "synth-airline",
          "machine": {"python": "3.11.7", "cpus": 2, "cpu_model": "Test CPU", "physical_cores": 2, "usable_cpus": 2,

@@ -6,8 +6,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.run import STAGES, breakdown
-from storage.store import Store
+from evosyn.benchmarks.run import STAGES, breakdown
+from evosyn.storage.store import Store
 from tests.prefect_home import PREFECT_HOME
 
 RUN, ROUND = ["flow:run", "body:run"], ["flow:run", "body:run", "flow:round", "body:round"]
@@ -70,7 +70,7 @@ def test_orchestration_is_each_call_minus_what_it_wraps():
 
 @pytest.mark.slow
 def test_bench_run_times_a_real_job_in_a_fresh_store(tmp_path, monkeypatch):
-    from flows.cli import main
+    from evosyn.flows.cli import main
 
     monkeypatch.setenv("PREFECT_HOME", PREFECT_HOME)
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
@@ -95,8 +95,8 @@ def test_bench_run_times_a_real_job_in_a_fresh_store(tmp_path, monkeypatch):
 
 
 def test_learner_work_counts_evaluations_and_every_round_s_training_set(tmp_path):
-    from benchmarks.run import learner_work
-    from storage.records import Evaluation, Message, Run, SFTExample
+    from evosyn.benchmarks.run import learner_work
+    from evosyn.storage.records import Evaluation, Message, Run, SFTExample
 
     store = Store(tmp_path / "s")
     store.write([Run(run_id="r", round=0, domain="airline", rounds=2, budget=4)], "run")

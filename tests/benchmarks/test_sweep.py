@@ -2,8 +2,8 @@
 themselves run in tests/flows/test_sweep_workers.py, on the same stack)."""
 import json
 
-from benchmarks.results import render
-from benchmarks.sweep import rows, summary
+from evosyn.benchmarks.results import render
+from evosyn.benchmarks.sweep import rows, summary
 
 RESULT = {"benchmark": "sweep", "grid": {"domains": ["airline", "telecom"], "arms": ["evosyn", "static"],
                                          "seeds": [0, 1], "rounds": 1, "budget": 24, "test_size": 20},

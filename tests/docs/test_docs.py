@@ -62,7 +62,7 @@ def command_paths(group: click.Group, prefix: str = "evosyn") -> list[tuple[str,
 def test_the_cli_reference_has_every_command_and_option(site):
     hook = load_hook()
     hook.attach_cli()  # what the console script imports: every command module attaches to the root group
-    from flows.cli_app import main
+    from evosyn.flows.cli_app import main
 
     text = page_text(site, "reference/cli")
     paths = command_paths(main)
@@ -76,7 +76,7 @@ def test_the_cli_reference_has_every_command_and_option(site):
 
 
 def test_the_config_reference_has_every_field_of_every_model(site):
-    from storage.config import ENV_OVERRIDES, RunConfig
+    from evosyn.storage.config import ENV_OVERRIDES, RunConfig
 
     text = page_text(site, "reference/config")
     models, queue = [], [RunConfig]
@@ -97,19 +97,19 @@ def test_the_config_reference_has_every_field_of_every_model(site):
 
 
 def test_the_tables_reference_has_every_table_and_column(site):
-    from storage.arrow import schema_of
-    from storage.records import TABLES
+    from evosyn.storage.arrow import schema_of
+    from evosyn.storage.records import TABLES
 
     text = page_text(site, "reference/tables")
     for table, model in TABLES.items():
-        section = text.split(f"storage.records.{model.__name__}", 1)[1]
+        section = text.split(f"evosyn.storage.records.{model.__name__}", 1)[1]
         missing = [f.name for f in schema_of(model) if f.name not in section]
         assert not missing, (table, missing)
     assert "observed_num_write" in text and "JSON text" in text
 
 
 def test_the_metrics_reference_has_every_metric(site):
-    from tasks.legend import METRICS
+    from evosyn.tasks.legend import METRICS
 
     text = page_text(site, "reference/metrics")
     assert not [name for name in METRICS if name not in text]
@@ -117,7 +117,7 @@ def test_the_metrics_reference_has_every_metric(site):
 
 def test_the_hooks_notes_name_real_fields_and_tables():
     """The notes the hook adds where the source has no comment: a renamed field or table must not keep one."""
-    from storage import config, records
+    from evosyn.storage import config, records
 
     hook = load_hook()
     for key in hook.FIELD_NOTES:
@@ -128,7 +128,7 @@ def test_the_hooks_notes_name_real_fields_and_tables():
 
 
 def test_field_comments_read_the_comment_above_and_beside_a_field():
-    from storage.config import LlamaFactoryConfig, OfficialEvalConfig, RunConfig
+    from evosyn.storage.config import LlamaFactoryConfig, OfficialEvalConfig, RunConfig
 
     hook = load_hook()
     run = hook.field_comments(RunConfig)
@@ -142,7 +142,7 @@ def test_field_comments_read_the_comment_above_and_beside_a_field():
 @pytest.fixture
 def library(monkeypatch):
     """The example pack registered as a user would (importing its package), in a registry copy undone after."""
-    from envs import packs
+    from evosyn.envs import packs
 
     packs.known()  # the built-in packs are loaded before the copy
     monkeypatch.setattr(packs, "_PACKS", dict(packs._PACKS))
@@ -155,7 +155,7 @@ def library(monkeypatch):
 
 
 def invoke(home: Path, *args: str) -> str:
-    from flows.cli import main
+    from evosyn.flows.cli import main
 
     result = CliRunner().invoke(main, ["--home", str(home), *args], catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -163,7 +163,7 @@ def invoke(home: Path, *args: str) -> str:
 
 
 def test_the_library_pack_registers_with_an_environment_and_a_generator(library):
-    from envs.packs import known
+    from evosyn.envs.packs import known
 
     assert "library" in known(with_environment=True)
     assert library.has_environment and library.has_generator
@@ -177,7 +177,7 @@ def test_the_library_benchmark_tasks_pass_the_verifier(library, tmp_path):
 
 
 def test_a_synthesis_pass_on_the_library_keeps_verified_tasks_of_every_kind(library, tmp_path):
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     invoke(tmp_path, "synth", "--domain", "library", "--n", "30", "--seed", "0", "--quiet")
     store = Store(tmp_path, create=False)
@@ -217,7 +217,7 @@ def loop_home(tmp_path_factory):
 
 @pytest.mark.slow
 def test_a_closed_loop_run_on_the_library_trains_evaluates_and_reflects(loop_home):
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     store = Store(loop_home, create=False)
     (run,) = [r for r in store.read_records("runs") if r.domain == "library" and not r.run_id.startswith("testset-")]
@@ -309,7 +309,7 @@ def test_every_run_config_the_docs_show_is_valid():
 
     import yaml
 
-    from storage.config import validate_config
+    from evosyn.storage.config import validate_config
 
     blocks = [(page, textwrap.dedent(block)) for page in [README, *sorted((DOCS / "guides").glob("*.md"))]
               for block in re.findall(r"```yaml\n(.*?)```", page.read_text(), flags=re.DOTALL)]
@@ -321,7 +321,7 @@ def test_every_run_config_the_docs_show_is_valid():
 def test_every_command_the_readme_shows_exists():
     hook = load_hook()
     hook.attach_cli()
-    from flows.cli_app import main
+    from evosyn.flows.cli_app import main
 
     commands = dict(command_paths(main))
     shown = set()

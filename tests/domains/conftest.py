@@ -8,8 +8,8 @@ def pack_fixtures(name: str, env_fixture: str):
     """Session fixtures ``env_fixture`` (the pack's tau2 environment, built fresh from the pack, not the
     registry's process-wide one; the DB loads once per session) and ``generator`` (its embedded generator
     with the default prior). Assign both in a pack's conftest: ``env, generator = pack_fixtures(...)``."""
-    from agents.plans import DEFAULT_PRIOR
-    from envs.packs import get_pack
+    from evosyn.agents.plans import DEFAULT_PRIOR
+    from evosyn.envs.packs import get_pack
 
     @pytest.fixture(scope="session", name=env_fixture)
     def environment():

@@ -1,14 +1,14 @@
 """Each pack's declared ``controllable`` properties: every bucket is realized and verified as requested."""
 import pytest
 
-from agents.designer import ColdStart
-from envs.ontology import load_initial_space
-from envs.packs import get_pack
-from envs.properties import PROPERTIES
-from tasks.stages import Ctx
-from tasks.synthesis import run_pass
-from storage.records import Factor
-from storage.store import Store
+from evosyn.agents.designer import ColdStart
+from evosyn.envs.ontology import load_initial_space
+from evosyn.envs.packs import get_pack
+from evosyn.envs.properties import PROPERTIES
+from evosyn.tasks.stages import Ctx
+from evosyn.tasks.synthesis import run_pass
+from evosyn.storage.records import Factor
+from evosyn.storage.store import Store
 
 DOMAINS = ["airline", "retail", "telecom"]
 

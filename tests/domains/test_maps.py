@@ -1,9 +1,9 @@
 """Every pack's maps name real tools of its environment and real values of its initial space."""
 import pytest
 
-from envs.packs import get_domain, get_pack, known
-from envs.properties import PROPERTIES
-from envs.reference import reference_values
+from evosyn.envs.packs import get_domain, get_pack, known
+from evosyn.envs.properties import PROPERTIES
+from evosyn.envs.reference import reference_values
 
 RUNNABLE = known(with_environment=True)
 

@@ -3,21 +3,21 @@ import pytest
 
 @pytest.fixture(scope="session")
 def airline():
-    from envs.packs import get_domain
+    from evosyn.envs.packs import get_domain
 
     return get_domain("airline")
 
 
 @pytest.fixture(scope="session")
 def retail():
-    from envs.packs import get_domain
+    from evosyn.envs.packs import get_domain
 
     return get_domain("retail")
 
 
 @pytest.fixture(scope="session")
 def telecom():
-    from envs.packs import get_domain
+    from evosyn.envs.packs import get_domain
 
     return get_domain("telecom")
 

@@ -12,17 +12,17 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from envs.gold import gold_messages
-from envs.perturb import KINDS, perturb
-from envs.packs import get_domain
-from envs.verify import run_checks
+from evosyn.envs.gold import gold_messages
+from evosyn.envs.perturb import KINDS, perturb
+from evosyn.envs.packs import get_domain
+from evosyn.envs.verify import run_checks
 
 pytestmark = pytest.mark.slow
 STRIDE = {"airline": 1, "retail": 3, "telecom": 3}
 
 
 def _tau2(args):
-    from envs.tau2.official_eval import tau2_reward
+    from evosyn.envs.tau2.official_eval import tau2_reward
 
     domain, task, messages = args
     return tau2_reward(domain, task, messages)[0]

@@ -1,5 +1,5 @@
 """The task interface every family meets (envs/base.py): tau2's action rule and reward basis, the scenario's parts."""
-from envs.base import EnvTask, GoldAction, UserScenario
+from evosyn.envs.base import EnvTask, GoldAction, UserScenario
 
 
 def test_a_gold_action_matches_on_its_compared_arguments():

@@ -64,8 +64,8 @@ def test_a_write_copies_only_the_members_it_looks_up(airline):
 
 
 def test_clone_dumps_like_a_deep_copy(airline, telecom):
-    from envs.tau2.cow import clone
-    from envs.tau2.entities import dump
+    from evosyn.envs.tau2.cow import clone
+    from evosyn.envs.tau2.entities import dump
 
     for entity in [next(iter(airline.cow.base.flights.values())), next(iter(airline.cow.base.users.values())),
                    telecom.cow.base.bills[0], telecom.user_cow.base.device]:
@@ -75,7 +75,7 @@ def test_clone_dumps_like_a_deep_copy(airline, telecom):
 
 
 def test_same_is_never_fooled_by_equal_values_of_other_types():
-    from envs.tau2.entities import same
+    from evosyn.envs.tau2.entities import same
 
     assert same({"a": [1, "x"]}, {"a": [1, "x"]})
     assert not same({"a": 1}, {"a": 1.0}) and not same([True], [1]) and not same(0.0, -0.0)
@@ -129,7 +129,7 @@ def test_the_sync_reads_the_agent_db_until_a_request_is_paid(telecom):
 
 
 def test_compare_says_different_only_when_dumps_differ():
-    from envs.tau2.entities import DIFFERENT, SAME, UNSURE, compare, dump
+    from evosyn.envs.tau2.entities import DIFFERENT, SAME, UNSURE, compare, dump
 
     cases = [({"a": 1}, {"a": 2}), ({"a": "x"}, {"a": "y"}), ([1, 2], [1]), ({"a": 1}, {"b": 1}),
              ({"a": 1}, {"a": 1.0}), ({1: "x"}, {"1": "x"}), (0.0, -0.0), ([True], [1]), ({"a": [1]}, {"a": [1]})]

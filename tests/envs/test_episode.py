@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from tau2.data_model.message import ToolCall
 
-from envs.packs import get_domain
+from evosyn.envs.packs import get_domain
 
 
 

@@ -1,9 +1,9 @@
 """Observed factors on official tasks, against counts derived independently from tau2 itself."""
 import pytest
 
-from envs.factors import bucket, observe, pattern
-from envs.gold import gold_messages
-from envs.replay import replay
+from evosyn.envs.factors import bucket, observe, pattern
+from evosyn.envs.gold import gold_messages
+from evosyn.envs.replay import replay
 from tests.envs.conftest import with_actions
 
 
@@ -64,7 +64,7 @@ def test_hand_checked_airline_task_7(airline):
 
 
 def test_refusal_without_writes_is_refuse(airline):
-    from storage.records import Message
+    from evosyn.storage.records import Message
 
     task = next(t for t in airline.tasks("base") if t.id == "0")  # no gold actions: refuse to cancel
     msgs = [Message(role="user", content="I want to cancel reservation EHGLP3.", requestor="user"),
@@ -75,7 +75,7 @@ def test_refusal_without_writes_is_refuse(airline):
 
 
 def test_failed_write_does_not_count(airline):
-    from storage.records import Message, ToolCall
+    from evosyn.storage.records import Message, ToolCall
 
     msgs = [Message(role="assistant", tool_calls=[ToolCall(id="a", name="cancel_reservation",
                                                            arguments={"reservation_id": "NOPE00"})]),

@@ -1,8 +1,8 @@
 
 import pytest
 
-from envs.ontology import SpaceError, check_selection, load_initial_space
-from envs.packs import known
+from evosyn.envs.ontology import SpaceError, check_selection, load_initial_space
+from evosyn.envs.packs import known
 
 PAPER_COUNTS = {  # values per factor in App. B.1
     "airline": [6, 2, 8, 7, 7, 3], "retail": [6, 2, 8, 7, 7, 3], "telecom": [6, 2, 6, 6, 6, 3],
@@ -34,14 +34,14 @@ def test_airline_cardinality_rules():
 def test_car_bench_default_space_is_the_whole_app_b1_space_and_the_base_setting_a_space_file():
     from importlib import resources
 
-    from flows.cli_synth import load_space_file
+    from evosyn.flows.cli_synth import load_space_file
 
     space = load_initial_space("car_bench")
     assert space.restrictions == {}  # every task type of App. B.1 is plannable by default
     sel = {f.key: [f.values[0]] for f in space.factors}
     sel["task_nature"], sel["expected_behavior"] = ["disambiguation_user"], ["clarify_with_user"]
     assert check_selection(space, sel) == []
-    base = load_space_file(str(resources.files("domains.car_bench") / "base_setting.json"), "car_bench", "t")
+    base = load_space_file(str(resources.files("evosyn.domains.car_bench") / "base_setting.json"), "car_bench", "t")
     assert base.restrictions == {"task_nature": ["base_execute"],
                                  "expected_behavior": ["fulfill_reach_goal", "resolve_from_preferences"]}
     assert [f.key for f in base.factors] == [f.key for f in space.factors]
@@ -54,7 +54,7 @@ def test_unknown_domain_lists_known():
 
 
 def test_initial_factors_join_v1_as_standard_factors():
-    from envs.packs import get_pack
+    from evosyn.envs.packs import get_pack
 
     space = load_initial_space("retail", extra=["num_write", "multi_item"])
     added = space.factors[-2:]
@@ -71,7 +71,7 @@ def test_initial_factors_join_v1_as_standard_factors():
     (["task_family"], "initial_factors: the telecom generator does not control 'task_family'"),
 ])
 def test_initial_factors_errors_name_the_field(names, message):
-    from storage.config import ConfigError
+    from evosyn.storage.config import ConfigError
 
     with pytest.raises(ConfigError, match=message):
         load_initial_space("telecom", extra=names)

@@ -1,16 +1,16 @@
-"""``envs.pack_check``: what a pack lacks, as errors that stop a command and warnings about recorded facts."""
+"""``evosyn.envs.pack_check``: what a pack lacks, as errors that stop a command and warnings about recorded facts."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from envs.pack_check import first_error, problems
+from evosyn.envs.pack_check import first_error, problems
 
 # the 4 settings a first try sets (issue: a pack that verified tasks but recorded "unknown" families, no
 # tool-use patterns, no policy gating, and a user who called its member id a customer id)
 MINIMAL = '''
-from envs.packs import DomainPack
+from evosyn.envs.packs import DomainPack
 
 
 class Pack(DomainPack):
@@ -31,7 +31,7 @@ class Pack(DomainPack):
 
 @pytest.fixture
 def pack_folder(tmp_path, user_registry) -> Path:
-    from flows.cli_new_domain import write_pack
+    from evosyn.flows.cli_new_domain import write_pack
 
     folder = write_pack("gym_check", tmp_path)
     user_registry(tmp_path)

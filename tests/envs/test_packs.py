@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from envs import packs
-from envs.packs import DomainPack, UnknownDomain, default_domain, get_domain, get_pack, known, register
+from evosyn.envs import packs
+from evosyn.envs.packs import DomainPack, UnknownDomain, default_domain, get_domain, get_pack, known, register
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ("storage", "envs", "agents", "tasks", "flows", "benchmarks", "deployments")
@@ -92,7 +92,7 @@ def test_prompt_templates_get_the_domain_as_a_variable():
 
 
 def test_importing_a_domain_does_not_import_litellm():
-    code = ("import sys; from envs.packs import get_domain; d = get_domain('airline'); "
+    code = ("import sys; from evosyn.envs.packs import get_domain; d = get_domain('airline'); "
             "d.episode().step('get_user_details', {'user_id': 'mia_li_3668'}); "
             "print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -100,8 +100,8 @@ def test_importing_a_domain_does_not_import_litellm():
 
 
 def test_registering_the_packs_loads_no_environment():
-    code = ("import sys; from envs.packs import known; known(); "
-            "print(any(m.startswith('tau2') for m in sys.modules), 'domains.airline.generator' in sys.modules)")
+    code = ("import sys; from evosyn.envs.packs import known; known(); "
+            "print(any(m.startswith('tau2') for m in sys.modules), 'evosyn.domains.airline.generator' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False False", out.stderr
 
@@ -150,7 +150,7 @@ def test_splits_and_summary(airline, retail, telecom):
 
 
 def test_tau2_packs_take_their_policy_from_the_pack_package():
-    from envs.tau2.pack import Tau2Pack
+    from evosyn.envs.tau2.pack import Tau2Pack
 
     tau2_packs = [get_pack(n) for n in known(with_environment=True) if isinstance(get_pack(n), Tau2Pack)]
     assert [p.name for p in tau2_packs] == ["airline", "retail", "telecom"]  # car_bench is its own family
@@ -163,7 +163,7 @@ def test_tau2_packs_take_their_policy_from_the_pack_package():
 
 
 def test_a_tau2_pack_without_module_says_so():
-    from envs.tau2.pack import Tau2Pack
+    from evosyn.envs.tau2.pack import Tau2Pack
 
     class Bare(Tau2Pack):
         name = "bare"
@@ -174,7 +174,7 @@ def test_a_tau2_pack_without_module_says_so():
 
 
 def test_without_the_built_in_folder_every_lookup_fails(monkeypatch):
-    from envs import packs
+    from evosyn.envs import packs
 
     monkeypatch.setattr(packs, "_PACKS", {})
     monkeypatch.setattr(packs, "_loaded", False)
@@ -190,19 +190,19 @@ def test_user_folders_are_scanned_and_a_broken_pack_stops_no_other(tmp_path, use
     for folder in (good, bad):
         folder.mkdir()
     (good / "__init__.py").write_text(
-        "from envs.packs import DomainPack, register\n"
+        "from evosyn.envs.packs import DomainPack, register\n"
         "from .names import NAME\n"  # a relative import: the folder is imported as a package
         "class Desk(DomainPack):\n    name = NAME\n"
         "register(Desk())\n")
     (good / "names.py").write_text("NAME = 'desk'\n")
     (bad / "__init__.py").write_text(
-        "from envs.packs import DomainPack, register\n"
+        "from evosyn.envs.packs import DomainPack, register\n"
         "class Broken(DomainPack):\n    name = 'broken'\n"
         "register(Broken())\n"
         "raise RuntimeError('half written')\n")
     (tmp_path / "again").mkdir()  # a second pack of a built-in name: refused, and the built-in one stays
     (tmp_path / "again" / "__init__.py").write_text(
-        "from envs.packs import DomainPack, register\nclass Again(DomainPack):\n    name = 'airline'\n"
+        "from evosyn.envs.packs import DomainPack, register\nclass Again(DomainPack):\n    name = 'airline'\n"
         "register(Again())\n")
     user_registry(tmp_path)
     assert "desk" in known() and "airline" in known() and "broken" not in known()  # its registration undone
@@ -225,7 +225,7 @@ def test_the_default_user_folder_is_domains_in_the_working_directory(tmp_path, m
 
 
 def test_tool_kind_is_part_of_the_interface():
-    from envs.base import Domain, EnvSummary, ToolSpec
+    from evosyn.envs.base import Domain, EnvSummary, ToolSpec
 
     class Tiny(Domain):
         name, policy = "tiny", ""

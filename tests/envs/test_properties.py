@@ -1,9 +1,9 @@
 """Trajectory properties: each measure on hand-built calls, and the same values from a replay and from a plan."""
 import pytest
 
-from envs.packs import get_pack
-from envs.properties import PROPERTIES, Call, bucket_index, check_prior, measure_all, min_writes
-from storage.config import ConfigError
+from evosyn.envs.packs import get_pack
+from evosyn.envs.properties import PROPERTIES, Call, bucket_index, check_prior, measure_all, min_writes
+from evosyn.storage.config import ConfigError
 
 
 def _calls():
@@ -49,12 +49,12 @@ def test_a_prior_names_controllable_properties_and_their_buckets():
 @pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
 def test_the_generator_realizes_a_requested_property_and_the_verifier_observes_it(domain, tmp_path):
     """The property a plan measures is the property the verifier observes on the teacher's replay."""
-    from agents.designer import ColdStart
-    from envs.ontology import load_initial_space
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
-    from storage.records import Factor
-    from storage.store import Store
+    from evosyn.agents.designer import ColdStart
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
+    from evosyn.storage.records import Factor
+    from evosyn.storage.store import Store
 
     key = "entities_touched"
     space = load_initial_space(domain, run_id=f"p-{domain}")
@@ -68,11 +68,11 @@ def test_the_generator_realizes_a_requested_property_and_the_verifier_observes_i
 def _planned(prior, key: str, n: int = 80) -> list[str]:
     """``key``'s bucket in each plan the embedded generator makes under ``prior`` for ``n`` cold-start airline
     blueprints (the infeasible ones left out)."""
-    from agents.generator import EmbeddedGenerator, plan_calls
-    from agents.planner import EmbeddedPlanner
-    from envs.ontology import load_initial_space
-    from envs.packs import get_domain
-    from storage.records import Direction
+    from evosyn.agents.generator import EmbeddedGenerator, plan_calls
+    from evosyn.agents.planner import EmbeddedPlanner
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_domain
+    from evosyn.storage.records import Direction
 
     dom, pack = get_domain("airline"), get_pack("airline")
     space = load_initial_space("airline", run_id="t")
@@ -90,7 +90,7 @@ def _planned(prior, key: str, n: int = 80) -> list[str]:
 
 
 def test_a_suppressed_bucket_is_rare_unless_selected():
-    from agents.plans import DefaultPrior
+    from evosyn.agents.plans import DefaultPrior
 
     def share(prior):
         made = _planned(prior, "multi_item")
@@ -101,7 +101,7 @@ def test_a_suppressed_bucket_is_rare_unless_selected():
 
 
 def test_prior_writes_set_the_write_counts_of_unselected_fulfilments():
-    from agents.plans import DefaultPrior
+    from evosyn.agents.plans import DefaultPrior
 
     default, many = _planned(DefaultPrior(), "num_write", 60), _planned(DefaultPrior(writes={5: 1.0}), "num_write", 60)
     assert sum(w in ("3-4", "5+") for w in default) < len(default) / 5  # mostly one write

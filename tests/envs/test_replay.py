@@ -1,7 +1,7 @@
 """The gold-replay cache: one replay per (domain, task), bounded (LRU), safe under concurrent verifiers."""
 from concurrent.futures import ThreadPoolExecutor
 
-from envs import replay
+from evosyn.envs import replay
 from tests.envs.conftest import with_actions
 
 

@@ -7,8 +7,8 @@ from importlib.metadata import version
 
 import pytest
 
-from envs.packs import get_domain
-from envs.tau2.task_folder import package_folder
+from evosyn.envs.packs import get_domain
+from evosyn.envs.tau2.task_folder import package_folder
 
 # The official-task tests of this suite (tests/envs, tests/tasks/test_official.py, tests/flows/test_cli_official.py,
 # tests/domains) run on the installed package's tasks, which are these releases' (pinned here: a package that

@@ -1,8 +1,8 @@
 """Observed tool_use_pattern and the fixed reference sets, on verified (gold-replayed) official airline tasks."""
-from envs.factors import observe
-from envs.gold import gold_messages
-from envs.reference import INTERACTION_TEMPLATES, reference_values
-from envs.replay import replay
+from evosyn.envs.factors import observe
+from evosyn.envs.gold import gold_messages
+from evosyn.envs.reference import INTERACTION_TEMPLATES, reference_values
+from evosyn.envs.replay import replay
 from tests.envs.conftest import with_actions
 
 
@@ -43,7 +43,7 @@ def test_write_without_confirmation_is_not_confirmed(airline):
 
 
 def test_refusal_after_reading_is_a_policy_check(airline):
-    from storage.records import Message, ToolCall
+    from evosyn.storage.records import Message, ToolCall
 
     task = next(t for t in airline.tasks("base") if t.id == "0")
     msgs = [Message(role="user", content="I want to cancel reservation EHGLP3.", requestor="user"),

@@ -1,10 +1,10 @@
 """The verifier's checks on official gold trajectories and on perturbed copies (no tau2 evaluator)."""
 import pytest
 
-from envs.gold import AFFIRMATIVE, gold_messages
-from envs.perturb import perturb
-from envs.verify import run_checks
-from storage.records import Message, ToolCall
+from evosyn.envs.gold import AFFIRMATIVE, gold_messages
+from evosyn.envs.perturb import perturb
+from evosyn.envs.verify import run_checks
+from evosyn.storage.records import Message, ToolCall
 from tests.envs.conftest import with_actions
 
 
@@ -80,7 +80,7 @@ def test_basic_economy_flight_change_is_a_violation(airline):
             Message(role="user", content="yes", requestor="user"),
             Message(role="assistant", tool_calls=[ToolCall(id="c", name="update_reservation_flights", arguments=args)]),
             Message(role="tool", content="", tool_call_id="c")]
-    from envs.perturb import rematerialize
+    from evosyn.envs.perturb import rematerialize
 
     task = next(t for t in airline.tasks("base") if t.id == "0")
     out = run_checks(airline, task, rematerialize(airline, task, msgs))
@@ -107,8 +107,8 @@ def test_requested_factors_are_checked(airline, task_7):
 
 
 def test_a_stored_gold_digest_replaces_the_gold_replay(airline, task_7, monkeypatch):
-    import envs.replay as replay
-    import envs.verify as verify
+    import evosyn.envs.replay as replay
+    import evosyn.envs.verify as verify
 
     stored = replay.gold_digest(airline, task_7)
     assert stored.startswith(airline.digest_scheme + ":")
@@ -128,9 +128,9 @@ def test_a_stored_gold_digest_replaces_the_gold_replay(airline, task_7, monkeypa
 
 
 def test_synthesized_tasks_store_their_gold_digest(airline):
-    from agents.verifier import verify
-    from envs.replay import gold_digest
-    from storage.records import SynthTask, Trajectory
+    from evosyn.agents.verifier import verify
+    from evosyn.envs.replay import gold_digest
+    from evosyn.storage.records import SynthTask, Trajectory
 
     task = next(t for t in with_actions(airline) if t.id == "7")
     row = SynthTask(run_id="r", round=0, task_id="7", domain="airline", tau2_task=task.to_json())

@@ -5,7 +5,7 @@ The same threaded server as the OpenAI one (it answers both protocols); pass
 """
 from __future__ import annotations
 
-from benchmarks.fake_llm_server import (FakeLLMServer, Reply, Request, Script, anthropic_reply, answer,  # noqa: F401
+from evosyn.benchmarks.fake_llm_server import (FakeLLMServer, Reply, Request, Script, anthropic_reply, answer,  # noqa: F401
                                         error)
 
 AnthropicServer = FakeLLMServer

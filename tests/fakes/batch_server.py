@@ -17,7 +17,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from benchmarks.fake_llm_server import Reply, Request
+from evosyn.benchmarks.fake_llm_server import Reply, Request
 
 Fate = Callable[[int, Request], Any]
 

@@ -1,7 +1,7 @@
 """A scripted OpenAI-compatible chat-completions server on 127.0.0.1 (real HTTP, for real SDK clients).
 
 ``ScriptedServer(respond)`` keeps its original API (``respond(body) -> completion dict``);
-``FakeLLMServer`` (re-exported from ``benchmarks.fake_llm_server``) adds per-request
+``FakeLLMServer`` (re-exported from ``evosyn.benchmarks.fake_llm_server``) adds per-request
 scripts (429 with retry-after, 500, malformed, truncated, slow), a fixed latency,
 in-flight counting, and the Anthropic messages endpoint.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from benchmarks.fake_llm_server import (FakeLLMServer, Reply, Request, Script, answer, error,  # noqa: F401
+from evosyn.benchmarks.fake_llm_server import (FakeLLMServer, Reply, Request, Script, answer, error,  # noqa: F401
                                         openai_reply)
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from envs import packs
+from evosyn.envs import packs
 
 
 def _pack_module(name: str) -> bool:

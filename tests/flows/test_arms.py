@@ -1,8 +1,8 @@
 """Arms of one seed start from the same round 1 (issue 13): their round-1 rows are identical (slow)."""
 import pytest
 
-from storage.digest import normalized_rows
-from storage.store import Store
+from evosyn.storage.digest import normalized_rows
+from evosyn.storage.store import Store
 from tests.flows.test_run import run
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)

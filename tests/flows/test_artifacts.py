@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from flows.artifacts import artifact_key, round_keys
+from evosyn.flows.artifacts import artifact_key, round_keys
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
 
@@ -38,9 +38,9 @@ def test_a_round_publishes_its_table_and_markdown_artifacts(tmp_path):
     )
     from prefect.testing.utilities import prefect_test_harness
 
-    from flows.run import evosyn_run
-    from storage.config import RunConfig
-    from storage.store import Store
+    from evosyn.flows.run import evosyn_run
+    from evosyn.storage.config import RunConfig
+    from evosyn.storage.store import Store
 
     cfg = RunConfig(**RUN_CFG, store={"root": str(tmp_path / "home")})
     with prefect_test_harness(server_startup_timeout=180):

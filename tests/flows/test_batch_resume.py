@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from agents.llm.pricing import batch_price_of, cost_usd, price_of
-from benchmarks.llm_script import RoleScript
-from storage.digest import TIME_COLUMNS, table_digests
-from storage.records import TABLES
-from storage.store import Store
+from evosyn.agents.llm.pricing import batch_price_of, cost_usd, price_of
+from evosyn.benchmarks.llm_script import RoleScript
+from evosyn.storage.digest import TIME_COLUMNS, table_digests
+from evosyn.storage.records import TABLES
+from evosyn.storage.store import Store
 from tests.fakes.batch_server import BatchServer
 from tests.flows.test_run import KEYS, PREFECT_HOME, run
 
@@ -51,7 +51,7 @@ def test_a_run_killed_while_a_batch_is_pending_resumes_by_polling_it_and_writes_
         server.hold_from = len(clean) + 2
         env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME,
                "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
-        child = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg)], env=env,
+        child = subprocess.Popen([sys.executable, "-m", "evosyn.flows.cli", "run", "--config", str(cfg)], env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             deadline = time.monotonic() + 600

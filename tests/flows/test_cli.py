@@ -9,7 +9,7 @@ import pytest
 
 def evosyn(*args, home, cwd=None):
     env = {**os.environ, "EVOSYN_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "evosyn.flows.cli", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=120)
 
 
@@ -77,7 +77,7 @@ def test_a_column_pyarrow_refuses_is_one_line_naming_the_cast():
     import click
     import pyarrow as pa
 
-    from flows.cli import _arrow_error
+    from evosyn.flows.cli import _arrow_error
 
     with pytest.raises(click.ClickException, match=r"^SQL: a result column cannot be converted \(Unsupported x\); "
                                                     r"cast it, e.g. col::VARCHAR$"):
@@ -101,7 +101,7 @@ def test_query_in_table_and_json_formats(tmp_path, store, root):
     store.write([samples()["verdicts"]], "c")
     home = tmp_path / "h" if root == "fresh" else store.root
     home.mkdir(exist_ok=True)  # fresh: a root that exists and holds nothing yet
-    code = ("import sys\nfrom flows.cli import main\n"
+    code = ("import sys\nfrom evosyn.flows.cli import main\n"
             "for fmt in ('table', 'json'):\n"
             "    main(['query', 'select count(*) as n from verdicts', '--format', fmt], standalone_mode=False)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,

@@ -5,8 +5,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from flows import cli_app
-from flows.cli import main
+from evosyn.flows import cli_app
+from evosyn.flows.cli import main
 
 BENCH = ["discovery", "faults", "learner", "learning", "llm", "query", "results", "run", "sweep", "synth", "testsets",
          "verify"]
@@ -16,7 +16,7 @@ def test_bench_is_attached_through_its_entry_point():
     res = CliRunner().invoke(main, ["--help"])
     assert res.exit_code == 0 and "bench " in res.output and "query " in res.output
     bench = main.get_command(click.Context(main), "bench")
-    assert bench.callback.__module__ == "benchmarks.cli" and sorted(bench.commands) == BENCH
+    assert bench.callback.__module__ == "evosyn.benchmarks.cli" and sorted(bench.commands) == BENCH
 
 
 @pytest.fixture

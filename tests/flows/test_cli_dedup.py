@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from storage.records import Run
-from storage.store import Store
+from evosyn.storage.records import Run
+from evosyn.storage.store import Store
 from tests.flows.test_cli import evosyn
 
 

@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from envs.packs import known
+from evosyn.envs.packs import known
 from tests.flows.test_cli import evosyn
 from tests.flows.test_cli_new_domain import evosyn as in_folder
 from tests.flows.test_cli_new_domain import new_domain

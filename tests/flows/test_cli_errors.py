@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from flows.cli import main  # the entry point: importing it attaches every command
+from evosyn.flows.cli import main  # the entry point: importing it attaches every command
 
 AS_ROOT = os.geteuid() == 0
 # root reads and writes whatever the mode bits say: the folder, broken-symlink and /proc cases cover
@@ -32,7 +32,7 @@ NOT_UTF8 = b"domain: airline\n# caf\xe9 in Latin-1\nrounds: 1\n"
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
     """A folder with every kind of bad path, a store holding run ``run-a``, and the cwd set to it."""
-    from storage.store import Store
+    from evosyn.storage.store import Store
     from tests.storage.samples import samples
 
     t = tmp_path / "sb"
@@ -164,7 +164,7 @@ def test_the_console_entry_point_prints_one_line(sandbox):
            "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
     before = snapshot(sandbox)
     for args in (["config", "validate", "latin1.yaml"], ["synth", "--n", "2"]):
-        done = subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, env=env,
+        done = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", *args], capture_output=True, text=True, env=env,
                               cwd=sandbox, timeout=120, check=False)
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and done.stderr.startswith("error: "), done.stderr
     assert snapshot(sandbox) == before
@@ -183,7 +183,7 @@ def test_a_writable_output_still_works(sandbox):
 def _console(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     repo = str(Path(__file__).resolve().parents[2])
     env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "evosyn.flows.cli", *args], capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=120, check=False)
 
 
@@ -211,7 +211,7 @@ def test_an_unknown_run_from_another_folder_names_the_store_it_looked_in(sandbox
 @pytest.mark.parametrize("command", [["train", "--run", "run-a", "--round", "1"], ["report", "run-a"],
                                      ["evaluate", "--run", "run-a", "--round", "1"]])
 def test_an_unknown_run_in_an_empty_store_says_the_store_has_no_runs(sandbox, command):
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     Store(sandbox / "empty")  # a store folder with no run yet
     result = CliRunner().invoke(main, command, env={"EVOSYN_HOME": str(sandbox / "empty")})

@@ -41,7 +41,7 @@ def test_exports(home, tmp_path):
                                      f"held out {counts['d']} diagnostic; dropped 0"
     info = json.loads((tmp_path / "sharegpt" / "dataset_info.json").read_text())
     assert info["evosyn"]["formatting"] == "sharegpt" and info["evosyn"]["columns"]["tools"] == "tools"
-    from envs.packs import get_domain
+    from evosyn.envs.packs import get_domain
 
     policy = get_domain("airline").policy  # the system prompt the served agent gets, in both exports
     assert all(r["system"] == policy for r in json.loads((tmp_path / "sharegpt" / "evosyn.json").read_text()))
@@ -55,10 +55,10 @@ def test_exports(home, tmp_path):
 
 
 def test_a_conversation_sharegpt_cannot_hold_is_dropped_with_its_reason(home, tmp_path):
-    from flows.cli_learn import _export
-    from tasks.hf_export import select_examples
-    from storage.records import ToolCall
-    from storage.store import Store
+    from evosyn.flows.cli_learn import _export
+    from evosyn.tasks.hf_export import select_examples
+    from evosyn.storage.records import ToolCall
+    from evosyn.storage.store import Store
 
     store = Store(home, create=False)
     chosen = select_examples(store, RUN)

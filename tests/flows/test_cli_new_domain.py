@@ -21,7 +21,7 @@ def evosyn(*args: str, packs: Path, home: Path, timeout: int = 300) -> subproces
     """The real CLI in a working directory of its own, with ``packs`` as the user's pack folder."""
     env = {**os.environ, "EVOSYN_HOME": str(home), "EVOSYN_DOMAINS": str(packs), "PREFECT_HOME": PREFECT_HOME,
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "evosyn.flows.cli", *args], capture_output=True, text=True, env=env,
                           cwd=packs.parent, timeout=timeout)
 
 

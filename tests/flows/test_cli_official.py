@@ -6,7 +6,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from flows.cli import main
+from evosyn.flows.cli import main
 
 RUN = "official-cli"
 
@@ -14,12 +14,12 @@ RUN = "official-cli"
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A store with one small verified pass of run ``RUN`` and its embedded learner trained on it (round 0)."""
-    from envs.ontology import load_initial_space
-    from agents.designer import ColdStart
-    from tasks.learn import train_round
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
-    from storage.store import Store
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.agents.designer import ColdStart
+    from evosyn.tasks.learn import train_round
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
+    from evosyn.storage.store import Store
 
     store = Store(tmp_path_factory.mktemp("official") / "h")
     space = load_initial_space("airline", run_id=RUN)
@@ -35,9 +35,9 @@ def _invoke(store, *args, env=None):
 
 @pytest.mark.slow
 def test_the_embedded_learner_on_airlines_test_split_prints_rewards_per_task_and_pass_k(trained):
-    from envs.packs import get_domain
-    from tasks.official import is_success, pass_hat_ks
-    from storage.tracking import Tracker
+    from evosyn.envs.packs import get_domain
+    from evosyn.tasks.official import is_success, pass_hat_ks
+    from evosyn.storage.tracking import Tracker
 
     result = _invoke(trained, "--official", "--domain", "airline", "--split", "test", "--run", RUN, "--round", "0",
                      "--agent", "embedded", "--user", "embedded", "--trials", "2", "--quiet")
@@ -97,9 +97,9 @@ def test_the_tasks_of_a_tau2_data_folder_are_evaluated_and_the_task_set_printed_
     import hashlib
     import json
 
-    from envs.packs import get_domain
-    from envs.tau2.task_folder import package_folder
-    from storage.tracking import Tracker
+    from evosyn.envs.packs import get_domain
+    from evosyn.envs.tau2.task_folder import package_folder
+    from evosyn.storage.tracking import Tracker
 
     raw = json.loads((package_folder("airline") / "tasks.json").read_text())
     test_ids = [t.id for t in get_domain("airline").tasks("test")][:2]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from agents.designer import ColdStart
-from envs.ontology import load_initial_space
-from flows.cli import main
-from storage.store import Store
-from tasks import stages
+from evosyn.agents.designer import ColdStart
+from evosyn.envs.ontology import load_initial_space
+from evosyn.flows.cli import main
+from evosyn.storage.store import Store
+from evosyn.tasks import stages
 
 
 def _check(root, *args):

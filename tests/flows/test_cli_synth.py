@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from storage.digest import table_digests
-from storage.faults import ENV
-from storage.store import Store
+from evosyn.storage.digest import table_digests
+from evosyn.storage.faults import ENV
+from evosyn.storage.store import Store
 from tests.flows.test_cli import evosyn
 
 
@@ -63,7 +63,7 @@ def test_unknown_domains_are_refused_clearly(tmp_path):
 
 def _synth_killed_at(point, home, *args):
     env = {**os.environ, "EVOSYN_HOME": str(home), ENV: point}
-    return subprocess.run([sys.executable, "-m", "flows.cli", "synth", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "synth", *args], capture_output=True, text=True,
                           env=env, timeout=120)
 
 
@@ -91,8 +91,8 @@ def test_a_run_id_holding_another_pass_is_refused_in_one_line(tmp_path):
 
 def test_synth_runs_the_llm_roles_of_a_run_config(tmp_path):
     """The same backends as a round: roles.<role> of a run config, checked first, their calls in llm_calls."""
-    from benchmarks.fake_llm_server import FakeLLMServer
-    from benchmarks.llm_script import RoleScript
+    from evosyn.benchmarks.fake_llm_server import FakeLLMServer
+    from evosyn.benchmarks.llm_script import RoleScript
     from tests.flows.test_llm_run import KEY, cli, config
 
     home = tmp_path / "home"

@@ -4,10 +4,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from flows.cli import main
-from storage.catalog import query
-from storage.records import CheckResult, Verdict
-from storage.store import Store
+from evosyn.flows.cli import main
+from evosyn.storage.catalog import query
+from evosyn.storage.records import CheckResult, Verdict
+from evosyn.storage.store import Store
 
 DOMAINS = ("airline", "retail", "telecom")
 

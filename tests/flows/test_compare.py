@@ -18,8 +18,8 @@ def cli(home, *args):
     """Commands without Prefect run in-process (saves an interpreter start per call)."""
     from click.testing import CliRunner
 
-    from flows import cli_run  # noqa: F401  (attaches compare / report to main)
-    from flows.cli import main
+    from evosyn.flows import cli_run  # noqa: F401  (attaches compare / report to main)
+    from evosyn.flows.cli import main
 
     res = CliRunner().invoke(main, ["--home", str(home), *args], catch_exceptions=False)
     assert res.exit_code == 0, res.output
@@ -27,9 +27,9 @@ def cli(home, *args):
 
 
 def test_sweep_compare_and_report_share_one_union(tmp_path):
-    from storage.metrics import trajectory_diversity
-    from storage.store import Store
-    from tasks.metrics import verified_samples
+    from evosyn.storage.metrics import trajectory_diversity
+    from evosyn.storage.store import Store
+    from evosyn.tasks.metrics import verified_samples
 
     home = tmp_path / "h"
     cfg = tmp_path / "sweep.yaml"

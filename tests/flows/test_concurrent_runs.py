@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tasks.testset import KINDS
+from evosyn.tasks.testset import KINDS
 from tests.prefect_home import PREFECT_HOME
 
 pytestmark = pytest.mark.slow
@@ -20,8 +20,8 @@ def test_three_concurrent_runs_on_a_fresh_store(tmp_path):
     import duckdb
     from mlflow.tracking import MlflowClient
 
-    from storage.store import Store
-    from storage.tracking import EXPERIMENT, default_tracking_uri
+    from evosyn.storage.store import Store
+    from evosyn.storage.tracking import EXPERIMENT, default_tracking_uri
 
     home = tmp_path / "h"
     env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME,
@@ -31,7 +31,7 @@ def test_three_concurrent_runs_on_a_fresh_store(tmp_path):
     for seed in SEEDS:
         cfg = tmp_path / f"cfg{seed}.yaml"
         cfg.write_text(CONFIG.format(seed=seed))
-        procs.append(subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg)], env=env,
+        procs.append(subprocess.Popen([sys.executable, "-m", "evosyn.flows.cli", "run", "--config", str(cfg)], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
     errors = [p.communicate(timeout=900)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], "\n\n".join(e[-2000:] for e in errors)

@@ -32,8 +32,8 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def test_three_stacks_start_at_once_on_one_postgresql_and_run_a_deployment(pg_server, tmp_path):
-    from agents.servers import stop as stop_process
-    from flows.services import alive, family, load_state, port_free
+    from evosyn.agents.servers import stop as stop_process
+    from evosyn.flows.services import alive, family, load_state, port_free
 
     db = pg_server.database("stack")
     password = db.split(":")[2].split("@")[0]
@@ -79,7 +79,7 @@ def test_three_stacks_start_at_once_on_one_postgresql_and_run_a_deployment(pg_se
     finally:
         recorded = {s.pid for h in homes for s in load_state(h, lenient=True).values()}
         everything = family(recorded) | recorded
-        downs = [subprocess.run([sys.executable, "-m", "flows.cli", "down"], cwd=REPO, env=_env(h),
+        downs = [subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "down"], cwd=REPO, env=_env(h),
                                 capture_output=True, text=True, timeout=180, check=False) for h in homes]
         survivors = [p for p in everything if alive(p)]
         for pid in survivors:  # never left behind, also when the test failed above: killed, then reported

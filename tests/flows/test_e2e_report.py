@@ -22,9 +22,9 @@ def _report(home: Path, out: Path) -> Path:
     """A real 3-round run (round_flow's stages, tests/tasks/driver.py), then `evosyn report` on it."""
     from click.testing import CliRunner
 
-    from flows.cli import main
-    from storage.records import Run
-    from storage.store import Store
+    from evosyn.flows.cli import main
+    from evosyn.storage.records import Run
+    from evosyn.storage.store import Store
     from tests.tasks import driver
 
     store = Store(home)

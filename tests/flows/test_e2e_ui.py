@@ -56,7 +56,7 @@ def free_ports(n: int) -> list[int]:
 
 
 def cli(env, *args, timeout=300):
-    done = subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=REPO, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)
     assert done.returncode == 0, f"evosyn {' '.join(args)} failed:\n{done.stdout}\n{done.stderr[-4000:]}"
     return done.stdout + done.stderr
@@ -121,7 +121,7 @@ class Page:
 
 def test_deployed_run_in_prefect_and_mlflow_uis(tmp_path):
     _browser_or_skip()
-    from flows.services import alive, family, load_state, port_free
+    from evosyn.flows.services import alive, family, load_state, port_free
 
     home = tmp_path / "home"
     shots = Path(os.environ.get("EVOSYN_TEST_ARTIFACTS") or tmp_path / "screenshots")
@@ -226,7 +226,7 @@ def test_deployed_run_in_prefect_and_mlflow_uis(tmp_path):
     finally:
         recorded = {s.pid for s in load_state(home).values()}
         everything = family(recorded) | recorded
-        down = subprocess.run([sys.executable, "-m", "flows.cli", "down"], cwd=REPO, env=env, capture_output=True,
+        down = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "down"], cwd=REPO, env=env, capture_output=True,
                               text=True, timeout=120, check=False)
     assert down.returncode == 0, down.stderr
     assert everything and not [p for p in everything if alive(p)], "processes of ours survived `evosyn down`"

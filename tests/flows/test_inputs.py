@@ -1,9 +1,9 @@
 import pytest
 
-from envs import packs
-from envs.packs import DomainPack, known, register
-from flows.cli import UserError
-from flows.inputs import check_domain
+from evosyn.envs import packs
+from evosyn.envs.packs import DomainPack, known, register
+from evosyn.flows.cli import UserError
+from evosyn.flows.inputs import check_domain
 from tests.flows.test_cli import evosyn
 
 
@@ -54,11 +54,11 @@ def test_run_with_an_unknown_domain_is_refused_before_any_work(tmp_path):
 def test_env_data_sets_a_domains_data_folder_and_a_wrong_one_is_one_line_before_any_work(tmp_path):
     import shutil
 
-    from envs.car_bench.data import FIXTURE
-    from envs.packs import get_domain
-    from flows.inputs import use_env_data
-    from storage.config import ConfigError, RunConfig
-    from tasks.testset import test_set_run_id
+    from evosyn.envs.car_bench.data import FIXTURE
+    from evosyn.envs.packs import get_domain
+    from evosyn.flows.inputs import use_env_data
+    from evosyn.storage.config import ConfigError, RunConfig
+    from evosyn.tasks.testset import test_set_run_id
 
     copy = tmp_path / "car-bench-data"
     shutil.copytree(FIXTURE, copy)

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from agents.learners.llamafactory import gpu_count
+from evosyn.agents.learners.llamafactory import gpu_count
 
 
 def evosyn(home, *args, cli: str | None = None, path: str = "/usr/bin:/bin"):
@@ -13,7 +13,7 @@ def evosyn(home, *args, cli: str | None = None, path: str = "/usr/bin:/bin"):
     env.pop("EVOSYN_LLAMAFACTORY_CLI", None)
     if cli:
         env["EVOSYN_LLAMAFACTORY_CLI"] = cli
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "evosyn.flows.cli", *args], env=env, capture_output=True, text=True,
                           timeout=120)
 
 

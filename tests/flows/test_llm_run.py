@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from benchmarks.fake_llm_server import FakeLLMServer
-from benchmarks.llm_script import Faulty, RoleScript
+from evosyn.benchmarks.fake_llm_server import FakeLLMServer
+from evosyn.benchmarks.llm_script import Faulty, RoleScript
 from tests.prefect_home import PREFECT_HOME
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
 
 if TYPE_CHECKING:
-    from storage.config import RoleConfig
+    from evosyn.storage.config import RoleConfig
 
 KEY = "sk-test-SECRET123"
 ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
@@ -41,19 +41,19 @@ def cli(home, *args, key: str | None = KEY, timeout: int = 600):
                 "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"})
     if key:
         env["OPENAI_API_KEY"] = key
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "evosyn.flows.cli", *args], env=env, capture_output=True, text=True,
                           timeout=timeout, cwd=home.parent)
 
 
 def kept(home) -> int:
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     store = Store(home, create=False)
     return len({v.task_id for v in store.read_records("verdicts") if v.passed and not v.run_id.startswith("testset-")})
 
 
 def calls(home):
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     return Store(home, create=False).read_records("llm_calls")
 
@@ -126,11 +126,11 @@ def test_missing_key_or_unknown_model_is_one_line_before_any_work(tmp_path, mode
 
 def _round(home, llm: dict[str, RoleConfig]) -> tuple[int, int, object]:
     """One full round (the stage functions the Prefect round wraps), test-set evaluation left out."""
-    import tasks.loop as loop
-    import tasks.stages as stages
-    from agents.designer import ColdStart
-    from envs.ontology import load_initial_space
-    from storage.store import Store
+    import evosyn.tasks.loop as loop
+    import evosyn.tasks.stages as stages
+    from evosyn.agents.designer import ColdStart
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.storage.store import Store
 
     ctx = stages.Ctx(Store(home), "llm-run", 1, 0, "airline", llm_roles=llm)
     space = load_initial_space("airline", run_id="llm-run")
@@ -146,7 +146,7 @@ def _round(home, llm: dict[str, RoleConfig]) -> tuple[int, int, object]:
 
 def test_faulty_replies_keep_the_same_samples(tmp_path, server, monkeypatch):
     """(b) 30% of replies fail (429 / 500 / malformed): the round completes with the same kept samples."""
-    from storage.config import RoleConfig
+    from evosyn.storage.config import RoleConfig
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     llm = {r: RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini", base_url=server.base_url,
@@ -181,7 +181,7 @@ def test_llm_server_down_fails_the_run_in_one_line(tmp_path):
     """Finding 5: every call of a stage failed on transport -> one line, non-zero exit, run failed everywhere."""
     import mlflow
 
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     roles = "".join(f"  {r}: {{provider: openai, model: gpt-4o-mini, base_url: '{url}', max_retries: 1, "

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from flows.services import alive, database, down, family, load_state
+from evosyn.flows.services import alive, database, down, family, load_state
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def reachable_root():
 
 @pytest.mark.slow
 def test_a_root_of_its_own_keeps_postgres_until_down(reachable_root):
-    from storage import postgres
+    from evosyn.storage import postgres
 
     root, said = reachable_root, []
     root.mkdir()
@@ -65,7 +65,7 @@ def test_a_root_of_its_own_keeps_postgres_until_down(reachable_root):
 def test_up_refuses_a_url_that_is_no_postgresql_one_naming_no_password(tmp_path):
     from click.testing import CliRunner
 
-    from flows.cli import main
+    from evosyn.flows.cli import main
 
     res = CliRunner().invoke(main, ["--home", str(tmp_path / "home"), "up", "--db",
                                     "mysql://team:hunter2-hunter2@db:3306/evosyn"])
@@ -76,7 +76,7 @@ def test_up_refuses_a_url_that_is_no_postgresql_one_naming_no_password(tmp_path)
 
 def test_up_with_a_refused_login_starts_nothing(pg_server, tmp_path):
     """A wrong password is one line, masked, before any server starts (nothing to stop, nothing recorded)."""
-    from flows.services import ServiceError, up
+    from evosyn.flows.services import ServiceError, up
     from tests.flows.test_e2e_ui import free_ports
 
     wrong = pg_server.database().replace(pg_server.url.split(":")[2].split("@")[0], "wrong-password-42")

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.servers import alive
-from flows.prefect_api import PrefectApiError, ensure_prefect_api, start_temporary
-from flows.services import Service, save_state
+from evosyn.agents.servers import alive
+from evosyn.flows.prefect_api import PrefectApiError, ensure_prefect_api, start_temporary
+from evosyn.flows.services import Service, save_state
 from tests.prefect_home import PREFECT_HOME
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,7 +108,7 @@ def test_a_recorded_pid_now_held_by_another_program_is_ignored(tmp_path, clean_e
     other = _sleeper("not-the-server")  # after a reboot, the recorded PID may belong to anything
     try:
         save_state(root, {"prefect": Service("prefect", other.pid, health_server, str(root / "logs/prefect.log"))})
-        from flows.prefect_api import recorded_api
+        from evosyn.flows.prefect_api import recorded_api
 
         assert recorded_api(root) is None
     finally:
@@ -145,7 +145,7 @@ def test_a_dead_recorded_server_is_ignored(tmp_path, clean_env):
 @pytest.fixture
 def counted_starts(monkeypatch):
     """Every server process ``start_temporary`` launches (the real launch, recorded)."""
-    from agents import servers
+    from evosyn.agents import servers
 
     launched: list[subprocess.Popen] = []
     real_start = servers.start
@@ -192,7 +192,7 @@ def _cli(tmp_path, env_extra, *args):
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update({"EVOSYN_HOME": str(tmp_path / "home"), "PREFECT_HOME": PREFECT_HOME,
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), **env_extra})
-    return subprocess.run([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg), *args], env=env,
+    return subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "run", "--config", str(cfg), *args], env=env,
                           capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
 
 
@@ -219,7 +219,7 @@ def test_run_whose_temporary_server_never_starts_is_one_line_and_writes_nothing(
 
 PROBE = """
 import json, os, sys
-from flows.prefect_api import ensure_prefect_api
+from evosyn.flows.prefect_api import ensure_prefect_api
 api = ensure_prefect_api(sys.argv[1])
 from prefect import flow
 
@@ -276,7 +276,7 @@ def test_a_temporary_server_dies_with_the_process_that_started_it(tmp_path):
     otherwise keep it running)."""
     import psutil
 
-    code = ("import sys; from flows.prefect_api import start_temporary; s = start_temporary(); "
+    code = ("import sys; from evosyn.flows.prefect_api import start_temporary; s = start_temporary(); "
             "print(s.proc.pid, flush=True); import time; time.sleep(600)")
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update({"PREFECT_HOME": PREFECT_HOME,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.progress import LineRenderer, LiveRenderer, renderer
-from tasks.engine import listening, publish
-from tasks.progress import StageEvent
+from evosyn.flows.progress import LineRenderer, LiveRenderer, renderer
+from evosyn.tasks.engine import listening, publish
+from evosyn.tasks.progress import StageEvent
 from tests.prefect_home import PREFECT_HOME
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
@@ -81,7 +81,7 @@ def _cli(home, *args):
     env = {**os.environ, "EVOSYN_HOME": str(home),
            "PREFECT_HOME": PREFECT_HOME,
            "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return [sys.executable, "-m", "flows.cli", *args], env
+    return [sys.executable, "-m", "evosyn.flows.cli", *args], env
 
 
 def _under_pty(cmd, env, timeout=600) -> tuple[int, str]:

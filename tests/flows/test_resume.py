@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-import tasks.testset as testset
-from storage.digest import table_digests
-from storage.faults import AFTER_ENV, ENV, FULL_ENV
-from storage.records import TABLES
-from storage.store import Store
+import evosyn.tasks.testset as testset
+from evosyn.storage.digest import table_digests
+from evosyn.storage.faults import AFTER_ENV, ENV, FULL_ENV
+from evosyn.storage.records import TABLES
+from evosyn.storage.store import Store
 from tests.flows.test_run import PREFECT_HOME, config, run, start
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
@@ -43,7 +43,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, clean, kill):
     env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME, ENV: kill,
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
     # its own session, reaped here (the temporary Prefect server it started dies with it: flows/prefect_api.py)
-    p = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg)], env=env,
+    p = subprocess.Popen([sys.executable, "-m", "evosyn.flows.cli", "run", "--config", str(cfg)], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         assert p.wait(timeout=600) == -signal.SIGKILL, f"not killed at {kill}"
@@ -79,7 +79,7 @@ def test_sigkill_mid_verify_then_resume_equals_an_uninterrupted_run(tmp_path, cl
 def _killed(home, cfg, **env):
     full = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME,
             "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300", **env}
-    p = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg)], env=full,
+    p = subprocess.Popen([sys.executable, "-m", "evosyn.flows.cli", "run", "--config", str(cfg)], env=full,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = p.communicate(timeout=600)
@@ -153,7 +153,7 @@ def test_a_deleted_truncated_and_corrupted_chunk_in_three_tables_is_named_then_r
             _damage(path, how)
             damaged.append(path)
     assert len(damaged) == 9
-    p = subprocess.run([sys.executable, "-m", "flows.cli", "store", "check"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "store", "check"], capture_output=True, text=True,
                        env={**os.environ, "EVOSYN_HOME": str(home)}, timeout=300)
     assert p.returncode == 1 and "Traceback" not in p.stderr
     named = [ln for ln in p.stdout.splitlines() if ln.strip()]
@@ -166,6 +166,6 @@ def test_a_deleted_truncated_and_corrupted_chunk_in_three_tables_is_named_then_r
     got_id, got = digests(home)
     assert [t for t in TABLES if got[t] != want[t]] == []
     assert Store(home, create=False).read_records("runs", run_id=run_id)[0].status == "finished"
-    p = subprocess.run([sys.executable, "-m", "flows.cli", "store", "check"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "store", "check"], capture_output=True, text=True,
                        env={**os.environ, "EVOSYN_HOME": str(home)}, timeout=300)
     assert p.returncode == 0 and p.stdout.startswith("ok:")

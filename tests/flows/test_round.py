@@ -4,10 +4,10 @@ from __future__ import annotations
 import inspect
 import typing
 
-import flows.round as round_module
-from tasks import checkpoint, loop, official_agents, stages
-from tasks.stages import Ctx
-from storage.config import RoleConfig, RunConfig
+import evosyn.flows.round as round_module
+from evosyn.tasks import checkpoint, loop, official_agents, stages
+from evosyn.tasks.stages import Ctx
+from evosyn.storage.config import RoleConfig, RunConfig
 
 
 def _prefect_callables():  # the round flow, and each stage's task beside its function in tasks/
@@ -32,7 +32,7 @@ def test_a_rounds_context_comes_from_the_run_config(tmp_path):
     cfg = RunConfig(seed=4, store={"root": str(tmp_path)}, roles={
         "planner": {"backend": "llm", "provider": "openai", "model": "gpt-4o-mini"}, "generator": {}})
     ctx = Ctx.for_run(cfg, "r", 2)
-    from envs.packs import default_domain
+    from evosyn.envs.packs import default_domain
 
     assert (ctx.store.root, ctx.run_id, ctx.round, ctx.seed) == (tmp_path, "r", 2, 4)
     assert cfg.domain == "" and ctx.domain == default_domain()  # an unset domain is the default pack's

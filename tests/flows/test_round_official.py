@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from storage.config import ConfigError, OfficialEvalConfig, RoleConfig, validate_config
+from evosyn.storage.config import ConfigError, OfficialEvalConfig, RoleConfig, validate_config
 from tests.flows.test_run_tracking import cli
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
@@ -24,7 +24,7 @@ def test_bad_values_are_one_line_naming_the_field(value, field):
 
 
 def test_the_split_and_the_llm_user_are_checked_against_the_domain():
-    from tasks.official_agents import OfficialError, check_official_config
+    from evosyn.tasks.official_agents import OfficialError, check_official_config
 
     check_official_config(OfficialEvalConfig(), "airline")  # test is a split of airline's tasks
     with pytest.raises(OfficialError, match=r"official_eval.split: 'small' is not a split of tau2's airline tasks "
@@ -39,8 +39,8 @@ def test_the_split_and_the_llm_user_are_checked_against_the_domain():
 def test_the_task_folder_is_checked_before_any_work(tmp_path):
     import json
 
-    from envs.tau2.task_folder import package_folder
-    from tasks.official_agents import OfficialError, check_official_config
+    from evosyn.envs.tau2.task_folder import package_folder
+    from evosyn.tasks.official_agents import OfficialError, check_official_config
 
     with pytest.raises(OfficialError, match=r"^official_eval.tasks_path: .*: no airline tasks found"):
         check_official_config(OfficialEvalConfig(tasks_path=str(tmp_path)), "airline")
@@ -54,14 +54,14 @@ def test_the_task_folder_is_checked_before_any_work(tmp_path):
 
 def test_the_run_id_does_not_change_with_official_eval():
     """What a run also measures changes no row it synthesizes: runs made before the option keep their ids."""
-    from flows.run import run_id_for
+    from evosyn.flows.run import run_id_for
 
     cfg = validate_config({"domain": "airline"})
     assert run_id_for(cfg) == run_id_for(cfg.model_copy(update={"official_eval": OfficialEvalConfig(trials=3)}))
 
 
 def test_evosyn_run_refuses_a_split_the_domain_lacks_before_any_work(tmp_path):
-    from flows.cli import main
+    from evosyn.flows.cli import main
 
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(CONFIG.replace("split: test", "split: dev"))
@@ -77,9 +77,9 @@ def test_evosyn_run_refuses_a_split_the_domain_lacks_before_any_work(tmp_path):
 def test_each_round_scores_its_learner_on_the_official_split_and_a_resume_adds_nothing(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from envs.packs import get_domain
-    from storage.store import Store
-    from storage.tracking import EXPERIMENT, default_tracking_uri
+    from evosyn.envs.packs import get_domain
+    from evosyn.storage.store import Store
+    from evosyn.storage.tracking import EXPERIMENT, default_tracking_uri
 
     home, cfg = tmp_path / "h", tmp_path / "cfg.yaml"
     cfg.write_text(CONFIG)
@@ -96,7 +96,7 @@ def test_each_round_scores_its_learner_on_the_official_split_and_a_resume_adds_n
     client = MlflowClient(tracking_uri=default_tracking_uri(home))
     exp = client.get_experiment_by_name(EXPERIMENT)
     round_run = client.search_runs([exp.experiment_id], "tags.`evosyn.round` = '1'")[0]
-    from tasks.official import is_success, pass_hat_ks
+    from evosyn.tasks.official import is_success, pass_hat_ks
 
     by_task = {}
     for e in sorted(official, key=lambda e: e.trial):

@@ -19,7 +19,7 @@ def start(home, *args):
     # one Prefect home for the session: its database is migrated once, not per run
     env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME,
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
-    return subprocess.Popen([sys.executable, "-m", "flows.cli", *args], env=env, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "evosyn.flows.cli", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -47,7 +47,7 @@ def counts(home):
     """(rows, distinct keys) per table of the run partitions (the shared test set excluded)."""
     import polars as pl
 
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     store = Store(home, create=False)
     out = {}
@@ -91,7 +91,7 @@ def test_a_round_runs_end_to_end_on_every_generator_domain(tmp_path, domain):
     home = tmp_path / "h"
     out, err = run(home, "run", "--config", str(path), "--quiet")
     assert "round 1:" in err and "test success" in out
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     sets = {e.task_set for e in Store(home, create=False).read_records("evaluations")}
     assert {"test", "test_uniform"} <= sets

@@ -14,7 +14,7 @@ from tests.prefect_home import PREFECT_HOME
 
 
 def test_stage_unavailable_survives_pickling_with_its_message():
-    from agents.roles import StageUnavailable
+    from evosyn.agents.roles import StageUnavailable
 
     exc = StageUnavailable("designer", "http://127.0.0.1:9/v1", "connection refused")
     back = pickle.loads(pickle.dumps(exc))  # Prefect pickles task results and exceptions
@@ -24,9 +24,9 @@ def test_stage_unavailable_survives_pickling_with_its_message():
 
 @pytest.mark.slow
 def test_a_run_already_running_elsewhere_is_refused_in_one_line(tmp_path):
-    from flows.run import run_id_for
-    from storage.config import load_config
-    from storage.locks import store_lock
+    from evosyn.flows.run import run_id_for
+    from evosyn.storage.config import load_config
+    from evosyn.storage.locks import store_lock
 
     home = tmp_path / "home"
     cfg_file = tmp_path / "cfg.yaml"
@@ -36,7 +36,7 @@ def test_a_run_already_running_elsewhere_is_refused_in_one_line(tmp_path):
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
     with store_lock(home, f"run-{run_id}"):  # the first process of this run id
         t0 = time.monotonic()
-        res = subprocess.run([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg_file)], env=env,
+        res = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "run", "--config", str(cfg_file)], env=env,
                              capture_output=True, text=True, timeout=600)
         took = time.monotonic() - t0
     assert res.returncode == 1, res.stderr[-2000:]
@@ -45,6 +45,6 @@ def test_a_run_already_running_elsewhere_is_refused_in_one_line(tmp_path):
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and run_id in errors[0] and "already running" in errors[0], res.stderr[-2000:]
     assert "Traceback" not in res.stderr
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     assert Store(home, create=False).read_records("runs", run_id=run_id) == []  # the busy run is not touched

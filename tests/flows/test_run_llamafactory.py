@@ -39,7 +39,7 @@ def evosyn(home, *args, fault: str | None = None) -> subprocess.CompletedProcess
     n = len(list(home.parent.glob("out-*")))
     out, err = home.parent / f"out-{n}", home.parent / f"err-{n}"
     with out.open("w") as o, err.open("w") as e:
-        p = subprocess.Popen([sys.executable, "-m", "flows.cli", *args], env=env, stdout=o, stderr=e,
+        p = subprocess.Popen([sys.executable, "-m", "evosyn.flows.cli", *args], env=env, stdout=o, stderr=e,
                              start_new_session=True)
         try:
             code = p.wait(timeout=1200)
@@ -67,14 +67,14 @@ def servers_of(home, wait_s: float = 0.0) -> list[psutil.Process]:
 
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
-    from agents.designer import ColdStart
-    from agents.learners.llamafactory import write_dataset
-    from envs.ontology import load_initial_space
-    from envs.packs import get_domain
-    from tasks.datasets import sft_examples
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
-    from storage.store import Store
+    from evosyn.agents.designer import ColdStart
+    from evosyn.agents.learners.llamafactory import write_dataset
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_domain
+    from evosyn.tasks.datasets import sft_examples
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
+    from evosyn.storage.store import Store
 
     cli = cli_or_skip()
     tmp = tmp_path_factory.mktemp("lf-run")
@@ -123,7 +123,7 @@ def test_the_run_completes_after_a_kill_in_round_2(ran):
 
 
 def test_every_evaluation_of_both_rounds_names_its_checkpoint(ran):
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     home, run_id, *_ = ran
     store, want = Store(home, create=False), versions(home, run_id)
@@ -144,7 +144,7 @@ def test_every_evaluation_of_both_rounds_names_its_checkpoint(ran):
 
 
 def test_the_reflectors_round_2_input_comes_from_the_checkpoints_evaluations(ran):
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     home, run_id, *_ = ran
     store, want = Store(home, create=False), versions(home, run_id)
@@ -158,7 +158,7 @@ def test_the_reflectors_round_2_input_comes_from_the_checkpoints_evaluations(ran
 def test_mlflow_shows_each_rounds_checkpoint_and_its_scores(ran):
     from mlflow.tracking import MlflowClient
 
-    from storage.tracking import EXPERIMENT, default_tracking_uri
+    from evosyn.storage.tracking import EXPERIMENT, default_tracking_uri
 
     home, run_id, *_ = ran
     want = versions(home, run_id)

@@ -20,7 +20,7 @@ def cli(home, *args):
     env = {**os.environ, "EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME,
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    p = subprocess.run([sys.executable, "-m", "flows.cli", *args], env=env, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", *args], env=env, capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
 
@@ -33,8 +33,8 @@ def artifacts(home) -> dict[str, int]:
 def resumed(tmp_path_factory):
     from mlflow.tracking import MlflowClient
 
-    from storage.store import Store
-    from storage.tracking import EXPERIMENT, default_tracking_uri
+    from evosyn.storage.store import Store
+    from evosyn.storage.tracking import EXPERIMENT, default_tracking_uri
 
     tmp = tmp_path_factory.mktemp("resume")
     home, cfg = tmp / "h", tmp / "cfg.yaml"
@@ -77,7 +77,7 @@ def test_resume_logs_each_metric_once_per_step(resumed):
 def test_the_rounds_view_shows_every_headline_metric_of_the_rounds(resumed):
     import json
 
-    from storage.tracking import VIEW_TAG
+    from evosyn.storage.tracking import VIEW_TAG
 
     _, _, client, exp_id, *_ = resumed
     columns = json.loads(client.get_experiment(exp_id).tags[VIEW_TAG])["selectedColumns"]
@@ -94,7 +94,7 @@ def test_resume_uploads_no_artifact_again(resumed):
 
 
 def test_finishing_twice_writes_the_same_runs_row(resumed):
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     home, run_id, _, _, first_row, _ = resumed
     rows = Store(home, create=False).read_records("runs", run_id=run_id)
@@ -104,8 +104,8 @@ def test_finishing_twice_writes_the_same_runs_row(resumed):
 def test_an_external_duckdb_client_reads_every_table_of_the_run(resumed):
     import duckdb
 
-    from storage.records import TABLES
-    from storage.store import Store
+    from evosyn.storage.records import TABLES
+    from evosyn.storage.store import Store
 
     home, run_id, *_ = resumed
     store = Store(home, create=False)

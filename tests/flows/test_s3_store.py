@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from storage import objectstore
-from storage.digest import table_digests
-from storage.faults import ENV
-from storage.records import TABLES
-from storage.store import Store
-from tasks import testset
+from evosyn.storage import objectstore
+from evosyn.storage.digest import table_digests
+from evosyn.storage.faults import ENV
+from evosyn.storage.records import TABLES
+from evosyn.storage.store import Store
+from evosyn.tasks import testset
 from tests.flows.test_run import PREFECT_HOME, run
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
@@ -49,7 +49,7 @@ def test_a_run_on_s3_equals_the_run_on_a_local_folder_and_resumes_row_identicall
     _local(monkeypatch, tmp_path, "killed")
     env = {**os.environ, "EVOSYN_HOME": killed, "PREFECT_HOME": PREFECT_HOME, ENV: "generate",
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
-    p = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg)], env=env,
+    p = subprocess.Popen([sys.executable, "-m", "evosyn.flows.cli", "run", "--config", str(cfg)], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         assert p.wait(timeout=600) == -signal.SIGKILL, "not killed at generate"
@@ -74,6 +74,6 @@ def test_a_run_on_s3_equals_the_run_on_a_local_folder_and_resumes_row_identicall
     store = Store(killed, create=False)
     path = store.files("trajectories", run_id, 1)[0]
     objectstore.put(path, path.read_bytes()[:-30])
-    check = subprocess.run([sys.executable, "-m", "flows.cli", "--home", killed, "store", "check"],
+    check = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "--home", killed, "store", "check"],
                            capture_output=True, text=True, timeout=300, check=False)
     assert check.returncode == 1 and f"{path}: truncated or not Parquet" in check.stdout, check.stdout

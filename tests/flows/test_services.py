@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from flows.cli_services import pools_without_worker, worker_hint
-from flows.services import (
+from evosyn.flows.cli_services import pools_without_worker, worker_hint
+from evosyn.flows.services import (
     Service,
     ServiceError,
     alive,
@@ -79,7 +79,7 @@ def test_pools_without_an_online_worker_are_named_with_the_command_that_starts_o
     from prefect.client.orchestration import SyncPrefectClient
     from prefect.client.schemas.actions import WorkPoolCreate
 
-    from flows.prefect_api import start_temporary
+    from evosyn.flows.prefect_api import start_temporary
 
     # the migrated database the slow flow tests share (tests/flows/test_prefect_api.py)
     monkeypatch.setenv("PREFECT_HOME", PREFECT_HOME)

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.sweep_stack import WorkerStack
-from flows.services import alive
-from flows.sweep_workers import STORED, Cell, failed_line, shared_root
-from storage.config import RunConfig
-from storage.digest import table_digests
-from storage.records import TABLES
-from storage.store import Store
+from evosyn.benchmarks.sweep_stack import WorkerStack
+from evosyn.flows.services import alive
+from evosyn.flows.sweep_workers import STORED, Cell, failed_line, shared_root
+from evosyn.storage.config import RunConfig
+from evosyn.storage.digest import table_digests
+from evosyn.storage.records import TABLES
+from evosyn.storage.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_SIZE = 10
@@ -55,7 +55,7 @@ def config(tmp_path_factory) -> Path:
 
 def evosyn(stack, home, *args, timeout=900, **extra) -> subprocess.CompletedProcess:
     env = {**stack.env(), "EVOSYN_HOME": str(home), "PREFECT_API_URL": stack.api, **extra}
-    return subprocess.run([sys.executable, "-m", "flows.cli", "--home", str(home), *args], env=env, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "--home", str(home), *args], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -144,7 +144,7 @@ def test_a_worker_killed_mid_run_is_finished_by_the_other(stack, config, serial,
     cfg = tmp_path / "one.yaml"
     cfg.write_text(CONFIG.replace("arms: [evosyn, static]", "arms: [evosyn]"))
     env = {**stack.env(), "EVOSYN_HOME": str(home), "PREFECT_API_URL": stack.api}
-    sweep = subprocess.Popen([sys.executable, "-m", "flows.cli", "--home", str(home), "sweep", "--config", str(cfg),
+    sweep = subprocess.Popen([sys.executable, "-m", "evosyn.flows.cli", "--home", str(home), "sweep", "--config", str(cfg),
                               "--submit", "deployment", "--quiet"], env=env, cwd=REPO, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
     try:

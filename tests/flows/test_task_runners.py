@@ -9,9 +9,9 @@ import sys
 import cloudpickle
 import pytest
 
-from flows.run_id import run_id_for
-from flows.task_runners import THREAD_WORKERS, TaskRunnerMissing, check_task_runner, task_runner_for
-from storage.config import ConfigError, RunConfig, validate_config
+from evosyn.flows.run_id import run_id_for
+from evosyn.flows.task_runners import THREAD_WORKERS, TaskRunnerMissing, check_task_runner, task_runner_for
+from evosyn.storage.config import ConfigError, RunConfig, validate_config
 from tests.prefect_home import PREFECT_HOME
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
@@ -59,7 +59,7 @@ def test_dask_without_prefect_dask_is_one_line(monkeypatch):
 def test_a_rounds_context_pickles_into_a_worker_process(tmp_path):
     """A process runner ships the context to its workers: the resolved environment (weak references) stays
     behind and is resolved there again from the domain's name."""
-    from tasks.stages import Ctx
+    from evosyn.tasks.stages import Ctx
 
     ctx = Ctx.for_run(RunConfig(domain="airline", store={"root": str(tmp_path)}), "r", 1)
     assert ctx.env.pack.name == "airline"  # resolved: the cached environment is on the context now
@@ -75,11 +75,11 @@ CONFIG = "domain: airline\nrounds: 1\nbudget: 12\nseed: 2\ntest_size: 10\nchunk_
 @pytest.mark.slow
 def test_dask_gives_the_rows_of_the_thread_runner(tmp_path):
     """The same run on threads and on a LocalCluster of two worker processes: every table equal (digests)."""
-    from tasks import testset
-    from agents.servers import family, wait_gone
-    from storage.digest import table_digests
-    from storage.records import TABLES
-    from storage.store import Store
+    from evosyn.tasks import testset
+    from evosyn.agents.servers import family, wait_gone
+    from evosyn.storage.digest import table_digests
+    from evosyn.storage.records import TABLES
+    from evosyn.storage.store import Store
 
     digests = {}
     for runner in ("thread", "dask"):
@@ -89,7 +89,7 @@ def test_dask_gives_the_rows_of_the_thread_runner(tmp_path):
                "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300"}
         # its own session: a process it left there (a LocalCluster's worker or nanny) is found afterwards by
         # session, and must be gone
-        proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "--config", str(cfg), "--quiet"],
+        proc = subprocess.Popen([sys.executable, "-m", "evosyn.flows.cli", "run", "--config", str(cfg), "--quiet"],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         try:
@@ -110,7 +110,7 @@ def test_dask_gives_the_rows_of_the_thread_runner(tmp_path):
 def test_the_cli_refuses_dask_without_prefect_dask_before_any_work(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from flows.cli import main
+    from evosyn.flows.cli import main
 
     monkeypatch.setitem(sys.modules, "prefect_dask", None)
     cfg = tmp_path / "run.yaml"

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from agents.llm.local_model import LocalModel, missing
+from evosyn.agents.llm.local_model import LocalModel, missing
 
 
 @pytest.fixture(scope="session")

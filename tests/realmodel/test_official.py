@@ -10,15 +10,15 @@ RUN = "realmodel-official"
 
 @pytest.mark.timeout(240)
 def test_the_official_split_with_the_real_model_playing_the_user(tmp_path, real_model, monkeypatch):
-    from agents.designer import ColdStart
-    from envs.ontology import load_initial_space
-    from tasks.learn import train_round
-    from tasks.official import evaluate_official, is_success, pass_hat_ks
-    from tasks.official_agents import build_user, flush_user
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
-    from storage.config import RoleConfig
-    from storage.store import Store
+    from evosyn.agents.designer import ColdStart
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.tasks.learn import train_round
+    from evosyn.tasks.official import evaluate_official, is_success, pass_hat_ks
+    from evosyn.tasks.official_agents import build_user, flush_user
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
+    from evosyn.storage.config import RoleConfig
+    from evosyn.storage.store import Store
 
     monkeypatch.setenv("EVOSYN_LOCAL_KEY", "sk-local-not-a-key")
     store = Store(tmp_path / "h")

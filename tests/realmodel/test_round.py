@@ -43,14 +43,14 @@ def config(tmp_path, model) -> str:
 
 @pytest.mark.timeout(1500)  # a hang guard, not a speed target
 def test_a_round_on_the_real_model_rejects_records_and_finishes(tmp_path, real_model):
-    from storage.store import Store
+    from evosyn.storage.store import Store
 
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
     env.update({"EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME, "NO_PROXY": "*",
                 "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"})
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "flows.cli", "run", "--backend", "llm", "--quiet", "--config",
+    res = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "run", "--backend", "llm", "--quiet", "--config",
                           config(tmp_path, real_model)], env=env, capture_output=True, text=True, timeout=1450,
                          cwd=tmp_path)
     took = time.perf_counter() - t0

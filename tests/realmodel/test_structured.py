@@ -27,7 +27,7 @@ MAX_TOKENS = {"generator": 512}
 
 
 def role_config(model, role: str):
-    from storage.config import RoleConfig
+    from evosyn.storage.config import RoleConfig
 
     # what a user running a small local model sets: a bounded schema, room for the JSON it allows, no re-ask
     return RoleConfig(backend="llm", provider="openai_compatible", model=model.model, base_url=model.base_url,
@@ -38,14 +38,14 @@ def role_config(model, role: str):
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     """Real inputs for every role: a small embedded pass (directions, blueprints, tasks) and broken rollouts."""
-    from agents.designer import ColdStart
-    from agents.teacher import EmbeddedTeacher
-    from agents.verifier import verify
-    from envs.ontology import load_initial_space
-    from envs.packs import get_domain
-    from storage.store import Store
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
+    from evosyn.agents.designer import ColdStart
+    from evosyn.agents.teacher import EmbeddedTeacher
+    from evosyn.agents.verifier import verify
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_domain
+    from evosyn.storage.store import Store
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
 
     space = load_initial_space("airline", run_id="structured")
     done = run_pass(Ctx(Store(tmp_path_factory.mktemp("structured")), "structured", 0, 0, "airline"), space,
@@ -61,7 +61,7 @@ def inputs(tmp_path_factory):
 
 
 def feedback(n: int):
-    from storage.records import Feedback, SliceStat
+    from evosyn.storage.records import Feedback, SliceStat
 
     return Feedback(feedback_id=f"f{n}", model_version="m", overall_success=0.3 + 0.1 * n, n_evaluated=40,
                     performance=[SliceStat(factor="task_family", value="flight_change", count=10, successes=3 + n,
@@ -72,13 +72,13 @@ def feedback(n: int):
 
 def ask_role(role: str, client, space, dom, done, broken) -> None:
     """The role's real LLM implementation on PER_ROLE[role] inputs; a refused reply is its row, never a raise."""
-    from agents.designer import ColdStart, LLMDesigner
-    from agents.generator import LLMGenerator
-    from agents.planner import LLMPlanner
-    from agents.reflector_llm import LLMReflector
-    from agents.repair import LLMRepair
-    from agents.roles import env_context
-    from agents.teacher import EmbeddedTeacher
+    from evosyn.agents.designer import ColdStart, LLMDesigner
+    from evosyn.agents.generator import LLMGenerator
+    from evosyn.agents.planner import LLMPlanner
+    from evosyn.agents.reflector_llm import LLMReflector
+    from evosyn.agents.repair import LLMRepair
+    from evosyn.agents.roles import env_context
+    from evosyn.agents.teacher import EmbeddedTeacher
 
     env, k = env_context(dom), PER_ROLE[role]
     calls = {
@@ -107,7 +107,7 @@ def ask_role(role: str, client, space, dom, done, broken) -> None:
 @pytest.mark.timeout(int(os.environ.get("EVOSYN_REALMODEL_TIMEOUT_S", "600")))
 @pytest.mark.parametrize("role", list(PER_ROLE))
 def test_a_structured_role_gives_schema_valid_replies_on_the_real_model(real_model, inputs, role):
-    from agents.llm import make_client
+    from evosyn.agents.llm import make_client
 
     space, dom, done, broken = inputs
     client = make_client(role, role_config(real_model, role), cache=False)

@@ -10,10 +10,10 @@ pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 
 @pytest.mark.timeout(180)
 def test_the_openai_agent_on_the_real_model_produces_evaluation_rows(store, real_model):
-    from agents.learners.harness import evaluate, run_episode
-    from agents.learners.openai_agent import OpenAICompatibleAgent
-    from envs.packs import get_domain
-    from tasks.testset import test_cases
+    from evosyn.agents.learners.harness import evaluate, run_episode
+    from evosyn.agents.learners.openai_agent import OpenAICompatibleAgent
+    from evosyn.envs.packs import get_domain
+    from evosyn.tasks.testset import test_cases
 
     domain = get_domain("airline")
     cases = test_cases(store, "airline", n=3)[:3]
@@ -49,9 +49,9 @@ def test_the_openai_agent_on_the_real_model_produces_evaluation_rows(store, real
 @pytest.mark.timeout(120)
 def test_a_prompt_mode_call_from_the_real_model_is_read_validated_and_recorded(real_model):
     """With a short context the model does write a JSON call: it is parsed and checked against the offered tools."""
-    from agents.llm import LLMOutputError, make_client
-    from envs.packs import get_domain
-    from storage.config import RoleConfig
+    from evosyn.agents.llm import LLMOutputError, make_client
+    from evosyn.envs.packs import get_domain
+    from evosyn.storage.config import RoleConfig
 
     tools = [t.openai_schema() for t in get_domain("airline").tools("assistant")]
     client = make_client("teacher", RoleConfig(backend="llm", provider="openai_compatible", model=real_model.model,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from storage import records as R
+from evosyn.storage import records as R
 
 T0 = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
 LINEAGE = dict(run_id="run-a", round=1, space_version=2, direction_id="d1", blueprint_id="b1")

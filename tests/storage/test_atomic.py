@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from storage import atomic
+from evosyn.storage import atomic
 
 
 def test_text_bytes_and_json_land_whole(tmp_path):

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from envs.gold import confirmation_request
-from storage.arrow import loads_json as _loads
-from storage.records import TABLES, Message, ToolCall
+from evosyn.envs.gold import confirmation_request
+from evosyn.storage.arrow import loads_json as _loads
+from evosyn.storage.records import TABLES, Message, ToolCall
 from tests.storage.samples import samples
 
 _chunks = itertools.count()

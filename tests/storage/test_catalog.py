@@ -7,9 +7,9 @@ import sys
 
 import duckdb
 
-from storage.catalog import CATALOG_FILE, write_catalog_file
-from storage.records import TABLES
-from storage.store import Store
+from evosyn.storage.catalog import CATALOG_FILE, write_catalog_file
+from evosyn.storage.records import TABLES
+from evosyn.storage.store import Store
 from tests.storage.samples import samples
 
 
@@ -82,7 +82,7 @@ def _arrow_rows(table):
 
 
 def test_query_rows_has_the_values_of_the_arrow_result(store):
-    from storage.catalog import query, query_rows
+    from evosyn.storage.catalog import query, query_rows
 
     store.write([samples()["verdicts"]], "c1")
     store.write([samples()["runs"]], "c1")
@@ -97,10 +97,10 @@ def test_query_rows_has_the_values_of_the_arrow_result(store):
 
 
 def test_a_read_only_query_in_a_fresh_process_and_a_type_only_arrow_converts(store):
-    from storage.catalog import query_rows
+    from evosyn.storage.catalog import query_rows
 
     store.write([samples()["verdicts"]], "c1")
-    code = ("from storage.store import Store; from storage.catalog import query_rows; "
+    code = ("from evosyn.storage.store import Store; from evosyn.storage.catalog import query_rows; "
             f"print(query_rows('select count(*) as n from verdicts', Store({str(store.root)!r}, create=False)).rows)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["[(1,)]"]

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from agents.designer import ColdStart
-from envs.ontology import load_initial_space
-from storage.chunks import check, invalidate, verify
-from storage.store import Store, StoreFault
-from tasks import stages
+from evosyn.agents.designer import ColdStart
+from evosyn.envs.ontology import load_initial_space
+from evosyn.storage.chunks import check, invalidate, verify
+from evosyn.storage.store import Store, StoreFault
+from evosyn.tasks import stages
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ ROOTS = 3
 
 
 def _first_use(roots: list, barrier, results, worker: int, at_create=None) -> None:
-    import storage.offline  # noqa: F401
-    from storage.store import Store
-    from storage.tracking import Tracker
+    import evosyn.storage.offline  # noqa: F401
+    from evosyn.storage.store import Store
+    from evosyn.storage.tracking import Tracker
     from tests.storage.samples import samples
 
     if at_create is not None:  # hold every process that found no experiment until all did: the race, made sure
@@ -81,9 +81,9 @@ def test_three_processes_on_a_fresh_store_all_succeed(tmp_path):
     import duckdb
     from mlflow.tracking import MlflowClient
 
-    from storage.catalog import CATALOG_FILE
-    from storage.records import TABLES
-    from storage.tracking import EXPERIMENT, default_tracking_uri
+    from evosyn.storage.catalog import CATALOG_FILE
+    from evosyn.storage.records import TABLES
+    from evosyn.storage.tracking import EXPERIMENT, default_tracking_uri
 
     roots = [str(tmp_path / f"root{i}") for i in range(ROOTS)]
     _run_workers([roots] * WORKERS)
@@ -110,7 +110,7 @@ def test_roots_sharing_one_tracking_store_create_the_experiment_once(tmp_path):
     """Locks are per root: runs of different roots on one tracking store race to create the experiment."""
     from mlflow.tracking import MlflowClient
 
-    from storage.tracking import EXPERIMENT
+    from evosyn.storage.tracking import EXPERIMENT
 
     uris = [f"sqlite:///{tmp_path / 'shared.db'}"]
     for uri in uris:  # the schema exists already, as on a tracking server

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.config import ConfigError, load_config
+from evosyn.storage.config import ConfigError, load_config
 
 
 def write(tmp_path, text):
@@ -38,7 +38,7 @@ def test_missing_file(tmp_path):
 
 
 def test_a_base_url_with_credentials_is_refused_without_echoing_them():
-    from storage.config import ConfigError, validate_config
+    from evosyn.storage.config import ConfigError, validate_config
 
     with pytest.raises(ConfigError) as err:
         validate_config({"roles": {"planner": {"provider": "openai_compatible", "model": "m",
@@ -48,7 +48,7 @@ def test_a_base_url_with_credentials_is_refused_without_echoing_them():
 
 
 def test_stop_rule_zero_means_never_and_negative_is_refused():
-    from storage.config import validate_config
+    from evosyn.storage.config import validate_config
 
     assert validate_config({"stop_after_static_rounds": 0}).stop_after_static_rounds == 0
     assert validate_config({}).stop_after_static_rounds == 2  # App. B.1: two rounds without a space update
@@ -57,7 +57,7 @@ def test_stop_rule_zero_means_never_and_negative_is_refused():
 
 
 def test_probe_size_needs_the_embedded_learner_and_defaults_to_the_round():
-    from storage.config import PROBE_SIZE, validate_config
+    from evosyn.storage.config import PROBE_SIZE, validate_config
 
     assert validate_config({"probe_size": 300}).probe_size == 300
     assert validate_config({"probe_size": 0}).probe_size == 0  # the diagnostic set only
@@ -73,8 +73,8 @@ def test_probe_size_needs_the_embedded_learner_and_defaults_to_the_round():
 def test_the_probe_set_is_in_the_run_id_only_of_arms_that_read_it():
     """An arm whose Reflector reads no learner evidence makes the same rows with any probe set: its id keeps the one
     it had before the probe set was on by default."""
-    from flows.run import run_id_for
-    from storage.config import validate_config
+    from evosyn.flows.run import run_id_for
+    from evosyn.storage.config import validate_config
 
     for arm in ("static", "no_feedback"):
         ids = {run_id_for(validate_config({"domain": "airline", "arm": arm, "probe_size": n})) for n in (None, 0, 300)}
@@ -86,7 +86,7 @@ def test_the_probe_set_is_in_the_run_id_only_of_arms_that_read_it():
 
 
 def test_prior_writes_are_counts_with_weights_and_keep_run_ids_of_older_configs(tmp_path):
-    from flows.run import run_id_for
+    from evosyn.flows.run import run_id_for
 
     cfg = load_config(write(tmp_path, "domain: airline\nprior:\n  writes: {'1': 0.5, 5: 0.5}\n"))
     assert cfg.prior.writes == {1: 0.5, 5: 0.5} and not cfg.prior.is_default()
@@ -107,7 +107,7 @@ def test_prior_writes_are_counts_with_weights_and_keep_run_ids_of_older_configs(
 
 
 def test_initial_factors_enter_a_run_id_only_when_set(tmp_path):
-    from flows.run import run_id_for
+    from evosyn.flows.run import run_id_for
 
     plain = load_config(write(tmp_path, "domain: airline\n"))
     paper = load_config(write(tmp_path, "domain: airline\ninitial_factors: [num_write, num_read]\n"))
@@ -132,7 +132,7 @@ def _digest(cfg, exclude, keep_initial=False):
 
 
 def test_env_data_enters_a_run_id_and_the_stored_config_only_for_the_runs_own_domain(tmp_path):
-    from flows.run import run_id_for
+    from evosyn.flows.run import run_id_for
 
     plain = load_config(write(tmp_path, "domain: car_bench\n"))
     other = load_config(write(tmp_path, "domain: car_bench\nenv_data: {airline: /data/a}\n"))
@@ -144,8 +144,8 @@ def test_env_data_enters_a_run_id_and_the_stored_config_only_for_the_runs_own_do
 
 
 def test_an_s3_store_root_keeps_its_name_and_has_a_local_folder(monkeypatch, tmp_path):
-    from flows.run_id import run_id_for
-    from storage.config import RunConfig
+    from evosyn.flows.run_id import run_id_for
+    from evosyn.storage.config import RunConfig
 
     monkeypatch.setenv("EVOSYN_LOCAL_HOME", str(tmp_path / "local"))
     cfg = RunConfig(store={"root": "s3://team-bucket/evosyn"})

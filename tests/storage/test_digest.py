@@ -1,9 +1,9 @@
 """Table digests: equal for the same content, different for any changed value, key order or duplicate."""
 from __future__ import annotations
 
-from storage.digest import normalized_rows, table_digests
-from storage.records import TABLES
-from storage.store import Store
+from evosyn.storage.digest import normalized_rows, table_digests
+from evosyn.storage.records import TABLES
+from evosyn.storage.store import Store
 from tests.storage.samples import samples
 
 

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from storage import faults
+from evosyn.storage import faults
 
-SCRIPT = ("from storage.faults import kill_point\n"
+SCRIPT = ("from evosyn.storage.faults import kill_point\n"
           "for r in (1, 2):\n"
           "    for p in ('design', 'reflect'):\n"
           "        print(p, r, flush=True)\n"

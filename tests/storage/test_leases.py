@@ -12,13 +12,13 @@ import time
 
 import pytest
 
-from flows.run_id import RunBusy, run_lock
-from storage import objectstore
-from storage.locks import StoreLockTimeout, lock_path, store_lock
+from evosyn.flows.run_id import RunBusy, run_lock
+from evosyn.storage import objectstore
+from evosyn.storage.locks import StoreLockTimeout, lock_path, store_lock
 
 HOLD = """
 import sys, time
-from storage.locks import store_lock
+from evosyn.storage.locks import store_lock
 held = store_lock(sys.argv[1], sys.argv[2])  # kept: a dropped context manager is closed, and releases
 held.__enter__()
 print("held", flush=True)

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from storage.locks import StoreLockTimeout, lock_path, store_lock
+from evosyn.storage.locks import StoreLockTimeout, lock_path, store_lock
 
-HOLD = ("import sys; from storage.locks import store_lock\n"
+HOLD = ("import sys; from evosyn.storage.locks import store_lock\n"
         "with store_lock(sys.argv[1], 'mlflow'):\n"
         "    print('held', flush=True); sys.stdin.read()\n")
 

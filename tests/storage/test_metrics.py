@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from storage import metrics as M
+from evosyn.storage import metrics as M
 
 REF = {"a": ["x", "y"], "b": ["p", "q", "r", "s"]}
 SAMPLES = [{"a": ["x"], "b": ["p"]}, {"a": ["x"], "b": ["q"]}, {"a": ["x"], "b": ["p", "q"]},

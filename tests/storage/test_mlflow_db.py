@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from storage.faults import AFTER_ENV, ENV, FULL_ENV
-from storage.mlflow_db import ensure_tracking_db
-from storage.tracking import Tracker, default_tracking_uri
+from evosyn.storage.faults import AFTER_ENV, ENV, FULL_ENV
+from evosyn.storage.mlflow_db import ensure_tracking_db
+from evosyn.storage.tracking import Tracker, default_tracking_uri
 
-BUILD = ("import sys; from storage.mlflow_db import ensure_tracking_db; "
+BUILD = ("import sys; from evosyn.storage.mlflow_db import ensure_tracking_db; "
          "ensure_tracking_db(sys.argv[1]); print('built')")
 
 
@@ -93,7 +93,7 @@ def test_a_database_that_holds_runs_is_never_rebuilt(tmp_path):
     ensure_tracking_db(f"sqlite:///{path}")  # left as it is
     assert path.is_file() and not (tmp_path / "mlflow.db.broken-1").exists()
     # a new process (this one keeps MLflow's store of the URI): the open fails in one line
-    code = ("import sys; from storage.tracking import Tracker; from storage.mlflow_db import TrackingStoreError\n"
+    code = ("import sys; from evosyn.storage.tracking import Tracker; from evosyn.storage.mlflow_db import TrackingStoreError\n"
             "try:\n    Tracker(sys.argv[1])\nexcept TrackingStoreError as e:\n    print('ERR', e)")
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     res = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True,

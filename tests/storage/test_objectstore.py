@@ -10,12 +10,12 @@ import time
 import psutil
 import pytest
 
-from storage import objectstore
-from storage.catalog import query_rows
-from storage.chunks import check, invalidate, markers
-from storage.digest import table_digests
-from storage.records import TABLES
-from storage.store import Store, StoreFault
+from evosyn.storage import objectstore
+from evosyn.storage.catalog import query_rows
+from evosyn.storage.chunks import check, invalidate, markers
+from evosyn.storage.digest import table_digests
+from evosyn.storage.records import TABLES
+from evosyn.storage.store import Store, StoreFault
 from tests import s3server
 from tests.storage.samples import samples
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import postgres, redact
+from evosyn.storage import postgres, redact
 
 URL = "postgresql://team:Pa55-word-xyz@db.example:5433/evosyn?sslmode=require"
 
@@ -90,8 +90,8 @@ def test_the_advisory_lock_makes_a_second_holder_wait(pg_server):
 TRACKER = """
 import sys
 from pathlib import Path
-from storage.records import Run
-from storage.tracking import Tracker
+from evosyn.storage.records import Run
+from evosyn.storage.tracking import Tracker
 t = Tracker(Path(sys.argv[1]), sys.argv[2])
 mlrun = t.start_run(Run(run_id=sys.argv[3], round=0, domain="airline", rounds=1, budget=10))
 t.log_metrics(t.start_round(mlrun, sys.argv[3], 1), {"success_test": 0.5}, step=1)

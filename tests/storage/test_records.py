@@ -1,8 +1,8 @@
 import pytest
 from pydantic import ValidationError
 
-from storage import records as R
-from storage.arrow import schema_of
+from evosyn.storage import records as R
+from evosyn.storage.arrow import schema_of
 from tests.storage.samples import samples
 
 

@@ -7,13 +7,13 @@ import logging
 import pyarrow as pa
 import pytest
 
-import storage.redact as redact
-from agents.llm import LLMRequestError, make_client
-from agents.llm.calllog import write_calls
-from benchmarks.fake_llm_server import FakeLLMServer, Reply
-from benchmarks.hostile_server import HostileServer
-from storage.config import RoleConfig
-from storage.store import Store
+import evosyn.storage.redact as redact
+from evosyn.agents.llm import LLMRequestError, make_client
+from evosyn.agents.llm.calllog import write_calls
+from evosyn.benchmarks.fake_llm_server import FakeLLMServer, Reply
+from evosyn.benchmarks.hostile_server import HostileServer
+from evosyn.storage.config import RoleConfig
+from evosyn.storage.store import Store
 from tests.storage.samples import samples
 
 KEY = "sk-test-PLANTED-KEY-9f8e7d6c5b4a"

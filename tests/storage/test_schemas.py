@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from storage.records import TABLES, Record
-from storage.schemas import (
+from evosyn.storage.records import TABLES, Record
+from evosyn.storage.schemas import (
     derived_columns,
     derived_from,
     json_columns,
@@ -35,7 +35,7 @@ def test_each_tables_schema_and_fingerprint_are_unchanged(table):
 
 
 def test_json_and_derived_columns_are_marked_in_the_field_metadata():
-    from storage.records import Verdict
+    from evosyn.storage.records import Verdict
 
     schema = schema_of(Verdict)
     assert json_columns(Verdict) == {f.name for f in schema if f.metadata and f.metadata.get(b"json") == b"1"}

@@ -2,9 +2,9 @@ import os
 
 import pytest
 
-from storage.catalog import connect, query, write_catalog_file
-from storage.records import TABLES
-from storage.store import Store
+from evosyn.storage.catalog import connect, query, write_catalog_file
+from evosyn.storage.records import TABLES
+from evosyn.storage.store import Store
 from tests.storage.samples import samples
 
 
@@ -16,7 +16,7 @@ def test_round_trip_parquet_and_duckdb(store, table):
     assert back == [rec]
     # the DuckDB view returns the same row
     rows = query(f'select * from "{table}"', store).to_pylist()
-    from storage.arrow import from_rows
+    from evosyn.storage.arrow import from_rows
 
     assert from_rows(rows, TABLES[table]) == [rec]
     assert store.read(table).height == 1
@@ -73,7 +73,7 @@ def test_interrupted_write_leaves_no_partial_file(store, monkeypatch):
 
 
 def test_where_keeps_only_the_rows_it_passes_and_parses_only_those(store, monkeypatch):
-    import storage.arrow as A  # the store imports from_rows from it where it reads
+    import evosyn.storage.arrow as A  # the store imports from_rows from it where it reads
 
     base = samples()["tasks"]
     store.write([base.model_copy(update={"task_id": f"t{i}"}) for i in range(4)], "c")

@@ -6,11 +6,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from storage.arrow import derived_columns, schema_of, to_table
-from storage.catalog import query
-from storage.digest import table_digests
-from storage.records import OBSERVED_FACTORS, TABLES, Evaluation, Verdict
-from storage.store import OLD_SCHEMA_DIR, SCHEMA_DIR, SCHEMA_FILE, Store
+from evosyn.storage.arrow import derived_columns, schema_of, to_table
+from evosyn.storage.catalog import query
+from evosyn.storage.digest import table_digests
+from evosyn.storage.records import OBSERVED_FACTORS, TABLES, Evaluation, Verdict
+from evosyn.storage.store import OLD_SCHEMA_DIR, SCHEMA_DIR, SCHEMA_FILE, Store
 from tests.storage.samples import samples
 
 
@@ -133,10 +133,10 @@ def test_a_store_of_the_previous_schema_folder_moves_it_without_rewriting_data(t
 
 def test_every_factor_the_verifier_observes_has_its_typed_column():
     """OBSERVED_FACTORS (storage) names what envs/factors.py observes: a new factor there needs its column here."""
-    from envs.factors import observe
-    from envs.gold import gold_messages
-    from envs.packs import default_domain, get_domain
-    from envs.replay import replay
+    from evosyn.envs.factors import observe
+    from evosyn.envs.gold import gold_messages
+    from evosyn.envs.packs import default_domain, get_domain
+    from evosyn.envs.replay import replay
 
     domain = get_domain(default_domain())
     task = next(t for t in domain.tasks("base") if t.gold_actions)

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from storage.tracking import Tracker
+from evosyn.storage.tracking import Tracker
 from tests.storage.samples import samples
 
 
@@ -95,7 +95,7 @@ def test_a_round_is_marked_logged_and_a_resumed_parent_runs_again(tmp_path, monk
 
 
 def test_the_experiment_is_a_machine_learning_one_with_a_rounds_view(tracked):
-    from storage.tracking import KIND_TAG, NOTE_TAG, VIEW_TAG, rounds_view_path
+    from evosyn.storage.tracking import KIND_TAG, NOTE_TAG, VIEW_TAG, rounds_view_path
 
     tracker, _, rounds, _ = tracked
     tags = tracker.client.get_experiment(tracker.experiment_id).tags
@@ -117,7 +117,7 @@ def test_the_experiment_is_a_machine_learning_one_with_a_rounds_view(tracked):
 
 
 def test_the_rounds_view_gains_headline_metrics_only_and_keeps_what_others_added(tmp_path, monkeypatch):
-    from storage.tracking import VIEW_TAG
+    from evosyn.storage.tracking import VIEW_TAG
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     first, second = Tracker(tmp_path), Tracker(tmp_path)  # two runs of one store, each its own Tracker
@@ -137,7 +137,7 @@ def test_the_rounds_view_gains_headline_metrics_only_and_keeps_what_others_added
 def test_an_older_experiment_gets_the_tags_and_a_users_note_stays(tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient
 
-    from storage.tracking import KIND_TAG, NOTE_TAG, VIEW_TAG, default_tracking_uri
+    from evosyn.storage.tracking import KIND_TAG, NOTE_TAG, VIEW_TAG, default_tracking_uri
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     client = MlflowClient(tracking_uri=default_tracking_uri(tmp_path))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.tracking import Tracker, rounds_view_path
+from evosyn.storage.tracking import Tracker, rounds_view_path
 from tests.flows.test_e2e_ui import Page, _browser_or_skip, free_ports
 from tests.storage.samples import samples
 

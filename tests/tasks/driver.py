@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import sys
 
-import tasks.dedup as dedup
-import tasks.loop as loop
-import tasks.stages as stages
-import tasks.testset as testset
-from agents.designer import ColdStart
-from envs.ontology import load_initial_space
-from storage.store import Store
+import evosyn.tasks.dedup as dedup
+import evosyn.tasks.loop as loop
+import evosyn.tasks.stages as stages
+import evosyn.tasks.testset as testset
+from evosyn.agents.designer import ColdStart
+from evosyn.envs.ontology import load_initial_space
+from evosyn.storage.store import Store
 
 RUN_ID = "tiny-run"
 TINY = dict(rounds=2, budget=16, chunk_size=6, test_size=10, seed=0, arm="evosyn")

@@ -13,22 +13,22 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from agents.designer import ColdStart
-from envs.ontology import load_initial_space
-from envs.packs import get_domain
-from envs.perturb import KINDS, perturb
-from envs.verify import run_checks
-from tasks.datasets import with_count_factors
-from tasks.stages import Ctx
-from tasks.synthesis import run_pass
-from storage.store import Store
+from evosyn.agents.designer import ColdStart
+from evosyn.envs.ontology import load_initial_space
+from evosyn.envs.packs import get_domain
+from evosyn.envs.perturb import KINDS, perturb
+from evosyn.envs.verify import run_checks
+from evosyn.tasks.datasets import with_count_factors
+from evosyn.tasks.stages import Ctx
+from evosyn.tasks.synthesis import run_pass
+from evosyn.storage.store import Store
 
 pytestmark = pytest.mark.slow
 PER_DOMAIN = 24  # kept trajectories per domain; each gives up to len(KINDS) perturbed copies
 
 
 def _tau2(args):
-    from envs.tau2.official_eval import tau2_reward
+    from evosyn.envs.tau2.official_eval import tau2_reward
 
     domain, task, messages, termination = args
     return tau2_reward(domain, task, messages, termination)[0]

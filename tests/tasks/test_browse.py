@@ -1,9 +1,9 @@
 """tasks/browse.py: records by id, the runs overview, the in-memory preview."""
 from datetime import datetime, timezone
 
-from tasks.browse import find, preview, run_overview
-from storage.records import Evaluation, Run, Verdict, CheckResult
-from storage.store import Store
+from evosyn.tasks.browse import find, preview, run_overview
+from evosyn.storage.records import Evaluation, Run, Verdict, CheckResult
+from evosyn.storage.store import Store
 
 
 def _eval(run_id: str, round: int, i: int, success: bool, task_set: str = "test") -> Evaluation:

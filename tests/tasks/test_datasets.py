@@ -1,14 +1,14 @@
 """SFT examples: the tool schemas validated once per domain give the rows that validating them per example gave."""
 from __future__ import annotations
 
-from agents.designer import ColdStart
-from envs.ontology import load_initial_space
-from envs.packs import get_domain
-from tasks.datasets import _unit, sft_examples
-from tasks.stages import Ctx
-from tasks.synthesis import run_pass
-from storage.records import SFTExample
-from storage.store import Store
+from evosyn.agents.designer import ColdStart
+from evosyn.envs.ontology import load_initial_space
+from evosyn.envs.packs import get_domain
+from evosyn.tasks.datasets import _unit, sft_examples
+from evosyn.tasks.stages import Ctx
+from evosyn.tasks.synthesis import run_pass
+from evosyn.storage.records import SFTExample
+from evosyn.storage.store import Store
 
 
 def test_examples_equal_the_per_example_validated_ones(tmp_path):
@@ -30,7 +30,7 @@ def test_examples_equal_the_per_example_validated_ones(tmp_path):
 
 
 def test_a_car_bench_example_carries_the_tools_and_policy_its_task_gives_the_agent(tmp_path):
-    from tasks.datasets import system_prompt
+    from evosyn.tasks.datasets import system_prompt
 
     store = Store(tmp_path)
     space = load_initial_space("car_bench", run_id="cb")
@@ -52,8 +52,8 @@ def test_a_car_bench_example_carries_the_tools_and_policy_its_task_gives_the_age
     assert system_prompt(store, "cb", get_domain("airline")) == get_domain("airline").policy
 
 def test_the_trajectories_a_learner_trains_on_open_with_their_agents_system_prompt(tmp_path):
-    from agents.learners.prompt import stated_values
-    from tasks.datasets import as_trajectories, system_prompt, with_policy
+    from evosyn.agents.learners.prompt import stated_values
+    from evosyn.tasks.datasets import as_trajectories, system_prompt, with_policy
 
     store = Store(tmp_path)
     result = run_pass(Ctx(store, "cb", 0, 0, "car_bench"), load_initial_space("car_bench", run_id="cb"), ColdStart(), 8)

@@ -8,17 +8,17 @@ import json
 
 import pytest
 
-from agents.designer import ColdStart
-from envs.ontology import load_initial_space
-from envs.packs import get_domain
-from storage.catalog import query_rows
-from storage.config import DedupConfig
-from storage.digest import normalized_rows
-from storage.records import Run, SFTExample, SynthTask
-from storage.store import Store
-from tasks import dedup, testset
-from tasks.stages import Ctx
-from tasks.synthesis import run_pass
+from evosyn.agents.designer import ColdStart
+from evosyn.envs.ontology import load_initial_space
+from evosyn.envs.packs import get_domain
+from evosyn.storage.catalog import query_rows
+from evosyn.storage.config import DedupConfig
+from evosyn.storage.digest import normalized_rows
+from evosyn.storage.records import Run, SFTExample, SynthTask
+from evosyn.storage.store import Store
+from evosyn.tasks import dedup, testset
+from evosyn.tasks.stages import Ctx
+from evosyn.tasks.synthesis import run_pass
 
 RUN, N_TEST = "dedup-r", 8
 
@@ -153,8 +153,8 @@ def test_flagged_tasks_leave_training_only_when_the_run_drops_them(seeded):
 
 
 def test_a_default_dedup_section_leaves_the_run_id_and_its_stored_config_as_they_were():
-    from flows.run import run_id_for
-    from storage.config import RunConfig
+    from evosyn.flows.run import run_id_for
+    from evosyn.storage.config import RunConfig
 
     cfg = RunConfig(domain="airline")
     assert "dedup" not in cfg.stored_json()

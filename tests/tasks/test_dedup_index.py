@@ -4,8 +4,8 @@ from __future__ import annotations
 import copy
 import itertools
 
-from envs.tau2.task import Tau2Task
-from tasks.dedup_index import (
+from evosyn.envs.tau2.task import Tau2Task
+from evosyn.tasks.dedup_index import (
     Index,
     Params,
     actions_signature,

@@ -10,10 +10,10 @@ from collections import Counter
 import pytest
 import yaml
 
-from tasks.hf_card import FIELDS
-from tasks.hf_export import SCHEMA, hf_rows, select_examples, write_hf
-from storage.catalog import query
-from storage.store import Store
+from evosyn.tasks.hf_card import FIELDS
+from evosyn.tasks.hf_export import SCHEMA, hf_rows, select_examples, write_hf
+from evosyn.storage.catalog import query
+from evosyn.storage.store import Store
 
 datasets = pytest.importorskip("datasets")  # the [dev] extra
 
@@ -23,7 +23,7 @@ RUN = "synth-telecom-s3-n40"
 def evosyn(*args, home, env=None):
     full = {**os.environ, "EVOSYN_HOME": str(home), **(env or {})}
     full = {k: v for k, v in full.items() if v is not None}
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, env=full,
+    return subprocess.run([sys.executable, "-m", "evosyn.flows.cli", *args], capture_output=True, text=True, env=full,
                           timeout=180)
 
 
@@ -121,7 +121,7 @@ def test_an_example_without_a_passing_verdict_is_dropped_with_its_reason(home):
 
 
 def test_the_card_masks_a_secret_that_reached_it(monkeypatch):
-    from tasks.hf_card import _masked
+    from evosyn.tasks.hf_card import _masked
 
     monkeypatch.setenv("MY_KEY", "sk-very-secret-1234")
     cfg = {"roles": {"designer": {"api_key_env": "MY_KEY"}}}
@@ -169,8 +169,8 @@ def test_push_to_hub_without_network_is_one_line_without_the_token(home, tmp_pat
 def test_a_closed_loop_runs_card_has_its_config_without_store_paths(home, tmp_path):
     import shutil
 
-    from storage.config import RunConfig, StoreConfig
-    from storage.records import Run
+    from evosyn.storage.config import RunConfig, StoreConfig
+    from evosyn.storage.records import Run
 
     copy = tmp_path / "h"  # the module's store, plus a `runs` row as `evosyn run` writes one
     shutil.copytree(home, copy)

@@ -1,5 +1,5 @@
 """tasks/learn.py: the evaluate stage's progress events."""
-from tasks.learn import evaluated
+from evosyn.tasks.learn import evaluated
 
 
 def test_an_empty_evaluation_is_an_event_not_a_division_by_zero():

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from agents.ask import render
-from agents.roles import client_for
-from agents.user import DEVICE_NOTE, asked_device_action, user_scenario_text
-from benchmarks.fake_llm_server import FakeLLMServer
-from benchmarks.llm_script import RoleScript
-from envs.gold import gold_messages
-from envs.packs import get_domain
-from envs.tau2.official_eval import tau2_reward
-from envs.verify import run_checks
-from storage.config import RoleConfig
-from storage.store import Store
-from tasks.official import UserSim, evaluate_official, official_tasks
+from evosyn.agents.ask import render
+from evosyn.agents.roles import client_for
+from evosyn.agents.user import DEVICE_NOTE, asked_device_action, user_scenario_text
+from evosyn.benchmarks.fake_llm_server import FakeLLMServer
+from evosyn.benchmarks.llm_script import RoleScript
+from evosyn.envs.gold import gold_messages
+from evosyn.envs.packs import get_domain
+from evosyn.envs.tau2.official_eval import tau2_reward
+from evosyn.envs.verify import run_checks
+from evosyn.storage.config import RoleConfig
+from evosyn.storage.store import Store
+from evosyn.tasks.official import UserSim, evaluate_official, official_tasks
 from tests.fakes.openai_server import ScriptedServer, completion
 
 KEY = "sk-test-telecom"
@@ -41,11 +41,11 @@ def role(monkeypatch, tmp_path):
 
 
 def test_a_telecom_round_with_an_llm_teacher_and_user_verifies_device_tasks_as_tau2_does(tmp_path, role):
-    from agents.designer import ColdStart
-    from envs.ontology import load_initial_space
-    from tasks import stages
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
+    from evosyn.agents.designer import ColdStart
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.tasks import stages
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
 
     dom, script = get_domain("telecom"), RoleScript("telecom")
     store = Store(tmp_path / "s")
@@ -78,10 +78,10 @@ def test_a_telecom_round_with_an_llm_teacher_and_user_verifies_device_tasks_as_t
 def test_an_llm_generator_writes_device_actions_that_verify(tmp_path, role):
     """The Generator's reply names the user's tools with requestor "user" (the scripted model answers as the
     embedded builder plans); the tasks' gold actions are device actions, rolled out and verified."""
-    from agents.designer import ColdStart
-    from envs.ontology import load_initial_space
-    from tasks.stages import Ctx
-    from tasks.synthesis import run_pass
+    from evosyn.agents.designer import ColdStart
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.tasks.stages import Ctx
+    from evosyn.tasks.synthesis import run_pass
 
     dom, script = get_domain("telecom"), RoleScript("telecom")
     space = load_initial_space("telecom", run_id="tel-gen")
@@ -151,7 +151,7 @@ def official():
 
 
 def _evaluate(store, role, agent_reply, user_reply, ids):
-    from agents.learners.openai_agent import OpenAICompatibleAgent
+    from evosyn.agents.learners.openai_agent import OpenAICompatibleAgent
 
     with ScriptedServer(agent_reply) as agent_srv, ScriptedServer(user_reply) as user_srv:
         client = client_for("user", role(user_srv.base_url), store.root / "llm_cache").bound()
@@ -185,7 +185,7 @@ def test_the_official_telecom_split_with_an_llm_user_and_tau2s_evaluator_agree(t
 def test_evaluate_official_on_telecom_with_an_llm_user_from_the_command_line(tmp_path, official, monkeypatch):
     from click.testing import CliRunner
 
-    from flows.cli import main
+    from evosyn.flows.cli import main
 
     tasks, _, agent_reply, user_reply = official
     monkeypatch.setenv("EVOSYN_TEST_USER_KEY", KEY)

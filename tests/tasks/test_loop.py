@@ -5,13 +5,13 @@ import logging
 
 import pytest
 
-import tasks.loop as loop
-import tasks.stages as stages
-from agents.designer import ColdStart
-from agents.learners.embedded import EmbeddedLearner
-from envs.ontology import load_initial_space
-from storage.store import Store
-from tasks.learn import load_round, model_path
+import evosyn.tasks.loop as loop
+import evosyn.tasks.stages as stages
+from evosyn.agents.designer import ColdStart
+from evosyn.agents.learners.embedded import EmbeddedLearner
+from evosyn.envs.ontology import load_initial_space
+from evosyn.storage.store import Store
+from evosyn.tasks.learn import load_round, model_path
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_a_probe_set_feeds_the_probes_only_and_only_with_learner_evidence(tmp_pa
     which sees no learner evidence, builds none; a rerun of the reflect reuses the stored evaluations."""
     from dataclasses import replace
 
-    from tasks.testset import test_set_run_id
+    from evosyn.tasks.testset import test_set_run_id
 
     store = Store(tmp_path / "s")
     space = load_initial_space("airline", run_id="r1")

@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from storage.store import Store
-from tasks import metrics as TM
+from evosyn.storage.store import Store
+from evosyn.tasks import metrics as TM
 from tests.storage.samples import samples
 
 S = samples()
@@ -62,7 +62,7 @@ def test_controllability_counts_rejected_candidates(store):
 
 
 def test_controllability_counts_an_infeasible_blueprint_as_a_miss(store):
-    from agents.synthesis import rejection_verdict, unplanned
+    from evosyn.agents.synthesis import rejection_verdict, unplanned
 
     st = store
     bp = lambda b, want: rec("blueprints", 3, blueprint_id=b, selected_dimensions={"num_write": [want]})  # noqa: E731

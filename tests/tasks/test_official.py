@@ -5,12 +5,12 @@ import itertools
 
 import pytest
 
-from envs.gold import gold_messages
-from envs.packs import get_domain
-from tasks.learn import fit_embedded
-from tasks.official import (UserSim, chunk_name, evaluate_official, is_success, official_tasks, pass_hat_k,
+from evosyn.envs.gold import gold_messages
+from evosyn.envs.packs import get_domain
+from evosyn.tasks.learn import fit_embedded
+from evosyn.tasks.official import (UserSim, chunk_name, evaluate_official, is_success, official_tasks, pass_hat_k,
                             pass_hat_ks, result_of)
-from storage.records import Evaluation, Message
+from evosyn.storage.records import Evaluation, Message
 from tests.fakes.openai_server import ScriptedServer, completion
 
 # a known reward matrix: task -> reward of each of 4 trials (0.5: a partial reward, which is no success)
@@ -90,8 +90,8 @@ def _gold_tasks(domain, n):
 def scored(tmp_path_factory):
     """Two airline test tasks played with the scripted user by the gold agent (2 trials) and an untrained
     learner (1 trial): (store, task ids, gold result, untrained result, tasks seen by ``on_task``)."""
-    from agents.official_user import scripted_user
-    from storage.store import Store
+    from evosyn.agents.official_user import scripted_user
+    from evosyn.storage.store import Store
 
     store = Store(tmp_path_factory.mktemp("official") / "h")
     dom = get_domain("airline")
@@ -126,9 +126,9 @@ def test_a_split_read_from_a_tau2_data_folder_is_scored_and_named(tmp_path, scor
     scored; the result names the folder and its digest, and its rows are a chunk apart from the package's."""
     import json
 
-    from agents.official_user import scripted_user
-    from envs.tau2.task_folder import package_folder
-    from storage.store import Store
+    from evosyn.agents.official_user import scripted_user
+    from evosyn.envs.tau2.task_folder import package_folder
+    from evosyn.storage.store import Store
 
     store, ids = Store(tmp_path / "h"), scored[1]
     raw = {t["id"]: t for t in json.loads((package_folder("airline") / "tasks.json").read_text())}
@@ -160,7 +160,7 @@ def test_a_split_read_from_a_tau2_data_folder_is_scored_and_named(tmp_path, scor
 @pytest.mark.slow
 def test_the_reward_is_tau2s_own_evaluators(scored):
     """For the gold agent's trajectories and the untrained learner's (tau2's evaluator reloads its DB: slow)."""
-    from envs.tau2.official_eval import tau2_reward
+    from evosyn.envs.tau2.official_eval import tau2_reward
 
     store, dom = scored[0], get_domain("airline")
     for run_id in ("gold", "none"):
@@ -181,8 +181,8 @@ def _scripted_user_reply(body):
 
 
 def test_an_openai_compatible_agent_and_an_llm_user_over_http_on_two_tasks(store):
-    from agents.roles import client_for
-    from storage.config import RoleConfig
+    from evosyn.agents.roles import client_for
+    from evosyn.storage.config import RoleConfig
 
     dom = get_domain("airline")
     ids = _gold_tasks(dom, 2)
@@ -208,7 +208,7 @@ def test_an_openai_compatible_agent_and_an_llm_user_over_http_on_two_tasks(store
         return out
 
     with ScriptedServer(agent_reply) as agent_srv, ScriptedServer(user_reply) as user_srv:
-        from agents.learners.openai_agent import OpenAICompatibleAgent
+        from evosyn.agents.learners.openai_agent import OpenAICompatibleAgent
 
         rc = RoleConfig(backend="llm", provider="openai_compatible", model="user-sim", base_url=user_srv.base_url)
         client = client_for("user", rc, store.root / "llm_cache").bound()
@@ -243,7 +243,7 @@ def test_an_unknown_split_names_the_known_ones():
 
 def test_a_user_message_can_carry_device_actions():
     """Telecom's scripted user performs what the agent asks on its device (its tool messages follow it)."""
-    from agents.official_user import scripted_user
+    from evosyn.agents.official_user import scripted_user
 
     dom = get_domain("telecom")
     task = official_tasks("telecom", "test")[0]

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from agents.designer import ColdStart
-from agents.roles import RoleInvalid
-from benchmarks.fake_llm_server import FakeLLMServer, answer
-from envs.ontology import load_initial_space
-from storage.config import RoleConfig
-from storage.store import Store
-from tasks import stages
+from evosyn.agents.designer import ColdStart
+from evosyn.agents.roles import RoleInvalid
+from evosyn.benchmarks.fake_llm_server import FakeLLMServer, answer
+from evosyn.envs.ontology import load_initial_space
+from evosyn.storage.config import RoleConfig
+from evosyn.storage.store import Store
+from evosyn.tasks import stages
 
 KEY = "sk-test-ON-INVALID-0000"
 

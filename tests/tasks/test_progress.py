@@ -6,12 +6,12 @@ import threading
 import pytest
 from pydantic import ValidationError
 
-from agents.designer import ColdStart
-from envs.ontology import load_initial_space
-from tasks.progress import StageEvent, Tally, describe
-from tasks.stages import Ctx
-from tasks.synthesis import run_pass, summary
-from storage.store import Store
+from evosyn.agents.designer import ColdStart
+from evosyn.envs.ontology import load_initial_space
+from evosyn.tasks.progress import StageEvent, Tally, describe
+from evosyn.tasks.stages import Ctx
+from evosyn.tasks.synthesis import run_pass, summary
+from evosyn.storage.store import Store
 
 RUN = "progress-test"
 

@@ -6,13 +6,13 @@ import re
 
 import pytest
 
-from storage.records import Run
-from storage.store import Store
-from tasks import report_data as D
-from tasks.compare import compare
-from tasks.legend import METRICS
-from tasks.metrics import intrinsic, verified_samples
-from tasks.report import COLS, UNION_COLS, write_report
+from evosyn.storage.records import Run
+from evosyn.storage.store import Store
+from evosyn.tasks import report_data as D
+from evosyn.tasks.compare import compare
+from evosyn.tasks.legend import METRICS
+from evosyn.tasks.metrics import intrinsic, verified_samples
+from evosyn.tasks.report import COLS, UNION_COLS, write_report
 from tests.tasks import driver
 from tests.storage.samples import samples
 

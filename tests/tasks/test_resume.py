@@ -12,11 +12,11 @@ import sys
 
 import pytest
 
-from storage.digest import normalized_rows, table_digests
-from storage.faults import ENV, POINTS
-from storage.records import TABLES
-from storage.store import Store
-import tasks.testset as testset
+from evosyn.storage.digest import normalized_rows, table_digests
+from evosyn.storage.faults import ENV, POINTS
+from evosyn.storage.records import TABLES
+from evosyn.storage.store import Store
+import evosyn.tasks.testset as testset
 from tests.tasks.driver import RUN_ID, TINY
 
 pytestmark = pytest.mark.slow

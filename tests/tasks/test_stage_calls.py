@@ -14,14 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow.parquet as pq
 import pytest
 
-from agents.designer import ColdStart
-from agents.llm.cache import ResponseCache
-from benchmarks.fake_llm_server import FakeLLMServer, Reply
-from benchmarks.llm_script import RoleScript, after, texts
-from envs.ontology import load_initial_space
-from storage.config import RoleConfig
-from storage.store import Store
-from tasks import context, stages
+from evosyn.agents.designer import ColdStart
+from evosyn.agents.llm.cache import ResponseCache
+from evosyn.benchmarks.fake_llm_server import FakeLLMServer, Reply
+from evosyn.benchmarks.llm_script import RoleScript, after, texts
+from evosyn.envs.ontology import load_initial_space
+from evosyn.storage.config import RoleConfig
+from evosyn.storage.store import Store
+from evosyn.tasks import context, stages
 
 KEY = "sk-test-CHUNKS"
 
@@ -113,7 +113,7 @@ def test_a_url_that_answers_with_no_chat_completion_fails_the_stage_but_a_bad_mo
     a model whose answers are all invalid is not that: its rejections are recorded, and then the stage stops
     saying the model gave no usable reply (on_invalid: fail, the default) or falls back, warned
     (on_invalid: fallback; tests/tasks/test_on_invalid.py)."""
-    from agents.roles import RoleInvalid, StageUnavailable
+    from evosyn.agents.roles import RoleInvalid, StageUnavailable
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     space = load_initial_space("airline", run_id="web")

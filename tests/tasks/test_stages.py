@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-import tasks.stages as stages
-from agents.designer import ColdStart
-from envs.ontology import load_initial_space
-from storage.store import Store
+import evosyn.tasks.stages as stages
+from evosyn.agents.designer import ColdStart
+from evosyn.envs.ontology import load_initial_space
+from evosyn.storage.store import Store
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ def test_markers_live_outside_the_tables(ctx):
 def test_a_redone_stage_leaves_no_stale_chunk(ctx):
     """Rejections written before a crash, none on the rerun: the rerun's chunk is what it produced, nothing more."""
     space, blueprints = _planned(ctx, budget=4)
-    from agents.synthesis import rejection_verdict
+    from evosyn.agents.synthesis import rejection_verdict
 
     chunk = stages.chunk_name("gen", blueprints)
     ctx.store.write([rejection_verdict(blueprints[0], "generate", "transport error before the crash")], chunk)
@@ -115,8 +115,8 @@ def test_a_redone_stage_leaves_no_stale_chunk(ctx):
 def test_steering_for_each_arm_differs_from_evosyn_only_as_loop_says():
     """no_feedback populates the factor its Reflector added as evosyn does, but without the coverage counts of
     the learner-facing feedback, and is otherwise never steered by learner feedback (tasks/loop.py)."""
-    from agents.designer import LearnerFeedback, NewFactor
-    from storage.records import SliceStat
+    from evosyn.agents.designer import LearnerFeedback, NewFactor
+    from evosyn.storage.records import SliceStat
     from tests.storage.samples import samples
 
     s = samples()

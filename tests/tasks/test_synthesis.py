@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-import tasks.stages as stages
-from agents.designer import ColdStart
-from envs.ontology import load_initial_space
-from tasks.synthesis import PassConflict, run_pass, summary
-from storage.digest import table_digests
-from storage.store import Store
+import evosyn.tasks.stages as stages
+from evosyn.agents.designer import ColdStart
+from evosyn.envs.ontology import load_initial_space
+from evosyn.tasks.synthesis import PassConflict, run_pass, summary
+from evosyn.storage.digest import table_digests
+from evosyn.storage.store import Store
 
 RUN = "synth-t"
 

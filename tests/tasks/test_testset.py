@@ -7,10 +7,10 @@ import multiprocessing as mp
 
 import pytest
 
-from envs.packs import get_pack
+from evosyn.envs.packs import get_pack
 
-import tasks.testset as testset
-from storage.store import Store
+import evosyn.tasks.testset as testset
+from evosyn.storage.store import Store
 
 N = 8
 WORKERS = 3
@@ -55,9 +55,9 @@ def test_a_built_test_set_is_reused(tmp_path, monkeypatch):
 
 
 def _build(root: str, barrier, results) -> None:
-    import storage.offline  # noqa: F401
-    import tasks.testset as testset
-    from storage.store import Store
+    import evosyn.storage.offline  # noqa: F401
+    import evosyn.tasks.testset as testset
+    from evosyn.storage.store import Store
 
     builds = []
     real = testset.build_test_set
@@ -119,9 +119,9 @@ def test_the_official_distribution_is_counted_from_the_tau2_task_file():
 
     from tau2.utils.utils import DATA_DIR
 
-    from envs.factors import bucket
-    from envs.packs import get_domain
-    from tasks.testset_targets import CELL, official_cells
+    from evosyn.envs.factors import bucket
+    from evosyn.envs.packs import get_domain
+    from evosyn.tasks.testset_targets import CELL, official_cells
 
     for domain in ("airline", "retail"):
         raw = json.loads((Path(DATA_DIR) / "tau2" / "domains" / domain / "tasks.json").read_text())
@@ -139,7 +139,7 @@ def test_the_official_distribution_is_counted_from_the_tau2_task_file():
 
 
 def test_largest_remainder_allocation():
-    from tasks.testset_targets import allocate
+    from evosyn.tasks.testset_targets import allocate
 
     got = allocate({("a",): 5, ("b",): 3, ("c",): 2}, 7)
     assert got == {("a",): 4, ("b",): 2, ("c",): 1} and sum(allocate({("a",): 1, ("b",): 1}, 300).values()) == 300
@@ -147,7 +147,7 @@ def test_largest_remainder_allocation():
 
 @pytest.mark.parametrize("kind", testset.KINDS)
 def test_each_kind_is_built_once_deterministically_and_resumes(tmp_path, monkeypatch, kind):
-    from storage.digest import table_digests
+    from evosyn.storage.digest import table_digests
 
     run_id = testset.test_set_run_id("airline", n=N, kind=kind)
     first, second = Store(tmp_path / "a"), Store(tmp_path / "b")
@@ -177,10 +177,10 @@ def test_each_kind_is_built_once_deterministically_and_resumes(tmp_path, monkeyp
 
 
 def test_every_run_and_arm_evaluates_on_the_same_sets_in_their_own_namespace(tmp_path):
-    import tasks.loop as loop
-    from tasks.stages import Ctx
-    from flows.run import run_id_for
-    from storage.config import RunConfig
+    import evosyn.tasks.loop as loop
+    from evosyn.tasks.stages import Ctx
+    from evosyn.flows.run import run_id_for
+    from evosyn.storage.config import RunConfig
 
     store = Store(tmp_path / "s")
     runs = [run_id_for(RunConfig(domain="airline", arm=arm, seed=0, test_size=N)) for arm in ("evosyn", "static")]
@@ -204,7 +204,7 @@ def test_full_size_sets_match_their_targets(tmp_path, domain):
     """n=300: the official-matched set follows the official cells (the mass of a cell the generator cannot
     realize goes to its nearest realized cell, so each factor's marginal stays close), every official cell is
     realized or reported; the uniform set requests each controllable property's buckets equally."""
-    from tasks.testset_targets import CELL, official_cells
+    from evosyn.tasks.testset_targets import CELL, official_cells
 
     store = Store(tmp_path / "s")
     for kind in testset.KINDS:
@@ -227,7 +227,7 @@ def test_an_official_cell_of_a_family_never_realized_is_asked_again_with_its_rea
     """tau2's gold action lists often leave out the lookups (every telecom gold does): a tried cell no task
     realized, whose family has no realized cell to lend its mass to, is retried once with any read count; a
     relaxed cell that fails too is dropped, and a family with a realized cell still lends to the nearest one."""
-    from tasks.testset_targets import ANY_READS, in_cell, relaxed, target_of
+    from evosyn.tasks.testset_targets import ANY_READS, in_cell, relaxed, target_of
 
     a0, a3, b0 = ("a", "fulfill", "1", "0"), ("a", "fulfill", "1", "3-4"), ("b", "fulfill", "2", "0")
     official = {a0: 3, b0: 5}
@@ -246,7 +246,7 @@ def test_an_official_cell_of_a_family_never_realized_is_asked_again_with_its_rea
 
 @pytest.mark.slow  # telecom's official cells replay its 2,285 gold trajectories once per process (~12 s)
 def test_telecoms_official_matched_set_builds_though_no_gold_lists_a_read(tmp_path):
-    from tasks.testset_targets import CELL, official_cells
+    from evosyn.tasks.testset_targets import CELL, official_cells
 
     official = official_cells("telecom")
     assert {c[CELL.index("num_read")] for c in official} == {"0"}  # tau2's telecom golds: no lookup listed
@@ -260,7 +260,7 @@ def test_telecoms_official_matched_set_builds_though_no_gold_lists_a_read(tmp_pa
 
 @pytest.mark.slow  # telecom's official cells replay its 2,285 gold trajectories once per process (~12 s)
 def test_a_set_marked_empty_by_older_code_is_built_again_from_scratch(tmp_path, monkeypatch):
-    from storage.digest import table_digests
+    from evosyn.storage.digest import table_digests
 
     run_id = testset.test_set_run_id("telecom", n=N)
     old = Store(tmp_path / "old")
@@ -273,8 +273,8 @@ def test_a_set_marked_empty_by_older_code_is_built_again_from_scratch(tmp_path, 
 
 
 def test_a_domain_without_official_tasks_has_no_official_matched_set(tmp_path, user_registry):
-    from flows.cli_new_domain import write_pack
-    from tasks.testset import skipped_line
+    from evosyn.flows.cli_new_domain import write_pack
+    from evosyn.tasks.testset import skipped_line
 
     folder = write_pack("gym_no_official", tmp_path / "packs")
     env = folder / "environment.py"
@@ -290,7 +290,7 @@ def test_a_domain_without_official_tasks_has_no_official_matched_set(tmp_path, u
 
 
 def test_a_uniform_set_of_a_pack_with_no_controllable_property_says_so(tmp_path, user_registry):
-    from flows.cli_new_domain import write_pack
+    from evosyn.flows.cli_new_domain import write_pack
 
     pack = write_pack("gym_no_controllable", tmp_path / "packs") / "pack.py"
     pack.write_text(pack.read_text().replace("controllable = {", "controllable = {}\n    _unused = {"))

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tasks import timing
+from evosyn.tasks import timing
 
 
 @pytest.fixture

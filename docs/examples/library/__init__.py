@@ -3,7 +3,7 @@
 Copied to ``domains/library/`` it is found by the folder scan; as an installed package of its own it would be
 named by an ``evosyn.domains`` entry point. Either way, importing it registers the pack and loads nothing heavy.
 """
-from envs.packs import register
+from evosyn.envs.packs import register
 
 from .pack import LibraryPack
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agents.plans import (DEFAULT_PRIOR, DefaultPrior, Plan, Targets, action_key, fit_reads, ops_in_order,
+from evosyn.agents.plans import (DEFAULT_PRIOR, DefaultPrior, Plan, Targets, action_key, fit_reads, ops_in_order,
                           sample_new, targets)
 
 from .environment import MAX_LOANS
@@ -17,7 +17,7 @@ from .environment import MAX_LOANS
 
 @dataclass
 class Op:
-    """One write the member asks for, with the lookups it needs first (``agents.plans.RequestOp``)."""
+    """One write the member asks for, with the lookups it needs first (``evosyn.agents.plans.RequestOp``)."""
 
     tool: str
     arguments: dict[str, Any]

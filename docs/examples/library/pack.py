@@ -1,9 +1,9 @@
 """The library domain pack: its maps, rules, phrasing and hooks (``envs/packs.py`` documents every field)."""
 from __future__ import annotations
 
-from envs import properties
-from envs.packs import PlannerRules, UserPhrasing
-from envs.tau2.pack import Tau2Pack
+from evosyn.envs import properties
+from evosyn.envs.packs import PlannerRules, UserPhrasing
+from evosyn.envs.tau2.pack import Tau2Pack
 
 
 class LibraryPack(Tau2Pack):

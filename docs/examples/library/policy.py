@@ -4,9 +4,9 @@ Each violation starts with a rule code in brackets; the verifier's ``policy`` ch
 """
 from __future__ import annotations
 
-from envs.base import Episode
-from envs.policies.common import confirmation_rule
-from storage.records import Message, ToolCall
+from evosyn.envs.base import Episode
+from evosyn.envs.policies.common import confirmation_rule
+from evosyn.storage.records import Message, ToolCall
 
 from .environment import MAX_LOANS
 

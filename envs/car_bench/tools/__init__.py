@@ -7,8 +7,8 @@ planning_tool).
 """
 from __future__ import annotations
 
-from envs.car_bench.tools import cross_domain, navigation, services, vehicle
-from envs.car_bench.tools.base import CarTool, Raw, ToolContext, ToolFailure
+from evosyn.envs.car_bench.tools import cross_domain, navigation, services, vehicle
+from evosyn.envs.car_bench.tools.base import CarTool, Raw, ToolContext, ToolFailure
 
 TOOLS: dict[str, CarTool] = {t.name: t for module in (services, cross_domain, vehicle, navigation)
                              for t in module.TOOLS}

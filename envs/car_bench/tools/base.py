@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from envs.car_bench.data import CarBenchData
-from envs.car_bench.state import CarState, FixedContext
+from evosyn.envs.car_bench.data import CarBenchData
+from evosyn.envs.car_bench.state import CarState, FixedContext
 
 Kind = Literal["read", "write", "generic"]
 

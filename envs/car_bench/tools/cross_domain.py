@@ -10,7 +10,7 @@ import json
 import operator
 from typing import Any
 
-from envs.car_bench.tools.base import (
+from evosyn.envs.car_bench.tools.base import (
     CarTool,
     Raw,
     ToolContext,

@@ -13,8 +13,8 @@ from typing import Any
 
 from rapidfuzz.distance import Levenshtein
 
-from envs.car_bench.state import POI_CATEGORIES
-from envs.car_bench.tools.base import (
+from evosyn.envs.car_bench.state import POI_CATEGORIES
+from evosyn.envs.car_bench.tools.base import (
     CarTool,
     ToolContext,
     ToolFailure,

@@ -5,8 +5,8 @@ from typing import Any
 
 from rapidfuzz.distance import Levenshtein
 
-from envs.car_bench.state import POI_CATEGORIES, FixedContext
-from envs.car_bench.tools.base import (
+from evosyn.envs.car_bench.state import POI_CATEGORIES, FixedContext
+from evosyn.envs.car_bench.tools.base import (
     CarTool,
     ToolContext,
     ToolFailure,

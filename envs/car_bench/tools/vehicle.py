@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.car_bench.state import AIRFLOW, CIRCULATION
-from envs.car_bench.tools.base import (
+from evosyn.envs.car_bench.state import AIRFLOW, CIRCULATION
+from evosyn.envs.car_bench.tools.base import (
     CarTool,
     ToolContext,
     ToolFailure,

@@ -1,10 +1,10 @@
-from agents.generator import EmbeddedGenerator, challenge_text, task_draft
-from agents.planner import EmbeddedPlanner
-from agents.plans import DefaultPrior, Plan
-from domains.airline.generator import AirlineGenerator
-from envs.packs import get_domain, get_pack
-from envs.tau2.task import draft_json
-from storage.records import Direction
+from evosyn.agents.generator import EmbeddedGenerator, challenge_text, task_draft
+from evosyn.agents.planner import EmbeddedPlanner
+from evosyn.agents.plans import DefaultPrior, Plan
+from evosyn.domains.airline.generator import AirlineGenerator
+from evosyn.envs.packs import get_domain, get_pack
+from evosyn.envs.tau2.task import draft_json
+from evosyn.storage.records import Direction
 
 
 def _blueprint(space, n=0):
@@ -24,7 +24,7 @@ def test_the_pack_builds_the_airline_generator_and_plans_are_seeded(space):
     task = EmbeddedGenerator(dom).generate(bp, space)
     assert [x["name"] for x in task.tau2_task["evaluation_criteria"]["actions"]] == [x[0] for x in a.actions]
     # the gold final-state digest travels with the task, so verifiers need not replay the gold actions
-    from envs.replay import gold_replay
+    from evosyn.envs.replay import gold_replay
 
     gold_replay.cache_clear()
     assert task.gold_digest == f"{dom.digest_scheme}:{gold_replay(dom, dom.task_from_json(task.definition))[0]}"
@@ -57,8 +57,8 @@ def test_a_domain_without_generator_is_a_generation_error(monkeypatch):
 
     import pytest
 
-    from agents.generator import GenerationError
-    from envs import packs
+    from evosyn.agents.generator import GenerationError
+    from evosyn.envs import packs
 
     packs.known()
     monkeypatch.setattr(packs, "_PACKS", dict(packs._PACKS))

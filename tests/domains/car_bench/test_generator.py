@@ -4,14 +4,14 @@ from itertools import product
 
 import pytest
 
-from agents.generator import EmbeddedGenerator, GenerationError
-from agents.teacher import EmbeddedTeacher
-from agents.verifier import verify
-from envs.car_bench.reward import reward
-from envs.car_bench.tasks import CarBenchTask
-from envs.ontology import load_initial_space
-from envs.packs import get_domain
-from storage.records import Blueprint, DifficultyControls, Factor
+from evosyn.agents.generator import EmbeddedGenerator, GenerationError
+from evosyn.agents.teacher import EmbeddedTeacher
+from evosyn.agents.verifier import verify
+from evosyn.envs.car_bench.reward import reward
+from evosyn.envs.car_bench.tasks import CarBenchTask
+from evosyn.envs.ontology import load_initial_space
+from evosyn.envs.packs import get_domain
+from evosyn.storage.records import Blueprint, DifficultyControls, Factor
 
 NATURES = {"base_execute": ("base", "fulfill_reach_goal"),
            "hallucination_missing_tool": ("hallucination_missing_tool", "decline_infeasible"),
@@ -97,10 +97,10 @@ def test_a_selection_no_recipe_realizes_is_a_generation_error(car, counted):
 def test_every_blueprint_the_planner_makes_over_the_counts_is_built_with_the_counts_it_requests(car, counted):
     """The pack's rules (the fewest reads each request makes, no write in a declined one) and the generator
     together: requested = realized for every blueprint, before any rollout or gate."""
-    from agents.planner import EmbeddedPlanner
-    from envs.packs import get_pack
-    from envs.properties import bucket
-    from storage.records import Direction
+    from evosyn.agents.planner import EmbeddedPlanner
+    from evosyn.envs.packs import get_pack
+    from evosyn.envs.properties import bucket
+    from evosyn.storage.records import Direction
 
     planner = EmbeddedPlanner(rules=get_pack("car_bench").planner_rules)
     d = Direction(run_id="t", round=1, direction_id="d", condition_id="c", objective_type="exploration",
@@ -130,9 +130,9 @@ def test_a_requested_write_that_would_change_nothing_is_replanned_on_another_req
 
 def test_the_llm_teacher_is_given_the_tasks_policy_and_tools(car, space):
     """A hallucination task's removed tool is not offered to the teacher; its policy has the task's car."""
-    from agents.llm import make_client
-    from agents.teacher import LLMTeacher
-    from storage.config import RoleConfig
+    from evosyn.agents.llm import make_client
+    from evosyn.agents.teacher import LLMTeacher
+    from evosyn.storage.config import RoleConfig
     from tests.fakes.openai_server import FakeLLMServer, openai_reply
 
     sel = {"task_family": ["climate_control"], "task_nature": ["hallucination_missing_tool"],

@@ -1,12 +1,12 @@
 """Checks of a retail plan on a fresh episode, shared by the tests and the feasibility measurement."""
 from __future__ import annotations
 
-from agents.plans import Plan
-from domains.retail.policy import check_write
-from envs.gold import AFFIRMATIVE, confirmation_request
-from envs.policies import rule_code
-from envs.tau2.cow import peek
-from storage.records import Message, ToolCall
+from evosyn.agents.plans import Plan
+from evosyn.domains.retail.policy import check_write
+from evosyn.envs.gold import AFFIRMATIVE, confirmation_request
+from evosyn.envs.policies import rule_code
+from evosyn.envs.tau2.cow import peek
+from evosyn.storage.records import Message, ToolCall
 
 
 def initial_state(plan: Plan):

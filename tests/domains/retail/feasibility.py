@@ -11,11 +11,11 @@ import sys
 import time
 from collections import Counter
 
-from agents.plans import BUCKET_RANGE, Infeasible
-from domains.retail.generator import RetailGenerator
-from domains.retail.refusals import VIOLABLE
-from envs.factors import bucket
-from envs.packs import get_pack
+from evosyn.agents.plans import BUCKET_RANGE, Infeasible
+from evosyn.domains.retail.generator import RetailGenerator
+from evosyn.domains.retail.refusals import VIOLABLE
+from evosyn.envs.factors import bucket
+from evosyn.envs.packs import get_pack
 from tests.domains.retail.checks import plan_problems
 
 FAMILIES = ["order_cancellation", "order_item_modification", "order_logistics_modification",

@@ -1,8 +1,8 @@
 """The embedded retail generator: every family and outcome, exact write / read buckets, real rules."""
 import pytest
 
-from agents.plans import BUCKET_RANGE, Infeasible
-from envs.factors import bucket
+from evosyn.agents.plans import BUCKET_RANGE, Infeasible
+from evosyn.envs.factors import bucket
 from tests.domains.retail.checks import gold_run, plan_problems
 
 FAMILIES = ["order_cancellation", "order_item_modification", "order_logistics_modification",
@@ -12,12 +12,12 @@ COMBOS = [(f, "fulfill", b) for f in FAMILIES for b in BUCKET_RANGE] + [(f, "ref
 
 
 def _keywords():
-    from envs.packs import UnknownDomain, get_pack
+    from evosyn.envs.packs import UnknownDomain, get_pack
 
     try:
         return get_pack("retail").family_keywords
     except UnknownDomain:  # before the retail pack registers its maps
-        from envs.factors import FAMILY_KEYWORDS
+        from evosyn.envs.factors import FAMILY_KEYWORDS
 
         return FAMILY_KEYWORDS["retail"]
 
@@ -102,7 +102,7 @@ def test_impossible_selections_are_infeasible(generator):
 
 
 def test_identity_line_is_first_person(generator):
-    from domains.retail.generator import identity_line
+    from evosyn.domains.retail.generator import identity_line
 
     for seed in range(6):
         plan = generator.plan({"task_family": ["profile_or_inquiry"], "expected_outcome": ["fulfill"],
@@ -114,7 +114,7 @@ def test_identity_line_is_first_person(generator):
 def test_sample_customers_are_real(generator):
     import random
 
-    from domains.retail.generator import sample_customers
+    from evosyn.domains.retail.generator import sample_customers
 
     customers = sample_customers(generator.base, random.Random(0), k=3)
     assert len(customers) == 3

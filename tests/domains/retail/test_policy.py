@@ -1,12 +1,12 @@
 """The retail policy rules: official gold trajectories pass (or are waived), broken calls are flagged."""
 import pytest
 
-from domains.retail.policy import OFFICIAL_WAIVERS, check_write
-from envs.gold import AFFIRMATIVE, confirmation_request, gold_messages
-from envs.policies import rule_code
-from envs.replay import replay
-from envs.tau2.cow import peek
-from storage.records import Message, ToolCall
+from evosyn.domains.retail.policy import OFFICIAL_WAIVERS, check_write
+from evosyn.envs.gold import AFFIRMATIVE, confirmation_request, gold_messages
+from evosyn.envs.policies import rule_code
+from evosyn.envs.replay import replay
+from evosyn.envs.tau2.cow import peek
+from evosyn.storage.records import Message, ToolCall
 
 
 def official_violations(domain):

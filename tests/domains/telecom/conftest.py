@@ -23,9 +23,9 @@ def selection(family: str, outcome: str, writes: str | None = None, reads: str |
 
 def synth_task(plan, sel, task_id: str = "syn-telecom"):
     """A ``SynthTask`` from a plan, through the core's own task draft and the tau2 family's task."""
-    from agents.generator import scenario_of, task_draft
-    from envs.packs import get_domain, get_pack
-    from storage.records import Blueprint, DifficultyControls, SynthTask
+    from evosyn.agents.generator import scenario_of, task_draft
+    from evosyn.envs.packs import get_domain, get_pack
+    from evosyn.storage.records import Blueprint, DifficultyControls, SynthTask
 
     bp = Blueprint(run_id="t", round=0, blueprint_id="bp", plan_id="p", domain="telecom", selected_dimensions=sel,
                    generation_intent="test", seed=0,

@@ -11,26 +11,26 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from agents.plans import Infeasible
-from agents.teacher import EmbeddedTeacher
-from envs.perturb import KINDS, perturb
-from envs.verify import run_checks
+from evosyn.agents.plans import Infeasible
+from evosyn.agents.teacher import EmbeddedTeacher
+from evosyn.envs.perturb import KINDS, perturb
+from evosyn.envs.verify import run_checks
 from tests.domains.telecom.conftest import FAMILIES, selection, synth_task
 
 pytestmark = pytest.mark.slow
 
 
 def _tau2(args):
-    from envs.tau2.official_eval import tau2_reward
+    from evosyn.envs.tau2.official_eval import tau2_reward
 
     task, messages = args
     return tau2_reward("telecom", task, messages, "user_stop")[0]
 
 
 def test_synthesized_rewards_equal_tau2_and_false_passes_are_flagged(telecom, generator, monkeypatch):
-    from domains.telecom.policy import check_write
+    from evosyn.domains.telecom.policy import check_write
 
-    from envs.packs import get_pack
+    from evosyn.envs.packs import get_pack
 
     assert get_pack("telecom").policy_rules() is check_write  # the verifier's rules, through the registry
     teacher = EmbeddedTeacher(telecom)

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from agents.teacher import EmbeddedTeacher
-from agents.user import ReactiveUser, asked_device_action
-from envs.perturb import perturb, rematerialize
-from envs.tau2.task import Tau2Task
-from envs.verify import run_checks
-from storage.records import Message, ToolCall
+from evosyn.agents.teacher import EmbeddedTeacher
+from evosyn.agents.user import ReactiveUser, asked_device_action
+from evosyn.envs.perturb import perturb, rematerialize
+from evosyn.envs.tau2.task import Tau2Task
+from evosyn.envs.verify import run_checks
+from evosyn.storage.records import Message, ToolCall
 from tests.domains.telecom.conftest import selection, synth_task
 
 
@@ -32,7 +32,7 @@ def test_teacher_asks_and_the_user_performs_each_device_action(solved):
 
 
 def test_verifier_and_tau2_accept_the_solution(telecom, solved):
-    from envs.tau2.official_eval import tau2_reward
+    from evosyn.envs.tau2.official_eval import tau2_reward
 
     task, msgs, _ = solved
     outcome = run_checks(telecom, task, msgs, termination="user_stop")
@@ -41,7 +41,7 @@ def test_verifier_and_tau2_accept_the_solution(telecom, solved):
 
 
 def test_missing_device_action_fails_both_verifier_and_tau2(telecom, solved):
-    from envs.tau2.official_eval import tau2_reward
+    from evosyn.envs.tau2.official_eval import tau2_reward
 
     task, msgs, _ = solved
     dropped = perturb(telecom, task, msgs, "device_write_dropped")
@@ -77,10 +77,10 @@ def test_reactive_user_performs_only_device_actions_named_by_the_agent(telecom):
 
 @pytest.mark.parametrize("outcome,writes", [("fulfill", "2"), ("fulfill", "5+"), ("refuse", "0")])
 def test_teacher_solutions_pass_every_check_with_the_telecom_policy(telecom, generator, monkeypatch, outcome, writes):
-    from domains.telecom.policy import check_write
+    from evosyn.domains.telecom.policy import check_write
     from tests.domains.telecom.conftest import FAMILIES
 
-    from envs.packs import get_pack
+    from evosyn.envs.packs import get_pack
 
     assert get_pack("telecom").policy_rules() is check_write  # the verifier's rules, through the registry
     teacher = EmbeddedTeacher(telecom)
@@ -110,7 +110,7 @@ class ScriptedAgent:
         self.tools = {t["function"]["name"] for t in tools}
 
     def act(self, messages):
-        from envs.gold import confirmation_request, device_request
+        from evosyn.envs.gold import confirmation_request, device_request
 
         if not self.todo:
             return Message(role="assistant", content="All done. For your records: " + "; ".join(self.info) + ".")
@@ -132,7 +132,7 @@ class ScriptedAgent:
 
 
 def test_learner_harness_user_performs_the_device_actions_it_is_asked_for(telecom, generator):
-    from agents.learners.harness import run_episode
+    from evosyn.agents.learners.harness import run_episode
 
     sel = selection("service_troubleshooting", "fulfill", "3-4")
     task = synth_task(generator.plan(sel, "bp-harness", 2), sel)
@@ -145,7 +145,7 @@ def test_learner_harness_user_performs_the_device_actions_it_is_asked_for(teleco
 
 
 def test_agent_view_shows_device_actions_as_user_text(solved):
-    from agents.teacher import to_chat
+    from evosyn.agents.teacher import to_chat
 
     _, msgs, _ = solved
     chat = to_chat(msgs)

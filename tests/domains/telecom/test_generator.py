@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.plans import BUCKET_RANGE, Infeasible
+from evosyn.agents.plans import BUCKET_RANGE, Infeasible
 from tests.domains.telecom.conftest import FAMILIES, selection
 
 
@@ -51,7 +51,7 @@ def test_num_read_is_exact(telecom, generator, family, writes, reads):
 
 
 def test_troubleshooting_breaks_the_phone_and_the_gold_fixes_it_on_the_device(telecom, generator):
-    from domains.telecom.device import device_works
+    from evosyn.domains.telecom.device import device_works
 
     plan = _first(generator, selection("service_troubleshooting", "fulfill", "2"))
     inits = plan.initial_state["initialization_actions"]
@@ -68,7 +68,7 @@ def test_troubleshooting_breaks_the_phone_and_the_gold_fixes_it_on_the_device(te
 
 
 def test_refusals_change_nothing_and_name_a_rule(telecom, generator):
-    from domains.telecom.refusals import RULES
+    from evosyn.domains.telecom.refusals import RULES
 
     for family in FAMILIES:
         plan = _first(generator, selection(family, "refuse"))

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from agents.plans import Infeasible
-from domains.telecom.hooks import (
+from evosyn.agents.plans import Infeasible
+from evosyn.domains.telecom.hooks import (
     MIN_READS,
     PLANNER_RULES,
     candidate_entities,

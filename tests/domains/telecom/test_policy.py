@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from domains.telecom.policy import OFFICIAL_WAIVERS, check_write
-from envs.gold import AFFIRMATIVE, confirmation_request, gold_messages
-from envs.policies import rule_code
-from envs.replay import replay
-from storage.records import Message, ToolCall
+from evosyn.domains.telecom.policy import OFFICIAL_WAIVERS, check_write
+from evosyn.envs.gold import AFFIRMATIVE, confirmation_request, gold_messages
+from evosyn.envs.policies import rule_code
+from evosyn.envs.replay import replay
+from evosyn.storage.records import Message, ToolCall
 
 
 def _confirmed(call: ToolCall) -> list[Message]:

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from envs.car_bench.data import FIXTURE
-from envs.car_bench.domain import CarBenchDomain
+from evosyn.envs.car_bench.data import FIXTURE
+from evosyn.envs.car_bench.domain import CarBenchDomain
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """Agreement with CAR-bench's own reward code on our fixture's gold and perturbed trajectories.
 
-``data/agreement.jsonl`` holds our trajectories (``envs.car_bench.perturb.trajectories``)
+``data/agreement.jsonl`` holds our trajectories (``evosyn.envs.car_bench.perturb.trajectories``)
 with the reward and components that CAR-bench's ``Env.calculate_reward`` gave
 them, run unmodified from the public fork in a scratch environment outside the
 project (``data/carbench_score.py`` says how); only the rule and tool-error
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from envs.car_bench.reward import reward
-from storage.records import Message
+from evosyn.envs.car_bench.reward import reward
+from evosyn.storage.records import Message
 
 ROWS = [json.loads(line) for line in (Path(__file__).parent / "data" / "agreement.jsonl").read_text().splitlines()]
 COMPONENTS = {"r_actions_final": "r_actions_final", "r_actions_intermediate": "r_actions_intermediate",

@@ -3,10 +3,10 @@ import shutil
 
 import pytest
 
-from envs.car_bench.data import ENV_VAR, FIXTURE, DataMissing, resolve_root
-from envs.car_bench.domain import CarBenchDomain
-from envs.car_bench.tasks import CarBenchTask
-from envs.car_bench.tools import CONFIRMATION_TOOLS, TOOLS
+from evosyn.envs.car_bench.data import ENV_VAR, FIXTURE, DataMissing, resolve_root
+from evosyn.envs.car_bench.domain import CarBenchDomain
+from evosyn.envs.car_bench.tasks import CarBenchTask
+from evosyn.envs.car_bench.tools import CONFIRMATION_TOOLS, TOOLS
 
 
 def test_the_57_tools_with_kinds_and_schemas(car):

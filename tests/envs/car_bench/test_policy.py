@@ -1,11 +1,11 @@
-from envs.car_bench.policy import (
+from evosyn.envs.car_bench.policy import (
     AUT_POLICIES,
     LLM_POLICIES,
     check_write,
     step_violations,
 )
-from envs.car_bench.state import CarState
-from storage.records import Message, ToolCall
+from evosyn.envs.car_bench.state import CarState
+from evosyn.storage.records import Message, ToolCall
 
 
 def tc(name, **arguments):

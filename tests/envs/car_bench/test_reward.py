@@ -1,8 +1,8 @@
 import pytest
 
-from envs.car_bench.perturb import KINDS, perturb, trajectories
-from envs.car_bench.reward import gold_trajectory, pass_at_k, pass_hat_k, reward
-from storage.records import Message, ToolCall
+from evosyn.envs.car_bench.perturb import KINDS, perturb, trajectories
+from evosyn.envs.car_bench.reward import gold_trajectory, pass_at_k, pass_hat_k, reward
+from evosyn.storage.records import Message, ToolCall
 
 
 def test_every_fixture_task_replays_its_gold_actions_to_reward_1(car):

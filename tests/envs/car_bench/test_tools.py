@@ -163,7 +163,7 @@ def test_preferences_and_removed_results(car):
 def test_a_removed_result_field_is_blanked_in_that_episode_only(car):
     """A hallucination task blanks a result field in its own answers; the domain's data (read by every later
     episode of the process) keeps the value, so a run's rows never depend on what ran before it."""
-    from envs.car_bench.state import CarInitialState
+    from evosyn.envs.car_bench.state import CarInitialState
 
     routes = {"start_id": "loc_mun_9995", "destination_id": "loc_aug_1002"}
     removed = car.episode(CarInitialState(

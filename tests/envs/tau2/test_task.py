@@ -1,8 +1,8 @@
 """tau2's ``Task`` behind ``EnvTask``: what the core reads equals tau2's own fields; a draft is a valid tau2 task."""
 import pytest
 
-from envs.base import GoldAction, TaskDraft, UserScenario
-from envs.tau2.task import Tau2Task, draft_json
+from evosyn.envs.base import GoldAction, TaskDraft, UserScenario
+from evosyn.envs.tau2.task import Tau2Task, draft_json
 
 
 def test_official_tasks_read_through_the_interface_as_tau2_states_them(airline, telecom):

@@ -104,8 +104,8 @@ def arguments(name: str, rng: random.Random) -> dict:
 
 
 def sequences(n: int, seed: int) -> list[dict]:
-    from envs.car_bench.domain import CarBenchDomain
-    from envs.car_bench.tools import TOOLS
+    from evosyn.envs.car_bench.domain import CarBenchDomain
+    from evosyn.envs.car_bench.tools import TOOLS
 
     dom = CarBenchDomain()
     tasks = [t for t in dom.tasks() if t.family == "base"]
@@ -120,8 +120,8 @@ def sequences(n: int, seed: int) -> list[dict]:
 
 
 def trajectories() -> None:
-    from envs.car_bench.domain import CarBenchDomain
-    from envs.car_bench.perturb import trajectories as all_trajectories
+    from evosyn.envs.car_bench.domain import CarBenchDomain
+    from evosyn.envs.car_bench.perturb import trajectories as all_trajectories
 
     for task, kind, messages in all_trajectories(CarBenchDomain()):
         print(json.dumps({"task_id": task.id, "kind": kind, "task": task.to_row(),
@@ -142,7 +142,7 @@ def rewards(path: str) -> None:
 
 
 def tools(path: str) -> None:
-    from envs.car_bench.state import CarState
+    from evosyn.envs.car_bench.state import CarState
 
     for line in Path(path).read_text().splitlines():
         row = json.loads(line)
