@@ -12,7 +12,7 @@ from typing import Literal, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evosyn.envs.packs import UnknownDomain, get_pack
+from evosyn.envs.packs import PlannerRules
 from evosyn.storage.records import Direction, Feedback, SliceStat, SynthesisSpace
 
 LEVEL_WEIGHT = {"zero": 0.0, "low": 1.0, "explore": 1.5, "medium": 2.0, "high": 3.0}
@@ -72,20 +72,20 @@ def _direction_id(space: SynthesisSpace, seed: int, round: int, n: int, objectiv
     return f"d{round}-{n:03d}-" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
 
-def refusable_families(domain: str, families: list[str]) -> list[str]:
-    """The families a refusal can be planned for: those whose pack names a rule they can break (or a
+def refusable_families(rules: PlannerRules, families: list[str]) -> list[str]:
+    """The families a refusal can be planned for: those whose pack's ``rules`` name a rule they can break (or a
     categorical refusal); all of them when the pack names no rule (the planner then checks none)."""
-    try:
-        rules = get_pack(domain).planner_rules
-    except UnknownDomain:  # a space of no registered pack (a designer tried on its own): no rule to go by
-        return list(families)
     if not rules.violable:
         return list(families)
     return [f for f in families if f in rules.violable or f in rules.no_read_refusals]
 
 
 class EmbeddedDesigner:
-    """Deterministic allocation from the steering statistics (no LLM)."""
+    """Deterministic allocation from the steering statistics (no LLM). ``rules``: the domain pack's
+    ``planner_rules`` (which families a cold start may plan a refusal for)."""
+
+    def __init__(self, rules: PlannerRules):
+        self.rules = rules
 
     def design(self, space: SynthesisSpace, steering: Steering, budget: int, *, run_id: str, round: int,
                seed: int) -> list[Direction]:
@@ -116,7 +116,7 @@ class EmbeddedDesigner:
             next(f.key for f in space.active if f.key != "task_family")
         family, outcome = space.factor("task_family"), space.factor(second)
         outcomes = [o for o in outcome.values if o in space.restrictions.get(second, outcome.values)]
-        refusable = refusable_families(space.domain, family.values)
+        refusable = refusable_families(self.rules, family.values)
         return [{"objective_type": "exploration", "budget_level": "explore",
                  "objective": f"explore {f} with outcome {o}" if second == "expected_outcome"
                  else f"explore {f} with {second} {o}",

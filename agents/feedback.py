@@ -5,7 +5,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from evosyn.agents.probes import PROBES, TaskProfile, coarsen, conditional_mi, nmi, permutation_p, tool_count_tertiles
-from evosyn.envs.packs import get_pack
+from evosyn.envs.packs import DomainPack
 from evosyn.storage.records import Evaluation, Feedback, Probe, ProbeBucket, SliceStat, SynthesisSpace
 
 
@@ -72,7 +72,9 @@ def build_feedback(inp: FeedbackInputs, *, run_id: str, round: int, model_versio
                     with_learner_evidence=inp.with_learner_evidence)
 
 
-def probe_report(inp: FeedbackInputs, *, run_id: str, round: int) -> list[Probe]:
+def probe_report(inp: FeedbackInputs, pack: DomainPack, *, run_id: str, round: int) -> list[Probe]:
+    """Every probe (the common ones and the domain ``pack``'s own) over the round's evaluations and verified data;
+    a probe the pack's generator controls is suggested as a factor."""
     in_space = {f.key for f in inp.space.active}
     evals = [e for e in inp.evaluations + inp.probe_evaluations if e.task_id in inp.profiles] \
         if inp.with_learner_evidence else []
@@ -80,7 +82,6 @@ def probe_report(inp: FeedbackInputs, *, run_id: str, round: int) -> list[Probe]
     fails = [int(not e.success) for e in evals]
     tertile = tool_count_tertiles(diag)
     verified = [inp.profiles[t] for t in inp.verified if t in inp.profiles]
-    pack = get_pack(inp.space.domain)
     realizable = pack.controllable  # probes the pack's generator realizes as factors (the Reflector may promote)
     strata = coarsen([p.stratum for p in diag])  # O_r: the space's factors, pooled where too few tasks share them
     out = []

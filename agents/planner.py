@@ -11,7 +11,7 @@ from evosyn.agents.designer import DesignError
 from evosyn.agents.plans import BUCKET_RANGE
 from evosyn.envs.base import EnvSummary
 from evosyn.envs.ontology import check_selection
-from evosyn.envs.packs import PlannerRules, get_pack
+from evosyn.envs.packs import PlannerRules
 from evosyn.envs.properties import min_writes
 from evosyn.storage.records import Blueprint, DifficultyControls, Direction, SynthesisSpace
 
@@ -56,14 +56,10 @@ def _fulfil_reads(rules, sel: dict[str, list[str]]) -> int:
     return base + rules.reads_per_extra_write * max(0, writes - 1) if base else 0
 
 
-def _rules_of(rules: PlannerRules | None, space: SynthesisSpace) -> PlannerRules:
-    """The rules a planner was built with (``evosyn.agents.roles.build_roles`` passes its domain's), else the pack's own
-    for a planner made on its own."""
-    return rules if rules is not None else get_pack(space.domain).planner_rules
-
-
 class EmbeddedPlanner:
-    def __init__(self, soft_preference: float = 0.8, tries: int = 30, rules: PlannerRules | None = None):
+    """``rules``: the domain pack's ``planner_rules`` (``evosyn.agents.roles.build_roles`` passes its domain's)."""
+
+    def __init__(self, soft_preference: float = 0.8, tries: int = 30, *, rules: PlannerRules):
         self.soft_preference = soft_preference
         self.tries = tries
         self.rules = rules
@@ -116,7 +112,7 @@ class EmbeddedPlanner:
     def _make_compatible(self, sel, direction, space, rng) -> None:
         keys = {f.key for f in space.active}
         hard = direction.allowed_values
-        rules = _rules_of(self.rules, space)
+        rules = self.rules
 
         def force(key: str, options: list[str]) -> None:
             allowed = [v for v in options if v in _allowed(space, direction, key)]
@@ -259,7 +255,9 @@ def compatibility_problems(sel: dict[str, list[str]], rules: PlannerRules) -> li
 
 
 def parse_planner(out: PlannerOut, direction: Direction, space: SynthesisSpace, *, index: int, seed: int,
-                  rules: PlannerRules | None = None) -> Blueprint:
+                  rules: PlannerRules) -> Blueprint:
+    """The blueprint of the model's selection, checked against the space, the direction and the domain pack's
+    ``rules``; ``Invalid`` names every problem."""
     from evosyn.agents.ask import Invalid
 
     if out.domain != space.domain:
@@ -275,7 +273,6 @@ def parse_planner(out: PlannerOut, direction: Direction, space: SynthesisSpace, 
         if bad:
             problems.append(f"the direction forbids {bad} for {key}")
     problems += [f"the selection matches the avoid pattern {p!r}" for p in direction.avoid_patterns if _matches(p, sel)]
-    rules = _rules_of(rules, space)
     if rules.defined and not problems:
         problems += compatibility_problems(sel, rules)
     if problems:
@@ -289,7 +286,9 @@ def parse_planner(out: PlannerOut, direction: Direction, space: SynthesisSpace, 
 
 
 class LLMPlanner:
-    def __init__(self, client, env: dict, retries: int = 2, rules: PlannerRules | None = None):
+    """``rules``: the domain pack's ``planner_rules``, checked on every selection the model makes."""
+
+    def __init__(self, client, env: dict, retries: int = 2, *, rules: PlannerRules):
         self.client, self.env, self.retries, self.rules = client, env, retries, rules
         self.raw: dict[str, str] = {}  # blueprint id -> raw reply
 

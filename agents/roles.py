@@ -15,7 +15,7 @@ from typing import Any
 
 from evosyn.agents.ask import RoleInvalid, StageUnavailable, fallback_note  # noqa: F401 (their home before)
 from evosyn.envs.base import Domain
-from evosyn.storage.config import ConfigError, RoleConfig, RunConfig
+from evosyn.config import ConfigError, RoleConfig, RunConfig
 
 
 LLM_ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
@@ -93,7 +93,7 @@ def build_roles(roles: dict[str, RoleConfig] | None, dom: Domain, *, cache_dir: 
                 prior: dict[str, dict[str, float]] | None = None,
                 prior_writes: dict[int, float] | None = None) -> Roles:
     """The six synthesis roles (plus the user simulator inside the teacher) for one stage in the environment ``dom``
-    (its pack gives the planner's rules); ``prior``: the embedded
+    (its pack gives the designer's and the planner's rules); ``prior``: the embedded
     generator's suppressed buckets (``RunConfig.prior.suppress``), ``prior_writes`` its write counts of a
     fulfilment (``RunConfig.prior.writes``; None: the default)."""
     from evosyn.agents.plans import DefaultPrior
@@ -110,9 +110,9 @@ def build_roles(roles: dict[str, RoleConfig] | None, dom: Domain, *, cache_dir: 
     clients = {r: client_for(r, rc, cache_dir).bound() for r, rc in roles.items()}
     retries = {r: rc.max_invalid_retries for r, rc in roles.items()}
     env = env_context(dom) if clients else {}
-    designer = LLMDesigner(clients["designer"], env, retries["designer"]) if "designer" in clients \
-        else EmbeddedDesigner()
     rules = dom.pack.planner_rules
+    designer = LLMDesigner(clients["designer"], env, retries["designer"]) if "designer" in clients \
+        else EmbeddedDesigner(rules)
     planner = LLMPlanner(clients["planner"], env, retries["planner"], rules=rules) if "planner" in clients \
         else EmbeddedPlanner(rules=rules)
     generator = LLMGenerator(dom, clients["generator"], env, retries["generator"]) if "generator" in clients \

@@ -5,6 +5,7 @@ import hashlib
 
 from evosyn.agents.repair import Repair
 from evosyn.agents.verifier import verify
+from evosyn.envs.base import Domain
 from evosyn.storage.records import (
     Blueprint,
     CheckResult,
@@ -33,12 +34,13 @@ def rejection_verdict(bp: Blueprint, stage: str, reason: str) -> Verdict:
                    passed=False, checks=[CheckResult(name=stage, passed=False, reason=reason)])
 
 
-def verify_with_repair(task: SynthTask, trajectory: Trajectory, repair: Repair | None
+def verify_with_repair(task: SynthTask, trajectory: Trajectory, repair: Repair | None, env: Domain
                        ) -> tuple[list[Trajectory], list[Verdict]]:
-    """Verify; on failure let Repair try (bounded by the strategy), each attempt verified from scratch."""
+    """Verify in ``env`` (the task's environment); on failure let Repair try (bounded by the strategy), each
+    attempt verified from scratch."""
     trajectories, verdicts = [], []
     while True:
-        verdict = verify(task, trajectory)
+        verdict = verify(task, trajectory, env)
         trajectories.append(trajectory)
         verdicts.append(verdict)
         if verdict.passed or repair is None:

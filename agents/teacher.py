@@ -165,7 +165,8 @@ class LLMTeacher:
 
         if self.user_client is not None:  # with the user's device tools in a dual-control domain
             scenario = self.domain.task_from_json(task.definition).scenario
-            return LLMUser(self.user_client, user_scenario_text(scenario, plain), self.retries,
+            text = user_scenario_text(scenario, self.domain.pack.phrasing if plain else None)
+            return LLMUser(self.user_client, text, self.retries,
                            tools=[s.openai_schema() for s in self.domain.tools("user")])
         scenario = dict(task.scenario)
         if plain:

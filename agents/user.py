@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from evosyn.agents.learners.exports import chat_message
 from evosyn.envs.base import UserScenario
-from evosyn.envs.packs import UserPhrasing, get_pack
+from evosyn.envs.packs import UserPhrasing
 from evosyn.storage.records import Message, ToolCall
 
 
@@ -201,15 +201,15 @@ class ReactiveUser(EmbeddedUser):
 STOP = "###STOP###"
 
 
-def user_scenario_text(scenario: UserScenario, plain: bool = False) -> str:
-    """The task's user scenario as the simulator reads it; ``plain`` drops the interaction challenges."""
+def user_scenario_text(scenario: UserScenario, plain: UserPhrasing | None = None) -> str:
+    """The task's user scenario as the simulator reads it; ``plain``: the domain pack's ``phrasing``, to drop the
+    interaction challenges it words (None: the whole scenario)."""
     parts = scenario.parts()
-    if plain:
+    if plain is not None:
         from evosyn.agents.generator import challenge_text
 
         text = parts.get("task_instructions", "")
-        phrasing = get_pack(scenario.domain).phrasing if scenario.domain else UserPhrasing()
-        for sentence in challenge_text(phrasing).values():
+        for sentence in challenge_text(plain).values():
             text = text.replace(sentence, "")
         parts["task_instructions"] = " ".join(text.split())
     labels = {"persona": "Who you are", "reason_for_call": "Why you are calling", "known_info": "What you know",

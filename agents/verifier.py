@@ -3,21 +3,20 @@ from __future__ import annotations
 
 import hashlib
 
-from evosyn.envs.base import EnvTask
-from evosyn.envs.packs import get_domain
+from evosyn.envs.base import Domain, EnvTask
 from evosyn.envs.verify import run_checks
 from evosyn.storage.records import SynthTask, Trajectory, Verdict
 
 
-def verify(task: SynthTask | EnvTask, trajectory: Trajectory, domain: str | None = None) -> Verdict:
-    """``Verdict`` of a trajectory: reward by the task's reward basis, plus our stricter checks."""
-    name = domain or (task.domain if isinstance(task, SynthTask) else None)
-    if name is None:
-        raise ValueError("verify: pass domain= when the task is an environment's own task")
-    requested = task.requested if isinstance(task, SynthTask) else {}
-    stored = task.gold_digest if isinstance(task, SynthTask) else ""
-    env = get_domain(name)
-    env_task = env.task_from_json(task.definition) if isinstance(task, SynthTask) else task
+def verify(task: SynthTask | EnvTask, trajectory: Trajectory, env: Domain) -> Verdict:
+    """``Verdict`` of a trajectory in ``env``, the task's environment: reward by the task's reward basis, plus our
+    stricter checks."""
+    if isinstance(task, SynthTask):
+        if task.domain != env.name:  # a stored task replayed elsewhere would be judged by another domain's rules
+            raise ValueError(f"verify: task {task.task_id} is of domain {task.domain!r}, not {env.name!r}")
+        env_task, requested, stored = env.task_from_json(task.definition), task.requested, task.gold_digest
+    else:
+        env_task, requested, stored = task, {}, ""
     outcome = run_checks(env, env_task, trajectory.messages,
                          termination=trajectory.termination, requested=requested, gold_digest=stored)
     verdict_id = hashlib.sha256(f"{trajectory.trajectory_id}:{trajectory.attempt}".encode()).hexdigest()[:16]

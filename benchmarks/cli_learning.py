@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from evosyn.flows.cli_app import PATH, UserError
+from evosyn.flows.cli_fields import FieldIntRange
 from evosyn.flows.render import print_table
 
 
@@ -86,10 +87,10 @@ def _print_slices(found: dict, pct: int) -> None:
 @click.option("--seeds", default="0-4", show_default=True, help="LO-HI (inclusive), one seed, or a list: 0,2,5.")
 @click.option("--arms", default="evosyn,static,no_feedback", show_default=True,
               help="Comma-separated arms; the paired differences are evosyn - each other arm.")
-@click.option("--rounds", type=click.IntRange(1, 50), default=3, show_default=True)
-@click.option("--budget", type=click.IntRange(1, 1_000_000), default=200, show_default=True,
+@click.option("--rounds", type=FieldIntRange("RunConfig.rounds"), default=3, show_default=True)
+@click.option("--budget", type=FieldIntRange("RunConfig.budget"), default=200, show_default=True,
               help="Blueprints per round, every arm.")
-@click.option("--test-size", "test_size", type=click.IntRange(1, 10_000), default=300, show_default=True,
+@click.option("--test-size", "test_size", type=FieldIntRange("RunConfig.test_size"), default=300, show_default=True,
               help="Blueprints of each fixed test set.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True,
               help="Runs at a time (each an `evosyn run` subprocess).")
@@ -103,7 +104,7 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
     per round with two-level bootstrap intervals, paired differences vs evosyn, intrinsic metrics and the
     controllability of evosyn's promoted factors."""
     from evosyn.benchmarks.common import write_json
-    from evosyn.tasks.compare import no_nan
+    from evosyn.tasks.reports.compare import no_nan
     from evosyn.benchmarks.learning import (
         BenchInputError,
         BenchRunError,
@@ -113,7 +114,8 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
         parse_seeds,
     )
     from evosyn.flows.cli_run import RunFailed
-    from evosyn.flows.inputs import bench_output, check_domain, check_store_root, writing
+    from evosyn.flows.compile import check_domain
+    from evosyn.flows.inputs import bench_output, check_store_root, writing
 
     try:
         seed_list, arm_list = parse_seeds(seeds), parse_arms(arms)
@@ -143,15 +145,15 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
               help="A planted gap (repeatable; default: three of the domain's controllable properties).")
 @click.option("--keep", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="Probability that the generator keeps a plan in the planted bucket.")
-@click.option("--rounds", type=click.IntRange(2, 50), default=3, show_default=True,
+@click.option("--rounds", type=FieldIntRange("RunConfig.rounds", min=2), default=3, show_default=True,
               help="Rounds per run; a factor counts as adopted when a reflection of rounds 1..R-1 promotes it.")
-@click.option("--budget", type=click.IntRange(1, 1_000_000), default=300, show_default=True)
-@click.option("--test-size", "test_size", type=click.IntRange(1, 10_000), default=20, show_default=True,
+@click.option("--budget", type=FieldIntRange("RunConfig.budget"), default=300, show_default=True)
+@click.option("--test-size", "test_size", type=FieldIntRange("RunConfig.test_size"), default=20, show_default=True,
               help="Blueprints of each fixed test set (not used by recovery: keep it small).")
 @click.option("--diagnose-size", "diagnose_size", type=click.IntRange(0, 10_000), default=300, show_default=True,
               help="Blueprints of the uniform set each evosyn round's model is scored on to rank the planted "
                    "bucket among the run's coverage gaps (0: no diagnosis).")
-@click.option("--probe-size", "probe_size", type=click.IntRange(0, 10_000), default=None,
+@click.option("--probe-size", "probe_size", type=FieldIntRange("RunConfig.probe_size"), default=None,
               help="The runs' probe_size: a balanced probe set per round that the feedback arm's Reflector also "
                    "reads (0: the diagnostic set only). Default: the runs' own (the budget, at most 300).")
 @click.option("--writes", type=click.Choice(["default", "even"]), default="default", show_default=True,
@@ -172,12 +174,13 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, d
     """Planted-gap recovery (App. B.6): per planted gap, the seeds in which the evosyn arm and the no_feedback
     control promote the planted property to a factor."""
     from evosyn.benchmarks.common import write_json
-    from evosyn.tasks.compare import no_nan
+    from evosyn.tasks.reports.compare import no_nan
     from evosyn.benchmarks.discovery import SPACES, GapError, bench as run_bench, check_factors, gaps_for
     from evosyn.benchmarks.discovery_gaps import GAP_SHARE
     from evosyn.benchmarks.learning import BenchInputError, BenchRunError, parse_seeds
     from evosyn.flows.cli_run import RunFailed
-    from evosyn.flows.inputs import bench_output, check_domain, check_store_root, writing
+    from evosyn.flows.compile import check_domain
+    from evosyn.flows.inputs import bench_output, check_store_root, writing
 
     try:
         seed_list = parse_seeds(seeds)

@@ -4,16 +4,17 @@ from __future__ import annotations
 import click
 
 from evosyn.flows.cli_app import PATH
+from evosyn.flows.cli_fields import FieldIntRange
 from evosyn.flows.cli_run import RunFailed
 from evosyn.flows.render import print_table
 
 
 @click.command("run")
 @click.option("--domain", default=None, help="A domain pack (default: the default pack).")
-@click.option("--rounds", type=click.IntRange(1, 50), default=3, show_default=True)
+@click.option("--rounds", type=FieldIntRange("RunConfig.rounds"), default=3, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--budget", type=click.IntRange(1, 1_000_000), default=None, help="Blueprints per round (default: "
-                                                                                 "the run config's).")
+@click.option("--budget", type=FieldIntRange("RunConfig.budget"), default=None,
+              help="Blueprints per round (default: the run config's).")
 @click.option("--workdir", type=PATH, default=None, help="Where the fresh store goes (kept); default a temporary "
                                                          "folder, removed after.")
 @click.option("--output", type=PATH, default=None)
@@ -24,7 +25,8 @@ def bench_run(domain: str | None, rounds: int, seed: int, budget: int | None, wo
     from evosyn.benchmarks.common import write_json
     from evosyn.benchmarks.run import BenchRunError
     from evosyn.benchmarks.run import run as bench
-    from evosyn.flows.inputs import bench_output, check_domain, check_output, writing
+    from evosyn.flows.compile import check_domain
+    from evosyn.flows.inputs import bench_output, check_output, writing
 
     domain = check_domain(domain, generator=True)
     target = bench_output(f"run-{domain}", output)

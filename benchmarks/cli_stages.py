@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from evosyn.flows.cli_app import PATH, UserError
+from evosyn.flows.cli_fields import FieldIntRange
 from evosyn.flows.cli_synth import run_synth
 from evosyn.flows.cli_testsets import show
 from evosyn.flows.inputs import store_from
@@ -21,7 +22,8 @@ def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None
     import time
 
     from evosyn.benchmarks.common import write_json
-    from evosyn.flows.inputs import bench_output, check_domain, writing
+    from evosyn.flows.compile import check_domain
+    from evosyn.flows.inputs import bench_output, writing
 
     domain = check_domain(domain, generator=True)
     target = bench_output(f"synth-{domain}", output)
@@ -63,7 +65,7 @@ def bench_synth(ctx, domain: str, n: int, seed: int, output: str | None) -> None
 
 @click.command("testsets")
 @click.option("--domain", default=None, help="A domain pack (default: the default pack).")
-@click.option("--n", "n", type=click.IntRange(1, 10_000), default=300, show_default=True)
+@click.option("--n", "n", type=FieldIntRange("RunConfig.test_size"), default=300, show_default=True)
 @click.option("--output", type=PATH, default=None)
 @click.pass_context
 def bench_testsets(ctx, domain: str | None, n: int, output: str | None) -> None:
@@ -71,22 +73,24 @@ def bench_testsets(ctx, domain: str | None, n: int, output: str | None) -> None:
     import time
 
     from evosyn.benchmarks.common import write_json
-    from evosyn.flows.inputs import bench_output, check_domain, writing
+    from evosyn.flows.compile import compile_domain
+    from evosyn.flows.inputs import bench_output, writing
     from evosyn.tasks.testset import KINDS, test_cases, test_set_report, test_set_run_id
     from evosyn.tasks.testset_targets import official_cells
 
-    domain = check_domain(domain, generator=True)
+    env = compile_domain(domain, generator=True).env
+    domain = env.name
     target = bench_output(f"testsets-{domain}", output)
     store = store_from(ctx)
-    official_cells(domain)  # the official replay is cached per process: timed once, apart
+    official_cells(env)  # the official replay is cached per process: timed once, apart
     payload: dict = {"domain": domain, "n": n, "sets": {}}
     rows = []
     for kind in KINDS:
-        store.delete_run(test_set_run_id(domain, n=n, kind=kind))  # the last benchmark's set: all of it is built
+        store.delete_run(test_set_run_id(env, n=n, kind=kind))  # the last benchmark's set: all of it is built
         t0, c0 = time.perf_counter(), time.process_time()
-        cases = test_cases(store, domain, n=n, kind=kind)
+        cases = test_cases(store, env, n=n, kind=kind)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        report = test_set_report(store, domain, n=n, kind=kind)
+        report = test_set_report(store, env, n=n, kind=kind)
         payload["sets"][kind] = {"tasks": len(cases), "seconds": wall, "cpu_seconds": cpu, "report": report}
         tv = (f"{report['tv']:.3f} ({report['tv_realizable']:.3f} realizable)" if kind != "uniform"
               else f"num_write {report['tv_from_uniform'].get('num_write', float('nan')):.3f}")
@@ -108,7 +112,8 @@ def bench_verify(domain: str, split: str, limit: int | None, output: str | None)
     from evosyn.benchmarks.common import write_json
     from evosyn.benchmarks.verify import rows, run
     from evosyn.envs.packs import get_domain
-    from evosyn.flows.inputs import bench_output, check_domain, writing
+    from evosyn.flows.compile import check_domain
+    from evosyn.flows.inputs import bench_output, writing
 
     domain = get_domain(check_domain(domain)).name
     target = bench_output(f"verify-{domain}", output)
@@ -132,14 +137,16 @@ def bench_learner(ctx, domain: str, sizes: str, test_size: int, ablation_size: i
     """Learning curve of the embedded learner, and the multi-write ablation, on the fixed test set."""
     from evosyn.benchmarks.common import write_json
     from evosyn.benchmarks.learner import multi_write_ablation, run
-    from evosyn.flows.inputs import bench_output, check_domain, writing
+    from evosyn.flows.compile import compile_domain
+    from evosyn.flows.inputs import bench_output, writing
 
-    domain = check_domain(domain, generator=True)
+    env = compile_domain(domain, generator=True).env
+    domain = env.name
     target = bench_output(f"learner-{domain}", output)
     store = store_from(ctx)
     from evosyn.tasks.testset import test_cases
 
-    cases = test_cases(store, domain, n=test_size)
+    cases = test_cases(store, env, n=test_size)
     if not cases:
         raise UserError(f"--test-size {test_size}: the {domain} generator built no official-matched test task "
                         "(raise --test-size)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from evosyn.flows.cli_app import PATH, UserError
+from evosyn.flows.cli_fields import FieldIntRange
 from evosyn.flows.cli_run import RunFailed
 from evosyn.flows.render import print_table
 
@@ -12,9 +13,9 @@ from evosyn.flows.render import print_table
 @click.option("--domains", default=None, help="Comma-separated domain packs (default: the first two that run).")
 @click.option("--arms", default="evosyn,static", show_default=True)
 @click.option("--seeds", default="0,1", show_default=True)
-@click.option("--rounds", type=click.IntRange(1, 50), default=1, show_default=True)
-@click.option("--budget", type=click.IntRange(1, 1_000_000), default=24, show_default=True)
-@click.option("--test-size", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@click.option("--rounds", type=FieldIntRange("RunConfig.rounds"), default=1, show_default=True)
+@click.option("--budget", type=FieldIntRange("RunConfig.budget"), default=24, show_default=True)
+@click.option("--test-size", type=FieldIntRange("RunConfig.test_size"), default=20, show_default=True)
 @click.option("--workers", type=click.IntRange(2, 64), default=2, show_default=True)
 @click.option("--workdir", type=PATH, default=None, help="Where the two stores and the server's files go (kept); "
                                                          "default a temporary folder, removed after.")
@@ -27,9 +28,10 @@ def bench_sweep(domains: str | None, arms: str, seeds: str, rounds: int, budget:
     store: wall, CPU and speed-up (on 2 cores the ideal is at most 2x), and whether the rows are equal."""
     from evosyn.benchmarks.common import write_json
     from evosyn.benchmarks.sweep import HEADERS, BenchSweepError, bench, rows, summary
-    from evosyn.flows.inputs import bench_output, check_domain, check_output, writing
+    from evosyn.flows.compile import check_domain
+    from evosyn.flows.inputs import bench_output, check_output, writing
     from evosyn.flows.sweep import sweep_domains
-    from evosyn.storage.config import ConfigError
+    from evosyn.storage.userfiles import ConfigError
 
     given = [d.strip() for d in domains.split(",") if d.strip()] if domains else []
     try:

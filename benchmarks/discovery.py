@@ -126,7 +126,7 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
     default, recorded as the number it is). ``writes``: the
     background's write counts (``WRITES``). ``space``: the space the runs start from (``SPACES``), plus ``factors``
     (controllable properties, none of them a planted one: ``check_factors``)."""
-    from evosyn.storage.config import default_probe_size
+    from evosyn.config import default_probe_size
     from evosyn.storage.store import Store
 
     if probe_size is None:

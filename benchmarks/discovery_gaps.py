@@ -103,9 +103,11 @@ def summary_line(gap: str, per_seed: list[dict]) -> str:
 
 def attach(store, domain: str, rows: list[dict], rounds: int, n: int, say=lambda s: None) -> dict[str, Any]:
     """Adds ``diagnosis`` to every evosyn seed row; returns the balanced sample's description."""
+    from evosyn.envs.packs import get_domain
     from evosyn.tasks.testset import test_cases, test_set_run_id
 
-    cases = test_cases(store, domain, n=n, kind="uniform")
+    env = get_domain(domain)
+    cases = test_cases(store, env, n=n, kind="uniform")
     cache: dict = {}
     for row in rows:
         if row["arm"] != "evosyn":
@@ -113,4 +115,4 @@ def attach(store, domain: str, rows: list[dict], rounds: int, n: int, say=lambda
         for s in row["per_seed"]:
             s["diagnosis"] = diagnose(store, domain, s["run_id"], rounds, row["gap"], s["promoted"], cases, cache)
         say(summary_line(row["gap"], row["per_seed"]))
-    return {"set": test_set_run_id(domain, n=n, kind="uniform"), "tasks": len(cases), "models_scored": len(cache)}
+    return {"set": test_set_run_id(env, n=n, kind="uniform"), "tasks": len(cases), "models_scored": len(cache)}

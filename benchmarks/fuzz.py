@@ -56,15 +56,15 @@ def fixture() -> Fixture:
     from evosyn.agents.planner import EmbeddedPlanner
     from evosyn.agents.teacher import EmbeddedTeacher
     from evosyn.envs.ontology import load_initial_space
-    from evosyn.envs.packs import default_domain, get_domain, get_pack
+    from evosyn.envs.packs import default_domain, get_domain
     from evosyn.storage.records import Probe, ProbeBucket
 
-    name = default_domain()
-    dom, space = get_domain(name), load_initial_space(name, run_id="fuzz")
-    directions = EmbeddedDesigner().design(space, ColdStart(), 8, run_id="fuzz", round=1, seed=0)
+    dom = get_domain(default_domain())
+    space, rules = load_initial_space(dom.pack, run_id="fuzz"), dom.pack.planner_rules
+    directions = EmbeddedDesigner(rules).design(space, ColdStart(), 8, run_id="fuzz", round=1, seed=0)
     direction = directions[0]
-    bp = EmbeddedPlanner().plan(direction, space, None, index=0, seed=0)
-    plan = get_pack(name).task_builder(dom, DefaultPrior()).plan(bp.selected_dimensions, bp.blueprint_id, bp.seed)
+    bp = EmbeddedPlanner(rules=rules).plan(direction, space, None, index=0, seed=0)
+    plan = dom.pack.task_builder(dom, DefaultPrior()).plan(bp.selected_dimensions, bp.blueprint_id, bp.seed)
     task = EmbeddedGenerator(dom).generate(bp, space)
     traj = EmbeddedTeacher(dom).rollout(task)
     probe = Probe(run_id="fuzz", round=1, probe="num_write", buckets=[ProbeBucket(bucket="0", count=3)],
@@ -130,7 +130,8 @@ def _validate(role: str, parsed: Any, calls: list, text: str, fx: Fixture) -> No
     if role == "designer":
         _storable(parse_designer(parsed, fx.space, ColdStart(), 8, run_id="fuzz", round=1))
     elif role == "planner":
-        _storable([parse_planner(parsed, fx.direction, fx.space, index=0, seed=0)])
+        _storable([parse_planner(parsed, fx.direction, fx.space, index=0, seed=0,
+                                 rules=fx.domain.pack.planner_rules)])
     elif role == "generator":
         task = parse_generator(parsed, fx.blueprint, fx.space, fx.domain)
         _storable([task])

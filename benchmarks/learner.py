@@ -22,8 +22,9 @@ def pool(store, domain: str, name: str, budget: int, seed: int, space=None, stee
     from evosyn.tasks.synthesis import run_pass
 
     run_id = f"{name}-{domain}-s{seed}-n{budget}"
-    space = (space or load_initial_space(domain, run_id=run_id)).model_copy(update={"run_id": run_id})
-    return run_pass(Ctx(store, run_id, 0, seed, domain), space, steering or ColdStart(), budget)
+    ctx = Ctx(store, run_id, 0, seed, domain)
+    space = (space or load_initial_space(ctx.pack, run_id=run_id)).model_copy(update={"run_id": run_id})
+    return run_pass(ctx, space, steering or ColdStart(), budget)
 
 
 def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cases=None) -> dict[str, Any]:
@@ -34,17 +35,18 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cas
     from evosyn.tasks.learn import fit_embedded
     from evosyn.tasks.testset import test_cases
 
-    cases = cases if cases is not None else test_cases(store, domain, n=test_size)
+    env = get_domain(domain)
+    cases = cases if cases is not None else test_cases(store, env, n=test_size)
     kept = pool(store, domain, "bench-learner", int(max(sizes) * 1.05) + 12, seed).kept
-    trajectories = [with_policy(c.task, c.trajectory) for c in kept]  # each with its agent's system prompt
+    trajectories = [with_policy(env, c.task, c.trajectory) for c in kept]  # each with its agent's system prompt
     random.Random(seed).shuffle(trajectories)  # the pool is in family order: a prefix would miss families
     curve = []
     for size in sizes:
         train = trajectories[:size]
         t0, c0 = time.perf_counter(), time.process_time()
-        learner = fit_embedded(train, domain, seed)
+        learner = fit_embedded(train, env, seed)
         t1, c1 = time.perf_counter(), time.process_time()
-        evals, _ = evaluate(learner, cases, get_domain(domain), run_id="bench-learner", round=0, task_set="test",
+        evals, _ = evaluate(learner, cases, env, run_id="bench-learner", round=0, task_set="test",
                             model_version=f"bench/{size}")
         t2, c2 = time.perf_counter(), time.process_time()
         by = success_by_slice(evals, "num_write")
@@ -91,10 +93,11 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
     from evosyn.tasks.learn import fit_embedded
     from evosyn.tasks.testset import test_cases
 
-    cases = test_cases(store, domain, n=test_size)
-    space = with_count_factors(load_initial_space(domain, run_id="bench-ablation"), ("num_write",))
+    env = get_domain(domain)
+    cases = test_cases(store, env, n=test_size)
+    space = with_count_factors(load_initial_space(env.pack, run_id="bench-ablation"), ("num_write",))
     drawn = pool(store, domain, "bench-ablation", int(size * 3.2), seed, space, NewFactor(factor="num_write"))
-    kept = [(with_policy(c.task, c.trajectory), c.verdict.observed.get("num_write", ["0"])[0]) for c in drawn.kept]
+    kept = [(with_policy(env, c.task, c.trajectory), c.verdict.observed.get("num_write", ["0"])[0]) for c in drawn.kept]
     random.Random(seed).shuffle(kept)  # one shuffle: the arms below are drawn from it in the same order
     multi = {t.trajectory_id for t, nw in kept if nw not in ("0", "1")}
     single = [t for t, nw in kept if nw in ("0", "1")]
@@ -102,8 +105,8 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
     arms = {"without multi-write": single[:size], "with multi-write": [t for t, _ in kept][:size]}
     out = []
     for name, trajectories in arms.items():
-        learner = fit_embedded(trajectories, domain, seed)
-        evals, _ = evaluate(learner, cases, get_domain(domain), run_id="bench-ablation", round=0, task_set="test",
+        learner = fit_embedded(trajectories, env, seed)
+        evals, _ = evaluate(learner, cases, env, run_id="bench-ablation", round=0, task_set="test",
                             model_version=f"ablation/{name}")
         by = success_by_slice(evals, "num_write")
         hits, total = (sum(by.get(b, (0, 0))[i] for b in MULTI) for i in (0, 1))

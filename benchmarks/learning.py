@@ -38,7 +38,7 @@ import numpy as np
 from evosyn.benchmarks.adaptation import adaptation, allocation
 from evosyn.benchmarks.bootstrap import LEVEL, RESAMPLES, paired, two_level
 from evosyn.benchmarks.learning_slices import common_tasks, slices
-from evosyn.storage.config import ENV_OVERRIDES
+from evosyn.config import ENV_OVERRIDES
 from evosyn.storage.records import Arm
 
 DEFAULT_ARMS = ("evosyn", "static", "no_feedback")
@@ -111,7 +111,7 @@ class Launched:
 
 def _run_id(plan: Plan, arm: str, seed: int) -> str:
     from evosyn.flows.run import run_id_for
-    from evosyn.storage.config import validate_config
+    from evosyn.config import validate_config
 
     return run_id_for(validate_config(plan.config(arm, seed)))
 
@@ -290,7 +290,7 @@ def _controllability(runs: list[dict]) -> list[dict]:
 
 def _probe_size(plan: Plan) -> int:
     """The probe set a round of the plan's feedback arm reads (the runs' default unless the plan names one)."""
-    from evosyn.storage.config import default_probe_size
+    from evosyn.config import default_probe_size
 
     named = plan.extra.get("probe_size")
     return default_probe_size(plan.budget) if named is None else named

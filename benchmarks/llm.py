@@ -159,7 +159,7 @@ def ideal_completions(latencies: list[float], concurrency: int, rpm: int) -> lis
 def run(calls: int = 200, concurrency: int = 32, latency_s: float = 1.5, sigma: float = 0.5, rpm: int = 600,
         seed: int = 0, provider: str = "openai_compatible") -> dict[str, Any]:
     from evosyn.agents.llm import make_client
-    from evosyn.storage.config import RoleConfig
+    from evosyn.config import RoleConfig
 
     os.environ.setdefault("EVOSYN_BENCH_FAKE_KEY", "sk-bench-not-a-real-key")
     with tempfile.TemporaryDirectory(prefix="evosyn-bench-llm-") as work:

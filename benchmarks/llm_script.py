@@ -56,7 +56,7 @@ class RoleScript:
 
         domain = domain or default_domain()
         self.dom = get_domain(domain)
-        self.space = load_initial_space(domain)
+        self.space = load_initial_space(self.dom.pack)
         self.by_reason: dict[str, object] = {}  # user scenario's reason for call -> embedded trajectory
         self.by_opening: dict[str, object] = {}
         self.lock = threading.Lock()
@@ -93,7 +93,7 @@ class RoleScript:
         key = prompt.split("variation key ")[1].split(")")[0]
         direction = Direction(run_id="s", round=1, direction_id=f"d-{key}-{d['objective']}", condition_id="c",
                               budget_level="explore", **d)
-        bp = EmbeddedPlanner().plan(direction, self.space, None, index=0, seed=0)
+        bp = EmbeddedPlanner(rules=self.dom.pack.planner_rules).plan(direction, self.space, None, index=0, seed=0)
         return {"domain": bp.domain, "plan_id": bp.plan_id, "selected_dimensions": bp.selected_dimensions,
                 "generation_intent": bp.generation_intent, "success_focus": bp.success_focus,
                 "diversity_notes": bp.diversity_notes,
@@ -102,11 +102,10 @@ class RoleScript:
     def generator(self, prompt: str) -> dict:
         from evosyn.agents.generator import GeneratorOut, parse_generator
         from evosyn.agents.plans import DefaultPrior
-        from evosyn.envs.packs import get_pack
         from evosyn.storage.records import Blueprint
 
         bp = after(prompt, "BLUEPRINT")
-        builder = get_pack(self.dom.name).task_builder(self.dom, DefaultPrior())
+        builder = self.dom.pack.task_builder(self.dom, DefaultPrior())
         plan = builder.plan(bp["selected_dimensions"], bp["blueprint_id"], bp["seed"])
         out = {"user_id": plan.user_id,
                # an intent's ids: all the user simulator reads of its arguments, and all the schema sent lets a

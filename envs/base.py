@@ -246,6 +246,10 @@ class Domain(ABC):
             found = self._pack = get_pack(self.name)
         return found
 
+    def bind_pack(self, pack: DomainPack) -> None:
+        """Bind this environment to the pack that built it, so ``pack`` is never looked up by name."""
+        self._pack = pack
+
     @abstractmethod
     def tools(self, requestor: Requestor | None = None) -> list[ToolSpec]: ...
 

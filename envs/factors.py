@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from evosyn.envs.packs import DomainPack, get_pack
+from evosyn.envs.packs import DomainPack
 from evosyn.envs.properties import BUCKETS, PROPERTIES, Call, bucket, measure_all
 from evosyn.envs.replay import ReplayResult, StepRecord
 from evosyn.envs.tool_patterns import tool_use_patterns
@@ -84,8 +84,8 @@ def _derived(writes: list[StepRecord], messages: list[Message]) -> bool:
     return any(n not in stated for n in numbers)
 
 
-def observe(domain: str, replay: ReplayResult, messages: list[Message]) -> dict[str, list[str]]:
-    pack = get_pack(domain)
+def observe(pack: DomainPack, replay: ReplayResult, messages: list[Message]) -> dict[str, list[str]]:
+    """The observed factors of a replayed trajectory, read through its domain ``pack``'s maps."""
     steps = replay.steps
     writes = [s for s in steps if s.kind == "write" and s.changed_state and not s.error]
     reads = [s for s in steps if s.kind == "read"]
@@ -110,7 +110,7 @@ def observe(domain: str, replay: ReplayResult, messages: list[Message]) -> dict[
         "num_read": [bucket(len(reads))],
         **{k: [v] for k, v in measure_all(calls, pack, _MEASURED).items()},
         "trajectory_pattern": [pattern(steps, pack)],
-        "tool_use_pattern": tool_use_patterns(domain, steps, messages, refused=outcome == "refuse"),
+        "tool_use_pattern": tool_use_patterns(pack, steps, messages, refused=outcome == "refuse"),
         "state_change_type": [change],
         "computation": ["required" if computed else "none"],
         "expected_outcome": [outcome],

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from evosyn.envs.packs import UnknownDomain, get_pack
+from evosyn.envs.packs import DomainPack
 from evosyn.envs.properties import PROPERTIES
 from evosyn.storage.records import Factor, SynthesisSpace
 
@@ -33,18 +33,15 @@ def validate_space(space: SynthesisSpace) -> SynthesisSpace:
     return space
 
 
-def load_initial_space(domain: str, run_id: str = "none", round: int = 0, extra: Iterable[str] = ()
+def load_initial_space(pack: DomainPack, run_id: str = "none", round: int = 0, extra: Iterable[str] = ()
                        ) -> SynthesisSpace:
     """The pack's initial space; ``extra`` (``RunConfig.initial_factors``) adds controllable properties of the
     domain's generator as standard factors of v1 (checked by ``check_initial_factors``)."""
-    try:
-        pack = get_pack(domain)
-        raw = pack.initial_space()
-    except UnknownDomain as exc:
-        raise SpaceError(f"no initial synthesis space for {domain!r}: {exc}") from None
+    domain = pack.name
+    raw = pack.initial_space()
     factors = [Factor(**f, observable=f["key"] in OBSERVABLE, added_in=1) for f in raw["factors"]]
     extra = list(extra)
-    check_initial_factors(extra, domain)
+    check_initial_factors(extra, pack)
     factors += [Factor(key=k, values=list(pack.controllable[k]), status="standard", observable=k in OBSERVABLE,
                        added_in=1, guidance=f"in the initial space by the run's config (initial_factors): the "
                                             f"{domain} generator's {k}") for k in extra]
@@ -53,14 +50,14 @@ def load_initial_space(domain: str, run_id: str = "none", round: int = 0, extra:
     return validate_space(space)
 
 
-def check_initial_factors(names: list[str], domain: str) -> None:
-    """``RunConfig.initial_factors`` names controllable properties of the domain's generator that the initial
+def check_initial_factors(names: list[str], pack: DomainPack) -> None:
+    """``RunConfig.initial_factors`` names controllable properties of the pack's generator that the initial
     space does not have, each once (one ``ConfigError`` line naming the field otherwise), before any work."""
     if not names:  # the pack's space: nothing to read or check
         return
-    from evosyn.storage.config import ConfigError
+    from evosyn.storage.userfiles import ConfigError
 
-    pack = get_pack(domain)
+    domain = pack.name
     seed = {f["key"] for f in pack.initial_space()["factors"]}
     for name in names:
         if name not in pack.controllable:

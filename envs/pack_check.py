@@ -93,7 +93,7 @@ def _first(exc: BaseException) -> str:
 
 def _space(pack: DomainPack) -> list[Finding]:
     try:
-        load_initial_space(pack.name)
+        load_initial_space(pack)
     except PackError as exc:  # no ontology.json: the message names the file and the fix
         return [_error("ontology.json", str(exc).removeprefix("ontology.json: "))]
     except json.JSONDecodeError as exc:

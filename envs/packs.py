@@ -324,9 +324,11 @@ def _load() -> None:
     _loaded = True
 
 
-def known(with_environment: bool = False) -> list[str]:
+def known(with_environment: bool = False, with_generator: bool = False) -> list[str]:
+    """The registered packs' names; ``with_environment`` / ``with_generator``: only those that have one."""
     _load()
-    return sorted(n for n, p in _PACKS.items() if p.has_environment or not with_environment)
+    return sorted(n for n, p in _PACKS.items() if (p.has_environment or not with_environment)
+                  and (p.has_generator or not with_generator))
 
 
 def broken() -> dict[str, str]:
@@ -365,7 +367,7 @@ def get_domain(name: str) -> "Domain":
     if name not in _INSTANCES:
         folder = _DATA.get(name)
         env = pack.environment_from(folder) if folder is not None else pack.environment()
-        env._pack = pack  # resolved here, once: callers below reach the hooks as ``env.pack``
+        env.bind_pack(pack)  # resolved here, once: callers below reach the hooks as ``env.pack``
         _INSTANCES[name] = env
     return _INSTANCES[name]
 

@@ -14,7 +14,6 @@ import copy
 from typing import Any
 
 from evosyn.envs.base import Domain, EnvTask
-from evosyn.envs.packs import get_pack
 from evosyn.storage.records import Message, ToolCall
 
 KINDS = ("write_dropped", "read_dropped", "argument_changed", "writes_swapped", "extra_write",
@@ -65,9 +64,9 @@ def _changed(value: Any) -> Any:
     return value
 
 
-def _extra_write_call(domain_name: str, messages: list[Message]) -> ToolCall | None:
+def _extra_write_call(domain: Domain, messages: list[Message]) -> ToolCall | None:
     """The domain pack's extra state-changing call for a trajectory with these calls (None: it has none)."""
-    return get_pack(domain_name).extra_write([c.arguments for m in messages for c in m.tool_calls])
+    return domain.pack.extra_write([c.arguments for m in messages for c in m.tool_calls])
 
 
 def perturb(domain: Domain, task: EnvTask, messages: list[Message], kind: str) -> list[Message] | None:
@@ -98,7 +97,7 @@ def perturb(domain: Domain, task: EnvTask, messages: list[Message], kind: str) -
         msgs[b].tool_calls[0] = ca.model_copy(update={"id": cb.id})
         return rematerialize(domain, task, msgs)
     if kind == "extra_write":
-        call = _extra_write_call(domain.name, msgs)
+        call = _extra_write_call(domain, msgs)
         if call is None:
             return None
         at = len(msgs) - 1  # before the closing message

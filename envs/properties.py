@@ -141,13 +141,12 @@ def bucket_index(key: str, value: str) -> int | None:
     return p.values.index(value)
 
 
-def check_prior(suppress: dict[str, dict[str, float]], domain: str) -> None:
-    """``RunConfig.prior.suppress`` names properties the domain's generator controls, and their buckets
+def check_prior(suppress: dict[str, dict[str, float]], pack: DomainPack) -> None:
+    """``RunConfig.prior.suppress`` names properties the pack's generator controls, and their buckets
     (one ``ConfigError`` line naming the field otherwise), before any work."""
-    from evosyn.envs.packs import get_pack
-    from evosyn.storage.config import ConfigError
+    from evosyn.storage.userfiles import ConfigError
 
-    controllable = get_pack(domain).controllable
+    domain, controllable = pack.name, pack.controllable
     for key, buckets in suppress.items():
         if key not in controllable:
             raise ConfigError(f"prior.suppress.{key}: the {domain} generator does not control it "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from evosyn.envs.factors import BUCKETS
-from evosyn.envs.packs import get_pack, known
+from evosyn.envs.packs import DomainPack, get_pack, known
 
 ONTOLOGY_FACTORS = ("task_family", "tool_use_pattern", "expected_outcome", "policy_or_constraint_focus")
 INTERACTION_TEMPLATES = [("task_family", "tool_use_pattern"), ("task_family", "expected_outcome"),
@@ -19,21 +19,23 @@ INTERACTION_TEMPLATES = [("task_family", "tool_use_pattern"), ("task_family", "e
 
 
 @lru_cache(maxsize=None)
-def _ontology(domain: str) -> dict[str, list[str]]:
-    raw = get_pack(domain).initial_space()
+def _ontology(pack: DomainPack) -> dict[str, list[str]]:
+    raw = pack.initial_space()
     return {f["key"]: list(f["values"]) for f in raw["factors"]}
 
 
 def reference_values(domain: str) -> dict[str, list[str]]:
-    """factor -> its fixed reference values V_k (eight observed factors)."""
+    """factor -> its fixed reference values V_k (eight observed factors). ``domain``: the name a run's stored rows
+    carry (the metrics over the store read it there), resolved to its pack here, once."""
     if domain not in known(with_environment=True):
         raise ValueError(f"no observed-factor reference sets for domain {domain!r}; known: "
                          f"{', '.join(known(with_environment=True))}")
-    onto = _ontology(domain)
+    pack = get_pack(domain)
+    onto = _ontology(pack)
     ref = {k: onto[k] for k in ONTOLOGY_FACTORS if k in onto}
     # a space without an outcome factor (CAR-bench's) is measured on the verifier's own outcome values
     ref.setdefault("expected_outcome", ["fulfill", "refuse"])
     # the state-change kinds the domain's write tools can realize (its pack's change kinds), plus none / mixed
-    ref.update({"state_change_type": list(get_pack(domain).state_changes), "computation": ["none", "required"],
+    ref.update({"state_change_type": list(pack.state_changes), "computation": ["none", "required"],
                 "num_write": list(BUCKETS), "num_read": list(BUCKETS)})
     return ref

@@ -30,7 +30,7 @@ import json
 import re
 from typing import Iterable
 
-from evosyn.envs.packs import DomainPack, get_pack
+from evosyn.envs.packs import DomainPack
 from evosyn.storage.records import Message
 
 _CONFIRM_ASK = re.compile(r"\b(confirm|proceed|go ahead)\b", re.I)
@@ -103,7 +103,7 @@ def shapes(steps: Iterable, messages: list[Message], refused: bool, pack: Domain
     return out
 
 
-def tool_use_patterns(domain: str, steps: Iterable, messages: list[Message], refused: bool) -> list[str]:
-    pack = get_pack(domain)
+def tool_use_patterns(pack: DomainPack, steps: Iterable, messages: list[Message], refused: bool) -> list[str]:
+    """The shapes the trajectory shows, each named by the domain ``pack``'s ``shape_values`` (unnamed: left out)."""
     names = pack.shape_values
     return sorted({names[s] for s in shapes(steps, messages, refused, pack) if s in names})

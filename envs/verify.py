@@ -18,11 +18,10 @@ observations do not replay gets reward 0 (tau2's evaluator raises on it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from evosyn.envs.base import Domain, EnvTask
 from evosyn.envs.factors import GATED, observe
-from evosyn.envs.policies import rule_code, rules_for, waivers_for
+from evosyn.envs.policies import rule_code
 from evosyn.envs.replay import gold_replay, replay, stored_gold_digest, task_key
 from evosyn.storage.records import CheckResult, Message
 
@@ -58,7 +57,7 @@ def communicated(info: str, messages: list[Message], told: list[str] | None = No
 
 
 def _official_waivers(domain: Domain, task: EnvTask) -> dict[str, str]:
-    waivers = waivers_for(domain.name).get(task.id)
+    waivers = domain.pack.official_waivers.get(task.id)
     if not waivers:
         return {}
     official = domain.official_task(task.id)
@@ -74,7 +73,7 @@ def run_checks(domain: Domain, task: EnvTask, messages: list[Message], terminati
 
     exec_problems = [p for c in calls if (p := domain.validate_arguments(c.name, c.arguments, c.requestor))]
 
-    rules = rules_for(domain.name)
+    rules = domain.pack.policy_rules()
     violations: list[str] = []
 
     def before_call(episode, call, history):
@@ -111,7 +110,7 @@ def run_checks(domain: Domain, task: EnvTask, messages: list[Message], terminati
     told = _told(messages) if infos else []
     comm_problems = [f"not told to the user: {info!r}" for info in infos if not communicated(info, messages, told)]
 
-    observed = observe(domain.name, rep, messages)
+    observed = observe(domain.pack, rep, messages)
     factor_problems = []
     for key, values in (requested or {}).items():
         if key in GATED and values:

@@ -26,7 +26,7 @@ def config() -> None:
 @click.argument("file", type=PATH)
 def config_validate(file: str) -> None:
     """Check a YAML run config and print the resolved settings."""
-    from evosyn.storage.config import ConfigError, load_config
+    from evosyn.config import ConfigError, load_config
 
     try:
         cfg = load_config(file)

@@ -74,7 +74,7 @@ class RootGroup(click.Group):
 @click.pass_context
 def main(ctx: click.Context, home: str | None) -> None:
     """EvoSyn: closed-loop synthesis of training data for tool-using agents."""
-    # not from storage.config: it imports pydantic (0.1 s), which `evosyn query` does without
+    # not from evosyn.config: it imports pydantic (0.1 s), which `evosyn query` does without
     from evosyn.storage.userfiles import ConfigError, load_dotenv_secrets
 
     try:

@@ -6,6 +6,7 @@ import json
 import click
 
 from evosyn.flows.cli_app import UserError, main
+from evosyn.flows.cli_fields import FieldFloatRange
 from evosyn.flows.inputs import store_from
 from evosyn.flows.render import print_table
 
@@ -14,7 +15,7 @@ COLUMNS = ["checked", "flagged", "duplicate", "official", "official_test", "test
 
 @main.command()
 @click.option("--run", "run_id", required=True, help="A run (or `evosyn synth` pass) of the store.")
-@click.option("--threshold", type=click.FloatRange(0.0, 1.0, min_open=True), default=None,
+@click.option("--threshold", type=FieldFloatRange("DedupConfig.threshold"), default=None,
               help="MinHash Jaccard of two instructions that counts as near [default: the run's config, else 0.8].")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_context
@@ -24,7 +25,7 @@ def dedup(ctx, run_id: str, threshold: float | None, fmt: str) -> None:
     Writes the `dedup` table (a run's rounds checked with its own settings are read back, not redone) and
     prints the counts per round; `evosyn query` reads the rows.
     """
-    from evosyn.envs.packs import get_domain
+    from evosyn.flows.compile import stored_domain
     from evosyn.tasks.dedup import check_run, run_settings
 
     store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
@@ -38,7 +39,7 @@ def dedup(ctx, run_id: str, threshold: float | None, fmt: str) -> None:
             raise UserError(f"--threshold {threshold:g}: run {run_id} trained without the tasks its own threshold "
                             f"({cfg.threshold:g}) flagged (dedup.drop); leave --threshold out")
         cfg = cfg.model_copy(update={"threshold": threshold})
-    result = check_run(store, get_domain(domain), run_id, cfg, test_size)
+    result = check_run(store, stored_domain(domain), run_id, cfg, test_size)
     if fmt == "json":
         click.echo(json.dumps(result.model_dump(mode="json"), indent=1))
         return

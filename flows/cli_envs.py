@@ -11,10 +11,9 @@ from evosyn.flows.render import print_table
 
 
 def _domain(name: str | None, option: str = "--domain"):
-    from evosyn.envs.packs import get_domain
-    from evosyn.flows.inputs import check_domain
+    from evosyn.flows.compile import compile_domain
 
-    return get_domain(check_domain(name, option))
+    return compile_domain(name, option).env
 
 
 @main.group()
@@ -129,7 +128,7 @@ def verify(domain: str, official: bool, split: str, task_file: str | None, traje
 
 
 def _read_json(path: str, option: str):
-    from evosyn.storage.config import ConfigError, read_text_file
+    from evosyn.storage.userfiles import ConfigError, read_text_file
 
     try:
         return json.loads(read_text_file(path, prefix=f"{option} {path}"))

@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from evosyn.flows.cli_app import PATH, UserError, main
+from evosyn.flows.cli_fields import FieldChoice
 from evosyn.flows.inputs import store_from
 from evosyn.flows.render import print_table
 from evosyn.storage import atomic
@@ -21,7 +22,7 @@ def _slice_table(title: str, evaluations, factor: str) -> None:
 @main.command()
 @click.option("--run", "run_id", required=True)
 @click.option("--round", "round_", type=int, required=True)
-@click.option("--learner", type=click.Choice(["embedded", "llamafactory"]), default="embedded", show_default=True)
+@click.option("--learner", type=FieldChoice("RunConfig.learner"), default="embedded", show_default=True)
 @click.option("--model", default=None, help="llamafactory: base model path or name [default: the config's, "
                                              "else Qwen/Qwen3-8B].")
 @click.option("--config", "config_file", type=PATH, default=None,
@@ -30,7 +31,7 @@ def _slice_table(title: str, evaluations, factor: str) -> None:
 def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config_file: str | None) -> None:
     """Train the task agent on all verified training examples of rounds <= R."""
     from evosyn.tasks.dedup import training_examples
-    from evosyn.storage.config import ConfigError, load_config
+    from evosyn.config import ConfigError, load_config
 
     try:
         lf = load_config(config_file, env={}).llamafactory
@@ -51,15 +52,16 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config
         return
     from evosyn.agents.learners.llamafactory import TrainingError, check_learner
     from evosyn.tasks.checkpoint import export_round, train_checkpoint
+    from evosyn.flows.compile import stored_domain
     from evosyn.tasks.learn import run_domain
 
-    domain = run_domain(store, run_id)
+    env = stored_domain(run_domain(store, run_id))
     try:
         check_learner(lf)
-        ckpt = export_round(store, run_id, round_, domain, lf)
+        ckpt = export_round(store, run_id, round_, env, lf)
         click.echo(f"exported {ckpt.n_trajectories} examples, dropped {sum(ckpt.dropped.values())}, held out "
                    f"{ckpt.held_out} diagnostic; config {ckpt.path.parent / 'sft.yaml'}")
-        ckpt, before = train_checkpoint(store, run_id, round_, domain, lf, log=click.echo)
+        ckpt, before = train_checkpoint(store, run_id, round_, env, lf, log=click.echo)
     except TrainingError as exc:
         raise UserError(str(exc)) from None
     click.echo(f"checkpoint {ckpt.path} ({ckpt.fingerprint}){' trained before' if before else ''}")
@@ -158,7 +160,7 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
                        user_base_url: str | None, user_key_env: str | None, trials: int, max_tasks: int | None,
                        task_ids: str | None, max_steps: int, tasks_path: str | None) -> None:
     """`evaluate --official`: every input checked (one line each) before the first conversation."""
-    from evosyn.flows.inputs import check_domain
+    from evosyn.flows.compile import compile_domain
     from evosyn.tasks.official import official_domain, official_tasks
     from evosyn.tasks.official_agents import OfficialError, build_agent, build_user, flush_user, log_official
     from evosyn.tasks.official_agents import parse_agent, parse_user
@@ -180,9 +182,10 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
         from evosyn.tasks.learn import run_domain
 
         domain = run_domain(store_from(ctx, create=False, runs=(run_id,), option="--run", any_table=True), run_id)
-    domain = check_domain(domain)
+    env = compile_domain(domain).env
+    domain = env.name
     try:
-        dom = official_domain(domain, tasks_path)
+        dom = official_domain(env, tasks_path)
     except (OSError, ValueError) as exc:
         raise UserError(f"--tasks {tasks_path}: {exc}") from None
     source, splits = dom.task_set(), dom.splits()
@@ -204,7 +207,7 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
     click.echo(f"{domain}/{split}: {n_tasks} official tasks x {trials} trials; agent {spec.label}, user {user.label}",
                err=True)
     click.echo(f"tasks: {source.label}", err=True)
-    result = _run_official(store, the_agent, user, quiet, run_id=run_id, round=round_, domain=domain, split=split,
+    result = _run_official(store, the_agent, user, quiet, run_id=run_id, round=round_, env=env, split=split,
                            model_version=version, trials=trials, max_tasks=max_tasks, task_ids=ids,
                            max_steps=max_steps, tasks_path=tasks_path)
     flush_user(user, store, result)
@@ -234,7 +237,7 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
 def export(ctx, run_id: str, round_: int | None, fmt: str, output: str, hub_repo: str | None) -> None:
     """Export verified training data (LLaMA-Factory ShareGPT, OpenAI messages JSONL, tau2 tasks, HF dataset)."""
     from evosyn.flows.inputs import check_output, writing
-    from evosyn.tasks.hf_export import select_examples
+    from evosyn.tasks.exports.hf import select_examples
 
     if hub_repo and fmt != "hf":
         raise UserError(f"--push-to-hub {hub_repo}: only with --format hf")
@@ -250,7 +253,7 @@ def export(ctx, run_id: str, round_: int | None, fmt: str, output: str, hub_repo
     click.echo(f"exported {n} {what} ({fmt}) to {out}; held out {chosen.held_out} diagnostic; "
                f"dropped {sum(dropped.values())}{why}")
     if hub_repo:
-        from evosyn.tasks.hf_export import PushError, push_to_hub
+        from evosyn.tasks.exports.hf import PushError, push_to_hub
 
         try:
             url = push_to_hub(out, hub_repo)
@@ -265,19 +268,19 @@ def _export(store, run_id: str, chosen, fmt: str, out: Path, round_: int | None 
 
     from evosyn.agents.learners.exports import task_definitions, write_openai
     from evosyn.agents.learners.llamafactory import write_dataset
-    from evosyn.envs.packs import get_domain
+    from evosyn.flows.compile import stored_domain
     from evosyn.tasks.datasets import system_prompt
     from evosyn.tasks.learn import run_domain
 
     out.mkdir(parents=True, exist_ok=True)
     examples, dropped = chosen.train, Counter()
     if fmt == "hf":
-        from evosyn.tasks.hf_export import write_hf
+        from evosyn.tasks.exports.hf import write_hf
 
         result = write_hf(store, run_id, chosen, out, round_)
         return result.rows, result.dropped
     # the system prompt of each conversation: the policy the served agent gets on its task (harness.converse)
-    policy = system_prompt(store, run_id, get_domain(run_domain(store, run_id))) if fmt in ("sharegpt", "openai") \
+    policy = system_prompt(store, run_id, stored_domain(run_domain(store, run_id))) if fmt in ("sharegpt", "openai") \
         else ""
     if fmt == "sharegpt":  # a conversation LLaMA-Factory cannot take is left out, with its reason
         exported = write_dataset(examples, out, system=policy)

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 import click
 
 from evosyn.flows.cli_app import PATH, UserError, main
+from evosyn.flows.cli_fields import FieldChoice, FieldIntRange
 from evosyn.flows.inputs import store_from
 from evosyn.flows.render import print_table
 
@@ -34,7 +35,7 @@ class RunFailed(UserError):
 
 
 def _config(ctx, config_file, **overrides):
-    from evosyn.storage.config import ConfigError, load_config
+    from evosyn.config import ConfigError, load_config
 
     try:
         cfg = load_config(config_file, overrides={k: v for k, v in overrides.items() if v is not None})
@@ -42,59 +43,19 @@ def _config(ctx, config_file, **overrides):
         raise UserError(str(exc)) from None
     if ctx.obj.get("home") and not cfg.store.root:
         cfg.store.root = ctx.obj["home"]
-    if cfg.backend == "llm" or any(rc.backend == "llm" for rc in cfg.roles.values()):
-        from evosyn.agents.roles import check_roles
-        from evosyn.storage.config import load_dotenv_secrets
+    return compiled(cfg)
 
-        load_dotenv_secrets()  # API keys may come from ./.env; they are read, never stored
-        try:
-            check_roles(cfg)  # provider, model and key of every LLM role, before any work starts
-        except ConfigError as exc:
-            raise UserError(str(exc)) from None
-    from evosyn.flows.inputs import check_domain
 
-    cfg.domain = check_domain(cfg.domain, generator=True, run=True)  # the fixed test set is always built embedded
-    from evosyn.envs.ontology import check_initial_factors
-    from evosyn.envs.properties import check_prior
-    from evosyn.flows.inputs import use_env_data
+def compiled(cfg):
+    """``cfg`` through the compile step (``evosyn.flows.compile.compile_run``): each failed check one line."""
+    from evosyn.agents.learners.llamafactory import TrainingError
+    from evosyn.flows.compile import compile_run
+    from evosyn.flows.task_runners import TaskRunnerMissing
+    from evosyn.storage.userfiles import ConfigError
 
     try:
-        use_env_data(cfg)  # the data folders it names, the run's own loaded (one line when it is not one)
-        check_prior(cfg.prior.suppress, cfg.domain)
-        check_initial_factors(cfg.initial_factors, cfg.domain)
-    except ConfigError as exc:
-        raise UserError(str(exc)) from None
-    if cfg.official_eval is not None:  # its split and its LLM user, before any work
-        from evosyn.tasks.official_agents import check_official_config
-
-        try:
-            check_official_config(cfg.official_eval, cfg.domain)
-        except ConfigError as exc:
-            raise UserError(str(exc)) from None
-    check_learner(cfg)
-    check_runner(cfg)
-    return cfg
-
-
-def check_runner(cfg) -> None:
-    """``task_runner: dask``: prefect-dask installed, before any work."""
-    from evosyn.flows.task_runners import TaskRunnerMissing, check_task_runner
-
-    try:
-        check_task_runner(cfg)
-    except TaskRunnerMissing as exc:
-        raise UserError(str(exc)) from None
-
-
-def check_learner(cfg) -> None:
-    """``learner: llamafactory``: its CLI, and a GPU where the recipe needs one, before any work."""
-    if cfg.learner != "llamafactory":
-        return
-    from evosyn.agents.learners.llamafactory import TrainingError, check_learner as check
-
-    try:
-        check(cfg.llamafactory, cfg.train_deployment)
-    except TrainingError as exc:
+        return compile_run(cfg)
+    except (ConfigError, TrainingError, TaskRunnerMissing) as exc:
         raise UserError(str(exc)) from None
 
 
@@ -208,13 +169,12 @@ QUIET = click.option("--quiet", is_flag=True, help="One plain line per finished 
 
 @main.command()
 @click.option("--domain", default=None)
-@click.option("--rounds", type=click.IntRange(1, 50), default=None)
-@click.option("--arm", type=click.Choice(["evosyn", "static", "no_feedback", "no_reflector", "no_designer",
-                                          "single_agent"]), default=None)
-@click.option("--budget", type=click.IntRange(1, 1_000_000), default=None, help="Blueprints per round.")
+@click.option("--rounds", type=FieldIntRange("RunConfig.rounds"), default=None)
+@click.option("--arm", type=FieldChoice("RunConfig.arm"), default=None)
+@click.option("--budget", type=FieldIntRange("RunConfig.budget"), default=None, help="Blueprints per round.")
 @click.option("--seed", type=int, default=None)
-@click.option("--backend", type=click.Choice(["embedded", "llm"]), default=None)
-@click.option("--learner", type=click.Choice(["embedded", "llamafactory"]), default=None,
+@click.option("--backend", type=FieldChoice("RunConfig.backend"), default=None)
+@click.option("--learner", type=FieldChoice("RunConfig.learner"), default=None,
               help="The task agent trained each round (llamafactory: the config's `llamafactory` section).")
 @click.option("--config", "config_file", type=PATH, default=None)
 @click.option("--resume", "resume", default=None, help="Continue this run id (its stored config is used).")
@@ -225,7 +185,7 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
     import json
 
     from evosyn.flows.inputs import check_store_root
-    from evosyn.storage.config import validate_config
+    from evosyn.config import validate_config
 
     if resume:
         store = store_from(ctx, create=False, runs=(resume,), option="--resume")
@@ -235,10 +195,11 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
                             "with --config)")
         cfg = validate_config(json.loads(stored[0].config_json), source=f"stored config of {resume}")
         cfg.store.root = store.location
-        check_learner(cfg)
+        run = compiled(cfg)
     else:
-        cfg = _config(ctx, config_file, domain=domain, rounds=rounds, arm=arm, budget=budget, seed=seed,
+        run = _config(ctx, config_file, domain=domain, rounds=rounds, arm=arm, budget=budget, seed=seed,
                       backend=backend, learner=learner)
+    cfg = run.cfg
     check_store_root(cfg.store_root())
     existed = cfg.store_root().exists()
     busy = _lock_run(cfg, resume)  # before the slow start-up: a run already running is said at once
@@ -249,7 +210,7 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
         from evosyn.flows.run import evosyn_run
 
         with reported_in_one_line(), renderer(quiet) as show, timing.span("flow", "run"):
-            summary = evosyn_run(cfg, run_id=resume, progress=show)
+            summary = evosyn_run(cfg, run_id=resume, progress=show, compiled=run)
     finally:
         busy.__exit__(None, None, None)
         _forget_root(cfg.store_root(), existed)
@@ -273,7 +234,7 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
 def sweep(ctx, config_file, submit, deployment, timeout, quiet) -> None:
     """Domains x arms x seeds as subflows, or as flow runs on Prefect workers (--submit deployment)."""
     from evosyn.flows.inputs import check_store_root
-    from evosyn.storage.config import ConfigError
+    from evosyn.storage.userfiles import ConfigError
 
     try:
         from evosyn.flows.sweep import load_sweep
@@ -281,18 +242,11 @@ def sweep(ctx, config_file, submit, deployment, timeout, quiet) -> None:
         base, grid = load_sweep(config_file, ctx.obj.get("home"))
     except ConfigError as exc:
         raise UserError(str(exc)) from None
-    from evosyn.flows.inputs import check_domain
+    from evosyn.flows.compile import check_domain
 
     grid["domains"] = [check_domain(d, "sweep.domains", generator=True, run=True) for d in grid["domains"]]
-    from evosyn.flows.inputs import use_env_data
-
-    for d in grid["domains"]:  # each domain's data folder (env_data), before any run starts
-        try:
-            use_env_data(base.model_copy(update={"domain": d}))
-        except ConfigError as exc:
-            raise UserError(str(exc)) from None
-    check_learner(base)
-    check_runner(base)
+    for d in grid["domains"]:  # each domain's run through the compile step (its data folder too), before any run
+        compiled(base.model_copy(update={"domain": d}))
     check_store_root(base.store_root())
     grid["submit"] = submit or grid.get("submit", "inline")
     grid["deployment"] = deployment or grid.get("deployment") or "evosyn-run/evosyn-run"
@@ -344,7 +298,7 @@ def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> No
     """A self-contained HTML report (success over rounds, slices, allocation, probes, evolution trace, sample
     chats, legend) and a Markdown summary of a run."""
     from evosyn.flows.inputs import check_output, writing
-    from evosyn.tasks.report import write_report
+    from evosyn.tasks.reports.report import write_report
 
     store = store_from(ctx, create=False, runs=(run_id, *compare))
     out = check_output(output or store.root / "reports" / run_id, "--output", kind="dir")
@@ -355,8 +309,8 @@ def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> No
 
 def print_compare(result: dict) -> None:
     """Two tables per view (the learner's metrics, the verified data's), so every heading fits unabridged."""
-    from evosyn.tasks.compare import DATA_COLUMNS, KEY_COLUMNS, LEARNER_COLUMNS, _cell, legend_lines
-    from evosyn.tasks.legend import label
+    from evosyn.tasks.reports.compare import DATA_COLUMNS, KEY_COLUMNS, LEARNER_COLUMNS, _cell, legend_lines
+    from evosyn.tasks.reports.legend import label
 
     union = ", ".join(f"{d} {len(u)}" for d, u in result["pattern_union"].items())
     matched = ", ".join(f"{d} {n}" for d, n in result["size_matched_n"].items())
@@ -380,8 +334,8 @@ def print_compare(result: dict) -> None:
 def compare(ctx, run_ids: tuple[str, ...], output: str | None) -> None:
     """One table of every run (arm, seed) x round on shared normalizations, plus per-arm final means."""
     from evosyn.flows.inputs import check_output, writing
-    from evosyn.tasks.compare import compare as compare_runs
-    from evosyn.tasks.compare import write_compare
+    from evosyn.tasks.reports.compare import compare as compare_runs
+    from evosyn.tasks.reports.compare import write_compare
 
     store = store_from(ctx, create=False, runs=run_ids)
     out = check_output(output or store.root / "reports" / f"compare-{run_ids[0]}", "--output", kind="dir")

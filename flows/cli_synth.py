@@ -6,17 +6,18 @@ from typing import TYPE_CHECKING
 
 import click
 
+from evosyn.flows.cli_fields import FieldChoice
 from evosyn.flows.cli_app import PATH, UserError, main
 from evosyn.flows.inputs import store_from
 from evosyn.flows.render import print_table
 
 if TYPE_CHECKING:
-    from evosyn.storage.config import RoleConfig
+    from evosyn.config import RoleConfig
 
 
 def load_space_file(path: str, domain: str, run_id: str):
     from evosyn.envs.ontology import SpaceError, validate_space
-    from evosyn.storage.config import ConfigError, read_text_file
+    from evosyn.storage.userfiles import ConfigError, read_text_file
     from evosyn.storage.records import Factor, SynthesisSpace
 
     try:
@@ -47,14 +48,13 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
 
     from evosyn.agents.designer import ColdStart
     from evosyn.envs.ontology import load_initial_space
-    from evosyn.envs.packs import get_domain, get_pack
+    from evosyn.flows.compile import compile_domain
     from evosyn.tasks.stages import Ctx
     from evosyn.tasks.synthesis import PassConflict, backends, claim, run_pass
 
-    from evosyn.flows.inputs import check_domain
-
-    domain = check_domain(domain, generator=True)
-    check_factors(domain, factors)
+    env = compile_domain(domain, generator=True).env
+    domain = env.name
+    check_factors(env.pack, factors)
     if run_id is not None and run_id.startswith(("testset-", "probeset-")):  # the test and probe sets' namespace
         raise UserError(f"--run-id {run_id}: ids starting with testset- or probeset- belong to the fixed test sets "
                         "and the Reflector's probe sets; pick another")
@@ -62,17 +62,17 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
     if run_id is None:  # named by its inputs, so a rerun finds (and resumes) its own pass
         spaced = f"-space{space_digest(space)}" if space is not None else ""
         llm = "-llm" + hashlib.sha256(repr(backends(llm_roles)).encode()).hexdigest()[:8] if llm_roles else ""
-        source = get_domain(domain).data_source  # the config's env_data: another data folder, another pass
+        source = env.data_source  # the config's env_data: another data folder, another pass
         data = f"-d{hashlib.sha256(source.encode()).hexdigest()[:8]}" if source else ""
         run_id = f"synth-{domain}-s{seed}-n{n}{spaced}{data}{llm}" + "".join(f"-{f}" for f in factors)
     space = space.model_copy(update={"run_id": run_id}) if space is not None else \
-        load_initial_space(domain, run_id=run_id)
+        load_initial_space(env.pack, run_id=run_id)
     if factors:
-        space = with_factors(space, get_pack(domain).controllable, factors)
+        space = with_factors(space, env.pack.controllable, factors)
     store = store_from(ctx)  # a store root that cannot be created is refused before the work
     if fresh:
         store.delete_run(run_id)
-    pass_ctx, steering = Ctx(store, run_id, 0, seed, domain, llm_roles=llm_roles or {}), ColdStart()
+    pass_ctx, steering = Ctx(store, run_id, 0, seed, domain, llm_roles=llm_roles or {}, resolved=env), ColdStart()
     try:
         claim(pass_ctx, space, steering, n, "evosyn", chunk_size)  # before any output: a refusal is one line
     except PassConflict as exc:
@@ -91,14 +91,12 @@ def with_factors(space, controllable: dict[str, list[str]], factors: tuple[str, 
     return add(space, controllable, factors)
 
 
-def check_factors(domain: str, factors: tuple[str, ...]) -> None:
-    """Each --factor is a property the domain's generator controls (one line naming them otherwise)."""
-    from evosyn.envs.packs import get_pack
-
-    controllable = get_pack(domain).controllable
+def check_factors(pack, factors: tuple[str, ...]) -> None:
+    """Each --factor is a property the pack's generator controls (one line naming them otherwise)."""
+    controllable = pack.controllable
     for name in factors:
         if name not in controllable:
-            raise UserError(f"--factor {name}: the {domain} generator does not control it "
+            raise UserError(f"--factor {name}: the {pack.name} generator does not control it "
                             f"(it controls: {', '.join(sorted(controllable)) or 'nothing'})")
 
 
@@ -117,7 +115,7 @@ def space_digest(space) -> str:
               help="Store partition (default synth-<domain>-s<seed>-n<n>, plus the --space file's digest).")
 @click.option("--chunk-size", type=click.IntRange(1, 100_000), default=50, show_default=True,
               help="Blueprints per generate / rollout / verify chunk, as in a round.")
-@click.option("--backend", type=click.Choice(["embedded", "llm"]), default=None)
+@click.option("--backend", type=FieldChoice("RunConfig.backend"), default=None)
 @click.option("--config", "config_file", type=PATH, default=None,
               help="A run config whose roles.<role> settings choose each role's backend, as in `evosyn run`.")
 @click.option("--factor", "factors", multiple=True,
@@ -133,10 +131,9 @@ def synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_id: s
 
     llm = None
     if backend or config_file:  # the run's config rules: roles, checked before any work, as `evosyn run` does
-        from evosyn.agents.roles import llm_roles
         from evosyn.flows.cli_run import _config
 
-        llm = llm_roles(_config(ctx, config_file, domain=domain, seed=seed, backend=backend))
+        llm = _config(ctx, config_file, domain=domain, seed=seed, backend=backend).llm_roles
     run_id, result, space = run_synth(ctx, domain, n, seed, space_file, run_id, chunk_size, llm_roles=llm,
                                       factors=factors, quiet=quiet)
     by_slice, reasons = summary(result)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from evosyn.flows.cli_app import main
+from evosyn.flows.cli_fields import FieldIntRange
 from evosyn.flows.inputs import store_from
 from evosyn.flows.render import print_table
 
@@ -35,19 +36,19 @@ def show(report: dict) -> None:
 
 @main.command()
 @click.option("--domain", default=None, help="A domain pack (default: the default pack).")
-@click.option("--n", "n", type=click.IntRange(1, 10_000), default=300, show_default=True,
+@click.option("--n", "n", type=FieldIntRange("RunConfig.test_size"), default=300, show_default=True,
               help="Tasks per set (a run's test_size).")
 @click.pass_context
 def testsets(ctx, domain: str | None, n: int) -> None:
     """Build (once per store) or show the domain's two fixed test sets and what each realized."""
-    from evosyn.flows.inputs import check_domain
+    from evosyn.flows.compile import compile_domain
     from evosyn.tasks.testset import KINDS, skipped_line, test_cases, test_set_report
 
-    domain = check_domain(domain, generator=True, run=True)  # the uniform set draws on controllable
+    env = compile_domain(domain, generator=True, run=True).env  # the uniform set draws on controllable
     store = store_from(ctx)
     for kind in KINDS:
-        if (skipped := skipped_line(domain, kind)) is not None:
+        if (skipped := skipped_line(env, kind)) is not None:
             click.echo(skipped)
             continue
-        test_cases(store, domain, n=n, kind=kind)
-        show(test_set_report(store, domain, n=n, kind=kind))
+        test_cases(store, env, n=n, kind=kind)
+        show(test_set_report(store, env, n=n, kind=kind))

@@ -20,7 +20,7 @@ def show(ctx, record_id: str, as_json: bool, full: bool) -> None:
     An id names its own record and the records downstream of it: a task id also
     shows its trajectories and verdicts, a blueprint id the whole chain.
     """
-    from evosyn.tasks.browse import KINDS, find
+    from evosyn.tasks.reports.browse import KINDS, find
 
     home = ctx.obj.get("home")
     store = open_store(home, create=False)
@@ -51,7 +51,7 @@ def show(ctx, record_id: str, as_json: bool, full: bool) -> None:
 @click.pass_context
 def runs(ctx, fmt: str) -> None:
     """List the store's runs: closed-loop runs, `evosyn synth` passes and test sets."""
-    from evosyn.tasks.browse import run_overview
+    from evosyn.tasks.reports.browse import run_overview
 
     store = open_store(ctx.obj.get("home"), create=False)
     rows = run_overview(store)
@@ -79,12 +79,13 @@ def runs(ctx, fmt: str) -> None:
 @click.option("--full", is_flag=True, help="Show tool results in full (default: cut at 400 characters).")
 def preview(domain: str | None, n: int, seed: int, full: bool) -> None:
     """Synthesize a handful of samples with the embedded backend and show them; writes nothing to the store."""
-    from evosyn.flows.inputs import check_domain
+    from evosyn.flows.compile import compile_domain
     from evosyn.flows.view import console, sample_view
-    from evosyn.tasks.browse import preview as run_preview
+    from evosyn.tasks.reports.browse import preview as run_preview
 
-    domain = check_domain(domain, generator=True)
-    samples = run_preview(domain, n, seed)
+    env = compile_domain(domain, generator=True).env
+    domain = env.name
+    samples = run_preview(env, n, seed)
     out = console()
     for i, s in enumerate(samples, 1):
         for part in sample_view(i, len(samples), s, None if full else 400):

@@ -18,49 +18,16 @@ from typing import TYPE_CHECKING
 from evosyn.flows.cli_app import UserError
 
 if TYPE_CHECKING:
-    from evosyn.storage.config import RunConfig
+    from evosyn.config import RunConfig
 
 POINT_ELSEWHERE = "point at another store root with `evosyn --home DIR …` or EVOSYN_HOME=DIR"
-
-
-def check_domain(name: str | None, option: str = "--domain", generator: bool = False, run: bool = False) -> str:
-    """A known domain with an environment (the default pack when empty), before any work.
-
-    ``generator``: the command synthesizes with the embedded generator, so the
-    domain's pack must have one, and the pack is checked as a synthesis needs
-    it (``evosyn.envs.pack_check``: its space, its environment's tools, its policy
-    module); ``run``: also as a closed-loop run needs it (``controllable``).
-    Otherwise one UserError line naming the setting and the fix.
-    """
-    from evosyn.envs.packs import broken, default_domain, get_pack, known
-
-    if not name:
-        name = default_domain()
-    failed = broken()
-    if name in failed and name not in known():  # (a second pack of a registered name fails, the first stays)
-        raise UserError(f"{option} {name}: the pack failed to load: {failed[name]} (`evosyn envs check {name}` "
-                        "shows the traceback)")
-    runnable = known(with_environment=True)
-    if name not in runnable:
-        raise UserError(f"{option} {name}: unknown domain (known domains: {', '.join(runnable)})")
-    if generator and not get_pack(name).has_generator:
-        ready = [d for d in runnable if get_pack(d).has_generator]
-        raise UserError(f"{option} {name}: task_builder: the embedded backend has no generator for this domain yet "
-                        f"(domains with one: {', '.join(ready)}); define task_builder(domain, prior) in its pack")
-    if generator or run:
-        from evosyn.envs.pack_check import first_error
-
-        why = first_error(name, "run" if run else "synth")
-        if why is not None:
-            raise UserError(f"{option} {name}: {why}")
-    return name
 
 
 def use_env_data(cfg: RunConfig) -> None:
     """The data folders of ``cfg.env_data`` in use in this process from now on (every other domain on its
     default), the run's own domain loaded from its folder now: one ``ConfigError`` line otherwise."""
     from evosyn.envs.packs import PackError, UnknownDomain, use_data
-    from evosyn.storage.config import ConfigError
+    from evosyn.storage.userfiles import ConfigError
 
     try:
         use_data(cfg.env_data, cfg.domain)

@@ -27,7 +27,7 @@ from evosyn.agents.designer import Steering
 from evosyn.flows.artifacts import publish_round
 from evosyn.flows.task_runners import THREAD_WORKERS
 from evosyn.flows.train import train_via_deployment
-from evosyn.storage.config import RunConfig
+from evosyn.config import RunConfig
 from evosyn.storage.records import Direction, Evaluation, Feedback, Reflection, SynthesisSpace
 from evosyn.tasks import checkpoint, loop, stages, timing
 from evosyn.tasks.checkpoint import evaluate_checkpoint_task, train_checkpoint_task

@@ -17,27 +17,25 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from prefect import flow
 
 from evosyn.agents.designer import ColdStart
-from evosyn.agents.roles import check_roles
-from evosyn.envs.ontology import check_initial_factors, load_initial_space
-from evosyn.envs.properties import check_prior
+from evosyn.envs.ontology import load_initial_space
 from evosyn.flows.artifacts import publish_summary
-from evosyn.flows.inputs import use_env_data
+from evosyn.flows.compile import CompiledRun, compile_run
 from evosyn.flows.round import round_flow
 from evosyn.flows.run_id import RunBusy, run_id_for, run_lock  # noqa: F401 (RunBusy, run_id_for: their home before)
-from evosyn.flows.task_runners import check_task_runner, task_runner_for
+from evosyn.flows.task_runners import task_runner_for
 from evosyn.storage import atomic
-from evosyn.storage.config import RunConfig
+from evosyn.config import RunConfig
 from evosyn.storage.records import Run
 from evosyn.storage.store import Store, as_store_fault
 from evosyn.storage.tracking import Tracker
 from evosyn.tasks import timing
 from evosyn.tasks.engine import listening
 from evosyn.tasks.loop import REFLECTING_ARMS
-from evosyn.tasks.official_agents import check_official_config
 from evosyn.tasks.progress import StageEvent
 from evosyn.tasks.stages import steering_for
 
@@ -58,20 +56,21 @@ def stops(cfg: RunConfig, unchanged: int) -> bool:
     return cfg.arm in REFLECTING_ARMS and n > 0 and unchanged >= n
 
 
-def _check_test_set(store: Store, cfg: RunConfig, say: Callable[[str], None]) -> None:
+def _check_test_set(store: Store, run: CompiledRun, say: Callable[[str], None]) -> None:
     """The fixed test sets (official-matched, uniform), built (once) before any round, so a set the generator
     cannot fill is known now; each set's report line (what it aimed at, what it realized) is said."""
-    from evosyn.tasks.testset import KINDS, report_line, skipped_line, test_cases, test_set_report
+    from evosyn.tasks.testset import KINDS, report_line, test_cases, test_set_report
 
+    cfg, env = run.cfg, run.env
     for kind in KINDS:
-        if (skipped := skipped_line(cfg.domain, kind)) is not None:  # no official tasks: nothing to match
-            say(skipped)
+        if kind in run.skipped:  # no official tasks: nothing to match
+            say(run.skipped[kind])
             continue
-        cases = test_cases(store, cfg.domain, n=cfg.test_size, kind=kind)
+        cases = test_cases(store, env, n=cfg.test_size, kind=kind)
         if not cases:
             raise TestSetError(f"test_size: the {cfg.domain} generator built no {kind} test task for a set of "
                                f"{cfg.test_size} (raise test_size)")
-        say(report_line(test_set_report(store, cfg.domain, n=cfg.test_size, kind=kind)))
+        say(report_line(test_set_report(store, env, n=cfg.test_size, kind=kind)))
         if len(cases) < cfg.test_size:
             say(f"test set {kind}: {len(cases)} tasks; the {cfg.domain} generator could not build "
                 f"{cfg.test_size - len(cases)} of the {cfg.test_size} (test_size)")
@@ -129,8 +128,12 @@ def _restore_finished(cfg: RunConfig, run_id: str) -> None:
 
 @flow(name="evosyn-run")
 def evosyn_run(cfg: RunConfig, run_id: str | None = None,
-               progress: Callable[[str | StageEvent], None] | None = None) -> RunSummary:
-    if not cfg.domain:  # "" is the default domain pack (storage cannot name it)
+               progress: Callable[[str | StageEvent], None] | None = None, compiled: Any = None) -> RunSummary:
+    """``compiled``: ``cfg`` as ``evosyn.flows.compile.compile_run`` resolved it (the CLI compiles before its
+    slow start-up); None compiles it here (a deployment's flow run, a sweep's cell)."""
+    if compiled is not None:
+        cfg = compiled.cfg  # its domain filled in
+    elif not cfg.domain:  # "" is the default domain pack (storage cannot name it)
         from evosyn.envs.packs import default_domain
 
         cfg = cfg.model_copy(update={"domain": default_domain()})
@@ -139,7 +142,7 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
     finished = _finished(cfg, run_id)
     try:
         with listening(run_id, progress), timing.span("body", "run"):
-            return _run(cfg, run_id, progress)
+            return _run(cfg, run_id, progress, compiled)
     except BaseException as exc:  # an error, and also Ctrl-C: the run did not finish
         if finished and as_store_fault(exc) is not None:
             # a finished run's rows stand: a store fault met by a later --resume (a chunk it could not read back)
@@ -156,22 +159,11 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
         busy.__exit__(None, None, None)
 
 
-def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | StageEvent], None] | None = None
-         ) -> RunSummary:
+def _run(cfg: RunConfig, run_id: str, progress: Callable[[str | StageEvent], None] | None = None,
+         compiled: CompiledRun | None = None) -> RunSummary:
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
-    use_env_data(cfg)  # first: every check below that loads the environment loads it on the run's data
-    if cfg.backend == "llm" or any(rc.backend == "llm" for rc in cfg.roles.values()):
-        check_roles(cfg)  # every LLM role's provider, model and key, before any work (the rounds use llm_roles(cfg))
-    check_prior(cfg.prior.suppress, cfg.domain)  # a planted gap names what the generator controls
-    check_initial_factors(cfg.initial_factors, cfg.domain)  # and so do the factors the initial space adds
-    if cfg.official_eval is not None:
-        check_official_config(cfg.official_eval, cfg.domain)  # its split and its LLM user, before any work
-    if cfg.learner == "llamafactory":
-        from evosyn.agents.learners.llamafactory import check_learner
-
-        check_learner(cfg.llamafactory, cfg.train_deployment)  # its CLI, and a GPU where the recipe needs one
-    check_task_runner(cfg)  # prefect-dask installed, before any work
+    compiled = compiled if compiled is not None else compile_run(cfg)  # every check, before any work
     store = Store(cfg.store_location())
     run_id = run_id or run_id_for(cfg)
     run = Run(run_id=run_id, round=0, domain=cfg.domain, arm=cfg.arm, backend=cfg.backend, seed=cfg.seed,
@@ -183,12 +175,12 @@ def _run(cfg: RunConfig, run_id: str | None = None, progress: Callable[[str | St
         store.write([run], "run")
     tracker = Tracker(store.root, cfg.store.tracking_uri)
     parent = tracker.start_run(run)
-    space = load_initial_space(cfg.domain, run_id=run_id, extra=cfg.initial_factors)
+    space = load_initial_space(compiled.pack, run_id=run_id, extra=cfg.initial_factors)
     if not store.has_chunk("spaces", run_id, 0, "initial"):
         store.write([space], "initial")
     tracker.log_space(parent, space)  # a no-op once logged
     with timing.span("own", "test set"):
-        _check_test_set(store, cfg, say)
+        _check_test_set(store, compiled, say)
     steering, previous, unchanged = ColdStart(), None, 0
     summary = RunSummary(run_id)
     for r in range(1, cfg.rounds + 1):

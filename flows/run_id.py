@@ -7,7 +7,7 @@ import hashlib
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from evosyn.storage.config import EXECUTION_FIELDS, RoleConfig, RunConfig
+from evosyn.config import EXECUTION_FIELDS, RoleConfig, RunConfig
 from evosyn.storage.locks import StoreLockTimeout, store_lock
 from evosyn.storage.records import PROBING_ARMS
 

@@ -16,7 +16,7 @@ from evosyn.flows.run import RunSummary, evosyn_run
 from evosyn.flows.sweep_workers import (DEFAULT_DEPLOYMENT, SUBMIT_MODES, Cell, crash_superseded, submit_cells,
                                  wait_cells)
 from evosyn.tasks.progress import StageEvent
-from evosyn.storage.config import ConfigError, RunConfig, read_config_file, validate_config
+from evosyn.config import ConfigError, RunConfig, read_config_file, validate_config
 
 GRID_FIELDS = ("domains", "arms", "seeds")
 OPTION_FIELDS = ("submit", "deployment")  # how the cells run: in this process, or on a deployment's workers
@@ -26,13 +26,13 @@ def sweep_domains(domains: list[str] | None) -> list[str]:
     """The given domains in order (duplicates dropped), or every known domain with an environment and a generator."""
     if domains:
         named = list(dict.fromkeys(domains))
-        runnable = [d for d in packs.known(with_environment=True) if packs.get_pack(d).has_generator]
+        runnable = packs.known(with_environment=True, with_generator=True)
         for d in named:
             if d not in runnable:
                 raise ConfigError(f"invalid sweep: field 'sweep.domains': {d!r} is not a domain pack with an "
                                   f"environment and a generator (known: {', '.join(runnable) or 'none'})")
         return named
-    found = [d for d in packs.known(with_environment=True) if packs.get_pack(d).has_generator]
+    found = packs.known(with_environment=True, with_generator=True)
     if not found:
         raise ConfigError("no domain to sweep: no installed domain pack has an environment and a generator "
                           "(add one under domains/, or list sweep.domains)")

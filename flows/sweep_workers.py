@@ -23,7 +23,7 @@ from pathlib import Path
 from uuid import UUID
 
 from evosyn.flows.run_id import run_id_for
-from evosyn.storage.config import RunConfig
+from evosyn.config import RunConfig
 from evosyn.storage.store import Store
 
 DEFAULT_DEPLOYMENT = "evosyn-run/evosyn-run"

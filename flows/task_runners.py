@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evosyn.storage.config import RunConfig
+from evosyn.config import RunConfig
 
 if TYPE_CHECKING:
     from prefect.task_runners import TaskRunner

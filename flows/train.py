@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from prefect import flow, task
 
-from evosyn.storage.config import LlamaFactoryConfig
+from evosyn.config import LlamaFactoryConfig
 from evosyn.storage.store import Store
 from evosyn.tasks import loop
 from evosyn.tasks.learn import run_domain
@@ -24,10 +24,11 @@ from evosyn.tasks.stages import Ctx
 def llamafactory_task(store: Store, run_id: str, round: int, domain: str, lf: LlamaFactoryConfig) -> str:
     """Export, then ``llamafactory-cli train`` (tasks/checkpoint.py): the checkpoint's path."""
     from evosyn.agents.learners.llamafactory import check_learner
+    from evosyn.flows.compile import stored_domain
     from evosyn.tasks.checkpoint import train_checkpoint
 
     check_learner(lf)  # this worker's CLI and GPU, before the export
-    ckpt, _ = train_checkpoint(store, run_id, round, domain, lf, log=print)
+    ckpt, _ = train_checkpoint(store, run_id, round, stored_domain(domain), lf, log=print)
     return str(ckpt.path)
 
 
@@ -45,7 +46,7 @@ def sft_train(root: str, run_id: str, round: int, seed: int = 0, domain: str | N
               llamafactory: dict[str, Any] | None = None) -> str:
     """Returns the path of the trained model (embedded artifact or LLaMA-Factory checkpoint).
 
-    ``llamafactory``: the run's ``llamafactory`` config (``evosyn.storage.config.LlamaFactoryConfig``); without it,
+    ``llamafactory``: the run's ``llamafactory`` config (``evosyn.config.LlamaFactoryConfig``); without it,
     the paper's recipe on ``model``."""
     store = Store(root)
     domain = run_domain(store, run_id, domain)

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evosyn.envs.base import EnvTask
-from evosyn.envs.packs import get_domain
+from evosyn.flows.compile import stored_domain
 from evosyn.storage.records import Blueprint, Evaluation, Run, SFTExample, SynthTask, Trajectory, Verdict
 
 RESULT_CHARS = 400  # a tool result longer than this is cut (``--full`` shows all of it)
@@ -74,7 +74,7 @@ def blueprint_view(bp: Blueprint) -> Panel:
 
 
 def _env_task(task: SynthTask) -> EnvTask:
-    return get_domain(task.domain).task_from_json(task.definition)
+    return stored_domain(task.domain).task_from_json(task.definition)
 
 
 def instruction(task: SynthTask) -> dict[str, str]:

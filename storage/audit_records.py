@@ -68,20 +68,23 @@ class DedupCheck(Record):
 
     task_id: str
     source: Literal["synthesized", "official", "test_set"] = "synthesized"
-    split: str = ""  # a synthesized task's SFT split (train / diagnostic); "" for a test set's task
-    actions_signature: str = ""  # sha256 prefix of the gold actions (requestor, name, arguments) in order
+    split: str = Field(default="", description="a synthesized task's SFT split (`train` / `diagnostic`); empty for "
+                                               "a test set's task")
+    actions_signature: str = Field(
+        default="", description="sha256 prefix of the gold actions (requestor, name, arguments) in order")
     actions_write: bool = False
-    duplicate_of: str = ""  # the earlier task of the run (or set) it copies
+    duplicate_of: str = Field(default="", description="the earlier task of the run (or set) it copies")
     duplicate_round: int | None = None
     duplicate_jaccard: float = 0.0
     duplicate_by: list[str] = Field(default_factory=list)
-    official_task: str = ""  # the official task it copies (one of the test split's when any matches)
+    official_task: str = Field(
+        default="", description="the official task it copies (one of the test split's when any matches)")
     official_splits: list[str] = Field(default_factory=list)
     official_jaccard: float = 0.0
     official_by: list[str] = Field(default_factory=list)
-    test_set_task: str = ""  # the test-set task it copies
-    test_set: str = ""  # that task's test set (its run id)
+    test_set_task: str = Field(default="", description="the test-set task it copies")
+    test_set: str = Field(default="", description="that task's test set (its run id)")
     test_set_jaccard: float = 0.0
     test_set_by: list[str] = Field(default_factory=list)
-    flags: list[str] = Field(default_factory=list)  # DedupFlag values
+    flags: list[str] = Field(default_factory=list, description="the kinds found (DedupFlag values)")
     flagged: bool = False

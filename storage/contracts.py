@@ -41,8 +41,8 @@ class Record(Contract):
     # dict[str, list[str]] fields whose listed keys are also stored as typed columns (storage/arrow.py)
     sliced: ClassVar[dict[str, tuple[str, ...]]] = {}
 
-    run_id: str
-    round: int = Field(ge=0)
-    space_version: int = Field(default=0, ge=0)
-    direction_id: str | None = None
-    blueprint_id: str | None = None
+    run_id: str = Field(description="the run (or synthesis pass, or test set) the row belongs to")
+    round: int = Field(ge=0, description="the round (0: before the first round, e.g. a test set's build)")
+    space_version: int = Field(default=0, ge=0, description="the version of the synthesis space the row was made under")
+    direction_id: str | None = Field(default=None, description="the Designer direction the row descends from")
+    blueprint_id: str | None = Field(default=None, description="the Planner blueprint the row descends from")

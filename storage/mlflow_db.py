@@ -53,7 +53,11 @@ def _open(uri: str) -> None:
 
 
 def head_revision() -> str:
-    """The schema revision this MLflow builds (alembic's head of MLflow's migration scripts)."""
+    """The schema revision this MLflow builds (alembic's head of MLflow's migration scripts).
+
+    MLflow has no public way to name it (only its private ``mlflow.store.db.utils``), so this one function
+    reads the migration folder MLflow ships, with alembic's public API; tests/storage/test_mlflow_db.py
+    fails if it stops naming the revision MLflow records in a database it builds."""
     from importlib.resources import files
 
     from alembic.script import ScriptDirectory

@@ -21,6 +21,9 @@ PROBING_ARMS = frozenset({"evosyn", "no_designer"})  # their Reflector reads lea
 
 
 class Run(Record):
+    """One closed-loop run (`evosyn run`, each run of a sweep): its config and status (``running``, ``finished``,
+    ``failed``). Synthesis passes and the fixed test sets have run ids too, in the other tables."""
+
     table: ClassVar[str] = "runs"
 
     domain: str
@@ -154,17 +157,19 @@ class SynthTask(Record):
 
     task_id: str
     domain: str
-    # the family's task as ``evosyn.envs.base.EnvTask.to_json`` gives it, for every family; the column keeps the
-    # name it had when tau2 was the only family, since renaming it would change the table's schema (and
-    # every store's schema files): read it as ``definition``
-    tau2_task: JSONObject
+    tau2_task: JSONObject = Field(
+        description="the family's task as `evosyn.envs.base.EnvTask.to_json` gives it, for every family; read it "
+                    "as `definition`. The column keeps the name it had when tau2 was the only family, since "
+                    "renaming it would change the table's schema (and every store's schema files)")
     requested: dict[str, list[str]] = Field(default_factory=dict)
-    scenario: JSONObject = Field(default_factory=dict)  # structured user scenario (embedded user)
+    scenario: JSONObject = Field(default_factory=dict, description="structured user scenario (embedded user)")
     generator: str = "embedded"
     source: Literal["synthesized", "official", "test_set"] = "synthesized"
-    # state digest after the gold actions, "<digest scheme>:<hex>" (envs.replay.gold_digest), taken when
-    # the task is made so verifiers skip the gold replay; "" (rows from before it existed): replay instead
-    gold_digest: str = ""
+    gold_digest: str = Field(
+        default="",
+        description="state digest after the gold actions, `<digest scheme>:<hex>` (envs.replay.gold_digest), "
+                    "taken when the task is made so verifiers skip the gold replay; empty (rows from before it "
+                    "existed): replay instead")
 
     @property
     def definition(self) -> dict:
@@ -189,6 +194,9 @@ class Message(Contract):
 
 
 class Trajectory(Record):
+    """One conversation: the teacher's rollout, a repair, the learner's or a served agent's episode on an evaluated
+    task, with every tool call and result."""
+
     table: ClassVar[str] = "trajectories"
 
     trajectory_id: str
@@ -208,16 +216,22 @@ class CheckResult(Contract):
 
 
 class Verdict(Record):
+    """The verifier's decision on one trajectory of one task: every check with its reason, the reward, and the
+    factors observed on the replay."""
+
     table: ClassVar[str] = "verdicts"
     sliced: ClassVar[dict[str, tuple[str, ...]]] = {"observed": OBSERVED_FACTORS}
 
     verdict_id: str
     task_id: str
     trajectory_id: str
-    reward: float
-    passed: bool
-    checks: list[CheckResult]
-    observed: dict[str, list[str]] = Field(default_factory=dict)
+    reward: float = Field(description="tau2's reward basis on the replay (1.0 or 0.0)")
+    passed: bool = Field(description="every check passed: the trajectory is kept")
+    checks: list[CheckResult] = Field(
+        description="each check (`executable`, `replay`, `state`, `actions`, `communicate`, `policy`, `factors`) "
+                    "with `passed`, `skipped` and its `reason`")
+    observed: dict[str, list[str]] = Field(default_factory=dict,
+                                           description="the factors observed on the replay: factor -> values")
     attempt: int = Field(default=0, ge=0)
     repair_reason: str = ""
 
@@ -226,6 +240,9 @@ class Verdict(Record):
 
 
 class SFTExample(Record):
+    """A verified trajectory as a training example (``train``) or held out (``diagnostic``), with the tool
+    schemas."""
+
     table: ClassVar[str] = "sft_examples"
 
     example_id: str
@@ -238,6 +255,9 @@ class SFTExample(Record):
 
 # ---------------------------------------------------------------- learning and feedback
 class Evaluation(Record):
+    """One evaluated task (and trial) of a learner on a task set: ``diagnostic``, ``test`` (official-matched),
+    ``test_uniform``, ``probe``, ``official:<split>``."""
+
     table: ClassVar[str] = "evaluations"
     sliced: ClassVar[dict[str, tuple[str, ...]]] = {"observed": OBSERVED_FACTORS}
 
@@ -245,15 +265,17 @@ class Evaluation(Record):
     task_id: str
     trajectory_id: str
     model_version: str
-    # diagnostic; test (the official-matched test set); test_uniform (the uniform one); probe (a Reflector's
-    # probe set, RunConfig.probe_size); official:<split>
-    task_set: str = Field(pattern=r"^(diagnostic|test|test_uniform|probe|official(:[A-Za-z0-9_]+)?)$")
-    success: bool
+    task_set: str = Field(
+        pattern=r"^(diagnostic|test|test_uniform|probe|official(:[A-Za-z0-9_]+)?)$",
+        description="`diagnostic`; `test` (the official-matched test set); `test_uniform` (the uniform one); "
+                    "`probe` (a Reflector's probe set, RunConfig.probe_size); `official:<split>`")
+    success: bool = Field(description="the evaluated agent solved the task (every check of the verifier)")
     reward: float
     num_steps: int = 0
     observed: dict[str, list[str]] = Field(default_factory=dict)
-    failed_checks: list[str] = Field(default_factory=list)
-    trial: int = Field(default=0, ge=0)  # which of k trials of the same task (official splits; 0 elsewhere)
+    failed_checks: list[str] = Field(default_factory=list, description="the checks that failed")
+    trial: int = Field(default=0, ge=0,
+                       description="which of k trials of the same task (official splits; 0 elsewhere)")
 
 
 class SliceStat(Contract):
@@ -269,6 +291,8 @@ class SliceStat(Contract):
 
 
 class Feedback(Record):
+    """What the learner's evaluation says to the next round's Designer: success and coverage per slice."""
+
     table: ClassVar[str] = "feedback"
 
     feedback_id: str
@@ -288,19 +312,23 @@ class ProbeBucket(Contract):
 
 
 class Probe(Record):
+    """One diagnostic probe of a round: failure and coverage per bucket, CMI, permutation p-value, NMI."""
+
     table: ClassVar[str] = "probes"
 
     probe: str
     buckets: list[ProbeBucket]
-    cmi_given_space: float = 0.0  # I(Y_fail; probe | current factors), App. B.10
-    nmi_tool_tertiles: float = 0.0  # NMI(probe, tool-count tertile), App. B.11
-    residual_cmi: float = 0.0  # I(Y_fail; probe | tertile)
+    cmi_given_space: float = Field(default=0.0, description="I(Y_fail; probe | current factors), App. B.10")
+    nmi_tool_tertiles: float = Field(default=0.0, description="NMI(probe, tool-count tertile), App. B.11")
+    residual_cmi: float = Field(default=0.0, description="I(Y_fail; probe | tertile)")
     coverage_gap: float = 0.0
-    suggested_factor: str = ""  # the factor the domain's generator can realize ("" when it cannot control it)
+    suggested_factor: str = Field(
+        default="", description="the factor the domain's generator can realize (empty when it cannot control it)")
     suggested_values: list[str] = Field(default_factory=list)
     in_space: bool = False
-    p_value: float = 1.0  # permutation test of cmi_given_space (failures shuffled within strata)
-    support: int = 0  # diagnostic tasks the probe measured
+    p_value: float = Field(default=1.0, description="permutation test of `cmi_given_space` (failures shuffled "
+                                                    "within strata)")
+    support: int = Field(default=0, description="diagnostic tasks the probe measured")
 
 
 class DimensionReview(Contract):

@@ -1,7 +1,7 @@
 """Files the user names (a config, a space, `.env`), read with one-line errors; without pydantic.
 
 Every command loads `.env` at start-up (flows/cli_app.py), so this module imports only what that needs:
-`evosyn query` starts without the run configuration's models (storage/config.py).
+`evosyn query` starts without the run configuration's models (evosyn.config).
 """
 from __future__ import annotations
 

@@ -26,10 +26,10 @@ from evosyn.agents.learners.exports import DATASET_NAME
 from evosyn.agents.learners.llamafactory import TrainingError, find_cli, recipe_of, run_training, write_config, \
     write_dataset
 from evosyn.agents.learners.openai_agent import OpenAICompatibleAgent
-from evosyn.envs.packs import get_domain
+from evosyn.envs.base import Domain
 from evosyn.storage import atomic
 from evosyn.storage.atomic import read_or_none
-from evosyn.storage.config import LlamaFactoryConfig
+from evosyn.config import LlamaFactoryConfig
 from evosyn.storage.records import Evaluation, Message
 from evosyn.storage.store import Store
 from evosyn.tasks import timing
@@ -48,11 +48,11 @@ def sft_dir(store: Store, run_id: str, round: int) -> Path:
     return store.root / "sft" / run_id / f"round={round}"
 
 
-def export_round(store: Store, run_id: str, round: int, domain: str, lf: LlamaFactoryConfig) -> Checkpoint:
+def export_round(store: Store, run_id: str, round: int, env: Domain, lf: LlamaFactoryConfig) -> Checkpoint:
     """The round's dataset, ``dataset_info.json`` and ``sft.yaml``; the checkpoint they will train (not yet)."""
     base = sft_dir(store, run_id, round)
     exported = write_dataset(training_examples(store, run_id, round), base / "data",
-                             system=system_prompt(store, run_id, get_domain(domain)))
+                             system=system_prompt(store, run_id, env))
     held_out = len(examples_upto(store, run_id, round, "diagnostic"))
     if not exported.rows:
         raise TrainingError(f"run {run_id} round {round}: no training example to export ({exported.line()})")
@@ -77,11 +77,11 @@ def trained_checkpoint(ckpt: Checkpoint) -> bool:
     return bool(marker) and marker.get("fingerprint") == ckpt.fingerprint and (ckpt.path / "config.json").exists()
 
 
-def train_checkpoint(store: Store, run_id: str, round: int, domain: str, lf: LlamaFactoryConfig,
+def train_checkpoint(store: Store, run_id: str, round: int, env: Domain, lf: LlamaFactoryConfig,
                      log=lambda line: None) -> tuple[Checkpoint, bool]:
     """Export and train (``llamafactory-cli train``); (checkpoint, trained before). The marker is written
     last: a checkpoint folder without it (a killed training) is trained again."""
-    ckpt = export_round(store, run_id, round, domain, lf)
+    ckpt = export_round(store, run_id, round, env, lf)
     if trained_checkpoint(ckpt):
         return ckpt, True
     (ckpt.path / MARKER).unlink(missing_ok=True)  # an earlier round's data: this one is not trained yet
@@ -109,7 +109,7 @@ def trained_event(emit: Emit | None, ctx: Ctx, ckpt: Checkpoint, how: str = "", 
 
 def train(ctx: Ctx, lf: LlamaFactoryConfig, emit: Emit | None = None) -> Checkpoint:
     t0 = time.monotonic()
-    ckpt, before = train_checkpoint(ctx.store, ctx.run_id, ctx.round, ctx.domain, lf)
+    ckpt, before = train_checkpoint(ctx.store, ctx.run_id, ctx.round, ctx.env, lf)
     trained_event(emit, ctx, ckpt, ", trained before" if before else "", t0)
     return ckpt
 

@@ -8,7 +8,6 @@ from typing import Callable, Iterable
 from evosyn.agents.learners.harness import TaskCase
 from evosyn.envs.base import Domain
 from evosyn.envs.ontology import OBSERVABLE
-from evosyn.envs.packs import get_domain
 from evosyn.storage.records import Factor, Message, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 from evosyn.storage.store import Store
 
@@ -19,7 +18,7 @@ def _unit(key: str) -> float:
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
 
 
-def sft_examples(kept: Iterable[tuple[SynthTask, Trajectory]], diagnostic_fraction: float, seed: int
+def sft_examples(kept: Iterable[tuple[SynthTask, Trajectory]], dom: Domain, diagnostic_fraction: float, seed: int
                  ) -> list[SFTExample]:
     """One example per kept (task, trajectory); a seeded, content-keyed share is held out as diagnostic."""
     # the SFT tool list is the one an agent is given on the task (``Domain.tools_for``), validated once per
@@ -28,7 +27,6 @@ def sft_examples(kept: Iterable[tuple[SynthTask, Trajectory]], diagnostic_fracti
     tools_of: dict[tuple[str, str], list[dict]] = {}
     out = []
     for task, traj in kept:
-        dom = get_domain(task.domain)
         own = dom.task_context
         schemas = [t.openai_schema() for t in dom.tools_for(dom.task_from_json(task.definition))] if own else []
         key = (task.domain, json.dumps(schemas, sort_keys=True) if own else "")
@@ -84,9 +82,9 @@ def as_trajectories(examples: list[SFTExample], system: str | Callable[[SFTExamp
     return out
 
 
-def with_policy(task: SynthTask, trajectory: Trajectory) -> Trajectory:
+def with_policy(dom: Domain, task: SynthTask, trajectory: Trajectory) -> Trajectory:
     """``trajectory`` opening with the system prompt its agent is given on ``task`` (``Domain.task_policy``)."""
-    policy = policy_of(get_domain(task.domain), task)
+    policy = policy_of(dom, task)
     return trajectory.model_copy(update={"messages": [Message(role="system", content=policy), *trajectory.messages]})
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import prefect
 
 from evosyn.envs.base import Domain
-from evosyn.storage.config import DedupConfig, RunConfig
+from evosyn.config import DedupConfig, RunConfig
 from evosyn.storage.faults import kill_point
 from evosyn.storage.locks import store_lock
 from evosyn.storage.records import Contract, DedupCheck, SFTExample, SynthTask
@@ -169,11 +169,11 @@ def test_sets_checked(store: Store, domain: Domain, size: int, params: Params) -
     and their tasks indexed for the synthesized ones. A set not built yet is left out."""
     rows, index, owner, ids = [], Index(params), {}, []
     for kind in KINDS:
-        if not is_built(store, domain.name, size, kind):
+        if not is_built(store, domain, size, kind):
             continue
-        run_id = test_set_run_id(domain.name, n=size, kind=kind)
+        run_id = test_set_run_id(domain, n=size, kind=kind)
         ids.append(run_id)
-        members = [c.task for c in test_cases(store, domain.name, n=size, kind=kind)]
+        members = [c.task for c in test_cases(store, domain, n=size, kind=kind)]
         with store_lock(store.location, f"dedup-{run_id}"):  # runs sharing the set: one checks it, the others read it
             if _checked_with(store, run_id, 0, params.key()):
                 out = store.read_chunk(TABLE, run_id, 0, CHUNK)

@@ -5,6 +5,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evosyn.agents.learners.embedded import EmbeddedLearner
 from evosyn.agents.learners.harness import TaskCase, evaluate
@@ -17,6 +18,9 @@ from evosyn.tasks.datasets import as_trajectories, diagnostic_cases, system_prom
 from evosyn.tasks.dedup import training_examples
 from evosyn.tasks.progress import Emit, StageEvent
 from evosyn.tasks.testset import TASK_SETS, test_cases
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
 
 
 @dataclass(frozen=True)
@@ -54,8 +58,11 @@ def run_domain(store: Store, run_id: str, domain: str | None = None) -> str:
             or default_domain())
 
 
-def fit_embedded(trajectories: list[Trajectory], domain: str | None = None, seed: int = 0) -> EmbeddedLearner:
-    tools = [t.openai_schema() for t in get_domain(domain or default_domain()).tools("assistant")]
+def fit_embedded(trajectories: list[Trajectory], env: Domain | None = None, seed: int = 0) -> EmbeddedLearner:
+    """The embedded learner fitted on ``trajectories`` over ``env``'s assistant tools (default: the default
+    pack's environment)."""
+    env = env if env is not None else get_domain(default_domain())
+    tools = [t.openai_schema() for t in env.tools("assistant")]
     return EmbeddedLearner(seed=seed).fit(trajectories, tools)
 
 
@@ -64,9 +71,8 @@ def train_round(store: Store, run_id: str, round: int, seed: int = 0, domain: st
     """SFT (behaviour cloning) on every training example of rounds <= ``round``; saved as an artifact."""
     examples = training_examples(store, run_id, round)
     t0 = time.perf_counter()
-    domain = run_domain(store, run_id, domain)
-    learner = fit_embedded(as_trajectories(examples, system_prompt(store, run_id, get_domain(domain))), domain,
-                           seed=seed)
+    env = get_domain(run_domain(store, run_id, domain))
+    learner = fit_embedded(as_trajectories(examples, system_prompt(store, run_id, env)), env, seed=seed)
     seconds = time.perf_counter() - t0
     return learner, learner.save(model_path(store, run_id, round)), seconds
 
@@ -100,18 +106,18 @@ def evaluated(run_id: str, round: int, task_set: str, batch: list[Evaluation], t
 
 
 def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner: EmbeddedLearner | None = None,
-                   cases: list[TaskCase] | None = None, domain: str | None = None,
+                   cases: list[TaskCase] | None = None, env: Domain | None = None,
                    emit: Emit | None = None, max_steps: int = 40) -> list[Evaluation]:
     """``emit``: a ``StageEvent`` every ``EVAL_BATCH`` tasks (stage ``evaluate <task_set>``). ``learner``: any
     task agent with a ``fingerprint`` (the embedded learner, a served checkpoint); default the round's
-    embedded learner."""
+    embedded learner. ``env``: the run's environment (default: the one its stored rows name)."""
     learner = learner or load_round(store, run_id, round)
-    domain = run_domain(store, run_id, domain)
+    env = env if env is not None else get_domain(run_domain(store, run_id))
     if cases is None:
         cases = diagnostic_cases(store, run_id, round) if task_set == "diagnostic" else \
-            test_cases(store, domain, kind=TASK_SETS[task_set])
+            test_cases(store, env, kind=TASK_SETS[task_set])
     evaluations, trajectories = [], []
-    env, version = get_domain(domain), model_version(learner, run_id, round)
+    version = model_version(learner, run_id, round)
     for i in range(0, len(cases), EVAL_BATCH) if cases else [0]:
         t0 = time.monotonic()
         evs, trajs = evaluate(learner, cases[i:i + EVAL_BATCH], env, run_id=run_id, round=round, task_set=task_set,

@@ -26,7 +26,6 @@ import prefect
 from evosyn.agents.feedback import FeedbackInputs, build_feedback, probe_report
 from evosyn.agents.learners.embedded import EmbeddedLearner
 from evosyn.agents.probes import TaskProfile
-from evosyn.envs.packs import get_domain
 from evosyn.storage.atomic import read_or_none
 from evosyn.storage.faults import kill_point
 from evosyn.storage.records import PROBING_ARMS, Arm, Evaluation, Feedback, Probe, Reflection, SynthesisSpace
@@ -58,8 +57,8 @@ def train(ctx: Ctx, emit: Emit | None = None):
         trained(emit, ctx, learner, ", trained before", t0)
         return learner
     # each trajectory opens with its agent's system prompt (read only when a model is fitted)
-    trajectories = as_trajectories(examples, system_prompt(ctx.store, ctx.run_id, get_domain(ctx.domain)))
-    learner = fit_embedded(trajectories, ctx.domain, ctx.seed)
+    trajectories = as_trajectories(examples, system_prompt(ctx.store, ctx.run_id, ctx.env))
+    learner = fit_embedded(trajectories, ctx.env, ctx.seed)
     learner.save(path)
     trained(emit, ctx, learner, since=t0)
     return learner
@@ -78,8 +77,8 @@ def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = DEFAULT_SIZE, em
             emit(evaluated(ctx.run_id, ctx.round, task_set, out, len(out), 0))
         return out
     cases = (diagnostic_cases(ctx.store, ctx.run_id, ctx.round) if task_set == "diagnostic"
-             else test_cases(ctx.store, ctx.domain, n=test_size, kind=TASK_SETS[task_set]))
-    out = evaluate_round(ctx.store, ctx.run_id, ctx.round, task_set, learner=learner, cases=cases, domain=ctx.domain,
+             else test_cases(ctx.store, ctx.env, n=test_size, kind=TASK_SETS[task_set]))
+    out = evaluate_round(ctx.store, ctx.run_id, ctx.round, task_set, learner=learner, cases=cases, env=ctx.env,
                          emit=emit, max_steps=max_steps)
     ctx.mark("evaluate", chunk)  # also an empty set (no diagnostic tasks yet): nothing to write, and done
     return out
@@ -100,12 +99,12 @@ def probe_evaluations(ctx: Ctx, learner, size: int, emit: Emit | None = None) ->
     Returns the evaluations (task set ``probe``, stored with the run: a resumed round reuses them) and the
     probe set's run id."""
     seed = probe_seed(ctx.seed, ctx.round)
-    run_id = test_set_run_id(ctx.domain, seed, size, "uniform", "probeset")
+    run_id = test_set_run_id(ctx.env, seed, size, "uniform", "probeset")
     chunk = "eval-probe"
     if ctx.done("evaluate", chunk):
         return ctx.read("evaluations", chunk), run_id
-    cases = test_cases(ctx.store, ctx.domain, n=size, seed=seed, kind="uniform", name="probeset")
-    out = evaluate_round(ctx.store, ctx.run_id, ctx.round, "probe", learner=learner, cases=cases, domain=ctx.domain,
+    cases = test_cases(ctx.store, ctx.env, n=size, seed=seed, kind="uniform", name="probeset")
+    out = evaluate_round(ctx.store, ctx.run_id, ctx.round, "probe", learner=learner, cases=cases, env=ctx.env,
                          emit=emit)
     ctx.mark("evaluate", chunk)
     return out, run_id
@@ -184,7 +183,7 @@ def reflect(ctx: Ctx, space: SynthesisSpace, arm: str, diagnostic: list[Evaluati
     inp = _inputs(ctx, space, diagnostic, previous, evidence=evidence, probes=probes_on)
     version = model_version(learner, ctx.run_id, ctx.round)
     fb = build_feedback(inp, run_id=ctx.run_id, round=ctx.round, model_version=version)
-    probes = probe_report(inp, run_id=ctx.run_id, round=ctx.round)
+    probes = probe_report(inp, ctx.pack, run_id=ctx.run_id, round=ctx.round)
     reflection, nxt = None, space
     if arm in REFLECTING_ARMS:
         earlier = [x for x in ctx.store.read_records("reflections", run_id=ctx.run_id) if x.round < ctx.round] \

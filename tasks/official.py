@@ -32,7 +32,6 @@ from typing import Any
 from evosyn.agents.learners.base import TaskAgent
 from evosyn.agents.learners.harness import converse
 from evosyn.envs.base import Domain
-from evosyn.envs.packs import get_domain
 from evosyn.envs.task_sets import TaskSet
 from evosyn.envs.verify import run_checks
 from evosyn.storage.records import Contract, Evaluation, Trajectory
@@ -66,21 +65,19 @@ def task_set_name(split: str) -> str:
     return f"official:{split}"
 
 
-def official_domain(domain: str, tasks_path: str | Path | None = None) -> Domain:
-    """The domain's environment with its official tasks: the package's, or the tau2 data folder's at
-    ``tasks_path`` (``FileNotFoundError`` / ``ValueError``, one line, for a folder that has none)."""
-    dom = get_domain(domain)
+def official_domain(dom: Domain, tasks_path: str | Path | None = None) -> Domain:
+    """The environment with its official tasks: the package's, or the tau2 data folder's at ``tasks_path``
+    (``FileNotFoundError`` / ``ValueError``, one line, for a folder that has none)."""
     return dom.with_tasks(Path(tasks_path)) if tasks_path is not None else dom
 
 
-def official_tasks(domain: str | Domain, split: str, max_tasks: int | None = None,
+def official_tasks(dom: Domain, split: str, max_tasks: int | None = None,
                    task_ids: Sequence[str] | None = None) -> list[Any]:
     """The split's tasks in tau2's order: those of ``task_ids`` (all when None), then the first ``max_tasks``.
 
-    ``domain``: a name (the package's tasks) or an environment (``official_domain``: maybe a folder's).
+    ``dom``: the environment (``official_domain``: the package's tasks, or a folder's).
     ``KeyError`` (one line) for a split the domain lacks (naming the known ones) or an id not in the split.
     """
-    dom = get_domain(domain) if isinstance(domain, str) else domain
     tasks = dom.tasks(split)
     if task_ids is not None:
         missing = sorted(set(task_ids) - {t.id for t in tasks})
@@ -141,9 +138,9 @@ class OfficialResult(Contract):
 
 
 def result_of(evaluations: list[Evaluation], *, run_id: str, round: int, domain: str, split: str, trials: int,
-              model_version: str, user: str, chunk: str, task_source: TaskSet | None = None) -> OfficialResult:
+              model_version: str, user: str, chunk: str, task_source: TaskSet) -> OfficialResult:
     """The per-task rewards and pass^k of a split's evaluation rows (fresh, or read back from the store);
-    ``task_source`` None: the installed package's tasks."""
+    ``task_source``: the tasks they ran on (``Domain.task_set()``)."""
     by_task: dict[str, list[Evaluation]] = {}
     for e in sorted(evaluations, key=lambda e: e.trial):
         by_task.setdefault(e.task_id, []).append(e)
@@ -153,7 +150,7 @@ def result_of(evaluations: list[Evaluation], *, run_id: str, round: int, domain:
     return OfficialResult(
         run_id=run_id, round=round, domain=domain, split=split, task_set=task_set_name(split), trials=trials,
         model_version=model_version, user=user, chunk=chunk,
-        task_source=task_source if task_source is not None else get_domain(domain).task_set(), tasks=outcomes,
+        task_source=task_source, tasks=outcomes,
         pass_hat=pass_hat_ks({o.task_id: [is_success(r) for r in o.rewards] for o in outcomes}),
         strict_pass_hat=pass_hat_ks({o.task_id: o.strict for o in outcomes}),
         avg_reward=sum(rewards) / len(rewards) if rewards else 0.0)
@@ -172,7 +169,7 @@ def _id(*parts: object) -> str:
     return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:16]
 
 
-def evaluate_official(store: Store, agent: TaskAgent, user: UserSim, *, run_id: str, round: int, domain: str,
+def evaluate_official(store: Store, agent: TaskAgent, user: UserSim, *, run_id: str, round: int, env: Domain,
                       split: str, model_version: str, trials: int = 1, max_tasks: int | None = None,
                       task_ids: Sequence[str] | None = None, max_steps: int = 40, emit: Emit | None = None,
                       on_task: Callable[[TaskOutcome], None] | None = None,
@@ -184,7 +181,7 @@ def evaluate_official(store: Store, agent: TaskAgent, user: UserSim, *, run_id: 
     """
     if trials < 1:
         raise ValueError(f"trials: {trials} (at least 1)")
-    dom = official_domain(domain, tasks_path)
+    dom, domain = official_domain(env, tasks_path), env.name
     tasks, source = official_tasks(dom, split, max_tasks, task_ids), dom.task_set()
     task_set = task_set_name(split)
     chunk = chunk_name(split, model_version, user.label, trials, max_tasks, task_ids,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import prefect
 
@@ -21,8 +21,11 @@ from evosyn.tasks.engine import STAGE_TASK, emitter
 from evosyn.tasks.official import OfficialResult, UserSim, chunk_name, evaluate_official, result_of
 from evosyn.tasks.progress import Emit
 from evosyn.tasks.stages import Ctx
-from evosyn.storage.config import ConfigError, OfficialEvalConfig, RoleConfig
+from evosyn.config import ConfigError, OfficialEvalConfig, RoleConfig
 from evosyn.storage.store import Store
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
 
 AGENT_KINDS = ("embedded", "openai_compatible")
 USER_PROVIDERS = ("openai", "anthropic", "openai_compatible")
@@ -162,13 +165,14 @@ def log_official(tracker, result: OfficialResult) -> str:
 
 
 # ------------------------------------------------------------------ a run config's `official_eval`
-def check_official_config(oc: OfficialEvalConfig, domain: str) -> None:
+def check_official_config(oc: OfficialEvalConfig, env: Domain) -> None:
     """One line for a split the domain lacks, a task folder without the domain's tasks, or an LLM user that
     cannot run; before any work."""
     from evosyn.tasks.official import official_domain
 
+    domain = env.name
     try:
-        dom = official_domain(domain, oc.tasks_path)
+        dom = official_domain(env, oc.tasks_path)
     except (OSError, ValueError) as exc:
         raise OfficialError(f"official_eval.tasks_path: {exc}") from None
     splits = dom.splits()
@@ -194,15 +198,15 @@ def round_official(ctx, agent, oc: OfficialEvalConfig, emit: Emit | None = None,
     from evosyn.tasks.official import official_domain
 
     user = build_user(oc.user if oc.user.backend == "llm" else None, ctx.store.root / "llm_cache")
-    source = official_domain(ctx.domain, oc.tasks_path).task_set()
+    source = official_domain(ctx.env, oc.tasks_path).task_set()
     chunk = chunk_name(oc.split, version, user.label, oc.trials, oc.max_tasks, None,
                        source.tasks_sha256 if oc.tasks_path is not None else "")
-    common = dict(run_id=ctx.run_id, round=ctx.round, domain=ctx.domain, split=oc.split, model_version=version)
+    common = dict(run_id=ctx.run_id, round=ctx.round, split=oc.split, model_version=version)
     if ctx.done("evaluate", chunk):
         return result_of(ctx.read("evaluations", chunk), trials=oc.trials, user=user.label, chunk=chunk,
-                         task_source=source, **common)
+                         task_source=source, domain=ctx.domain, **common)
     result = evaluate_official(ctx.store, agent, user, trials=oc.trials, max_tasks=oc.max_tasks,
-                               max_steps=oc.max_steps, emit=emit, tasks_path=oc.tasks_path, **common)
+                               max_steps=oc.max_steps, emit=emit, tasks_path=oc.tasks_path, env=ctx.env, **common)
     flush_user(user, ctx.store, result)
     ctx.mark("evaluate", chunk)  # after its rows: a crash before it redoes the chunk, writing the same rows
     return result

@@ -96,7 +96,8 @@ def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm
         return _designed(emit, ctx, ctx.read("directions", chunk), steering, t0)
     if arm == "single_agent":  # one role: a single unconstrained direction, uniform sampling
         steering = ColdStart()
-        dirs = EmbeddedDesigner().design(space, steering, budget, run_id=ctx.run_id, round=ctx.round, seed=ctx.seed)
+        dirs = EmbeddedDesigner(ctx.pack.planner_rules).design(space, steering, budget, run_id=ctx.run_id,
+                                                               round=ctx.round, seed=ctx.seed)
         dirs = [dirs[0].model_copy(update={"allowed_values": {}, "objective": "any task the space allows",
                                            "n_blueprints": budget, "rationale": "single agent: no designer"})]
     else:
@@ -111,8 +112,8 @@ def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm
                 raise RoleInvalid("designer", roles.clients["designer"].endpoint, str(exc)) from None
             # on_invalid: fallback: the embedded design, recorded on every direction and in llm_calls, and warned
             roles.clients["designer"].record_fallback(str(exc), "designer")
-            dirs = EmbeddedDesigner().design(space, steering, budget, run_id=ctx.run_id, round=ctx.round,
-                                             seed=ctx.seed)
+            dirs = EmbeddedDesigner(ctx.pack.planner_rules).design(space, steering, budget, run_id=ctx.run_id,
+                                                                   round=ctx.round, seed=ctx.seed)
             dirs = [d.model_copy(update={"rationale": f"{FALLBACK_RATIONALE} ({exc}); {d.rationale}"})
                     for d in dirs]
         ctx.flush(roles, chunk)
@@ -232,12 +233,12 @@ def verify_chunk(ctx: Ctx, tasks: list[SynthTask], trajectories: list[Trajectory
     for task in tasks:
         if task.task_id not in by_task:
             continue
-        trajs, vs = verify_with_repair(task, by_task[task.task_id], repair)
+        trajs, vs = verify_with_repair(task, by_task[task.task_id], repair, ctx.env)
         verdicts += vs
         repaired += trajs[1:]
         if vs[-1].passed:
             kept.append((task, trajs[-1]))
-    examples = [] if ctx.diagnostic_fraction is None else sft_examples(kept, ctx.diagnostic_fraction, ctx.seed)
+    examples = [] if ctx.diagnostic_fraction is None else sft_examples(kept, ctx.env, ctx.diagnostic_fraction, ctx.seed)
     ctx.flush(roles, f"{chunk}-verify")
     ctx.put("trajectories", repaired, f"{chunk}-repair")  # beside the rollout's chunk, never over it
     ctx.put("verdicts", verdicts, chunk)

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import evosyn.tasks.stages as stages
 from evosyn.tasks.progress import Emit
 from evosyn.agents.designer import Steering
-from evosyn.storage.config import RoleConfig
+from evosyn.config import RoleConfig
 from evosyn.storage.records import Arm, Blueprint, Direction, SFTExample, SynthesisSpace, SynthTask, Trajectory, Verdict
 
 INPUTS_STAGE = "pass-inputs"  # marker: what the pass in a (run, round) partition was asked for

@@ -21,7 +21,7 @@ generate, rollout, verify) and only verified tasks join the set.
   out the lookups (in a dual-control domain every gold may), so no synthetic task shows its
   official read count.
 - ``uniform``: uniform over every property the domain's generator controls
-  (``get_pack(domain).controllable``), one at a time: slot ``i`` focuses on
+  (its pack's ``controllable``), one at a time: slot ``i`` focuses on
   property ``i mod K`` and requests its buckets in turn (so each property's
   slots cover its buckets equally), in a space of the initial factors plus that
   property; the initial space's single-valued factors are drawn uniformly and
@@ -44,12 +44,11 @@ import hashlib
 import json
 import math
 from collections import Counter
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import evosyn.tasks.stages as stages
 from evosyn.agents.learners.harness import TaskCase
 from evosyn.envs.ontology import load_initial_space
-from evosyn.envs.packs import default_domain, get_domain, get_pack
 from evosyn.tasks.datasets import cases_for, with_count_factors, with_factors
 from evosyn.tasks.stages import Ctx
 from evosyn.tasks.testset_targets import (ANY_READS, CELL, Cell, allocate, cell_of, distribution, drawn_keys, in_cell,
@@ -58,6 +57,9 @@ from evosyn.tasks.testset_targets import (ANY_READS, CELL, Cell, allocate, cell_
 from evosyn.storage.locks import store_lock
 from evosyn.storage.records import TABLES, Direction, SynthesisSpace, Verdict
 from evosyn.storage.store import Store
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
 
 Kind = Literal["official-matched", "uniform"]
 KINDS: tuple[Kind, ...] = ("official-matched", "uniform")
@@ -72,24 +74,24 @@ Target = Cell | dict  # a slot's aim: its official cell, or its draw of the cont
 MAX_TOPUPS = 4  # rounds of extra slots for those no attempt filled
 
 
-def skipped_line(domain: str, kind: Kind) -> str | None:
+def skipped_line(env: Domain, kind: Kind) -> str | None:
     """The line a run (or `evosyn testsets`) says for a set the domain cannot have (None: it can)."""
-    if kind == "official-matched" and (why := no_official_reason(domain)) is not None:
+    if kind == "official-matched" and (why := no_official_reason(env)) is not None:
         return f"test set {kind}: skipped: {why}; the uniform set is this domain's test set"
     return None
 
 
-def test_set_run_id(domain: str, seed: int = TEST_SEED, n: int = DEFAULT_SIZE, kind: Kind = "official-matched",
+def test_set_run_id(env: Domain, seed: int = TEST_SEED, n: int = DEFAULT_SIZE, kind: Kind = "official-matched",
                     name: str = "testset") -> str:
     """``name``: ``testset``, or ``probeset`` for a Reflector's probe set (tasks/loop.py), built alike."""
     if kind not in KINDS:
         raise ValueError(f"test set kind {kind!r}: use one of {', '.join(KINDS)}")
-    source = get_domain(domain).data_source  # another data folder than the environment's default: other tasks
+    source = env.data_source  # another data folder than the environment's default: other tasks
     tag = f"-d{hashlib.sha256(source.encode()).hexdigest()[:8]}" if source else ""
-    return f"{name}-{kind}-{domain}-g{get_pack(domain).generator_version}{tag}-s{seed}-n{n}"
+    return f"{name}-{kind}-{env.name}-g{env.pack.generator_version}{tag}-s{seed}-n{n}"
 
 
-def test_cases(store: Store, domain: str | None = None, n: int = DEFAULT_SIZE, seed: int = TEST_SEED,
+def test_cases(store: Store, env: Domain, n: int = DEFAULT_SIZE, seed: int = TEST_SEED,
                kind: Kind = "official-matched", name: str = "testset") -> list[TaskCase]:
     """The test set ``kind`` of ``domain``: built once (also when several runs start together), then reused.
 
@@ -97,16 +99,15 @@ def test_cases(store: Store, domain: str | None = None, n: int = DEFAULT_SIZE, s
     without verdicts, slots not yet retried) is never taken as a test set; the
     build resumes. Never read by synthesis or the Reflector.
     """
-    domain = domain or default_domain()
-    if kind == "official-matched" and no_official_reason(domain) is not None:
+    if kind == "official-matched" and no_official_reason(env) is not None:
         return []  # nothing to match: the uniform set is the domain's only test set
-    run_id = test_set_run_id(domain, seed, n, kind, name)
+    run_id = test_set_run_id(env, seed, n, kind, name)
     if not _built(store, run_id):
         with store_lock(store.location, run_id):  # concurrent first runs: one builds it, the others wait ...
             if not _built(store, run_id):  # ... and find it built
                 if store.is_complete(TEST_SET_STAGE, run_id, 0):  # marked empty: its rows go, a fresh build follows
                     store.delete_run(run_id)
-                build_test_set(store, domain, n, seed, kind, name)
+                build_test_set(store, env, n, seed, kind, name)
     return cases_for(store, run_id, {task_id for task_id, _ in members(store, run_id, kind, n).values()})
 
 
@@ -123,25 +124,25 @@ def _built(store: Store, run_id: str) -> bool:
     return bool(marker) and marker.get("n_tasks", 1) > 0
 
 
-def is_built(store: Store, domain: str, n: int = DEFAULT_SIZE, kind: Kind = "official-matched",
+def is_built(store: Store, env: Domain, n: int = DEFAULT_SIZE, kind: Kind = "official-matched",
              seed: int = TEST_SEED) -> bool:
     """Whether the test set is built in ``store`` (``test_cases`` reads it without building anything)."""
-    return _built(store, test_set_run_id(domain, seed, n, kind))
+    return _built(store, test_set_run_id(env, seed, n, kind))
 
 
-def test_set_report(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int = TEST_SEED,
+def test_set_report(store: Store, env: Domain, n: int = DEFAULT_SIZE, seed: int = TEST_SEED,
                     kind: Kind = "official-matched") -> dict:
     """The report a finished build stored in its marker ({} before the set is built)."""
-    return _marker(store, test_set_run_id(domain, seed, n, kind)).get("report", {})
+    return _marker(store, test_set_run_id(env, seed, n, kind)).get("report", {})
 
 
-def test_set_space(domain: str, run_id: str, kind: Kind, focus: str | None = None) -> SynthesisSpace:
+def test_set_space(env: Domain, run_id: str, kind: Kind, focus: str | None = None) -> SynthesisSpace:
     """The set's space; for ``uniform``, with the one ``focus`` property a slot requests (None: all of them,
     the space its report reads)."""
-    space = load_initial_space(domain, run_id=run_id)
+    space = load_initial_space(env.pack, run_id=run_id)
     if kind == "official-matched":  # the cell's counts must be factors a blueprint selects (and the verifier gates)
         return with_count_factors(space)
-    controllable = get_pack(domain).controllable
+    controllable = env.pack.controllable
     return with_factors(space, controllable, (focus,) if focus else tuple(controllable))
 
 
@@ -214,9 +215,8 @@ def _attempt(ctx: Ctx, space: SynthesisSpace, kind: Kind, slots: dict[int, Targe
         stages.verify_chunk(ctx, tasks, stages.rollout(ctx, tasks, name), name)
 
 
-def _focal(domain: str, slot: int) -> dict[str, list[str]]:
+def _focal(controllable: dict[str, list[str]], slot: int) -> dict[str, list[str]]:
     """Slot ``slot``'s request of the uniform set: property ``slot mod K``, its buckets in turn."""
-    controllable = get_pack(domain).controllable
     keys = list(controllable)
     key = keys[slot % len(keys)]
     values = controllable[key]
@@ -226,16 +226,16 @@ def _focal(domain: str, slot: int) -> dict[str, list[str]]:
 def _attempt_slots(ctx: Ctx, kind: Kind, slots: dict[int, Target], salt: int) -> None:
     """One try of ``slots``: the official cells in one space, the uniform slots grouped by their focal property."""
     if kind == "official-matched":
-        _attempt(ctx, test_set_space(ctx.domain, ctx.run_id, kind), kind, slots, salt)
+        _attempt(ctx, test_set_space(ctx.env, ctx.run_id, kind), kind, slots, salt)
         return
     groups: dict[str, dict[int, Target]] = {}
     for s, target in slots.items():
         groups.setdefault(next(iter(target)), {})[s] = target
     for focus, group in groups.items():
-        _attempt(ctx, test_set_space(ctx.domain, ctx.run_id, kind, focus), kind, group, salt)
+        _attempt(ctx, test_set_space(ctx.env, ctx.run_id, kind, focus), kind, group, salt)
 
 
-def _topup(kind: Kind, official: dict[Cell, int], space: SynthesisSpace, run_id: str, slots: dict[int, Target],
+def _topup(kind: Kind, official: dict[Cell, int], controllable: dict[str, list[str]], slots: dict[int, Target],
            done: dict, missing: int) -> dict[int, Target]:
     """New slots for ``missing`` tasks. Official: exactly ``missing``, over the official mass of the cells some
     slot filled or none tried yet. Uniform: fresh draws, as many more as the slots so far failed to fill (at most 3x; the set
@@ -243,7 +243,7 @@ def _topup(kind: Kind, official: dict[Cell, int], space: SynthesisSpace, run_id:
     start = max(slots, default=-1) + 1
     if kind == "uniform":
         k = min(3 * missing, math.ceil(missing * len(slots) / max(1, len(done))))
-        return {start + i: _focal(space.domain, start + i) for i in range(k)}
+        return {start + i: _focal(controllable, start + i) for i in range(k)}
     realized, tried = {slots[s] for s in done}, set(slots.values())  # a small set may not have tried every cell
     weights: Counter = Counter()
     for c, k in official.items():  # a cell tried and never realized lends its mass to the nearest realized one
@@ -257,7 +257,7 @@ def _topup(kind: Kind, official: dict[Cell, int], space: SynthesisSpace, run_id:
     return {start + i: c for i, c in enumerate(flat)}
 
 
-def build_test_set(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int = TEST_SEED,
+def build_test_set(store: Store, env: Domain, n: int = DEFAULT_SIZE, seed: int = TEST_SEED,
                    kind: Kind = "official-matched", name: str = "testset") -> dict:
     """Build (or finish a partial build of) test set ``kind``, then mark it with its report (returned).
 
@@ -265,22 +265,22 @@ def build_test_set(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int =
     point, ``testset``, sits after a generate chunk's tasks, before their
     trajectories and verdicts (the observed factors).
     """
-    run_id = test_set_run_id(domain, seed, n, kind, name)
-    if kind == "uniform" and not get_pack(domain).controllable:  # flows/inputs.check_domain says so before any work
+    run_id, domain, controllable = test_set_run_id(env, seed, n, kind, name), env.name, env.pack.controllable
+    if kind == "uniform" and not controllable:  # flows/inputs.check_domain says so before any work
         raise ValueError(f"controllable: the {domain} pack names no property its generator controls, so a uniform "
                          "test set has nothing to draw (set controllable in its pack)")
     for table in TABLES:  # a partial build of the one-chunk layout before the stages: its rows would stay beside
         store.remove_chunk(table, run_id, 0, LEGACY_CHUNK)
-    ctx = Ctx(store, run_id, 0, seed, domain, diagnostic_fraction=None, source="test_set",
+    ctx = Ctx(store, run_id, 0, seed, domain, resolved=env, diagnostic_fraction=None, source="test_set",
               fault_points={"generate": "testset"})
-    space = test_set_space(domain, run_id, kind)
-    official = official_cells(domain) if kind == "official-matched" else {}
+    space = test_set_space(env, run_id, kind)
+    official = official_cells(env) if kind == "official-matched" else {}
     if kind == "official-matched":
         slots: dict[int, Target] = {}
         for cell, k in sorted(allocate(dict(official), n).items()):
             slots.update({len(slots) + i: cell for i in range(k)})
     else:
-        slots = {i: _focal(domain, i) for i in range(n)}
+        slots = {i: _focal(controllable, i) for i in range(n)}
     # each attempt's slots are those no earlier attempt filled, and each top-up counts only the slots of the
     # phases before it: a resumed build (the store holding later attempts) repeats the same attempts
     phase = dict(slots)
@@ -293,12 +293,12 @@ def build_test_set(store: Store, domain: str, n: int = DEFAULT_SIZE, seed: int =
             _attempt_slots(ctx, kind, todo, salt)
         done = {s: f for s, f in _fills(store, run_id, kind).items() if s in slots}
         missing = n - len(done)
-        phase = _topup(kind, dict(official), space, run_id, slots, done, missing) if missing > 0 and topup < MAX_TOPUPS else {}
+        phase = _topup(kind, dict(official), controllable, slots, done, missing) if missing > 0 and topup < MAX_TOPUPS else {}
         if not phase:
             break
         slots.update(phase)
     done = members(store, run_id, kind, n)
-    report = _report(store, run_id, kind, space, official, slots, done, n)
+    report = _report(store, run_id, kind, space, official, slots, done, n, env.pack.generator_version)
     store.mark_complete(TEST_SET_STAGE, run_id, 0, n_tasks=len(done), report=report)
     return report
 
@@ -314,10 +314,10 @@ def _reason(verdicts: list[Verdict]) -> str:
 
 
 def _report(store: Store, run_id: str, kind: Kind, space: SynthesisSpace, official: dict[Cell, int],
-            slots: dict[int, Target], done: dict, n: int) -> dict:
+            slots: dict[int, Target], done: dict, n: int, generator_version: object) -> dict:
     attempts = store.read_records("directions", run_id=run_id)
     report: dict = {"kind": kind, "run_id": run_id, "size": n, "tasks": len(done), "slots": len(slots),
-                    "attempts": len(attempts), "generator_version": str(get_pack(space.domain).generator_version)}
+                    "attempts": len(attempts), "generator_version": str(generator_version)}
     observed = [obs for _, obs in done.values()]
     if kind == "uniform":
         by_task = {t.task_id: t for t in store.read_records("tasks", run_id=run_id)}

@@ -21,9 +21,9 @@ from collections import Counter
 from functools import lru_cache
 from typing import Iterable
 
-from evosyn.envs.base import EnvTask
+from evosyn.envs.base import Domain, EnvTask
 from evosyn.envs.gold import gold_messages
-from evosyn.envs.packs import get_domain, get_pack
+from evosyn.envs.packs import DomainPack
 from evosyn.envs.verify import run_checks
 from evosyn.storage.records import SynthesisSpace
 
@@ -60,21 +60,21 @@ def in_cell(observed: dict[str, list[str]], cell: Cell) -> bool:
     return all(o == c for o, c in zip(cell_of(observed), cell) if c != ANY_READS)
 
 
-def official_cell(domain: str, observed: dict[str, list[str]]) -> Cell:
+def official_cell(pack: DomainPack, observed: dict[str, list[str]]) -> Cell:
     """An official task's cell. Its gold is a replay with no assistant text, so the verifier's refusal wording
     never shows: a task whose gold changes nothing and whose family is not an information request (the pack's
     ``planner_rules.info_families``) is a request the agent must decline."""
     cell = cell_of(observed)
     family, outcome, writes, reads = cell
-    if writes == "0" and family not in get_pack(domain).planner_rules.info_families:
+    if writes == "0" and family not in pack.planner_rules.info_families:
         return family, "refuse", writes, reads
     return cell
 
 
 @lru_cache(maxsize=None)
-def _official(domain: str) -> tuple[tuple[Cell, int], ...]:
-    dom = get_domain(domain)
-    cells = Counter(official_cell(domain, run_checks(dom, t, gold_messages(dom, t)).observed)
+def _official(dom: Domain) -> tuple[tuple[Cell, int], ...]:
+    """Per environment (a data folder's is another object: its own official tasks), replayed once a process."""
+    cells = Counter(official_cell(dom.pack, run_checks(dom, t, gold_messages(dom, t)).observed)
                     for t in dom.tasks(None) if has_gold_actions(t))
     return tuple(sorted(cells.items()))
 
@@ -93,10 +93,10 @@ def nearest(cell: Cell, realized: Iterable[Cell]) -> Cell | None:
     return min(same, key=lambda c: (c[1] != cell[1], gap(c[2], cell[2]), gap(c[3], cell[3]), c))
 
 
-def no_official_reason(domain: str) -> str | None:
+def no_official_reason(env: Domain) -> str | None:
     """Why the domain has no official-matched test set (None: it has one): no official tasks, or none with
     gold actions to observe a cell on. Its runs then test on the uniform set alone."""
-    tasks = get_domain(domain).tasks(None)
+    domain, tasks = env.name, env.tasks(None)
     if not tasks:
         return f"the {domain} domain has no official tasks"
     if not any(has_gold_actions(t) for t in tasks):
@@ -104,9 +104,9 @@ def no_official_reason(domain: str) -> str | None:
     return None
 
 
-def official_cells(domain: str) -> Counter:
+def official_cells(env: Domain) -> Counter:
     """cell -> number of the domain's official tasks (all splits, those with gold actions) observed in it."""
-    return Counter(dict(_official(domain)))
+    return Counter(dict(_official(env)))
 
 
 def allocate(weights: dict[Cell, float], n: int) -> dict[Cell, int]:

@@ -51,7 +51,7 @@ def test_entrypoints_load_flows_and_parameters_validate(deployments):
     from prefect.flows import load_flow_from_entrypoint
     from prefect.utilities.callables import parameter_schema
 
-    from evosyn.storage.config import validate_config
+    from evosyn.config import validate_config
 
     names = {"evosyn-run": "evosyn-run", "evosyn-sweep": "evosyn-sweep", "sft-train": "sft-train"}
     for name, dep in deployments.items():
@@ -71,7 +71,7 @@ def test_entrypoints_load_flows_and_parameters_validate(deployments):
 
 
 def test_train_deployment_config_field():
-    from evosyn.storage.config import ConfigError, validate_config
+    from evosyn.config import ConfigError, validate_config
 
     assert validate_config({}).train_deployment is None
     assert validate_config({"train_deployment": "sft-train/sft-train"}).train_deployment == "sft-train/sft-train"
@@ -81,6 +81,6 @@ def test_train_deployment_config_field():
 
 def test_run_id_does_not_depend_on_where_training_runs():
     from evosyn.flows.run import run_id_for
-    from evosyn.storage.config import validate_config
+    from evosyn.config import validate_config
 
     assert run_id_for(validate_config({})) == run_id_for(validate_config({"train_deployment": "sft-train/sft-train"}))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGES = ("storage", "envs", "agents", "domains", "tasks", "flows", "benchmarks")
+PACKAGES = ("storage", "config", "envs", "agents", "domains", "tasks", "flows", "benchmarks")
 ROOT = Path(__file__).resolve().parents[1]
 
 

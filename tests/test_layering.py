@@ -1,8 +1,8 @@
-"""Imports point one way: storage <- envs <- agents <- domains <- tasks <- flows <- benchmarks."""
+"""Imports point one way: storage <- config <- envs <- agents <- domains <- tasks <- flows <- benchmarks."""
 import ast
 from pathlib import Path
 
-LAYERS = ["storage", "envs", "agents", "domains", "tasks", "flows", "benchmarks"]
+LAYERS = ["storage", "config", "envs", "agents", "domains", "tasks", "flows", "benchmarks"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -83,7 +83,7 @@ def test_flows_importing_benchmarks_is_a_violation(tmp_path):
 # read everywhere else as ``SynthTask.definition``.
 TAU2_FIELDS = frozenset({"evaluation_criteria", "user_scenario", "initialization_actions", "initialization_data",
                          "env_assertions", "check_assertion", "tau2_task", "message_history"})
-FAMILY_CODE = ("storage", "envs", "agents", "domains", "tasks", "flows", "benchmarks", "deployments")
+FAMILY_CODE = ("storage", "config", "envs", "agents", "domains", "tasks", "flows", "benchmarks", "deployments")
 # names kept where they are only words, not tau2's objects: the column's declaration, and the repair prompt's
 # section of the task, which keeps its name so the prompt (and every cached repair reply) stays as it was
 KEPT = {("storage/records.py", "reads .tau2_task"), ("agents/repair.py", "names 'user_scenario'")}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("storage", "envs", "agents", "domains", "tasks", "flows", "benchmarks")
+LAYERS = ("storage", "config", "envs", "agents", "domains", "tasks", "flows", "benchmarks")
 # benchmark results are data of this repository, not of the package
 NOT_SHIPPED = ("benchmarks/results/",)
 

@@ -104,15 +104,15 @@ def evaluate(agent: TaskAgent, cases: list[TaskCase], domain: Domain, *, run_id:
     for case in cases:
         traj = run_episode(agent, case.task, domain, max_steps, model_version, id_key)
         traj = traj.model_copy(update={"run_id": run_id, "round": round})
-        evaluations.append(evaluation(case, traj, task_set, id_key))
+        evaluations.append(evaluation(case, traj, domain, task_set, id_key))
         trajectories.append(traj)
     return evaluations, trajectories
 
 
-def evaluation(case: TaskCase, traj: Trajectory, task_set: str, id_key: str = "") -> Evaluation:
-    """The verifier's verdict on an episode of the case's task, as an evaluation row (``id_key``: as for
-    ``run_episode``)."""
-    verdict = verify(case.task.model_copy(update={"requested": {}}), traj)
+def evaluation(case: TaskCase, traj: Trajectory, domain: Domain, task_set: str, id_key: str = "") -> Evaluation:
+    """The verifier's verdict on an episode of the case's task in ``domain``, as an evaluation row (``id_key``: as
+    for ``run_episode``)."""
+    verdict = verify(case.task.model_copy(update={"requested": {}}), traj, domain)
     run_id, round, model_version = traj.run_id, traj.round, traj.model_version
     salt = f"{round}/{task_set}/{case.task.task_id}/{id_key}" if id_key else \
         f"{run_id}/{round}/{task_set}/{case.task.task_id}/{model_version}"

@@ -19,7 +19,7 @@ import yaml
 
 from evosyn.agents.learners.exports import DATASET_NAME, Exported, System, dataset_info, export_rows, sharegpt
 from evosyn.storage import atomic
-from evosyn.storage.config import LlamaFactoryConfig
+from evosyn.config import LlamaFactoryConfig
 from evosyn.storage.records import SFTExample
 
 PAPER_RECIPE: dict[str, Any] = {

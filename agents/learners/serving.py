@@ -22,7 +22,7 @@ from evosyn.agents import servers
 from evosyn.agents.learners.llamafactory import TrainingError, find_cli, gpu_count, with_parent
 from evosyn.agents.servers import ServerExited, ServerNotReady, free_port, http_ok, log_tail, wait_ready
 from evosyn.storage import atomic
-from evosyn.storage.config import LlamaFactoryConfig
+from evosyn.config import LlamaFactoryConfig
 
 SERVED_NAME = "checkpoint"  # the model name requests use (both servers are told it)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from evosyn.agents.llm.client import LLMClient
 from evosyn.agents.llm.pricing import known_models, price_of, similar_models
-from evosyn.storage.config import ConfigError, RoleConfig, load_dotenv_secrets
+from evosyn.config import ConfigError, RoleConfig, load_dotenv_secrets
 from evosyn.storage.redact import register as register_secret
 
 PROVIDERS = ("openai", "anthropic", "openai_compatible")

@@ -1,4 +1,4 @@
-"""CAR-bench: ``pack.py`` (an ontology-only pack)."""
+"""CAR-bench (in-car assistant): ``pack.py`` holds its hooks, ``generator.py`` its generator over ``recipes.py``."""
 from evosyn.domains.car_bench.pack import CarBenchPack
 from evosyn.envs.packs import register
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evosyn.domains.telecom.device import speed_test
+
 
 def _a(env: str, func: str, **arguments: Any) -> dict[str, Any]:
     return {"env_type": env, "func_name": func, "arguments": arguments, "assert_value": True}
@@ -22,12 +24,13 @@ def final_state_assertions(episode: Any, customer_id: str) -> list[dict[str, Any
     user = episode.env.user_tools
     device = user.device
     out = [_a("user", "assert_service_status", expected_status=device.network_connection_status.value),
-           _a("user", "assert_mobile_data_status", expected_status=user._get_mobile_data_working()),
-           _a("user", "assert_can_send_mms", expected_status=user._can_send_mms()),
+           # each expected value read by the tau2 assertion that checks it (True iff the state holds)
+           _a("user", "assert_mobile_data_status", expected_status=user.assert_mobile_data_status(True)),
+           _a("user", "assert_can_send_mms", expected_status=user.assert_can_send_mms(True)),
            _a("user", "assert_airplane_mode_status", expected_status=device.airplane_mode),
            _a("user", "assert_mobile_roaming_status", expected_status=device.roaming_enabled),
            _a("user", "assert_mobile_data_saver_mode_status", expected_status=device.data_saver_mode)]
-    speed, desc = user._run_speed_test()
+    speed, desc = speed_test(user)
     if speed is not None:
         out.append(_a("user", "assert_internet_speed", expected_speed=speed, expected_desc=desc))
     db = episode.env.tools.db

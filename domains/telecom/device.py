@@ -10,10 +10,13 @@ steps in ``ops.py``; this module holds only the device side.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 USER = "user"
+_SPEED = re.compile(r"Speed Test Result: (\d+\.\d{2}) Mbps \(([^)]*)\)\.")  # tau2's run_speed_test
+_NO_SPEED = "Speed test failed: "
 
 
 def init(func: str, env: str = USER, **arguments: Any) -> dict[str, Any]:
@@ -68,14 +71,27 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
 ]}
 
 
+def speed_test(user_tools: Any) -> tuple[float | None, str | None]:
+    """The phone's speed test, read from tau2's public ``run_speed_test`` tool: (Mbps, description), or
+    (None, why) without mobile data. tau2 rounds the speed to two decimals before the tool prints it with
+    two, so the number read back is tau2's own, exactly (a task's ``assert_internet_speed`` needs that);
+    a text of any other form raises rather than being misread."""
+    text = user_tools.run_speed_test()
+    if found := _SPEED.match(text):
+        return float(found[1]), found[2]
+    if text.startswith(_NO_SPEED):
+        return None, text[len(_NO_SPEED):].removesuffix(".")
+    raise ValueError(f"tau2's run_speed_test said {text!r}, a form this does not read")
+
+
 def device_works(episode: Any, mms: bool) -> bool:
     """The repaired device: mobile data works at excellent speed (or MMS sends, for MMS faults)."""
     tools = episode.env.user_tools
-    if not tools._get_mobile_data_working():
+    if not tools.assert_mobile_data_status(True):  # tau2's own check of the device's data
         return False
-    if mms and not tools._can_send_mms():
+    if mms and not tools.assert_can_send_mms(True):
         return False
-    _, desc = tools._run_speed_test()
+    _, desc = speed_test(tools)
     return mms or desc == "Excellent"
 
 

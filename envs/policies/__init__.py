@@ -9,19 +9,9 @@ from __future__ import annotations
 from typing import Callable
 
 from evosyn.envs.base import Episode
-from evosyn.envs.packs import get_pack
 from evosyn.storage.records import Message, ToolCall
 
-Rule = Callable[[Episode, ToolCall, list[Message]], list[str]]
-
-
-def rules_for(domain: str) -> Rule | None:
-    return get_pack(domain).policy_rules()
-
-
-def waivers_for(domain: str) -> dict[str, dict[str, str]]:
-    """Rule waivers for official tasks whose gold actions contradict the policy text."""
-    return get_pack(domain).official_waivers
+Rule = Callable[[Episode, ToolCall, list[Message]], list[str]]  # a pack's ``policy_rules()``
 
 
 def rule_code(violation: str) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from evosyn.envs.tau2.entities import DIFFERENT, SAME, atom, compare, float_free, new_model
+from evosyn.envs.tau2.entities import DIFFERENT, SAME, atom, compare, float_free, shallow_copy
 from evosyn.envs.tau2.entities import dump as _dump
 
 
@@ -52,16 +52,17 @@ def clone(value: Any, mode: Mode | None = None) -> Any:
     if kind is tuple:
         return tuple(clone(v, mode) for v in value)
     if isinstance(value, BaseModel):
-        fields = {}
-        for k, v in value.__dict__.items():
+        out = shallow_copy(value)
+        fields = vars(out)  # the copy's own dict: its values are replaced in place, atoms are kept
+        for k, v in fields.items():
             t = type(v)
             if atom(t):
-                fields[k] = v
-            elif mode is not None and t is dict and v and all(isinstance(x, BaseModel) for x in v.values()):
+                continue
+            if mode is not None and t is dict and v and all(isinstance(x, BaseModel) for x in v.values()):
                 fields[k] = CowDict(v, mode)
             else:
                 fields[k] = clone(v, mode)
-        return new_model(kind, fields, value)
+        return out
     return copy.deepcopy(value)
 
 
@@ -353,7 +354,8 @@ class CowDB:
             values[name] = CowDict(table, mode) if isinstance(table, dict) else CowList(table, mode)
         for name in self.scalars:
             values[name] = clone(getattr(self.base, name))
-        db = new_model(self.model, values, self.base)
+        db = shallow_copy(self.base)
+        vars(db).update(values)  # every field: a table over the base's, or a clone
         if not self.tables:
             self._modes[id(db)] = mode
         return db, mode

@@ -121,10 +121,11 @@ class Tau2Domain(Domain):
         return None
 
     def tool_names(self, kit: Any) -> frozenset[str]:
-        """The tool names of a toolkit (tau2's ``ToolKitBase.tools`` keys), per toolkit class."""
+        """The tool names of a toolkit (tau2's ``ToolKitBase.tools`` keys), read once per toolkit class:
+        ``tools`` binds every tool anew on each read, and ``step`` asks on every call."""
         names = self._names.get(type(kit))
         if names is None:
-            names = self._names[type(kit)] = frozenset(kit._func_tools)
+            names = self._names[type(kit)] = frozenset(kit.tools)
         return names
 
     # ------------------------------------------------------------ episodes

@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import BaseModel
 
 _IMMUTABLE = (str, int, float, bool, type(None), bytes, date, datetime, time, timedelta)
-_object_setattr = object.__setattr__
 
 _atoms: dict[type, bool] = {}
 
@@ -29,15 +28,15 @@ def atom(kind: type) -> bool:
     return atom
 
 
-def new_model(kind: type, fields: dict, like: BaseModel) -> BaseModel:
-    """A model with these field values and ``like``'s fields-set (pydantic's own copy does the same)."""
-    out = kind.__new__(kind)
-    _object_setattr(out, "__dict__", fields)
-    extra = like.__pydantic_extra__
-    _object_setattr(out, "__pydantic_extra__", None if extra is None else copy.deepcopy(extra))
-    _object_setattr(out, "__pydantic_fields_set__", set(like.__pydantic_fields_set__))
-    private = getattr(like, "__pydantic_private__", None)
-    _object_setattr(out, "__pydantic_private__", None if private is None else copy.deepcopy(private))
+def shallow_copy(model: BaseModel) -> BaseModel:
+    """pydantic's own shallow copy (``model_copy``: the same fields-set and private state) with its extras
+    deep-copied. A caller that then replaces the field values in ``vars(copy)`` with copies of its own
+    gets a model that dumps and compares like ``model``. (tau2's DB models keep no private state: a
+    test says so, since pydantic's copy shares its values.)"""
+    out = model.model_copy()
+    extra = out.model_extra  # the copy's own dict, its values still the original's
+    if extra:
+        extra.update(copy.deepcopy(extra))
     return out
 
 
@@ -66,7 +65,7 @@ def compare(a: Any, b: Any) -> int:
     if a is None:
         return SAME
     if isinstance(a, BaseModel):
-        if a.__pydantic_extra__ != b.__pydantic_extra__:
+        if a.model_extra != b.model_extra:
             return UNSURE
         verdict = _compare_dicts(a.__dict__, b.__dict__)
         return UNSURE if verdict == DIFFERENT and not _plain_model(ta) else verdict
@@ -87,6 +86,8 @@ def _plain_model(kind: type) -> bool:
     value means a differing dump)."""
     plain = _plain_models.get(kind)
     if plain is None:
+        # pydantic has no public way to list a model's serializers: its private ``__pydantic_decorators__``
+        # is read here and nowhere else (tests/envs/test_cow.py fails if pydantic changes it)
         decorators = kind.__pydantic_decorators__
         plain = _plain_models[kind] = (not decorators.field_serializers and not decorators.model_serializers
                                       and not any(f.exclude for f in kind.model_fields.values()))

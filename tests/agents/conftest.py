@@ -7,8 +7,22 @@ BUCKETS = ["0", "1", "2", "3-4", "5+"]
 
 
 @pytest.fixture(scope="session")
-def space():
-    return load_initial_space("airline", run_id="t")
+def airline():
+    """The environment of the ``space`` fixture."""
+    from evosyn.envs.packs import get_domain
+
+    return get_domain("airline")
+
+
+@pytest.fixture(scope="session")
+def rules(airline):
+    """The airline pack's planner rules, as ``build_roles`` hands them to the designer and the planner."""
+    return airline.pack.planner_rules
+
+
+@pytest.fixture(scope="session")
+def space(airline):
+    return load_initial_space(airline.pack, run_id="t")
 
 
 def with_factor(space, key, values=BUCKETS):

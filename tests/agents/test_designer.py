@@ -2,12 +2,14 @@ import pytest
 
 from evosyn.agents.designer import ColdStart, DesignError, EmbeddedDesigner, LearnerFeedback, NewFactor, apportion, \
     validate_direction
+from evosyn.envs.packs import PlannerRules, get_pack
 from evosyn.storage.records import Feedback, SliceStat
 from tests.agents.conftest import with_factor
 
 
-def design(space, steering, budget=120):
-    return EmbeddedDesigner().design(space, steering, budget, run_id="t", round=1, seed=0)
+def design(space, steering, budget=120, rules=None):
+    rules = rules if rules is not None else get_pack(space.domain).planner_rules
+    return EmbeddedDesigner(rules).design(space, steering, budget, run_id="t", round=1, seed=0)
 
 
 def test_apportion_sums_exactly():
@@ -54,11 +56,11 @@ def test_directions_name_only_space_keys(space):
         validate_direction(space, d.model_copy(update={"allowed_values": {"task_family": ["teleport"]}}))
 
 
-def test_cold_start_plans_no_refusal_of_a_family_with_no_rule_to_break(space, monkeypatch):
-    from evosyn.envs.packs import PlannerRules, get_pack
-
-    monkeypatch.setattr(type(get_pack("airline")), "planner_rules",
-                        PlannerRules(violable={"flight_cancellation": ["refund_eligibility"]}))
+def test_cold_start_plans_no_refusal_of_a_family_with_no_rule_to_break(space):
+    one = PlannerRules(violable={"flight_cancellation": ["refund_eligibility"]})
     pairs = {(d.allowed_values["task_family"][0], d.allowed_values["expected_outcome"][0])
-             for d in design(space, ColdStart())}
+             for d in design(space, ColdStart(), rules=one)}
     assert {f for f, o in pairs if o == "refuse"} == {"flight_cancellation"} and len(pairs) == 7
+    pairs = {(d.allowed_values["task_family"][0], d.allowed_values["expected_outcome"][0])
+             for d in design(space, ColdStart(), rules=PlannerRules())}
+    assert len(pairs) == 12  # a pack that names no rule: a refusal of every family (the planner checks none)

@@ -7,7 +7,10 @@ import pytest
 from evosyn.agents.feedback import FeedbackInputs, build_feedback, probe_report, wilson
 from evosyn.agents.probes import TaskProfile, conditional_mi, entropy, mutual_information, nmi
 from evosyn.agents.reflector import EmbeddedReflector
+from evosyn.envs.packs import get_pack
 from evosyn.storage.records import Evaluation, Message, ToolCall
+
+AIRLINE = get_pack("airline")  # the pack of the ``space`` fixture
 
 
 def test_information_measures():
@@ -54,7 +57,7 @@ def test_wilson_is_scipys_interval_and_no_trials_is_the_whole_range():
 
 
 def test_reports_and_feedback_share_one_wilson():
-    from evosyn.tasks import report_data
+    from evosyn.tasks.reports import data as report_data
 
     assert report_data.wilson is wilson
 
@@ -96,12 +99,12 @@ def varied(inp, seed=0):
 
 
 def test_probe_report_finds_the_failure_driver(space):
-    probes = {p.probe: p for p in probe_report(inputs(space), run_id="r", round=1)}
+    probes = {p.probe: p for p in probe_report(inputs(space), AIRLINE, run_id="r", round=1)}
     assert probes["num_write"].cmi_given_space > 0.1
     assert probes["num_write"].cmi_given_space > 5 * probes["transfers"].cmi_given_space
     rates = [b.failure_rate for b in probes["num_write"].buckets]
     assert rates == sorted(rates) and probes["num_write"].suggested_values == ["0", "1", "2", "3-4", "5+"]
-    flat = {p.probe: p for p in probe_report(inputs(space, fail_on_writes=False), run_id="r", round=1)}
+    flat = {p.probe: p for p in probe_report(inputs(space, fail_on_writes=False), AIRLINE, run_id="r", round=1)}
     assert flat["num_write"].cmi_given_space < 0.05
 
 
@@ -116,7 +119,7 @@ def test_feedback_slices_with_intervals(space):
 def test_reflector_adds_one_failure_driven_factor_and_keeps_seeds(space):
     inp = inputs(space)
     fb = build_feedback(inp, run_id="r", round=1, model_version="m")
-    reflection, nxt = EmbeddedReflector().reflect(space, fb, probe_report(inp, run_id="r", round=1), round=1)
+    reflection, nxt = EmbeddedReflector().reflect(space, fb, probe_report(inp, AIRLINE, run_id="r", round=1), round=1)
     added = [c for c in nxt.diff if c.kind == "add_factor"]
     assert len(added) == 1 and added[0].factor == "num_write" and "failure" in reflection.summary
     assert nxt.version == space.version + 1 and nxt.factor("num_write").status == "experimental"
@@ -133,16 +136,15 @@ def test_reflector_adds_one_failure_driven_factor_and_keeps_seeds(space):
 def test_without_learner_evidence_the_control_draws_one_controllable_property(space):
     """App. B.6: the no-feedback control revises the space without evidence: a seeded uniform draw among the
     controllable properties not in the space, the same whatever the learner's failures are."""
-    from evosyn.envs.packs import get_pack
-
     drawn = {}
     for fail_on_writes in (True, False):
         for run in ("a", "b", "c", "d", "e", "f"):
             inp = inputs(space, evidence=False, fail_on_writes=fail_on_writes)
             fb = build_feedback(inp, run_id=run, round=1, model_version="m")
-            reflection, nxt = EmbeddedReflector().reflect(space, fb, probe_report(inp, run_id=run, round=1), round=1)
+            probes = probe_report(inp, AIRLINE, run_id=run, round=1)
+            reflection, nxt = EmbeddedReflector().reflect(space, fb, probes, round=1)
             added = [c.factor for c in nxt.diff if c.kind == "add_factor"]
-            assert len(added) == 1 and added[0] in get_pack("airline").controllable
+            assert len(added) == 1 and added[0] in AIRLINE.controllable
             assert reflection.new_proposals[0].reason == "evidence-free draw"
             assert drawn.setdefault(run, added[0]) == added[0]  # seeded by run and round, blind to the failures
             passed = {p.dimension_name: p.reason for p in reflection.new_proposals[1:]}
@@ -155,14 +157,14 @@ def test_statistics_rank_the_candidates_and_gate_nothing(space):
     best is added even where no test would pass; a candidate without excess failure is passed over as such."""
     inp = inputs(space)
     fb = build_feedback(inp, run_id="r", round=1, model_version="m")
-    probes = probe_report(inp, run_id="r", round=1)
+    probes = probe_report(inp, AIRLINE, run_id="r", round=1)
     reflection, _ = EmbeddedReflector().reflect(space, fb, probes, round=1)
     passed = {p.dimension_name: p.reason for p in reflection.new_proposals[1:]}
     assert "num_write" not in passed and "no learner evidence" in passed["num_read"]  # one bucket: nothing to compare
     assert "cannot control" in passed["transfers"]
     inp = varied(inputs(space))  # the other properties vary by chance: each shows some excess failure, weaker
     fb = build_feedback(inp, run_id="r", round=1, model_version="m")
-    reflection, nxt = EmbeddedReflector().reflect(space, fb, probe_report(inp, run_id="r", round=1), round=1)
+    reflection, nxt = EmbeddedReflector().reflect(space, fb, probe_report(inp, AIRLINE, run_id="r", round=1), round=1)
     assert [c.factor for c in nxt.diff if c.kind == "add_factor"] == ["num_write"]
     passed = {p.dimension_name: p.reason for p in reflection.new_proposals[1:]}
     ranks = sorted(int(r.split()[3]) for r in passed.values() if "by learner evidence" in r)
@@ -170,7 +172,7 @@ def test_statistics_rank_the_candidates_and_gate_nothing(space):
     # the same evidence on 12 tasks: no test passes (the old Holm gate added nothing), one factor is still added
     small = inputs(space, n=12)
     fb = build_feedback(small, run_id="r", round=1, model_version="m")
-    small_probes = probe_report(small, run_id="r", round=1)
+    small_probes = probe_report(small, AIRLINE, run_id="r", round=1)
     assert min(p.p_value for p in small_probes if p.suggested_factor) > 0.05 / 9
     _, nxt = EmbeddedReflector().reflect(space, fb, small_probes, round=1)
     assert sum(c.kind == "add_factor" for c in nxt.diff) == 1
@@ -179,7 +181,8 @@ def test_statistics_rank_the_candidates_and_gate_nothing(space):
         flat = FeedbackInputs(**{**inp.__dict__, "evaluations": [e.model_copy(update={"success": outcome})
                                                                  for e in inp.evaluations]})
         fb = build_feedback(flat, run_id="r", round=1, model_version="m")
-        reflection, same = EmbeddedReflector().reflect(space, fb, probe_report(flat, run_id="r", round=1), round=1)
+        probes = probe_report(flat, AIRLINE, run_id="r", round=1)
+        reflection, same = EmbeddedReflector().reflect(space, fb, probes, round=1)
         assert same.version == space.version and "no new factor" in reflection.summary
 
 
@@ -199,10 +202,10 @@ def test_permutation_p_value_is_seeded_and_calibrated():
 def test_the_factor_added_is_reviewed_in_the_next_round(space):
     inp = inputs(space)
     fb = build_feedback(inp, run_id="r", round=1, model_version="m")
-    _, v2 = EmbeddedReflector().reflect(space, fb, probe_report(inp, run_id="r", round=1), round=1)
+    _, v2 = EmbeddedReflector().reflect(space, fb, probe_report(inp, AIRLINE, run_id="r", round=1), round=1)
     inp2 = inputs(v2, seed=1)
     fb2 = build_feedback(inp2, run_id="r", round=2, model_version="m")
-    reflection, v3 = EmbeddedReflector().reflect(v2, fb2, probe_report(inp2, run_id="r", round=2), round=2)
+    reflection, v3 = EmbeddedReflector().reflect(v2, fb2, probe_report(inp2, AIRLINE, run_id="r", round=2), round=2)
     review = next(r for r in reflection.dimension_reviews if r.dimension == "num_write")
     assert review.decision in ("promote", "deprecate") and "one-sided Fisher p" in review.evidence
     assert v3.factor("num_write").status == {"promote": "standard", "deprecate": "deprecated"}[review.decision]
@@ -250,7 +253,7 @@ def test_a_deprecated_factor_is_never_proposed_again(space):
     assert review.decision == "deprecate"
     inp = inputs(v3)
     fb = build_feedback(inp, run_id="r", round=3, model_version="m")
-    probes = probe_report(inp, run_id="r", round=3)
+    probes = probe_report(inp, AIRLINE, run_id="r", round=3)
     assert next(p for p in probes if p.probe == "num_write").in_space is False  # out of the active space
     _, v4 = EmbeddedReflector().reflect(v3, fb, probes, round=3)
     assert [c.factor for c in v4.diff if c.kind == "add_factor"] != ["num_write"]
@@ -259,8 +262,6 @@ def test_a_deprecated_factor_is_never_proposed_again(space):
 def test_the_feedback_arm_expands_at_the_controls_rate(space):
     """Every arm adds at most one factor per round, and evosyn (with learner evidence) adds one in every round the
     no-feedback control does, until no controllable property is left outside the space."""
-    from evosyn.envs.packs import get_pack
-
     spaces = {True: space, False: space}
     added: dict[bool, list[int]] = {True: [], False: []}
     for r in range(1, 8):
@@ -268,13 +269,14 @@ def test_the_feedback_arm_expands_at_the_controls_rate(space):
             sp = spaces[with_evidence]
             inp = varied(inputs(sp, evidence=with_evidence, seed=r, n=120), seed=r)
             fb = build_feedback(inp, run_id="r", round=r, model_version="m")
-            reflection, nxt = EmbeddedReflector().reflect(sp, fb, probe_report(inp, run_id="r", round=r), round=r)
+            probes = probe_report(inp, AIRLINE, run_id="r", round=r)
+            reflection, nxt = EmbeddedReflector().reflect(sp, fb, probes, round=r)
             n = sum(c.kind == "add_factor" for c in nxt.diff) if nxt.version != sp.version else 0
             assert n <= 1 and len([p for p in reflection.new_proposals if p.action != "no_change"]) == n
             added[with_evidence].append(n)
             spaces[with_evidence] = nxt
     assert added[True] == added[False] and sum(added[True]) >= 3
-    controllable = set(get_pack("airline").controllable)
+    controllable = set(AIRLINE.controllable)
     for sp in spaces.values():
         assert {f.key for f in sp.factors if f.status != "seed"} <= controllable
 

@@ -105,7 +105,7 @@ def test_fuzz_counts_every_reply_per_role():
 # ---------------------------------------------------------------- over HTTP, with the cache and a rerun
 def _client(server, role: str, cache_dir):
     from evosyn.agents.llm import make_client
-    from evosyn.storage.config import RoleConfig
+    from evosyn.config import RoleConfig
 
     rc = RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini", base_url=server.base_url,
                     api_key_env="EVOSYN_TEST_FUZZ_KEY", max_retries=0)
@@ -116,8 +116,9 @@ def _designer(client):
     from evosyn.agents.designer import ColdStart, LLMDesigner
     from evosyn.agents.roles import env_context
     from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_pack
 
-    space = load_initial_space("airline", run_id="fuzz")
+    space = load_initial_space(get_pack("airline"), run_id="fuzz")
     return LLMDesigner(client, env_context(fixture().domain), retries=3).design(
         space, ColdStart(), 8, run_id="fuzz", round=1, seed=0)
 

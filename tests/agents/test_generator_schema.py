@@ -33,7 +33,8 @@ def replies(request, tmp_path_factory):
     from evosyn.tasks.stages import Ctx
 
     name = request.param
-    dom, space = get_domain(name), load_initial_space(name, run_id="gs")
+    dom = get_domain(name)
+    space = load_initial_space(dom.pack, run_id="gs")
     ctx = Ctx(Store(tmp_path_factory.mktemp(name)), "gs", 1, 0, name)
     script, env = RoleScript(name), env_context(dom)
     out, shown = [], []

@@ -40,7 +40,7 @@ def test_openai_compatible_agent_over_http(kept):
         traj = run_episode(agent, cand.task, dom, model_version="scripted")
         first = server.requests[0]["body"]
     assert traj.termination == "user_stop"
-    assert verify(cand.task.model_copy(update={"requested": {}}), traj).passed
+    assert verify(cand.task.model_copy(update={"requested": {}}), traj, dom).passed
     assert first["model"] == "scripted" and first["messages"][0]["role"] == "system"
     assert {t["function"]["name"] for t in first["tools"]} >= {"cancel_reservation", "get_user_details"}
 
@@ -49,10 +49,11 @@ def test_malformed_tool_arguments_from_the_model_are_scored_not_raised(kept):
     cand = kept[0]
     bad = completion(tool_call={"name": "get_user_details", "arguments": {}})
     bad["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = "{not json"
+    dom = get_domain("airline")
     with ScriptedServer(lambda body: bad) as server:
         agent = OpenAICompatibleAgent(base_url=server.base_url, model="scripted")
-        traj = run_episode(agent, cand.task, get_domain("airline"), max_steps=3)
-    v = verify(cand.task.model_copy(update={"requested": {}}), traj)
+        traj = run_episode(agent, cand.task, dom, max_steps=3)
+    v = verify(cand.task.model_copy(update={"requested": {}}), traj, dom)
     assert traj.termination == "max_steps" and not v.passed
     assert any(c.name == "executable" for c in v.failed())
 

@@ -11,7 +11,7 @@ import pytest
 
 from evosyn.agents.learners.serving import ServeError, serving
 from evosyn.agents.servers import alive, http_ok
-from evosyn.storage.config import LlamaFactoryConfig
+from evosyn.config import LlamaFactoryConfig
 
 FAKE_CLI = """#!{python}
 import http.server, json, os, subprocess, sys, time

@@ -86,7 +86,7 @@ def test_llamafactory_loader_keeps_every_exported_example_with_tools_and_system(
     policy and the tools in every row, every call (parallel ones too) rendered with its arguments."""
     cli = cli_or_skip()
     result = synth_pass(space, 24, seed=3)
-    examples = with_parallel_and_text(sft_examples([(c.task, c.trajectory) for c in result.kept], 0.0, seed=0))
+    examples = with_parallel_and_text(sft_examples([(c.task, c.trajectory) for c in result.kept], get_domain("airline"), 0.0, seed=0))
     policy = get_domain("airline").policy
     sg = write_dataset(examples, tmp_path / "sharegpt", system=policy)
     oa = write_openai(examples, tmp_path / "openai", system=policy)
@@ -117,7 +117,7 @@ def test_llamafactory_loader_keeps_every_exported_example_with_tools_and_system(
 def test_tiny_model_trains_on_every_exported_example(tmp_path, space, synth_pass):
     cli = cli_or_skip()
     result = synth_pass(space, 36, seed=7)
-    examples = sft_examples([(c.task, c.trajectory) for c in result.kept], 0.0, seed=0)
+    examples = sft_examples([(c.task, c.trajectory) for c in result.kept], get_domain("airline"), 0.0, seed=0)
     n = len(write_dataset(examples, tmp_path / "data", system=get_domain("airline").policy).rows)
     assert n == len(result.kept) > 30
     tiny_model(cli, tmp_path / "data" / "evosyn.json", tmp_path / "model")

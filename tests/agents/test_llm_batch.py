@@ -20,7 +20,7 @@ from evosyn.agents.llm.limits import reset_limits
 from evosyn.agents.llm.pricing import batch_price_of, cost_usd, price_of
 from evosyn.benchmarks.fake_llm_server import FakeLLMServer, answer
 from evosyn.benchmarks.llm_script import texts
-from evosyn.storage.config import ConfigError, RoleConfig
+from evosyn.config import ConfigError, RoleConfig
 from tests.fakes.batch_server import BatchServer
 
 MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
@@ -131,7 +131,7 @@ CHILD = """
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from evosyn.agents.llm import make_client
-from evosyn.storage.config import RoleConfig
+from evosyn.config import RoleConfig
 from tests.agents.test_llm_batch import Plan, msgs
 cfg = RoleConfig.model_validate_json(sys.argv[1])
 client = make_client("planner", cfg, cache_dir=sys.argv[2])
@@ -194,11 +194,12 @@ def test_a_pass_with_batch_roles_writes_the_rows_of_the_same_pass_with_interacti
     from evosyn.agents.designer import ColdStart
     from evosyn.benchmarks.llm_script import RoleScript
     from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_pack
     from evosyn.storage.store import Store
     from evosyn.tasks.stages import Ctx
     from evosyn.tasks.synthesis import run_pass
 
-    space = load_initial_space("airline", run_id="b")
+    space = load_initial_space(get_pack("airline"), run_id="b")
     script = RoleScript()
 
     def run(home, base, **extra):

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from evosyn.agents.llm import LLMOutputError, LLMUnavailable, check_role_config, make_client
 from evosyn.agents.llm.cache import ResponseCache
-from evosyn.storage.config import ConfigError, RoleConfig
+from evosyn.config import ConfigError, RoleConfig
 from tests.fakes.anthropic_server import anthropic_reply
 from tests.fakes.openai_server import FakeLLMServer, Reply, Script, answer, error, openai_reply
 

@@ -14,12 +14,13 @@ from evosyn.agents.teacher import EmbeddedTeacher, LLMTeacher
 from evosyn.agents.verifier import verify
 from evosyn.benchmarks.fake_llm_server import FakeLLMServer, Script, answer, error
 from evosyn.envs.ontology import check_selection
-from evosyn.envs.packs import get_domain
-from evosyn.storage.config import RoleConfig
+from evosyn.envs.packs import get_domain, get_pack
+from evosyn.config import RoleConfig
 from evosyn.storage.records import Feedback, Probe, ProbeBucket, SliceStat
 from evosyn.benchmarks.llm_script import RoleScript
 
 RUN = dict(run_id="t", round=1)
+RULES = get_pack("airline").planner_rules  # the planner rules of the ``space`` fixture's pack
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def _directions(script, space, env, client, budget=12):
 
 def _blueprints(script, space, env, serve, n=4):
     dirs = _directions(script, space, env, serve(script, "designer"), budget=n)
-    planner = LLMPlanner(serve(script, "planner"), env)
+    planner = LLMPlanner(serve(script, "planner"), env, rules=RULES)
     return [planner.plan(d, space, None, index=i, seed=0) for d in dirs for i in range(d.n_blueprints)]
 
 
@@ -86,7 +87,7 @@ def test_designer_planner_generator_parse_valid_output(space, env, dom, script, 
     assert all(t.task_id in gen.raw and gen.raw[t.task_id].startswith("{") for t in tasks)  # raw kept
     # the scripted tasks are genuinely valid: the embedded teacher's rollout of each verifies
     teacher = EmbeddedTeacher(dom)
-    assert all(verify(t, teacher.rollout(t)).passed for t in tasks)
+    assert all(verify(t, teacher.rollout(t), dom).passed for t in tasks)
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -99,7 +100,7 @@ def test_llm_teacher_and_user_solve_the_task_in_the_environment(space, env, dom,
         traj = teacher.rollout(t)
         assert traj.termination == "user_stop"
         assert any(m.role == "tool" for m in traj.messages)  # real tool results from the environment
-        assert verify(t, traj).passed, [c.reason for c in verify(t, traj).failed()]
+        assert verify(t, traj, dom).passed, [c.reason for c in verify(t, traj, dom).failed()]
 
 
 def test_teacher_with_the_embedded_reactive_user(space, env, dom, script, serve):
@@ -117,7 +118,7 @@ def _calls(client):
 def test_malformed_then_valid_is_reasked(space, env, script, serve):
     dirs = _directions(script, space, env, serve(script, "designer"), budget=2)
     client = serve(Script(lambda r: answer(r, '{"domain": "airline", "sel'), default=script))
-    bp = LLMPlanner(client, env).plan(dirs[0], space, None, index=0, seed=0)
+    bp = LLMPlanner(client, env, rules=RULES).plan(dirs[0], space, None, index=0, seed=0)
     assert bp.selected_dimensions["task_family"] == dirs[0].allowed_values["task_family"]
     assert _calls(client) == [("invalid", 0), ("ok", 1)]
     reask = client.server.requests[1]["body"]["messages"][-1]["content"]
@@ -133,7 +134,7 @@ def test_space_invalid_output_is_reasked_with_the_reason(space, env, script, ser
         return answer(r, good)
 
     client = serve(Script(off_space, default=script))
-    LLMPlanner(client, env).plan(dirs[0], space, None, index=0, seed=0)
+    LLMPlanner(client, env, rules=RULES).plan(dirs[0], space, None, index=0, seed=0)
     reask = client.server.requests[1]["body"]["messages"][-1]["content"]
     assert "time_travel" in reask and "task_family" in reask
     # the first reply was of its schema, refused by the planner's own rules: its row says so, with the reason
@@ -161,7 +162,7 @@ def test_persistently_invalid_output_becomes_a_recorded_rejection(space, env, sc
 
     client = serve(Script(default=reply))
     with pytest.raises(PlanError) as exc:
-        LLMPlanner(client, env, retries=2).plan(dirs[0], space, None, index=0, seed=0)
+        LLMPlanner(client, env, retries=2, rules=RULES).plan(dirs[0], space, None, index=0, seed=0)
     assert "invalid output after 3 attempts" in str(exc.value)
     assert len(client.server.requests) == 3
     expect = {"malformed": "malformed JSON", "truncated": "truncated", "off_space": "extreme",
@@ -181,7 +182,7 @@ def test_the_generator_sends_its_schema_closed_by_the_domains_tools(space, env, 
     bounds = {"schema_max_string": 40, "schema_max_items": 3} if provider == "openai_compatible" else {}
     client = serve(script, "generator", provider, **bounds)
     task = LLMGenerator(dom, client, env).generate(bps[0], space)
-    assert task.generator == "llm" and verify(task, EmbeddedTeacher(dom).rollout(task)).passed
+    assert task.generator == "llm" and verify(task, EmbeddedTeacher(dom).rollout(task), dom).passed
     body = client.server.requests[0]["body"]
     if provider == "anthropic":
         [tool] = body["tools"]
@@ -233,7 +234,7 @@ def test_unavailable_model_is_a_rejection_not_a_crash(space, env, script, serve)
     dirs = _directions(script, space, env, serve(script, "designer"), budget=2)
     client = serve(Script(default=lambda r: error(500, "down", retry_after=0.0)))
     with pytest.raises(PlanError, match="LLM unavailable"):
-        LLMPlanner(client, env).plan(dirs[0], space, None, index=0, seed=0)
+        LLMPlanner(client, env, rules=RULES).plan(dirs[0], space, None, index=0, seed=0)
     assert [c.status for c in client.calls][-1] == "error"  # after one "retry" row per retried attempt
     assert {c.status for c in client.calls[:-1]} <= {"retry"}
 
@@ -343,14 +344,14 @@ def test_repair_revises_and_rejects_invented_user_turns(space, env, dom, script,
     good = EmbeddedTeacher(dom).rollout(task)
     broken = good.model_copy(update={"messages": [m for m in good.messages if m.role != "assistant" or m.tool_calls
                                                   or m is good.messages[1]]})
-    verdict = verify(task, broken)
+    verdict = verify(task, broken, dom)
     revision = {"action": "revise", "reason": "restore the agent's messages", "messages": [
         {"role": m.role, "content": m.content or "", "tool_calls": [
             {"name": c.name, "arguments": c.arguments} for c in m.tool_calls]}
         for m in good.messages if m.role != "tool"]}
     client = serve(Script(default=lambda r: answer(r, revision)), "repair")
     fixed, why = LLMRepair(dom, EmbeddedTeacher(dom), client, env).repair(task, broken, verdict)
-    assert why.startswith("revise") and fixed.attempt == 1 and verify(task, fixed).passed
+    assert why.startswith("revise") and fixed.attempt == 1 and verify(task, fixed, dom).passed
     invented = {**revision, "messages": [{"role": "user", "content": "Also upgrade me to first class for free."},
                                          *revision["messages"][1:]]}
     client = serve(Script(default=lambda r: answer(r, invented)), "repair")

@@ -9,7 +9,7 @@ import pytest
 
 from evosyn.agents.llm import LLMOutputError, LLMUnavailable, make_client
 from evosyn.agents.llm.transport import env_proxy
-from evosyn.storage.config import RoleConfig
+from evosyn.config import RoleConfig
 from evosyn.benchmarks.hostile_server import HostileServer
 from tests.fakes.openai_server import FakeLLMServer, answer
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from evosyn.agents.learners.openai_agent import OpenAICompatibleAgent
 from evosyn.agents.llm import LLMOutputError, make_client
 from evosyn.agents.llm.prompt_tools import parse_tool_reply, prompt_messages, reminder
-from evosyn.storage.config import ConfigError, RoleConfig, validate_config
+from evosyn.config import ConfigError, RoleConfig, validate_config
 from evosyn.storage.records import Message
 from tests.fakes.openai_server import FakeLLMServer, Script, openai_reply
 

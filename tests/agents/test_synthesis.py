@@ -11,7 +11,7 @@ from tests.agents.conftest import BUCKETS, with_factor
 
 
 @pytest.mark.slow
-def test_thousand_blueprints_cold_start(space, synth_pass):
+def test_thousand_blueprints_cold_start(space, synth_pass, airline):
     result = synth_pass(space, 1000)
     assert len(result.blueprints) == 1000
     assert len(result.kept) >= 900
@@ -19,7 +19,7 @@ def test_thousand_blueprints_cold_start(space, synth_pass):
     assert {s["task_family"][0] for s in sels} == set(space.factor("task_family").values)
     assert {s["expected_outcome"][0] for s in sels} == {"fulfill", "refuse"}
     for c in result.kept[::25]:  # kept means verified; re-verify a sample from scratch
-        assert verify(c.task, c.trajectory).passed
+        assert verify(c.task, c.trajectory, airline).passed
 
 
 def test_kept_trajectories_get_reward_one_from_tau2(space, synth_pass):
@@ -83,13 +83,13 @@ def test_same_seed_same_output_different_seed_differs(tmp_path, space):
     assert files_a == files_b  # the same chunks: names hashed from content
 
 
-def test_bad_blueprints_are_recorded_rejections(tmp_path, space):
+def test_bad_blueprints_are_recorded_rejections(tmp_path, space, rules):
     from evosyn.tasks import stages
     from evosyn.storage.store import Store
 
     ctx = stages.Ctx(Store(tmp_path / "s"), "t", 0, 0)
-    d = EmbeddedDesigner().design(space, ColdStart(), 12, run_id="t", round=0, seed=0)[0]
-    bp = EmbeddedPlanner().plan(d, space, None, index=0, seed=0)
+    d = EmbeddedDesigner(rules).design(space, ColdStart(), 12, run_id="t", round=0, seed=0)[0]
+    bp = EmbeddedPlanner(rules=rules).plan(d, space, None, index=0, seed=0)
 
     def broken(name, **dims):
         return bp.model_copy(update={"blueprint_id": f"{bp.blueprint_id}-{name}",
@@ -106,30 +106,30 @@ def test_bad_blueprints_are_recorded_rejections(tmp_path, space):
         assert verdict.checks[0].name == "generate" and needle in verdict.checks[0].reason
 
 
-def test_repair_fixes_what_it_can_and_rejects_the_rest(space, roles, synth_pass):
+def test_repair_fixes_what_it_can_and_rejects_the_rest(space, roles, synth_pass, airline, rules):
     gen, teacher, rep = roles
     sp = with_factor(space, "num_write")
-    d = EmbeddedDesigner().design(sp, ColdStart(), 12, run_id="t", round=0, seed=0)[0].model_copy(update={
+    d = EmbeddedDesigner(rules).design(sp, ColdStart(), 12, run_id="t", round=0, seed=0)[0].model_copy(update={
         "allowed_values": {"task_family": ["loyalty_or_membership_service"], "expected_outcome": ["fulfill"],
                            "num_write": ["0"]}})
-    task = gen.generate(EmbeddedPlanner().plan(d, sp, None, index=0, seed=0), sp)
-    trajectories, verdicts = verify_with_repair(task, teacher.rollout(task), rep)
+    task = gen.generate(EmbeddedPlanner(rules=rules).plan(d, sp, None, index=0, seed=0), sp)
+    trajectories, verdicts = verify_with_repair(task, teacher.rollout(task), rep, airline)
     assert verdicts[-1].passed and task.scenario["info"]  # an information request: the closing carries the answer
     broken = trajectories[-1].model_copy(deep=True)
     next(m for m in reversed(broken.messages) if m.role == "assistant" and m.content).content = "Done."
-    verdict = verify(task, broken)
+    verdict = verify(task, broken, airline)
     assert [c.name for c in verdict.failed()] == ["communicate"]
     fixed, reason = rep.repair(task, broken, verdict)
-    assert verify(task, fixed).passed and fixed.attempt == 1 and reason.startswith("communicate")
+    assert verify(task, fixed, airline).passed and fixed.attempt == 1 and reason.startswith("communicate")
     # a write without its confirmation: the policy strategy inserts one
     writer = next(c for c in synth_pass(space, 12).kept if c.task.scenario["intents"][0]["tool"])
     unconfirmed = writer.trajectory.model_copy(update={"messages": [m for m in writer.trajectory.messages
                                                                if "go ahead" not in (m.content or "")]})
-    v = verify(writer.task, unconfirmed)
+    v = verify(writer.task, unconfirmed, airline)
     assert [c.name for c in v.failed()] == ["policy"]
     fixed, reason = rep.repair(writer.task, unconfirmed, v)
-    assert verify(writer.task, fixed).passed and reason.startswith("policy")
+    assert verify(writer.task, fixed, airline).passed and reason.startswith("policy")
     # a requested factor that the trajectory does not realize is never repaired into the data
     wrong = writer.task.model_copy(update={"requested": {**writer.task.requested, "num_write": ["5+"]}})
-    v = verify(wrong, writer.trajectory)
+    v = verify(wrong, writer.trajectory, airline)
     assert not v.passed and rep.repair(wrong, writer.trajectory, v) is None

@@ -75,25 +75,77 @@ def test_the_cli_reference_has_every_command_and_option(site):
     assert "[default: 300" in text and "Sentinel" not in text  # defaults as `--help` prints them
 
 
+def config_models() -> list[type]:
+    """``RunConfig`` and every model it nests (a section, a role), in the order the page lists them."""
+    import typing
+
+    from pydantic import BaseModel
+
+    from evosyn.config import RunConfig
+
+    def nested(annotation) -> list[type]:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return [annotation]
+        return [m for a in typing.get_args(annotation) for m in nested(a)]
+
+    models, queue = [], [RunConfig]
+    while queue:
+        model = queue.pop(0)
+        models.append(model)
+        queue += [m for info in model.model_fields.values() for m in nested(info.annotation)
+                  if m not in models and m not in queue]
+    return models
+
+
+def undocumented(models) -> list[str]:
+    return [f"{m.__name__}.{name}" for m in models for name, info in m.model_fields.items()
+            if not (info.description or "").strip()]
+
+
+def test_every_config_field_says_what_it_is():
+    """Each field of the run config, and each environment override, carries its own ``Field(description=...)``:
+    the reference page is generated from them, so a field without one would be a row that says nothing."""
+    from evosyn.config import EnvOverrides
+
+    models = config_models()
+    assert {m.__name__ for m in models} >= {"RunConfig", "RoleConfig", "LlamaFactoryConfig", "OfficialEvalConfig",
+                                           "GeneratorPrior", "StoreConfig", "DedupConfig"}
+    assert undocumented([*models, EnvOverrides]) == []
+
+
+def test_the_description_check_sees_a_field_without_one():
+    from pydantic import BaseModel, Field
+
+    class Section(BaseModel):
+        told: int = Field(default=1, description="a field that says what it is")
+        untold: int = 2
+
+    assert undocumented([Section]) == ["Section.untold"]
+
+
 def test_the_config_reference_has_every_field_of_every_model(site):
-    from evosyn.storage.config import ENV_OVERRIDES, RunConfig
+    from evosyn.config import ENV_OVERRIDES
 
     text = page_text(site, "reference/config")
-    models, queue = [], [RunConfig]
-    hook = load_hook()
-    while queue:
-        model = queue.pop()
-        models.append(model)
-        queue += [m for info in model.model_fields.values() for m in hook.nested_models(info.annotation)
-                  if m not in models and m not in queue]
-    assert {m.__name__ for m in models} >= {"RunConfig", "RoleConfig", "LlamaFactoryConfig", "OfficialEvalConfig",
-                                           "GeneratorPrior", "StoreConfig"}
-    for model in models:
+    for model in config_models():
         section = text.split(model.__name__, 1)[1]  # each model's table comes after its heading
         assert not [f for f in model.model_fields if f not in section], model.__name__
     assert all(var in text for var in ENV_OVERRIDES)
-    # the explanation the source gives a field reaches its row
-    assert "tasks of each fixed test set (official-matched, uniform)" in hook.render_config()
+
+
+def test_the_config_page_is_the_models_json_schema():
+    """Types, choices, defaults (a section's too), bounds and each field's description reach its row."""
+    from evosyn.config import RunConfig
+
+    text = load_hook().render_config()
+    rows = {line.split(" | ")[0].strip("| `"): line for line in text.splitlines() if line.startswith("| `")}
+    assert RunConfig.model_fields["test_size"].description in rows["test_size"]
+    assert "`300`" in rows["test_size"] and ">= `1`, <= `10000`" in rows["test_size"]
+    assert '`"evosyn"` \\| `"static"`' in rows["arm"]  # the Literal's choices, from the schema's enum
+    assert "(its defaults)" in rows["dedup"] and "`{}`" in rows["roles"]  # default factories
+    assert "> `0.0`, <= `1.0`" in rows["threshold"] and "int \\| null" in rows["max_tasks"]
+    assert "| `EVOSYN_ROUNDS` | `rounds` |" in text and "case-sensitive" in text
+    assert "Used at: `roles.<role>`, `official_eval.user`." in text
 
 
 def test_the_tables_reference_has_every_table_and_column(site):
@@ -109,33 +161,19 @@ def test_the_tables_reference_has_every_table_and_column(site):
 
 
 def test_the_metrics_reference_has_every_metric(site):
-    from evosyn.tasks.legend import METRICS
+    from evosyn.tasks.reports.legend import METRICS
 
     text = page_text(site, "reference/metrics")
     assert not [name for name in METRICS if name not in text]
 
 
-def test_the_hooks_notes_name_real_fields_and_tables():
-    """The notes the hook adds where the source has no comment: a renamed field or table must not keep one."""
-    from evosyn.storage import config, records
+def test_every_table_says_what_a_row_is():
+    """The tables page reads each record's docstring (and its fields' descriptions): no table without one."""
+    from evosyn.storage.records import TABLES
 
     hook = load_hook()
-    for key in hook.FIELD_NOTES:
-        cls, field = key.split(".")
-        model = getattr(config, cls, None) or getattr(records, cls)
-        assert field in model.model_fields, key
-    assert set(hook.TABLE_NOTES) <= set(records.TABLES)
-
-
-def test_field_comments_read_the_comment_above_and_beside_a_field():
-    from evosyn.storage.config import LlamaFactoryConfig, OfficialEvalConfig, RunConfig
-
-    hook = load_hook()
-    run = hook.field_comments(RunConfig)
-    assert run["domain"].startswith("a domain pack's name")  # the lines above the first field
-    assert "type: ignore" not in run.get("roles", "")  # a linter's note is no explanation
-    assert hook.field_comments(LlamaFactoryConfig)["max_new_tokens"] == "per reply of the served checkpoint"
-    assert "max_steps" not in hook.field_comments(OfficialEvalConfig)  # no comment: none invented
+    assert [t for t, model in TABLES.items() if not hook.own_doc(model)] == []
+    assert "the Designer direction the row descends from" in hook.render_tables()  # a lineage column's description
 
 
 # ------------------------------------------------------------------ the worked domain pack
@@ -284,8 +322,9 @@ def test_ci_runs_the_readmes_test_command_verbatim():
 
 # ------------------------------------------------------------------ paths the docs name
 PENDING: set[str] = set()  # paths the docs may name before they exist
-TOP = ("storage", "envs", "agents", "domains", "tasks", "flows", "benchmarks", "deployments", "docker", "tests", "docs",
-       "requirements")  # a path under these is the repository's; others (`spaces/space_v1.json`) are a run's files
+# a path under these is the repository's; others (`spaces/space_v1.json`) are a run's files
+TOP = ("storage", "config", "envs", "agents", "domains", "tasks", "flows", "benchmarks", "deployments", "docker",
+       "tests", "docs", "requirements")
 
 
 def test_every_path_the_docs_name_exists():
@@ -309,7 +348,7 @@ def test_every_run_config_the_docs_show_is_valid():
 
     import yaml
 
-    from evosyn.storage.config import validate_config
+    from evosyn.config import validate_config
 
     blocks = [(page, textwrap.dedent(block)) for page in [README, *sorted((DOCS / "guides").glob("*.md"))]
               for block in re.findall(r"```yaml\n(.*?)```", page.read_text(), flags=re.DOTALL)]

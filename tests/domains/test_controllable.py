@@ -14,7 +14,7 @@ DOMAINS = ["airline", "retail", "telecom"]
 
 
 def _space(domain, key):
-    space = load_initial_space(domain, run_id=f"ctl-{domain}-{key}")
+    space = load_initial_space(get_pack(domain), run_id=f"ctl-{domain}-{key}")
     values = get_pack(domain).controllable[key]
     return space.model_copy(update={"version": 2, "factors": space.factors + [
         Factor(key=key, values=values, status="experimental", observable=True, added_in=2)]})

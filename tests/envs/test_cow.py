@@ -72,6 +72,94 @@ def test_clone_dumps_like_a_deep_copy(airline, telecom):
         copy = clone(entity)
         assert dump(copy) == dump(entity.model_copy(deep=True)) and copy is not entity
         assert copy.model_fields_set == entity.model_fields_set
+        assert copy == entity  # pydantic's equality: the fields, the extras and the private state
+
+
+def test_a_clone_has_its_own_extras_and_the_fields_set_of_the_original():
+    from pydantic import BaseModel, ConfigDict
+
+    from evosyn.envs.tau2.cow import clone
+    from evosyn.envs.tau2.entities import SAME, compare
+
+    class Item(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        name: str
+        tags: list[str] = []
+
+    item = Item(name="a", notes=["x"])
+    copy = clone(item)
+    assert copy == item and copy.model_fields_set == item.model_fields_set and copy.model_extra == {"notes": ["x"]}
+    assert compare(copy, item) == SAME
+    copy.model_extra["notes"].append("y")
+    copy.tags.append("t")
+    assert item.model_extra == {"notes": ["x"]} and item.tags == []
+
+
+def test_a_fresh_episode_db_keeps_the_base_fields_set_and_field_order(airline, telecom):
+    for cow in (airline.cow, telecom.cow, telecom.user_cow):
+        db, _ = cow.fresh()
+        assert type(db) is cow.model and db.model_fields_set == cow.base.model_fields_set
+        assert list(vars(db)) == list(vars(cow.base)) and db.model_extra == cow.base.model_extra
+
+
+def _models(kind: type, seen: set) -> set:
+    """Every pydantic model class reachable from ``kind``'s field annotations."""
+    import typing
+
+    from pydantic import BaseModel
+
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        if kind in seen:
+            return seen
+        seen.add(kind)
+        for field in kind.model_fields.values():
+            _models(field.annotation, seen)
+    for arg in typing.get_args(kind):
+        _models(arg, seen)
+    return seen
+
+
+def test_tau2_db_models_keep_no_private_state(airline, retail, telecom):
+    """``clone`` shares a model's private attributes with the original (pydantic's ``model_copy`` is a
+    shallow copy), which is right only while tau2's DB models have none: this fails when one gets some."""
+    kinds: set = set()
+    for cow in (airline.cow, retail.cow, telecom.cow, telecom.user_cow):
+        _models(cow.model, kinds)
+    assert {"Flight", "Reservation", "Order", "Line", "MockPhoneAttributes"} <= {k.__name__ for k in kinds}
+    assert [k.__name__ for k in kinds if k.__private_attributes__] == []
+
+
+def test_plain_model_sees_serializers_and_excluded_fields():
+    """``_plain_model`` reads pydantic's private ``__pydantic_decorators__`` (pydantic has no public way to list
+    a model's serializers; nothing else in the project reads it): this fails if pydantic changes it."""
+    from pydantic import BaseModel, Field, field_serializer, model_serializer
+
+    from evosyn.envs.tau2.entities import DIFFERENT, UNSURE, _plain_model, compare
+
+    class Plain(BaseModel):
+        a: int
+
+    class FieldSerializer(BaseModel):
+        a: int
+
+        @field_serializer("a")
+        def same_a(self, value: int) -> int:
+            return 0
+
+    class ModelSerializer(BaseModel):
+        a: int
+
+        @model_serializer
+        def nothing(self) -> dict:
+            return {}
+
+    class Excluded(BaseModel):
+        a: int = Field(exclude=True)
+
+    assert _plain_model(Plain)
+    assert not any(_plain_model(k) for k in (FieldSerializer, ModelSerializer, Excluded))
+    # what it is for: values that differ are a differing dump only when every field dumps as its value
+    assert compare(Plain(a=1), Plain(a=2)) == DIFFERENT and compare(FieldSerializer(a=1), FieldSerializer(a=2)) == UNSURE
 
 
 def test_same_is_never_fooled_by_equal_values_of_other_types():

@@ -30,7 +30,7 @@ def tau2_counts(domain_name, task):
 
 def observed(domain, task):
     msgs = gold_messages(domain, task)
-    return observe(domain.name, replay(domain, task.initial_state, msgs), msgs)
+    return observe(domain.pack, replay(domain, task.initial_state, msgs), msgs)
 
 
 @pytest.mark.slow
@@ -69,7 +69,7 @@ def test_refusal_without_writes_is_refuse(airline):
     task = next(t for t in airline.tasks("base") if t.id == "0")  # no gold actions: refuse to cancel
     msgs = [Message(role="user", content="I want to cancel reservation EHGLP3.", requestor="user"),
             Message(role="assistant", content="I'm sorry, this reservation is not eligible for cancellation.")]
-    obs = observe("airline", replay(airline, task.initial_state, msgs), msgs)
+    obs = observe(airline.pack, replay(airline, task.initial_state, msgs), msgs)
     assert obs["expected_outcome"] == ["refuse"] and obs["num_write"] == ["0"]
     assert obs["task_family"] == ["flight_cancellation"] and obs["trajectory_pattern"] == ["none"]
 
@@ -84,6 +84,6 @@ def test_failed_write_does_not_count(airline):
                                                            arguments={"expression": "2 * 50"})]),
             Message(role="tool", content="", tool_call_id="b")]
     rep = replay(airline, None, msgs)
-    obs = observe("airline", rep, msgs)
+    obs = observe(airline.pack, rep, msgs)
     assert obs["num_write"] == ["0"] and obs["computation"] == ["required"]
     assert pattern(rep.steps) == "W-C"

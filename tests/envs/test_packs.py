@@ -10,7 +10,7 @@ from evosyn.envs import packs
 from evosyn.envs.packs import DomainPack, UnknownDomain, default_domain, get_domain, get_pack, known, register
 
 ROOT = Path(__file__).resolve().parents[2]
-CORE = ("storage", "envs", "agents", "tasks", "flows", "benchmarks", "deployments")
+CORE = ("storage", "config", "envs", "agents", "tasks", "flows", "benchmarks", "deployments")
 DOMAIN_WORDS = re.compile(r"airline|retail|telecom", re.I)
 # measurements taken on a named domain, and the page written from them: data, not code
 RECORDED = (ROOT / "benchmarks" / "results", ROOT / "benchmarks" / "RESULTS.md")
@@ -222,6 +222,15 @@ def test_the_default_user_folder_is_domains_in_the_working_directory(tmp_path, m
     assert packs.user_folders() == [(tmp_path / "domains").resolve()]
     monkeypatch.chdir(ROOT)  # the repository's root: ./domains is the built-in folder, scanned once
     assert packs.user_folders() == []
+
+
+def test_the_registry_binds_each_environment_to_its_pack(airline):
+    import copy
+
+    assert airline.pack is get_pack("airline")  # bound by get_domain, never looked up by name again
+    other, pack = copy.copy(airline), DomainPack()
+    other.bind_pack(pack)
+    assert other.pack is pack and airline.pack is get_pack("airline")
 
 
 def test_tool_kind_is_part_of_the_interface():

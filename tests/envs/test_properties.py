@@ -3,7 +3,7 @@ import pytest
 
 from evosyn.envs.packs import get_pack
 from evosyn.envs.properties import PROPERTIES, Call, bucket_index, check_prior, measure_all, min_writes
-from evosyn.storage.config import ConfigError
+from evosyn.storage.userfiles import ConfigError
 
 
 def _calls():
@@ -39,11 +39,11 @@ def test_write_needs_and_bucket_order():
 
 
 def test_a_prior_names_controllable_properties_and_their_buckets():
-    check_prior({"multi_item": {"yes": 0.2}}, "airline")
+    check_prior({"multi_item": {"yes": 0.2}}, get_pack("airline"))
     with pytest.raises(ConfigError, match=r"prior.suppress.turns: the airline generator does not control it"):
-        check_prior({"turns": {"yes": 0.2}}, "airline")
+        check_prior({"turns": {"yes": 0.2}}, get_pack("airline"))
     with pytest.raises(ConfigError, match=r"prior.suppress.multi_item.maybe: not a bucket"):
-        check_prior({"multi_item": {"maybe": 0.2}}, "airline")
+        check_prior({"multi_item": {"maybe": 0.2}}, get_pack("airline"))
 
 
 @pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
@@ -57,7 +57,7 @@ def test_the_generator_realizes_a_requested_property_and_the_verifier_observes_i
     from evosyn.storage.store import Store
 
     key = "entities_touched"
-    space = load_initial_space(domain, run_id=f"p-{domain}")
+    space = load_initial_space(get_pack(domain), run_id=f"p-{domain}")
     space = space.model_copy(update={"version": 2, "factors": space.factors + [
         Factor(key=key, values=list(PROPERTIES[key].values), status="experimental", observable=True, added_in=2)]})
     result = run_pass(Ctx(Store(tmp_path), space.run_id, 0, 0, domain), space, ColdStart(), 24)
@@ -75,12 +75,12 @@ def _planned(prior, key: str, n: int = 80) -> list[str]:
     from evosyn.storage.records import Direction
 
     dom, pack = get_domain("airline"), get_pack("airline")
-    space = load_initial_space("airline", run_id="t")
+    space = load_initial_space(pack, run_id="t")
     d = Direction(run_id="t", round=1, direction_id="d", condition_id="c", objective_type="exploration",
                   objective="x", budget_level="explore")
     gen, out = EmbeddedGenerator(dom, prior), []
     for i in range(n):
-        bp = EmbeddedPlanner().plan(d, space, None, index=i, seed=0)
+        bp = EmbeddedPlanner(rules=pack.planner_rules).plan(d, space, None, index=i, seed=0)
         try:
             plan = gen._plan(bp.selected_dimensions, bp.blueprint_id, bp.seed)
         except Exception:

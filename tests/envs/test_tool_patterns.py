@@ -9,7 +9,7 @@ from tests.envs.conftest import with_actions
 def observed(domain, task_id):
     task = next(t for t in domain.tasks("base") if t.id == task_id)
     msgs = gold_messages(domain, task)
-    return observe(domain.name, replay(domain, task.initial_state, msgs), msgs), msgs, task
+    return observe(domain.pack, replay(domain, task.initial_state, msgs), msgs), msgs, task
 
 
 def test_task_7_read_modify_cancel(airline):
@@ -38,7 +38,7 @@ def test_write_without_confirmation_is_not_confirmed(airline):
     obs, msgs, task = observed(airline, "15")
     assert "state_change_with_confirmation" in obs["tool_use_pattern"]
     bare = [m for m in msgs if not (m.role == "user" and m.content and "go ahead" in m.content)]
-    again = observe("airline", replay(airline, task.initial_state, bare), bare)
+    again = observe(airline.pack, replay(airline, task.initial_state, bare), bare)
     assert again["tool_use_pattern"] == ["price_or_fee_recalculation"]
 
 
@@ -52,7 +52,7 @@ def test_refusal_after_reading_is_a_policy_check(airline):
     rep = replay(airline, task.initial_state, msgs)
     msgs.append(Message(role="tool", content=rep.steps[0].observed, tool_call_id="a"))
     msgs.append(Message(role="assistant", content="I'm sorry, this reservation is not eligible for cancellation."))
-    obs = observe("airline", replay(airline, task.initial_state, msgs), msgs)
+    obs = observe(airline.pack, replay(airline, task.initial_state, msgs), msgs)
     assert obs["expected_outcome"] == ["refuse"]
     assert obs["tool_use_pattern"] == ["policy_check_before_action"]
 
@@ -65,7 +65,7 @@ def test_every_observed_value_is_in_the_reference_sets(airline):
     outside, seen = [], {k: set() for k in ref}
     for task in with_actions(airline):
         msgs = gold_messages(airline, task)
-        obs = observe("airline", replay(airline, task.initial_state, msgs), msgs)
+        obs = observe(airline.pack, replay(airline, task.initial_state, msgs), msgs)
         for k in ref:
             seen[k] |= set(obs[k])
             outside += [(task.id, k, v) for v in obs[k] if v not in ref[k]]

@@ -137,4 +137,4 @@ def test_synthesized_tasks_store_their_gold_digest(airline):
     assert row.gold_digest == ""  # rows written before the field existed read back with it empty
     stored = row.model_copy(update={"gold_digest": gold_digest(airline, airline.task_from_json(row.definition))})
     traj = Trajectory(run_id="r", round=0, trajectory_id="t", task_id="7", messages=gold_messages(airline, task))
-    assert verify(stored, traj).passed and verify(row, traj).passed
+    assert verify(stored, traj, airline).passed and verify(row, traj, airline).passed

@@ -39,7 +39,7 @@ def test_a_round_publishes_its_table_and_markdown_artifacts(tmp_path):
     from prefect.testing.utilities import prefect_test_harness
 
     from evosyn.flows.run import evosyn_run
-    from evosyn.storage.config import RunConfig
+    from evosyn.config import RunConfig
     from evosyn.storage.store import Store
 
     cfg = RunConfig(**RUN_CFG, store={"root": str(tmp_path / "home")})

@@ -56,7 +56,7 @@ def test_exports(home, tmp_path):
 
 def test_a_conversation_sharegpt_cannot_hold_is_dropped_with_its_reason(home, tmp_path):
     from evosyn.flows.cli_learn import _export
-    from evosyn.tasks.hf_export import select_examples
+    from evosyn.tasks.exports.hf import select_examples
     from evosyn.storage.records import ToolCall
     from evosyn.storage.store import Store
 

@@ -3,7 +3,7 @@ import pytest
 from evosyn.envs import packs
 from evosyn.envs.packs import DomainPack, known, register
 from evosyn.flows.cli import UserError
-from evosyn.flows.inputs import check_domain
+from evosyn.flows.compile import check_domain
 from tests.flows.test_cli import evosyn
 
 
@@ -57,23 +57,23 @@ def test_env_data_sets_a_domains_data_folder_and_a_wrong_one_is_one_line_before_
     from evosyn.envs.car_bench.data import FIXTURE
     from evosyn.envs.packs import get_domain
     from evosyn.flows.inputs import use_env_data
-    from evosyn.storage.config import ConfigError, RunConfig
+    from evosyn.config import ConfigError, RunConfig
     from evosyn.tasks.testset import test_set_run_id
 
     copy = tmp_path / "car-bench-data"
     shutil.copytree(FIXTURE, copy)
-    default_set = test_set_run_id("car_bench")
+    default_set = test_set_run_id(get_domain("car_bench"))
     try:
         use_env_data(RunConfig(domain="car_bench", env_data={"car_bench": str(copy)}))
         assert get_domain("car_bench").root == copy.resolve()
-        assert test_set_run_id("car_bench") != default_set  # runs on two data folders never share a test set
+        assert test_set_run_id(get_domain("car_bench")) != default_set  # runs on two data folders never share a test set
         with pytest.raises(ConfigError, match=r"^invalid config: field env_data.airline: domain 'airline' reads no"):
             use_env_data(RunConfig(domain="airline", env_data={"airline": str(copy)}))
         with pytest.raises(ConfigError, match=r"^invalid config: field 'env_data': unknown domain 'bank'"):
             use_env_data(RunConfig(domain="airline", env_data={"bank": str(copy)}))
     finally:
         use_env_data(RunConfig(domain="car_bench"))  # every domain on its own data again
-    assert get_domain("car_bench").root == FIXTURE and test_set_run_id("car_bench") == default_set
+    assert get_domain("car_bench").root == FIXTURE and test_set_run_id(get_domain("car_bench")) == default_set
     cfg = tmp_path / "run.yaml"
     cfg.write_text(f"domain: car_bench\nrounds: 1\nenv_data: {{car_bench: {tmp_path / 'nowhere'}}}\n")
     out = evosyn("run", "--config", str(cfg), home=tmp_path / "h")

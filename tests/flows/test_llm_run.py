@@ -20,7 +20,7 @@ from tests.prefect_home import PREFECT_HOME
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
 
 if TYPE_CHECKING:
-    from evosyn.storage.config import RoleConfig
+    from evosyn.config import RoleConfig
 
 KEY = "sk-test-SECRET123"
 ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector")
@@ -130,10 +130,11 @@ def _round(home, llm: dict[str, RoleConfig]) -> tuple[int, int, object]:
     import evosyn.tasks.stages as stages
     from evosyn.agents.designer import ColdStart
     from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_pack
     from evosyn.storage.store import Store
 
     ctx = stages.Ctx(Store(home), "llm-run", 1, 0, "airline", llm_roles=llm)
-    space = load_initial_space("airline", run_id="llm-run")
+    space = load_initial_space(get_pack("airline"), run_id="llm-run")
     bps = stages.plan(ctx, space, stages.design(ctx, space, ColdStart(), 8, "evosyn"))
     tasks = stages.generate(ctx, space, bps)
     name = stages.chunk_name("chunk", bps)
@@ -146,7 +147,7 @@ def _round(home, llm: dict[str, RoleConfig]) -> tuple[int, int, object]:
 
 def test_faulty_replies_keep_the_same_samples(tmp_path, server, monkeypatch):
     """(b) 30% of replies fail (429 / 500 / malformed): the round completes with the same kept samples."""
-    from evosyn.storage.config import RoleConfig
+    from evosyn.config import RoleConfig
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     llm = {r: RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini", base_url=server.base_url,

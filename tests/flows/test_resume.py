@@ -14,6 +14,7 @@ from evosyn.storage.digest import table_digests
 from evosyn.storage.faults import AFTER_ENV, ENV, FULL_ENV
 from evosyn.storage.records import TABLES
 from evosyn.storage.store import Store
+from evosyn.envs.packs import get_domain
 from tests.flows.test_run import PREFECT_HOME, config, run, start
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
@@ -25,7 +26,7 @@ TEST_SIZE = 30  # tests/flows/test_run.py's CONFIG
 def digests(home):
     store = Store(home, create=False)
     (run_id,) = store.runs()
-    return run_id, table_digests(store, [run_id, testset.test_set_run_id("airline", n=TEST_SIZE)])
+    return run_id, table_digests(store, [run_id, testset.test_set_run_id(get_domain("airline"), n=TEST_SIZE)])
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import typing
 import evosyn.flows.round as round_module
 from evosyn.tasks import checkpoint, loop, official_agents, stages
 from evosyn.tasks.stages import Ctx
-from evosyn.storage.config import RoleConfig, RunConfig
+from evosyn.config import RoleConfig, RunConfig
 
 
 def _prefect_callables():  # the round flow, and each stage's task beside its function in tasks/

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from evosyn.storage.config import ConfigError, OfficialEvalConfig, RoleConfig, validate_config
+from evosyn.envs.packs import get_domain
+from evosyn.config import ConfigError, OfficialEvalConfig, RoleConfig, validate_config
 from tests.flows.test_run_tracking import cli
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
@@ -26,14 +27,14 @@ def test_bad_values_are_one_line_naming_the_field(value, field):
 def test_the_split_and_the_llm_user_are_checked_against_the_domain():
     from evosyn.tasks.official_agents import OfficialError, check_official_config
 
-    check_official_config(OfficialEvalConfig(), "airline")  # test is a split of airline's tasks
+    check_official_config(OfficialEvalConfig(), get_domain("airline"))  # test is a split of airline's tasks
     with pytest.raises(OfficialError, match=r"official_eval.split: 'small' is not a split of tau2's airline tasks "
                                             r"\(known: train, test, base\)"):
-        check_official_config(OfficialEvalConfig(split="small"), "airline")
-    check_official_config(OfficialEvalConfig(split="small"), "telecom")  # telecom has one
+        check_official_config(OfficialEvalConfig(split="small"), get_domain("airline"))
+    check_official_config(OfficialEvalConfig(split="small"), get_domain("telecom"))  # telecom has one
     user = RoleConfig(backend="llm", provider="openai", model="gpt-4o")
     with pytest.raises(OfficialError, match="official_eval.user.api_key_env: environment variable OPENAI_API_KEY"):
-        check_official_config(OfficialEvalConfig(user=user), "airline")
+        check_official_config(OfficialEvalConfig(user=user), get_domain("airline"))
 
 
 def test_the_task_folder_is_checked_before_any_work(tmp_path):
@@ -43,13 +44,13 @@ def test_the_task_folder_is_checked_before_any_work(tmp_path):
     from evosyn.tasks.official_agents import OfficialError, check_official_config
 
     with pytest.raises(OfficialError, match=r"^official_eval.tasks_path: .*: no airline tasks found"):
-        check_official_config(OfficialEvalConfig(tasks_path=str(tmp_path)), "airline")
+        check_official_config(OfficialEvalConfig(tasks_path=str(tmp_path)), get_domain("airline"))
     tasks = json.loads((package_folder("airline") / "tasks.json").read_text())[:2]
     (tmp_path / "tasks.json").write_text(json.dumps(tasks))  # no split file: tau2's "base" split only
-    check_official_config(OfficialEvalConfig(split="base", tasks_path=str(tmp_path)), "airline")
+    check_official_config(OfficialEvalConfig(split="base", tasks_path=str(tmp_path)), get_domain("airline"))
     with pytest.raises(OfficialError, match=rf"official_eval.split: 'test' is not a split of the airline tasks in "
                                             rf"{tmp_path} \(known: base\)"):
-        check_official_config(OfficialEvalConfig(tasks_path=str(tmp_path)), "airline")
+        check_official_config(OfficialEvalConfig(tasks_path=str(tmp_path)), get_domain("airline"))
 
 
 def test_the_run_id_does_not_change_with_official_eval():

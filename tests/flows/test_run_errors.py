@@ -25,7 +25,7 @@ def test_stage_unavailable_survives_pickling_with_its_message():
 @pytest.mark.slow
 def test_a_run_already_running_elsewhere_is_refused_in_one_line(tmp_path):
     from evosyn.flows.run import run_id_for
-    from evosyn.storage.config import load_config
+    from evosyn.config import load_config
     from evosyn.storage.locks import store_lock
 
     home = tmp_path / "home"

@@ -70,7 +70,7 @@ def ran(tmp_path_factory):
     from evosyn.agents.designer import ColdStart
     from evosyn.agents.learners.llamafactory import write_dataset
     from evosyn.envs.ontology import load_initial_space
-    from evosyn.envs.packs import get_domain
+    from evosyn.envs.packs import get_domain, get_pack
     from evosyn.tasks.datasets import sft_examples
     from evosyn.tasks.stages import Ctx
     from evosyn.tasks.synthesis import run_pass
@@ -79,9 +79,9 @@ def ran(tmp_path_factory):
     cli = cli_or_skip()
     tmp = tmp_path_factory.mktemp("lf-run")
     # the tiny model's vocabulary, learnt from a separate synthesis pass
-    space = load_initial_space("airline", run_id="vocab")
+    space = load_initial_space(get_pack("airline"), run_id="vocab")
     kept = run_pass(Ctx(Store(tmp / "vocab"), "vocab", 0, 1, "airline"), space, ColdStart(), 12).kept
-    write_dataset(sft_examples([(c.task, c.trajectory) for c in kept], 0.0, seed=0), tmp / "vocab-data",
+    write_dataset(sft_examples([(c.task, c.trajectory) for c in kept], get_domain("airline"), 0.0, seed=0), tmp / "vocab-data",
                   system=get_domain("airline").policy)
     model = tiny_model(cli, tmp / "vocab-data" / "evosyn.json", tmp / "tiny")
     cfg = tmp / "run.yaml"

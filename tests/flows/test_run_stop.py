@@ -1,6 +1,6 @@
 """The run's early stop rule (flows/run.py `stops`): on by default for reflecting arms, off at 0."""
 from evosyn.flows.run import stops
-from evosyn.storage.config import RunConfig
+from evosyn.config import RunConfig
 
 
 def test_a_reflecting_arm_stops_after_two_unchanged_rounds_by_default():

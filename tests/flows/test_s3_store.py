@@ -15,6 +15,7 @@ from evosyn.storage.faults import ENV
 from evosyn.storage.records import TABLES
 from evosyn.storage.store import Store
 from evosyn.tasks import testset
+from evosyn.envs.packs import get_domain
 from tests.flows.test_run import PREFECT_HOME, run
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
@@ -27,7 +28,7 @@ QUERY = "select round, task_set, count(*) as n, avg(success::int) as success fro
 def digests(location):
     store = Store(location, create=False)
     (run_id,) = store.runs()
-    return run_id, table_digests(store, [run_id, testset.test_set_run_id("airline", n=10)])
+    return run_id, table_digests(store, [run_id, testset.test_set_run_id(get_domain("airline"), n=10)])
 
 
 def _local(monkeypatch, tmp_path, name):

@@ -3,7 +3,7 @@ import pytest
 
 from evosyn.envs import packs
 from evosyn.flows import sweep as S
-from evosyn.storage.config import ConfigError, RunConfig
+from evosyn.config import ConfigError, RunConfig
 
 
 class Runnable(packs.DomainPack):
@@ -92,7 +92,7 @@ def test_the_shipped_configs_store_where_home_or_evosyn_home_points(tmp_path, mo
     """deployments/configs name no store root, so `--home` and EVOSYN_HOME decide where a run writes."""
     from pathlib import Path
 
-    from evosyn.storage.config import load_config
+    from evosyn.config import load_config
 
     configs = Path(__file__).resolve().parents[2] / "deployments" / "configs"
     monkeypatch.setenv("EVOSYN_HOME", str(tmp_path / "env-home"))

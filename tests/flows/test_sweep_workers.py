@@ -16,7 +16,7 @@ import pytest
 from evosyn.benchmarks.sweep_stack import WorkerStack
 from evosyn.flows.services import alive
 from evosyn.flows.sweep_workers import STORED, Cell, failed_line, shared_root
-from evosyn.storage.config import RunConfig
+from evosyn.config import RunConfig
 from evosyn.storage.digest import table_digests
 from evosyn.storage.records import TABLES
 from evosyn.storage.store import Store

@@ -11,7 +11,8 @@ import pytest
 
 from evosyn.flows.run_id import run_id_for
 from evosyn.flows.task_runners import THREAD_WORKERS, TaskRunnerMissing, check_task_runner, task_runner_for
-from evosyn.storage.config import ConfigError, RunConfig, validate_config
+from evosyn.config import ConfigError, RunConfig, validate_config
+from evosyn.envs.packs import get_domain
 from tests.prefect_home import PREFECT_HOME
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
@@ -100,7 +101,7 @@ def test_dask_gives_the_rows_of_the_thread_runner(tmp_path):
         assert not wait_gone(family({proc.pid}), 30.0), f"{runner}: processes of the run outlived it"
         store = Store(home, create=False)
         (run_id,) = [r for r in store.runs() if not r.startswith("testset-")]
-        digests[runner] = run_id, table_digests(store, [run_id, testset.test_set_run_id("airline", n=10)])
+        digests[runner] = run_id, table_digests(store, [run_id, testset.test_set_run_id(get_domain("airline"), n=10)])
     (tid, want), (did, got) = digests["thread"], digests["dask"]
     assert tid == did
     assert [t for t in TABLES if got[t] != want[t]] == []

@@ -12,24 +12,25 @@ RUN = "realmodel-official"
 def test_the_official_split_with_the_real_model_playing_the_user(tmp_path, real_model, monkeypatch):
     from evosyn.agents.designer import ColdStart
     from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_domain, get_pack
     from evosyn.tasks.learn import train_round
     from evosyn.tasks.official import evaluate_official, is_success, pass_hat_ks
     from evosyn.tasks.official_agents import build_user, flush_user
     from evosyn.tasks.stages import Ctx
     from evosyn.tasks.synthesis import run_pass
-    from evosyn.storage.config import RoleConfig
+    from evosyn.config import RoleConfig
     from evosyn.storage.store import Store
 
     monkeypatch.setenv("EVOSYN_LOCAL_KEY", "sk-local-not-a-key")
     store = Store(tmp_path / "h")
-    run_pass(Ctx(store, RUN, 0, 3, "airline"), load_initial_space("airline", run_id=RUN), ColdStart(), 24)
+    run_pass(Ctx(store, RUN, 0, 3, "airline"), load_initial_space(get_pack("airline"), run_id=RUN), ColdStart(), 24)
     learner, _, _ = train_round(store, RUN, 0)
     assert learner.n_trajectories > 0
     # short replies: a 135M model's customer turns are the cost here (the CLI takes the same role config)
     rc = RoleConfig(backend="llm", provider="openai_compatible", model=real_model.model, base_url=real_model.base_url,
                     api_key_env="EVOSYN_LOCAL_KEY", max_tokens=64, temperature=0.0)
     user = build_user(rc, store.root / "llm_cache")
-    result = evaluate_official(store, learner, user, run_id=RUN, round=0, domain="airline", split="test",
+    result = evaluate_official(store, learner, user, run_id=RUN, round=0, env=get_domain("airline"), split="test",
                                model_version="embedded-r0", trials=1, max_tasks=2, max_steps=3)
     flush_user(user, store, result)
 

@@ -27,7 +27,7 @@ MAX_TOKENS = {"generator": 512}
 
 
 def role_config(model, role: str):
-    from evosyn.storage.config import RoleConfig
+    from evosyn.config import RoleConfig
 
     # what a user running a small local model sets: a bounded schema, room for the JSON it allows, no re-ask
     return RoleConfig(backend="llm", provider="openai_compatible", model=model.model, base_url=model.base_url,
@@ -42,12 +42,12 @@ def inputs(tmp_path_factory):
     from evosyn.agents.teacher import EmbeddedTeacher
     from evosyn.agents.verifier import verify
     from evosyn.envs.ontology import load_initial_space
-    from evosyn.envs.packs import get_domain
+    from evosyn.envs.packs import get_domain, get_pack
     from evosyn.storage.store import Store
     from evosyn.tasks.stages import Ctx
     from evosyn.tasks.synthesis import run_pass
 
-    space = load_initial_space("airline", run_id="structured")
+    space = load_initial_space(get_pack("airline"), run_id="structured")
     done = run_pass(Ctx(Store(tmp_path_factory.mktemp("structured")), "structured", 0, 0, "airline"), space,
                     ColdStart(), 12)
     dom = get_domain("airline")
@@ -56,7 +56,7 @@ def inputs(tmp_path_factory):
         good = EmbeddedTeacher(dom).rollout(task)  # the agent's words dropped: a rollout the verifier fails
         bad = good.model_copy(update={"messages": [m for m in good.messages if m.role != "assistant" or m.tool_calls
                                                    or m is good.messages[1]]})
-        broken.append((task, bad, verify(task, bad)))
+        broken.append((task, bad, verify(task, bad, dom)))
     return space, dom, done, broken
 
 

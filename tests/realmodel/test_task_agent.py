@@ -16,7 +16,7 @@ def test_the_openai_agent_on_the_real_model_produces_evaluation_rows(store, real
     from evosyn.tasks.testset import test_cases
 
     domain = get_domain("airline")
-    cases = test_cases(store, "airline", n=3)[:3]
+    cases = test_cases(store, get_domain("airline"), n=3)[:3]
     agent = OpenAICompatibleAgent(base_url=real_model.base_url, model=real_model.model, tool_calls="prompt",
                                   max_tokens=96, retries=1, seed=0)
     t0 = time.perf_counter()
@@ -51,7 +51,7 @@ def test_a_prompt_mode_call_from_the_real_model_is_read_validated_and_recorded(r
     """With a short context the model does write a JSON call: it is parsed and checked against the offered tools."""
     from evosyn.agents.llm import LLMOutputError, make_client
     from evosyn.envs.packs import get_domain
-    from evosyn.storage.config import RoleConfig
+    from evosyn.config import RoleConfig
 
     tools = [t.openai_schema() for t in get_domain("airline").tools("assistant")]
     client = make_client("teacher", RoleConfig(backend="llm", provider="openai_compatible", model=real_model.model,

@@ -8,6 +8,7 @@ import pytest
 
 from evosyn.agents.designer import ColdStart
 from evosyn.envs.ontology import load_initial_space
+from evosyn.envs.packs import get_pack
 from evosyn.storage.chunks import check, invalidate, verify
 from evosyn.storage.store import Store, StoreFault
 from evosyn.tasks import stages
@@ -17,7 +18,7 @@ from evosyn.tasks import stages
 def generated(tmp_path):
     """One generate chunk of an embedded pass: (ctx, space, blueprints, tasks, the chunk name)."""
     ctx = stages.Ctx(Store(tmp_path / "home"), "chk", 1, 0)
-    space = load_initial_space("airline", run_id="chk")
+    space = load_initial_space(get_pack("airline"), run_id="chk")
     blueprints = stages.plan(ctx, space, stages.design(ctx, space, ColdStart(), 6, "evosyn"))
     tasks = stages.generate(ctx, space, blueprints)
     return ctx, space, blueprints, tasks, stages.chunk_name("gen", blueprints)

@@ -43,6 +43,23 @@ def test_a_fresh_database_is_built_complete_with_no_temp_file_left(tmp_path):
     Tracker(tmp_path)  # opens it as every run does
 
 
+def test_head_revision_is_the_one_mlflow_records_in_a_database_it_builds(tmp_path):
+    """``head_revision`` reads MLflow's migration folder (MLflow has no public way to name its schema revision):
+    this fails if MLflow moves the folder or stops building the database to its head."""
+    from mlflow.tracking import MlflowClient
+
+    from evosyn.storage.mlflow_db import head_revision
+
+    path = tmp_path / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments(max_results=1)  # built by MLflow itself
+    con = sqlite3.connect(path)
+    try:
+        versions = [r[0] for r in con.execute("select version_num from alembic_version")]
+    finally:
+        con.close()
+    assert versions == [head_revision()]
+
+
 @pytest.mark.parametrize("after", ["0", "0.5", "1.5"])
 def test_a_kill_inside_the_build_leaves_no_database_and_the_next_open_builds_it(tmp_path, after):
     res = _child(tmp_path, **{ENV: "mlflow-init", AFTER_ENV: after})

@@ -12,7 +12,7 @@ from evosyn.agents.llm import LLMRequestError, make_client
 from evosyn.agents.llm.calllog import write_calls
 from evosyn.benchmarks.fake_llm_server import FakeLLMServer, Reply
 from evosyn.benchmarks.hostile_server import HostileServer
-from evosyn.storage.config import RoleConfig
+from evosyn.config import RoleConfig
 from evosyn.storage.store import Store
 from tests.storage.samples import samples
 

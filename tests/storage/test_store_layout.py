@@ -141,4 +141,4 @@ def test_every_factor_the_verifier_observes_has_its_typed_column():
     domain = get_domain(default_domain())
     task = next(t for t in domain.tasks("base") if t.gold_actions)
     msgs = gold_messages(domain, task)
-    assert set(observe(domain.name, replay(domain, task.initial_state, msgs), msgs)) == set(OBSERVED_FACTORS)
+    assert set(observe(domain.pack, replay(domain, task.initial_state, msgs), msgs)) == set(OBSERVED_FACTORS)

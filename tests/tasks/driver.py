@@ -15,6 +15,7 @@ import evosyn.tasks.testset as testset
 from evosyn.agents.designer import ColdStart
 from evosyn.envs.ontology import load_initial_space
 from evosyn.storage.store import Store
+from evosyn.envs.packs import get_domain, get_pack
 
 RUN_ID = "tiny-run"
 TINY = dict(rounds=2, budget=16, chunk_size=6, test_size=10, seed=0, arm="evosyn")
@@ -22,11 +23,11 @@ TINY = dict(rounds=2, budget=16, chunk_size=6, test_size=10, seed=0, arm="evosyn
 
 def run(store: Store, run_id: str = RUN_ID, rounds: int = 2, budget: int = 16, chunk_size: int = 6,
         test_size: int = 10, seed: int = 0, arm: str = "evosyn") -> None:
-    space = load_initial_space("airline", run_id=run_id)
+    space = load_initial_space(get_pack("airline"), run_id=run_id)
     if not store.has_chunk("spaces", run_id, 0, "initial"):
         store.write([space], "initial")
     for kind in testset.KINDS:  # built before round 1, as `evosyn run` builds them
-        testset.test_cases(store, "airline", n=test_size, kind=kind)
+        testset.test_cases(store, get_domain("airline"), n=test_size, kind=kind)
     steering, previous = ColdStart(), None
     for r in range(1, rounds + 1):
         ctx = stages.Ctx(store, run_id, r, seed)

@@ -36,9 +36,9 @@ def _tau2(args):
 
 @pytest.mark.parametrize("name", ["airline", "retail", "telecom"])
 def test_synthesized_rewards_equal_tau2_and_perturbations_fail(tmp_path, name):
-    space = with_count_factors(load_initial_space(name, run_id=f"agree-{name}"), ("num_write",))
-    result = run_pass(Ctx(Store(tmp_path), space.run_id, 0, 7, name), space, ColdStart(), 40)
     dom = get_domain(name)
+    space = with_count_factors(load_initial_space(dom.pack, run_id=f"agree-{name}"), ("num_write",))
+    result = run_pass(Ctx(Store(tmp_path), space.run_id, 0, 7, name), space, ColdStart(), 40)
     cases = []
     for kept in result.kept[:PER_DOMAIN]:
         task, gold = dom.task_from_json(kept.task.definition), kept.trajectory.messages

@@ -10,9 +10,9 @@ import pytest
 
 from evosyn.agents.designer import ColdStart
 from evosyn.envs.ontology import load_initial_space
-from evosyn.envs.packs import get_domain
+from evosyn.envs.packs import get_domain, get_pack
 from evosyn.storage.catalog import query_rows
-from evosyn.storage.config import DedupConfig
+from evosyn.config import DedupConfig
 from evosyn.storage.digest import normalized_rows
 from evosyn.storage.records import Run, SFTExample, SynthTask
 from evosyn.storage.store import Store
@@ -43,10 +43,10 @@ def seeded(tmp_path_factory):
     task id -> (flag, the task it copies))."""
     store = Store(tmp_path_factory.mktemp("dedup") / "s")
     domain = get_domain("airline")
-    testset.test_cases(store, "airline", n=N_TEST)  # the official-matched set the pass is checked against
+    testset.test_cases(store, get_domain("airline"), n=N_TEST)  # the official-matched set the pass is checked against
     for rnd, budget in ((1, 40), (2, 30)):
         ctx = Ctx(store, RUN, rnd, seed=rnd)
-        run_pass(ctx, load_initial_space("airline", run_id=RUN), ColdStart(), budget)
+        run_pass(ctx, load_initial_space(get_pack("airline"), run_id=RUN), ColdStart(), budget)
     r1 = [t for (t, _) in dedup.verified(store, RUN, 1)[1]]
     planted, tasks, examples = {}, [], []
 
@@ -66,7 +66,7 @@ def seeded(tmp_path_factory):
     for split, flag in (("test", "official_test"), ("train", "official")):
         for official in domain.tasks(split)[:2]:  # official tasks replayed as synthesized ones
             plant(r1[0], official.to_json(), f"{split}-{official.id}", flag, official.id)
-    held = testset.test_cases(store, "airline", n=N_TEST)[0].task
+    held = testset.test_cases(store, get_domain("airline"), n=N_TEST)[0].task
     plant(r1[0], copy.deepcopy(held.tau2_task), "testset", "test_set", held.task_id)
     store.write(tasks, "planted")
     store.write(examples, "planted")
@@ -99,7 +99,7 @@ def test_every_planted_copy_is_flagged_as_what_it_is_and_no_clean_task_is(seeded
     assert counts[1][0].official_test == 2 and counts[1][0].official == 2 and counts[1][0].test_set == 1
     assert counts[1][0].line().startswith(f"{counts[1][0].checked} checked, {len(planted)} flagged (duplicate 4")
     # the test set's own tasks were checked too, in its partition
-    set_id = testset.test_set_run_id("airline", n=N_TEST)
+    set_id = testset.test_set_run_id(get_domain("airline"), n=N_TEST)
     assert counts[1][1].checked == len(store.read_chunk("dedup", set_id, 0, "dedup")) == N_TEST
 
 
@@ -154,7 +154,7 @@ def test_flagged_tasks_leave_training_only_when_the_run_drops_them(seeded):
 
 def test_a_default_dedup_section_leaves_the_run_id_and_its_stored_config_as_they_were():
     from evosyn.flows.run import run_id_for
-    from evosyn.storage.config import RunConfig
+    from evosyn.config import RunConfig
 
     cfg = RunConfig(domain="airline")
     assert "dedup" not in cfg.stored_json()
@@ -166,14 +166,14 @@ def test_a_default_dedup_section_leaves_the_run_id_and_its_stored_config_as_they
 def test_a_test_set_built_after_a_check_is_checked_against_on_the_next_one(tmp_path):
     store, domain = Store(tmp_path / "s"), get_domain("airline")
     ctx = Ctx(store, "late", 0, seed=4)
-    run_pass(ctx, load_initial_space("airline", run_id="late"), ColdStart(), 6)
+    run_pass(ctx, load_initial_space(get_pack("airline"), run_id="late"), ColdStart(), 6)
     first = dedup.check_run(store, domain, "late", DedupConfig(), N_TEST)
     assert first.test_set_ids == [] and first.rounds[0].checked > 0
     marker = store.marker_path(dedup.STAGE, "late", 0, dedup.CHUNK)
     before = json.loads(marker.read_text())["params"]
-    testset.test_cases(store, "airline", n=N_TEST)
+    testset.test_cases(store, get_domain("airline"), n=N_TEST)
     second = dedup.check_run(store, domain, "late", DedupConfig(), N_TEST)
-    assert second.test_set_ids == [testset.test_set_run_id("airline", n=N_TEST)]
+    assert second.test_set_ids == [testset.test_set_run_id(get_domain("airline"), n=N_TEST)]
     after = json.loads(marker.read_text())["params"]
     assert after != before and after.endswith(f"sets={second.test_set_ids[0]}")  # checked again, against the set
     assert second.test_sets.checked == N_TEST

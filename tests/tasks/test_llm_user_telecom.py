@@ -15,7 +15,7 @@ from evosyn.envs.gold import gold_messages
 from evosyn.envs.packs import get_domain
 from evosyn.envs.tau2.official_eval import tau2_reward
 from evosyn.envs.verify import run_checks
-from evosyn.storage.config import RoleConfig
+from evosyn.config import RoleConfig
 from evosyn.storage.store import Store
 from evosyn.tasks.official import UserSim, evaluate_official, official_tasks
 from tests.fakes.openai_server import ScriptedServer, completion
@@ -43,13 +43,14 @@ def role(monkeypatch, tmp_path):
 def test_a_telecom_round_with_an_llm_teacher_and_user_verifies_device_tasks_as_tau2_does(tmp_path, role):
     from evosyn.agents.designer import ColdStart
     from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_pack
     from evosyn.tasks import stages
     from evosyn.tasks.stages import Ctx
     from evosyn.tasks.synthesis import run_pass
 
     dom, script = get_domain("telecom"), RoleScript("telecom")
     store = Store(tmp_path / "s")
-    space = load_initial_space("telecom", run_id="tel-llm")
+    space = load_initial_space(get_pack("telecom"), run_id="tel-llm")
     # the embedded generator's tasks (their phones start broken: a starting state the LLM Generator's reply
     # cannot set), generated first so the scripted model knows each task's conversation; the pass below reads
     # them back and rolls them out
@@ -80,11 +81,12 @@ def test_an_llm_generator_writes_device_actions_that_verify(tmp_path, role):
     embedded builder plans); the tasks' gold actions are device actions, rolled out and verified."""
     from evosyn.agents.designer import ColdStart
     from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_pack
     from evosyn.tasks.stages import Ctx
     from evosyn.tasks.synthesis import run_pass
 
     dom, script = get_domain("telecom"), RoleScript("telecom")
-    space = load_initial_space("telecom", run_id="tel-gen")
+    space = load_initial_space(get_pack("telecom"), run_id="tel-gen")
     with FakeLLMServer(script) as server:
         ctx = Ctx(Store(tmp_path / "s"), "tel-gen", 1, 0, "telecom", llm_roles={"generator": role(server.base_url)})
         result = run_pass(ctx, space, ColdStart(), 24)
@@ -110,9 +112,9 @@ def official():
     customer (does on its phone what the agent names, or with ``refuse`` declines to, confirms, ends the call)."""
     dom = get_domain("telecom")
     text = {t.id: user_scenario_text(t.scenario)
-            for t in official_tasks("telecom", "test") if _needs_device(t)}
+            for t in official_tasks(get_domain("telecom"), "test") if _needs_device(t)}
     tasks = []
-    for t in official_tasks("telecom", "test"):
+    for t in official_tasks(get_domain("telecom"), "test"):
         if t.id in text and not any(text[t.id] in text[o.id] or text[o.id] in text[t.id] for o in tasks):
             tasks.append(t)
     tasks = tasks[:2]
@@ -157,7 +159,7 @@ def _evaluate(store, role, agent_reply, user_reply, ids):
         client = client_for("user", role(user_srv.base_url), store.root / "llm_cache").bound()
         agent = OpenAICompatibleAgent(agent_srv.base_url, "served-ckpt")
         res = evaluate_official(store, agent, UserSim("openai:gpt-4o-mini", client), run_id="tel-off", round=1,
-                                domain="telecom", split="test", model_version="served-ckpt", trials=1, task_ids=ids)
+                                env=get_domain("telecom"), split="test", model_version="served-ckpt", trials=1, task_ids=ids)
         agent.close()
         return res, user_srv.requests
 

@@ -12,12 +12,13 @@ from evosyn.agents.learners.embedded import EmbeddedLearner
 from evosyn.envs.ontology import load_initial_space
 from evosyn.storage.store import Store
 from evosyn.tasks.learn import load_round, model_path
+from evosyn.envs.packs import get_domain, get_pack
 
 
 @pytest.fixture
 def ctx(tmp_path):
     ctx = stages.Ctx(Store(tmp_path / "s"), "r1", 1, seed=0)
-    space = load_initial_space("airline", run_id="r1")
+    space = load_initial_space(get_pack("airline"), run_id="r1")
     blueprints = stages.plan(ctx, space, stages.design(ctx, space, ColdStart(), 8, "evosyn"))
     tasks_ = stages.generate(ctx, space, blueprints)
     stages.verify_chunk(ctx, tasks_, stages.rollout(ctx, tasks_, "chunk-0"), "chunk-0")
@@ -74,7 +75,7 @@ def test_a_probe_set_feeds_the_probes_only_and_only_with_learner_evidence(tmp_pa
     from evosyn.tasks.testset import test_set_run_id
 
     store = Store(tmp_path / "s")
-    space = load_initial_space("airline", run_id="r1")
+    space = load_initial_space(get_pack("airline"), run_id="r1")
     base = stages.Ctx(store, "r1", 1, seed=0)
     blueprints = stages.plan(base, space, stages.design(base, space, ColdStart(), 30, "evosyn"))
     tasks_ = stages.generate(base, space, blueprints)
@@ -83,8 +84,8 @@ def test_a_probe_set_feeds_the_probes_only_and_only_with_learner_evidence(tmp_pa
     diagnostic = loop.evaluate(base, learner, "diagnostic")
     ctx = replace(base, probe_size=12)
     fb, probes, _, _ = loop.reflect(ctx, space, "evosyn", diagnostic, learner, None)
-    probe_run = test_set_run_id("airline", loop.probe_seed(0, 1), 12, "uniform", "probeset")
-    assert probe_run.startswith("probeset-uniform-airline-") and probe_run != test_set_run_id("airline", kind="uniform")
+    probe_run = test_set_run_id(get_domain("airline"), loop.probe_seed(0, 1), 12, "uniform", "probeset")
+    assert probe_run.startswith("probeset-uniform-airline-") and probe_run != test_set_run_id(get_domain("airline"), kind="uniform")
     probe_evals = [e for e in store.read_records("evaluations", run_id="r1") if e.task_set == "probe"]
     assert len(probe_evals) == 12
     assert {e.task_id for e in probe_evals} <= {v.task_id for v in store.read_records("verdicts", run_id=probe_run)

@@ -43,7 +43,7 @@ def test_pass_hat_k_equals_tau2s_on_a_known_reward_matrix():
         for c, k in itertools.product(range(n + 1), range(1, n + 1)):
             assert pass_hat_k(n, c, k) == tau2_pass_hat_k(n, c, k)
     assert all(is_success(r) == tau2_success(r) for r in (1.0, 1 - 1e-7, 1 - 1e-5, 0.5, 0.0, 1 + 1e-7))
-    tasks = official_tasks("airline", "test")
+    tasks = official_tasks(get_domain("airline"), "test")
     tau2 = compute_metrics(_tau2_results(tasks, MATRIX))
     ours = pass_hat_ks({tasks[i].id: [is_success(r) for r in rs] for i, rs in MATRIX.items()})
     assert ours.keys() == tau2.pass_hat_ks.keys() == {1, 2, 3, 4}
@@ -54,7 +54,7 @@ def test_pass_hat_k_equals_tau2s_on_a_known_reward_matrix():
                        model_version="m", task_set="official:test", success=False, reward=r, trial=t)
             for i, rs in MATRIX.items() for t, r in enumerate(rs)]
     res = result_of(rows[::-1], run_id="r", round=1, domain="airline", split="test", trials=4, model_version="m",
-                    user="embedded", chunk="c")
+                    user="embedded", chunk="c", task_source=get_domain("airline").task_set())
     assert res.pass_hat == pytest.approx(tau2.pass_hat_ks) and res.avg_reward == pytest.approx(tau2.avg_reward)
     assert res.strict_pass_hat == {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0}
     with pytest.raises(ValueError):
@@ -82,7 +82,7 @@ class GoldAgent:
 
 def _gold_tasks(domain, n):
     """The ids of the first ``n`` test tasks whose gold actions write (so a wrong agent cannot get their reward)."""
-    return [t.id for t in official_tasks(domain.name, "test")
+    return [t.id for t in official_tasks(domain, "test")
             if any(domain.tool_kind(a.name) == "write" for a in t.gold_actions)][:n]
 
 
@@ -96,14 +96,14 @@ def scored(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("official") / "h")
     dom = get_domain("airline")
     ids = _gold_tasks(dom, 2)
-    tasks = official_tasks("airline", "test", task_ids=ids)
+    tasks = official_tasks(get_domain("airline"), "test", task_ids=ids)
     openings = {scripted_user(dom, t).opening().content: t.id for t in tasks}
     seen = []
     res = evaluate_official(store, GoldAgent(dom, tasks, openings.__getitem__), UserSim("embedded"), run_id="gold",
-                            round=0, domain="airline", split="test", model_version="gold", trials=2, task_ids=ids,
+                            round=0, env=get_domain("airline"), split="test", model_version="gold", trials=2, task_ids=ids,
                             on_task=seen.append)
-    untrained = evaluate_official(store, fit_embedded([], "airline"), UserSim("embedded"), run_id="none", round=0,
-                                  domain="airline", split="test", model_version="none", trials=1, task_ids=ids)
+    untrained = evaluate_official(store, fit_embedded([], get_domain("airline")), UserSim("embedded"), run_id="none", round=0,
+                                  env=get_domain("airline"), split="test", model_version="none", trials=1, task_ids=ids)
     return store, ids, res, untrained, seen
 
 
@@ -143,7 +143,7 @@ def test_a_split_read_from_a_tau2_data_folder_is_scored_and_named(tmp_path, scor
     tasks = official_tasks(dom, "test")
     openings = {scripted_user(dom, t).opening().content: t.id for t in tasks}
     res = evaluate_official(store, GoldAgent(dom, tasks, openings.__getitem__), UserSim("embedded"), run_id="fix",
-                            round=0, domain="airline", split="test", model_version="gold", trials=1,
+                            round=0, env=get_domain("airline"), split="test", model_version="gold", trials=1,
                             tasks_path=tmp_path / "tau2-bench")
     # the gold agent of the folder's tasks: reward 1 on the fixed one too (the folder's gold, not the package's)
     assert [(o.task_id, o.rewards) for o in res.tasks] == [("fixed-0", [1.0]), (ids[1], [1.0])]
@@ -182,11 +182,11 @@ def _scripted_user_reply(body):
 
 def test_an_openai_compatible_agent_and_an_llm_user_over_http_on_two_tasks(store):
     from evosyn.agents.roles import client_for
-    from evosyn.storage.config import RoleConfig
+    from evosyn.config import RoleConfig
 
     dom = get_domain("airline")
     ids = _gold_tasks(dom, 2)
-    tasks = official_tasks("airline", "test", task_ids=ids)
+    tasks = official_tasks(get_domain("airline"), "test", task_ids=ids)
     turns = {t.id: [m for m in gold_messages(dom, t) if m.role == "assistant"] for t in tasks}
     reasons = {t.id: t.scenario.reason_for_call for t in tasks}
 
@@ -216,7 +216,7 @@ def test_an_openai_compatible_agent_and_an_llm_user_over_http_on_two_tasks(store
 
         def run():
             return evaluate_official(store, agent, UserSim("openai_compatible:user-sim", client), run_id="ep",
-                                     round=1, domain="airline", split="test", model_version="served-ckpt",
+                                     round=1, env=get_domain("airline"), split="test", model_version="served-ckpt",
                                      trials=2, task_ids=ids)
 
         res = run()
@@ -238,7 +238,7 @@ def test_an_openai_compatible_agent_and_an_llm_user_over_http_on_two_tasks(store
 
 def test_an_unknown_split_names_the_known_ones():
     with pytest.raises(KeyError, match="known: train, test, base"):
-        official_tasks("airline", "dev")
+        official_tasks(get_domain("airline"), "dev")
 
 
 def test_a_user_message_can_carry_device_actions():
@@ -246,7 +246,7 @@ def test_a_user_message_can_carry_device_actions():
     from evosyn.agents.official_user import scripted_user
 
     dom = get_domain("telecom")
-    task = official_tasks("telecom", "test")[0]
+    task = official_tasks(get_domain("telecom"), "test")[0]
     user = scripted_user(dom, task)
     tool = dom.tools("user")[0].name
     reply = user.respond(f"Please do this on your device: run {tool}.")

@@ -9,7 +9,8 @@ from evosyn.agents.designer import ColdStart
 from evosyn.agents.roles import RoleInvalid
 from evosyn.benchmarks.fake_llm_server import FakeLLMServer, answer
 from evosyn.envs.ontology import load_initial_space
-from evosyn.storage.config import RoleConfig
+from evosyn.envs.packs import get_pack
+from evosyn.config import RoleConfig
 from evosyn.storage.store import Store
 from evosyn.tasks import stages
 
@@ -36,7 +37,7 @@ def test_a_designer_whose_replies_stay_invalid_stops_the_stage_in_one_line(tmp_p
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     ctx = _ctx(tmp_path, nonsense, "designer", "fail")
     with pytest.raises(RoleInvalid) as err:
-        stages.design(ctx, load_initial_space("airline", run_id="inv"), ColdStart(), 6, "evosyn")
+        stages.design(ctx, load_initial_space(get_pack("airline"), run_id="inv"), ColdStart(), 6, "evosyn")
     line = str(err.value)
     assert "\n" not in line and line.startswith("designer:") and "on_invalid: fallback" in line
     assert _statuses(ctx, "designer") == ["invalid", "invalid"]  # its calls are kept, counted as invalid
@@ -47,7 +48,7 @@ def test_a_designer_that_falls_back_says_so_in_its_line_and_in_llm_calls(tmp_pat
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     ctx = _ctx(tmp_path, nonsense, "designer", "fallback")
     events = []
-    space = load_initial_space("airline", run_id="inv")
+    space = load_initial_space(get_pack("airline"), run_id="inv")
     dirs = stages.design(ctx, space, ColdStart(), 6, "evosyn", emit=events.append)
     assert dirs and all(d.rationale.startswith("embedded fallback") for d in dirs)
     assert "warning: designer fell back" in events[-1].detail
@@ -62,7 +63,7 @@ def test_a_designer_that_falls_back_says_so_in_its_line_and_in_llm_calls(tmp_pat
 def test_a_per_item_role_with_only_invalid_replies_stops_or_warns(tmp_path, monkeypatch, nonsense, on_invalid):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     ctx = _ctx(tmp_path, nonsense, "planner", on_invalid)
-    space = load_initial_space("airline", run_id="inv")
+    space = load_initial_space(get_pack("airline"), run_id="inv")
     directions = stages.design(stages.Ctx(ctx.store, "inv", 1, 0), space, ColdStart(), 3, "evosyn")
     if on_invalid == "fail":
         with pytest.raises(RoleInvalid, match="planner: .*every reply invalid"):

@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from evosyn.agents.designer import ColdStart
 from evosyn.envs.ontology import load_initial_space
+from evosyn.envs.packs import get_pack
 from evosyn.tasks.progress import StageEvent, Tally, describe
 from evosyn.tasks.stages import Ctx
 from evosyn.tasks.synthesis import run_pass, summary
@@ -82,7 +83,7 @@ def test_a_tally_fed_from_threads_loses_nothing():
 
 
 def _pass(store, emit, budget=14, chunk_size=5):
-    space = load_initial_space("airline", run_id=RUN)
+    space = load_initial_space(get_pack("airline"), run_id=RUN)
     return run_pass(Ctx(store, RUN, 0, 3, "airline"), space, ColdStart(), budget, chunk_size=chunk_size, emit=emit)
 
 

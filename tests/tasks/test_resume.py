@@ -17,10 +17,11 @@ from evosyn.storage.faults import ENV, POINTS
 from evosyn.storage.records import TABLES
 from evosyn.storage.store import Store
 import evosyn.tasks.testset as testset
+from evosyn.envs.packs import get_domain
 from tests.tasks.driver import RUN_ID, TINY
 
 pytestmark = pytest.mark.slow
-RUNS = [RUN_ID, *(testset.test_set_run_id("airline", n=TINY["test_size"], kind=k) for k in testset.KINDS)]
+RUNS = [RUN_ID, *(testset.test_set_run_id(get_domain("airline"), n=TINY["test_size"], kind=k) for k in testset.KINDS)]
 # the stage driver has no MLflow (tests/flows/test_resume.py kills inside MLflow's first initialisation)
 KILLS = [p for p in POINTS if p not in ("reflect", "mlflow-init")] + ["reflect@1", "reflect@2", "generate@2"]
 

@@ -19,7 +19,8 @@ from evosyn.agents.llm.cache import ResponseCache
 from evosyn.benchmarks.fake_llm_server import FakeLLMServer, Reply
 from evosyn.benchmarks.llm_script import RoleScript, after, texts
 from evosyn.envs.ontology import load_initial_space
-from evosyn.storage.config import RoleConfig
+from evosyn.envs.packs import get_pack
+from evosyn.config import RoleConfig
 from evosyn.storage.store import Store
 from evosyn.tasks import context, stages
 
@@ -38,7 +39,7 @@ class Crash(BaseException):
 def test_concurrent_chunks_each_write_their_own_calls_and_a_resume_loses_and_duplicates_none(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     store = Store(tmp_path / "home")
-    space = load_initial_space("airline", run_id="chunks")
+    space = load_initial_space(get_pack("airline"), run_id="chunks")
     embedded = stages.Ctx(store, "chunks", 1, 0)
     blueprints = stages.plan(embedded, space, stages.design(embedded, space, ColdStart(), 6, "evosyn"))
     a, b = blueprints[:1], blueprints[1:3]
@@ -116,7 +117,7 @@ def test_a_url_that_answers_with_no_chat_completion_fails_the_stage_but_a_bad_mo
     from evosyn.agents.roles import RoleInvalid, StageUnavailable
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    space = load_initial_space("airline", run_id="web")
+    space = load_initial_space(get_pack("airline"), run_id="web")
     page = Reply(raw=b"<html><body>Please log in</body></html>", headers={"Content-Type": "text/html"})
     garbage = Reply(body={"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
         {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "no JSON here"}}],

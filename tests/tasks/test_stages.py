@@ -8,6 +8,7 @@ import pytest
 import evosyn.tasks.stages as stages
 from evosyn.agents.designer import ColdStart
 from evosyn.envs.ontology import load_initial_space
+from evosyn.envs.packs import get_pack
 from evosyn.storage.store import Store
 
 
@@ -17,7 +18,7 @@ def ctx(tmp_path):
 
 
 def _planned(ctx, budget=40):
-    space = load_initial_space("airline", run_id=ctx.run_id)
+    space = load_initial_space(get_pack("airline"), run_id=ctx.run_id)
     dirs = stages.design(ctx, space, ColdStart(), budget, "evosyn")
     return space, stages.plan(ctx, space, dirs)
 

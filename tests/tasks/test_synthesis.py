@@ -6,6 +6,7 @@ import pytest
 import evosyn.tasks.stages as stages
 from evosyn.agents.designer import ColdStart
 from evosyn.envs.ontology import load_initial_space
+from evosyn.envs.packs import get_pack
 from evosyn.tasks.synthesis import PassConflict, run_pass, summary
 from evosyn.storage.digest import table_digests
 from evosyn.storage.store import Store
@@ -15,7 +16,7 @@ RUN = "synth-t"
 
 def _pass(root, budget=14, seed=3, chunk_size=5, **kw):
     ctx = stages.Ctx(Store(root), RUN, 0, seed)
-    return run_pass(ctx, load_initial_space("airline", run_id=RUN), ColdStart(), budget, chunk_size=chunk_size, **kw)
+    return run_pass(ctx, load_initial_space(get_pack("airline"), run_id=RUN), ColdStart(), budget, chunk_size=chunk_size, **kw)
 
 
 def test_a_pass_is_the_rounds_stages_over_the_rounds_chunks(tmp_path):

@@ -10,7 +10,7 @@ from evosyn.storage.records import Direction
 def _blueprint(space, n=0):
     d = Direction(run_id="t", round=1, direction_id=f"d{n}", condition_id="c", objective_type="exploration",
                   objective="x", budget_level="explore")
-    return EmbeddedPlanner().plan(d, space, None, index=n, seed=0)
+    return EmbeddedPlanner(rules=get_pack("airline").planner_rules).plan(d, space, None, index=n, seed=0)
 
 
 def test_the_pack_builds_the_airline_generator_and_plans_are_seeded(space):

@@ -28,9 +28,9 @@ def car():
 
 
 @pytest.fixture(scope="module")
-def space():
+def space(car):
     """The App. B.1 space (every task type)."""
-    return load_initial_space("car_bench", run_id="t")
+    return load_initial_space(car.pack, run_id="t")
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_every_family_and_task_type_is_a_verified_car_bench_task(car, space, fam
     if nature == "disambiguation_user":  # the assistant asks for the value the driver left out, then acts
         asked = next(i for i, m in enumerate(traj.messages) if m.role == "assistant" and "?" in (m.content or ""))
         assert traj.messages[asked + 1].role == "user" and not any(m.tool_calls for m in traj.messages[:asked])
-    verdict = verify(task, traj)
+    verdict = verify(task, traj, car)
     assert verdict.passed, [c for c in verdict.checks if not c.passed]
     assert reward(car, env_task, traj.messages).reward == 1.0
 
@@ -82,7 +82,7 @@ def test_requested_write_and_read_counts_are_realized(car, counted, writes, read
     sel = {"task_family": [family], "task_nature": ["base_execute"], "expected_behavior": ["fulfill_reach_goal"],
            "num_write": [writes], "num_read": [reads]}
     task = EmbeddedGenerator(car).generate(blueprint(sel, f"b-{writes}-{reads}"), counted)
-    verdict = verify(task, EmbeddedTeacher(car).rollout(task))
+    verdict = verify(task, EmbeddedTeacher(car).rollout(task), car)
     assert verdict.passed, [c for c in verdict.checks if not c.passed]  # the factor gate compares them
     assert verdict.observed["num_write"] == [writes] and verdict.observed["num_read"] == [reads]
 
@@ -98,11 +98,10 @@ def test_every_blueprint_the_planner_makes_over_the_counts_is_built_with_the_cou
     """The pack's rules (the fewest reads each request makes, no write in a declined one) and the generator
     together: requested = realized for every blueprint, before any rollout or gate."""
     from evosyn.agents.planner import EmbeddedPlanner
-    from evosyn.envs.packs import get_pack
     from evosyn.envs.properties import bucket
     from evosyn.storage.records import Direction
 
-    planner = EmbeddedPlanner(rules=get_pack("car_bench").planner_rules)
+    planner = EmbeddedPlanner(rules=car.pack.planner_rules)
     d = Direction(run_id="t", round=1, direction_id="d", condition_id="c", objective_type="exploration",
                   objective="x", budget_level="explore")
     seen = set()
@@ -124,7 +123,7 @@ def test_a_requested_write_that_would_change_nothing_is_replanned_on_another_req
            "expected_behavior": ["fulfill_reach_goal"], "num_write": ["1"], "num_read": ["0"]}
     for n in range(40):  # without the check, about 1 in 16 of these sets the car to the 20 degrees it is at
         task = EmbeddedGenerator(car).generate(blueprint(sel, f"b-noop-{n}"), counted)
-        verdict = verify(task, EmbeddedTeacher(car).rollout(task))
+        verdict = verify(task, EmbeddedTeacher(car).rollout(task), car)
         assert verdict.passed and verdict.observed["num_write"] == ["1"], [c for c in verdict.checks if not c.passed]
 
 
@@ -132,7 +131,7 @@ def test_the_llm_teacher_is_given_the_tasks_policy_and_tools(car, space):
     """A hallucination task's removed tool is not offered to the teacher; its policy has the task's car."""
     from evosyn.agents.llm import make_client
     from evosyn.agents.teacher import LLMTeacher
-    from evosyn.storage.config import RoleConfig
+    from evosyn.config import RoleConfig
     from tests.fakes.openai_server import FakeLLMServer, openai_reply
 
     sel = {"task_family": ["climate_control"], "task_nature": ["hallucination_missing_tool"],

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from evosyn.storage.store import Store
-from evosyn.tasks.compare import COLUMNS, MEAN_COLUMNS, compare, markdown
+from evosyn.tasks.reports.compare import COLUMNS, MEAN_COLUMNS, compare, markdown
 from tests.storage.samples import samples
 
 S = samples()
@@ -63,7 +63,7 @@ def test_one_table_across_domains(store):
 
 
 def test_readable_headings_and_a_legend(store):
-    from evosyn.tasks.legend import METRICS
+    from evosyn.tasks.reports.legend import METRICS
 
     result = compare(store, store.runs(), draws=10)
     assert list(result["legend"]) == [*COLUMNS, "runs"]  # every column explained, in the table's order

@@ -21,7 +21,7 @@ from evosyn.storage.store import Store
 
 LICENSE = "apache-2.0"  # the project's licence (pyproject.toml `license`)
 SLICES = ("task_family", "expected_outcome", "num_write")
-FIELDS = {  # the card's table of columns: one per column of tasks/hf_export.py SCHEMA
+FIELDS = {  # the card's table of columns: one per column of tasks/exports/hf.py SCHEMA
     "example_id": "id of the training example (`sft_examples.example_id` in the EvoSyn store)",
     "task_id": "the synthesized task (`evosyn.tasks.task_id`; `evosyn show ID` renders it)",
     "trajectory_id": "the verified trajectory the messages come from",

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel, ConfigDict
 
+from evosyn.envs.base import Domain
 from evosyn.storage.arrow import from_rows
 from evosyn.storage.catalog import connect
 from evosyn.storage.records import TABLES, Blueprint, Record, SynthTask, Trajectory, Verdict
@@ -161,17 +162,18 @@ class Sample:
     verdict: Verdict | None
 
 
-def preview(domain: str, n: int, seed: int = 0, chunk_size: int = 50) -> list[Sample]:
-    """``n`` blueprints of the domain's initial space through one embedded pass, in a store that is then removed."""
+def preview(env: Domain, n: int, seed: int = 0, chunk_size: int = 50) -> list[Sample]:
+    """``n`` blueprints of the initial space of ``env``'s domain through one embedded pass, in a store that is then
+    removed."""
     from evosyn.agents.designer import ColdStart
     from evosyn.envs.ontology import load_initial_space
     from evosyn.tasks.stages import Ctx
     from evosyn.tasks.synthesis import run_pass
 
-    run_id = f"preview-{domain}-s{seed}-n{n}"
+    run_id = f"preview-{env.name}-s{seed}-n{n}"
     with tempfile.TemporaryDirectory(prefix="evosyn-preview-") as tmp:
-        ctx = Ctx(Store(tmp), run_id, 0, seed, domain)
-        result = run_pass(ctx, load_initial_space(domain, run_id=run_id), ColdStart(), n, chunk_size=chunk_size)
+        ctx = Ctx(Store(tmp), run_id, 0, seed, env.name, resolved=env)
+        result = run_pass(ctx, load_initial_space(env.pack, run_id=run_id), ColdStart(), n, chunk_size=chunk_size)
     tasks = {t.blueprint_id: t for t in result.tasks}
     trajs = {t.trajectory_id: t for t in result.trajectories}
     last: dict[str, Verdict] = {}

@@ -1,7 +1,7 @@
 """`evosyn report`: one self-contained HTML page and a Markdown summary of a run (and the runs beside it).
 
-The data comes from tasks/report_data.py, the rendering from tasks/report_html.py; every metric
-shown is named as in tasks/legend.py, and the page ends with that legend.
+The data comes from tasks/reports/data.py, the rendering from tasks/reports/html.py; every metric
+shown is named as in tasks/reports/legend.py, and the page ends with that legend.
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 from evosyn.storage import atomic
 from evosyn.storage.store import Store
-from evosyn.tasks import report_data as D
-from evosyn.tasks import report_html as H
-from evosyn.tasks.legend import legend, label
+from evosyn.tasks.reports import data as D
+from evosyn.tasks.reports import html as H
+from evosyn.tasks.reports.legend import legend, label
 from evosyn.tasks.metrics import pattern_union
 
 
@@ -164,8 +164,8 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
     sections.append(("trace", "Evolution trace", trace_html))
     md += ["## Evolution trace", _md(versions, VERSION_COLS), _md(tr, TRACE) if tr else "No transition."]
     if len(ids) > 1:
-        from evosyn.tasks.compare import COLUMNS, markdown
-        from evosyn.tasks.compare import compare as compare_runs
+        from evosyn.tasks.reports.compare import COLUMNS, markdown
+        from evosyn.tasks.reports.compare import compare as compare_runs
 
         result = compare_runs(store, ids)
         sections.append(("comparison", "Comparison (shared pattern union)", H.table(result["rows"],

@@ -17,7 +17,7 @@ from pathlib import Path
 from evosyn.storage import metrics as M
 from evosyn.storage import atomic
 from evosyn.storage.store import Store
-from evosyn.tasks.legend import label, legend
+from evosyn.tasks.reports.legend import label, legend
 from evosyn.tasks.metrics import intrinsic, pattern_union, round_metrics, verified_samples
 
 COLUMNS = ["domain", "arm", "seed", "round", "verified", "success_diagnostic", "success_test", "success_test_uniform",

@@ -12,8 +12,8 @@ import json
 import math
 from collections import defaultdict
 
-from evosyn.tasks.legend import METRICS, label
-from evosyn.tasks.report_data import ANY, PROBE_ORDER, SLICE_FACTORS
+from evosyn.tasks.reports.legend import METRICS, label
+from evosyn.tasks.reports.data import ANY, PROBE_ORDER, SLICE_FACTORS
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1200px;padding:1em 2em;

@@ -8,11 +8,11 @@ import pytest
 
 from evosyn.storage.records import Run
 from evosyn.storage.store import Store
-from evosyn.tasks import report_data as D
-from evosyn.tasks.compare import compare
-from evosyn.tasks.legend import METRICS
+from evosyn.tasks.reports import data as D
+from evosyn.tasks.reports.compare import compare
+from evosyn.tasks.reports.legend import METRICS
 from evosyn.tasks.metrics import intrinsic, verified_samples
-from evosyn.tasks.report import COLS, UNION_COLS, write_report
+from evosyn.tasks.reports.report import COLS, UNION_COLS, write_report
 from tests.tasks import driver
 from tests.storage.samples import samples
 

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from evosyn.storage.config import ConfigError, load_config
+from evosyn.config import ConfigError, load_config
 
 
 def write(tmp_path, text):
@@ -38,7 +38,7 @@ def test_missing_file(tmp_path):
 
 
 def test_a_base_url_with_credentials_is_refused_without_echoing_them():
-    from evosyn.storage.config import ConfigError, validate_config
+    from evosyn.config import ConfigError, validate_config
 
     with pytest.raises(ConfigError) as err:
         validate_config({"roles": {"planner": {"provider": "openai_compatible", "model": "m",
@@ -48,7 +48,7 @@ def test_a_base_url_with_credentials_is_refused_without_echoing_them():
 
 
 def test_stop_rule_zero_means_never_and_negative_is_refused():
-    from evosyn.storage.config import validate_config
+    from evosyn.config import validate_config
 
     assert validate_config({"stop_after_static_rounds": 0}).stop_after_static_rounds == 0
     assert validate_config({}).stop_after_static_rounds == 2  # App. B.1: two rounds without a space update
@@ -57,7 +57,7 @@ def test_stop_rule_zero_means_never_and_negative_is_refused():
 
 
 def test_probe_size_needs_the_embedded_learner_and_defaults_to_the_round():
-    from evosyn.storage.config import PROBE_SIZE, validate_config
+    from evosyn.config import PROBE_SIZE, validate_config
 
     assert validate_config({"probe_size": 300}).probe_size == 300
     assert validate_config({"probe_size": 0}).probe_size == 0  # the diagnostic set only
@@ -74,7 +74,7 @@ def test_the_probe_set_is_in_the_run_id_only_of_arms_that_read_it():
     """An arm whose Reflector reads no learner evidence makes the same rows with any probe set: its id keeps the one
     it had before the probe set was on by default."""
     from evosyn.flows.run import run_id_for
-    from evosyn.storage.config import validate_config
+    from evosyn.config import validate_config
 
     for arm in ("static", "no_feedback"):
         ids = {run_id_for(validate_config({"domain": "airline", "arm": arm, "probe_size": n})) for n in (None, 0, 300)}
@@ -145,7 +145,7 @@ def test_env_data_enters_a_run_id_and_the_stored_config_only_for_the_runs_own_do
 
 def test_an_s3_store_root_keeps_its_name_and_has_a_local_folder(monkeypatch, tmp_path):
     from evosyn.flows.run_id import run_id_for
-    from evosyn.storage.config import RunConfig
+    from evosyn.config import RunConfig
 
     monkeypatch.setenv("EVOSYN_LOCAL_HOME", str(tmp_path / "local"))
     cfg = RunConfig(store={"root": "s3://team-bucket/evosyn"})

@@ -1,7 +1,7 @@
-"""tasks/browse.py: records by id, the runs overview, the in-memory preview."""
+"""tasks/reports/browse.py: records by id, the runs overview, the in-memory preview."""
 from datetime import datetime, timezone
 
-from evosyn.tasks.browse import find, preview, run_overview
+from evosyn.tasks.reports.browse import find, preview, run_overview
 from evosyn.storage.records import Evaluation, Run, Verdict, CheckResult
 from evosyn.storage.store import Store
 
@@ -46,10 +46,13 @@ def test_find_matches_own_ids_and_lineage_ids_but_not_run_ids_downstream(tmp_pat
 def test_preview_is_the_synth_pass_of_the_same_inputs_and_leaves_nothing(tmp_path, monkeypatch):
     import tempfile
 
+    from evosyn.envs.packs import get_domain
+
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    samples = preview("airline", 4, seed=3)
+    airline = get_domain("airline")
+    samples = preview(airline, 4, seed=3)
     assert len(samples) == 4 and list(tmp_path.iterdir()) == []  # its temporary store is gone
-    assert [s.blueprint.blueprint_id for s in samples] == [s.blueprint.blueprint_id for s in preview("airline", 4, 3)]
+    assert [s.blueprint.blueprint_id for s in samples] == [s.blueprint.blueprint_id for s in preview(airline, 4, 3)]
     for s in samples:
         assert s.task is None or s.task.blueprint_id == s.blueprint.blueprint_id
         if s.verdict is not None and s.trajectory is not None:

@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 import yaml
 
-from evosyn.tasks.hf_card import FIELDS
-from evosyn.tasks.hf_export import SCHEMA, hf_rows, select_examples, write_hf
+from evosyn.tasks.exports.hf_card import FIELDS
+from evosyn.tasks.exports.hf import SCHEMA, hf_rows, select_examples, write_hf
 from evosyn.storage.catalog import query
 from evosyn.storage.store import Store
 
@@ -121,7 +121,7 @@ def test_an_example_without_a_passing_verdict_is_dropped_with_its_reason(home):
 
 
 def test_the_card_masks_a_secret_that_reached_it(monkeypatch):
-    from evosyn.tasks.hf_card import _masked
+    from evosyn.tasks.exports.hf_card import _masked
 
     monkeypatch.setenv("MY_KEY", "sk-very-secret-1234")
     cfg = {"roles": {"designer": {"api_key_env": "MY_KEY"}}}
@@ -169,7 +169,7 @@ def test_push_to_hub_without_network_is_one_line_without_the_token(home, tmp_pat
 def test_a_closed_loop_runs_card_has_its_config_without_store_paths(home, tmp_path):
     import shutil
 
-    from evosyn.storage.config import RunConfig, StoreConfig
+    from evosyn.config import RunConfig, StoreConfig
     from evosyn.storage.records import Run
 
     copy = tmp_path / "h"  # the module's store, plus a `runs` row as `evosyn run` writes one

@@ -5,7 +5,7 @@ one per verified trajectory, with OpenAI-style messages (tool-call arguments as 
 OpenAI API has them) and the slice values the verifier re-derived from the replay. The layout is the
 one `datasets.load_dataset(DIR)` reads without a loading script: ``data/train-0000i-of-0000N.parquet``
 and a card whose YAML front matter names the files (``configs``) and their features (``dataset_info``).
-The card itself is tasks/hf_card.py.
+The card itself is tasks/exports/hf_card.py.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evosyn.agents.learners.exports import trajectory_messages
-from evosyn.tasks.hf_card import SLICES, card_text
+from evosyn.tasks.exports.hf_card import SLICES, card_text
 from evosyn.storage import atomic
 from evosyn.storage.records import SFTExample, SynthTask, Verdict
 from evosyn.storage.store import Store

@@ -220,7 +220,7 @@ def dedup_rows(store: Store, run_id: str) -> list[dict]:
     from evosyn.tasks.testset import KINDS, test_set_run_id
 
     domain, _, size = run_settings(store, run_id)
-    sets = {test_set_run_id(domain, n=size, kind=k): k for k in KINDS} if domain else {}
+    sets = {test_set_run_id(get_domain(domain), n=size, kind=k): k for k in KINDS} if domain else {}
     rows = []
     for rid in [run_id, *sets]:
         by: dict[int, list] = defaultdict(list)
