@@ -114,21 +114,22 @@ def bench_learning(ctx, domain, seeds, arms, rounds, budget, test_size, jobs, be
         parse_seeds,
     )
     from evosyn.flows.cli_run import RunFailed
-    from evosyn.flows.compile import check_domain
+    from evosyn.flows.compile import compile_domain
     from evosyn.flows.inputs import bench_output, check_store_root, writing
 
     try:
         seed_list, arm_list = parse_seeds(seeds), parse_arms(arms)
     except BenchInputError as exc:
         raise UserError(str(exc)) from None
-    domain = check_domain(domain, generator=True)
+    env = compile_domain(domain, generator=True).env
+    domain = env.name
     home = Path(bench_home or (ctx.obj or {}).get("home") or os.environ.get("EVOSYN_HOME") or ".evosyn").expanduser()
     check_store_root(home)
     target = bench_output(f"learning-{domain}", output)
     plan = Plan(domain=domain, seeds=seed_list, home=home.resolve(), arms=arm_list, rounds=rounds, budget=budget,
                 test_size=test_size, jobs=jobs)
     try:
-        result = bench(plan, say=click.echo)
+        result = bench(plan, env, say=click.echo)
     except BenchRunError as exc:
         raise RunFailed(str(exc)) from None
     result["command"] = (f"evosyn bench learning --domain {domain} --seeds {seeds} --arms {','.join(arm_list)} "
@@ -179,27 +180,28 @@ def bench_discovery(ctx, domain, seeds, gaps, keep, rounds, budget, test_size, d
     from evosyn.benchmarks.discovery_gaps import GAP_SHARE
     from evosyn.benchmarks.learning import BenchInputError, BenchRunError, parse_seeds
     from evosyn.flows.cli_run import RunFailed
-    from evosyn.flows.compile import check_domain
+    from evosyn.flows.compile import compile_domain
     from evosyn.flows.inputs import bench_output, check_store_root, writing
 
     try:
         seed_list = parse_seeds(seeds)
     except BenchInputError as exc:
         raise UserError(str(exc)) from None
-    domain = check_domain(domain, generator=True)
+    env = compile_domain(domain, generator=True).env
+    domain = env.name
     try:
-        planted = gaps_for(domain, list(gaps), space=tuple(SPACES[space]))
+        planted = gaps_for(env, list(gaps), space=tuple(SPACES[space]))
         if not planted:
             raise GapError(f"--domain {domain}: its generator controls no property outside the runs' initial space "
                            "to plant a gap on; name one with --gap PROPERTY=BUCKET")
-        added = check_factors(domain, list(factors), planted)
+        added = check_factors(env, list(factors), planted)
     except GapError as exc:
         raise UserError(str(exc)) from None
     home = Path(bench_home or (ctx.obj or {}).get("home") or os.environ.get("EVOSYN_HOME") or ".evosyn").expanduser()
     check_store_root(home)
     target = bench_output(f"discovery-{domain}", output)
     try:
-        result = run_bench(domain, seed_list, home.resolve(), gaps=planted, keep=keep, rounds=rounds, budget=budget,
+        result = run_bench(env, seed_list, home.resolve(), gaps=planted, keep=keep, rounds=rounds, budget=budget,
                            test_size=test_size, diagnose_size=diagnose_size, probe_size=probe_size, jobs=jobs,
                            writes=writes, space=space, factors=added, say=click.echo)
     except BenchRunError as exc:

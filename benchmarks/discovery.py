@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evosyn.benchmarks.learning import Plan, launch
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
 
 # (property, suppressed bucket), in order of preference; a domain takes the first three its generator controls
 DEFAULT_GAPS = [("multi_item", "yes"), ("entities_touched", "3+"), ("money_moves", "2+"), ("write_mix", "mixed"),
@@ -45,16 +48,14 @@ class GapError(ValueError):
     """A --gap that the domain's generator cannot plant (one line, naming it)."""
 
 
-def gaps_for(domain: str, named: list[str] | None = None, count: int = 3, space: tuple[str, ...] = ()
+def gaps_for(env: Domain, named: list[str] | None = None, count: int = 3, space: tuple[str, ...] = ()
              ) -> list[tuple[str, str]]:
     """The planted gaps: ``named``, else the first ``count`` of ``DEFAULT_GAPS`` the domain's generator
     controls, then (a generator that controls none of those, e.g. only write and read counts) each other
     controllable property's top bucket, the one a generator's natural tasks show least; never a property in
     the runs' initial space (the pack's, or ``space``: ``--space paper``'s factors), which cannot be
     promoted."""
-    from evosyn.envs.packs import get_pack
-
-    pack = get_pack(domain)
+    pack, domain = env.pack, env.name
     controllable = pack.controllable
     if not named:
         taken = {f["key"] for f in pack.initial_space()["factors"]} | set(space)
@@ -73,12 +74,10 @@ def gaps_for(domain: str, named: list[str] | None = None, count: int = 3, space:
     return out
 
 
-def check_factors(domain: str, factors: list[str], gaps: list[tuple[str, str]]) -> tuple[str, ...]:
+def check_factors(env: Domain, factors: list[str], gaps: list[tuple[str, str]]) -> tuple[str, ...]:
     """``--factor`` names: properties the domain's generator controls, none of them a planted gap's (a factor in
     the space from round 1 cannot be promoted)."""
-    from evosyn.envs.packs import get_pack
-
-    pack = get_pack(domain)
+    pack, domain = env.pack, env.name
     controllable, seed = pack.controllable, {f["key"] for f in pack.initial_space()["factors"]}
     for name in factors:
         if name not in controllable:
@@ -116,7 +115,7 @@ def weakness(rows: list[dict], gap: str) -> dict[str, Any]:
     return {"weakness": label, "weaker_in": weaker, "diagnosed": len(seen)}
 
 
-def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], keep: float = 0.2, rounds: int = 3,
+def bench(env: Domain, seeds: list[int], home, *, gaps: list[tuple[str, str]], keep: float = 0.2, rounds: int = 3,
           budget: int = 300, test_size: int = 20, diagnose_size: int = 300, probe_size: int | None = None,
           jobs: int = 2, writes: str = "default", space: str = "initial", factors: tuple[str, ...] = (),
           say=lambda s: None) -> dict[str, Any]:
@@ -129,6 +128,7 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
     from evosyn.config import default_probe_size
     from evosyn.storage.store import Store
 
+    domain = env.name  # the runs' configs name it
     if probe_size is None:
         probe_size = default_probe_size(budget)
     initial = [*SPACES[space], *(f for f in factors if f not in SPACES[space])]
@@ -165,7 +165,7 @@ def bench(domain: str, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
         from evosyn.benchmarks.discovery_gaps import attach
 
         t1 = time.process_time()
-        diagnosis = attach(Store(home, create=False), domain, rows, rounds, diagnose_size, say)
+        diagnosis = attach(Store(home, create=False), env, rows, rounds, diagnose_size, say)
         diagnosis["cpu_s"] = time.process_time() - t1
         cpu += diagnosis["cpu_s"]
     n = len(seeds)

@@ -18,7 +18,10 @@ is weakest and least covered is right to choose another property first.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
 
 GAP_SHARE = 0.2  # of a uniform share: the Reflector's ``coverage_gap > 0.8``
 
@@ -45,17 +48,15 @@ def gaps_at(coverage: dict[str, Counter], scored: dict[str, list[tuple[str, bool
     return sorted(out, key=lambda g: (-g["excess"], g["gap"]))
 
 
-def diagnose(store, domain: str, run_id: str, rounds: int, planted: str, promoted: list[dict], cases,
+def diagnose(store, env: Domain, run_id: str, rounds: int, planted: str, promoted: list[dict], cases,
              cache: dict) -> list[dict]:
     """Per reflection round 1 .. rounds-1: the planted bucket's coverage, balanced-sample failure and rank
     among the gaps, and the gaps that out-rank it. ``cache``: scores per model fingerprint (arms that trained
     the same model, as every arm does in round 1, are scored once)."""
     from evosyn.agents.learners.harness import evaluate
-    from evosyn.envs.packs import get_domain, get_pack
     from evosyn.tasks.learn import load_round
 
-    controllable = get_pack(domain).controllable
-    env = get_domain(domain)
+    controllable = env.pack.controllable
     passed = [v for v in store.read_records("verdicts", run_id=run_id) if v.passed]
     # the space the run started from: its initial factors (``initial_factors``) are no gaps the Reflector can fill
     start = {f.key for s in store.read_records("spaces", run_id=run_id, round=0)[:1] for f in s.factors}
@@ -101,18 +102,16 @@ def summary_line(gap: str, per_seed: list[dict]) -> str:
     return f"{gap}: rank among gaps {', '.join(ranks)}" + (f"; out-ranked most by {top}" if top else "")
 
 
-def attach(store, domain: str, rows: list[dict], rounds: int, n: int, say=lambda s: None) -> dict[str, Any]:
+def attach(store, env: Domain, rows: list[dict], rounds: int, n: int, say=lambda s: None) -> dict[str, Any]:
     """Adds ``diagnosis`` to every evosyn seed row; returns the balanced sample's description."""
-    from evosyn.envs.packs import get_domain
     from evosyn.tasks.testset import test_cases, test_set_run_id
 
-    env = get_domain(domain)
     cases = test_cases(store, env, n=n, kind="uniform")
     cache: dict = {}
     for row in rows:
         if row["arm"] != "evosyn":
             continue
         for s in row["per_seed"]:
-            s["diagnosis"] = diagnose(store, domain, s["run_id"], rounds, row["gap"], s["promoted"], cases, cache)
+            s["diagnosis"] = diagnose(store, env, s["run_id"], rounds, row["gap"], s["promoted"], cases, cache)
         say(summary_line(row["gap"], row["per_seed"]))
     return {"set": test_set_run_id(env, n=n, kind="uniform"), "tasks": len(cases), "models_scored": len(cache)}

@@ -22,6 +22,7 @@ would meet it:
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
@@ -31,7 +32,10 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
 
 FAKE_KEY = "sk-evosyn-bench-FAKEKEY-0123456789abcdef"
 KILL_ENV = "EVOSYN_FAULT_KILL_AT"
@@ -61,6 +65,14 @@ class Bench:
         self.prefect_home = self.workdir / "prefect"  # one Prefect database for every run: migrated once
         self.say = say
         self.outputs: list[str] = []  # every stdout / stderr, searched for the key at the end
+
+    @functools.cached_property
+    def domain(self) -> Domain:
+        """The environment of the domain the bench's runs use (their config names none: the default pack),
+        resolved once, when a check first needs it (the scripted LLM server answers for it)."""
+        from evosyn.flows.compile import compile_domain
+
+        return compile_domain(None).env
 
     def env(self, home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items()
@@ -171,12 +183,12 @@ def kill_and_resume(b: Bench, seed: int = 0, budget: int = 24, test_size: int = 
 
 
 # ---------------------------------------------------------------- fuzzed replies
-def fuzzed_replies(n: int = 3000, seed: int = 0) -> Check:
+def fuzzed_replies(dom: Domain, n: int = 3000, seed: int = 0) -> Check:
     from evosyn.benchmarks.fuzz import fuzz
 
     t0 = time.perf_counter()
     crashes_seen: list[str] = []
-    counts = fuzz(n=n, random_seed=seed, on_crash=lambda role, what: crashes_seen.append(f"{role}: {what}"))
+    counts = fuzz(dom, n=n, random_seed=seed, on_crash=lambda role, what: crashes_seen.append(f"{role}: {what}"))
     replies = sum(c["replies"] for c in counts.values())
     crashes = sum(c["crashes"] for c in counts.values())
     per_role = ", ".join(f"{r} {c['replies']}/{c['crashes']}" for r, c in counts.items())
@@ -206,7 +218,7 @@ def faulty_llm_round(b: Bench, rate: float = 0.3) -> Check:
     from evosyn.benchmarks.llm_script import Faulty, RoleScript
 
     t0 = time.perf_counter()
-    faulty = Faulty(RoleScript(), rate=rate)
+    faulty = Faulty(RoleScript(b.domain), rate=rate)
     with FakeLLMServer(faulty) as server:
         cfg = _llm_config(b.workdir / "llm.yaml", server.base_url)
         key = {"OPENAI_API_KEY": FAKE_KEY}
@@ -355,7 +367,7 @@ def run(workdir: Path | None = None, *, fuzz_n: int = 3000, only: set[str] | Non
         if want("kill"):
             checks += kill_and_resume(b)
         if want("fuzz"):
-            checks.append(fuzzed_replies(fuzz_n))
+            checks.append(fuzzed_replies(b.domain, fuzz_n))
             say(f"fuzz: {checks[-1].detail}")
         if want("llm"):
             checks.append(faulty_llm_round(b))

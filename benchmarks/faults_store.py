@@ -220,7 +220,7 @@ def hostile_server(b: Bench) -> list[Check]:
     from evosyn.benchmarks.llm_script import RoleScript
 
     t0 = time.perf_counter()
-    with FakeLLMServer(RoleScript()) as sane:
+    with FakeLLMServer(RoleScript(b.domain)) as sane:
         res, base = _peak_mb(b, b.workdir / "hostile" / "sane", _llm_cfg(b.workdir / "sane.yaml", sane.base_url))
     out = [Check("hostile server", "a sane server (the baseline)", res.returncode == 0,
                  f"exit {res.returncode}; peak {base:.0f} MB", time.perf_counter() - t0, {"peak_mb": base})]

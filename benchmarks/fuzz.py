@@ -12,8 +12,8 @@ records it builds, their Arrow rows); the teacher's tool calls are executed in
 a live episode. The outcome is ``accepted`` or ``rejected`` (``LLMOutputError``
 or the role's ``Invalid`` / ``ValidationError``); anything else is a crash.
 
-``fuzz(n=3000)`` is what ``evosyn bench faults`` reports; the test suite runs the
-same strategies with a small example count (tests/agents/test_fuzz_replies.py).
+``fuzz(dom, n=3000)`` is what ``evosyn bench faults`` reports (``dom``: the default pack's environment); the test
+suite runs the same strategies with a small example count (tests/agents/test_fuzz_replies.py).
 """
 from __future__ import annotations
 
@@ -22,12 +22,15 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from evosyn.benchmarks.fake_llm_server import anthropic_reply, openai_reply
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
 
 ROLES = ("designer", "planner", "generator", "teacher", "repair", "reflector")
 NAN = "\x00NaN\x00"  # stand-ins replaced by raw JSON text after json.dumps (NaN and huge numbers are not values)
@@ -49,17 +52,16 @@ class Fixture:
 
 
 @functools.lru_cache(maxsize=1)
-def fixture() -> Fixture:
+def fixture(dom: Domain) -> Fixture:
+    """The valid answers every case is broken from, over ``dom`` (built once: the cases reuse it)."""
     from evosyn.agents.designer import ColdStart, EmbeddedDesigner
     from evosyn.agents.generator import EmbeddedGenerator
     from evosyn.agents.plans import DefaultPrior
     from evosyn.agents.planner import EmbeddedPlanner
     from evosyn.agents.teacher import EmbeddedTeacher
     from evosyn.envs.ontology import load_initial_space
-    from evosyn.envs.packs import default_domain, get_domain
     from evosyn.storage.records import Probe, ProbeBucket
 
-    dom = get_domain(default_domain())
     space, rules = load_initial_space(dom.pack, run_id="fuzz"), dom.pack.planner_rules
     directions = EmbeddedDesigner(rules).design(space, ColdStart(), 8, run_id="fuzz", round=1, seed=0)
     direction = directions[0]
@@ -149,7 +151,7 @@ def _validate(role: str, parsed: Any, calls: list, text: str, fx: Fixture) -> No
                               messages=[*t.messages[:1], *msgs])])
 
 
-def check(role: str, body: Any, anthropic: bool = False) -> str:
+def check(fx: Fixture, role: str, body: Any, anthropic: bool = False) -> str:
     """``accepted`` or ``rejected``; any other exception is a crash and propagates."""
     from pydantic import ValidationError
 
@@ -158,7 +160,7 @@ def check(role: str, body: Any, anthropic: bool = False) -> str:
     from evosyn.agents.llm.providers import AnthropicProvider, OpenAIProvider
     from evosyn.agents.llm.replies import interpret, read_reply
 
-    fx, schema = fixture(), _schema(role)
+    schema = _schema(role)
     kwargs = {"tool_choice": {"type": "tool", "name": schema.__name__}} if anthropic and schema else {}
     parse = AnthropicProvider.parse if anthropic else OpenAIProvider.parse
     try:
@@ -266,9 +268,9 @@ def _replace(value: Any, path: tuple, new: Any) -> Any:
 
 
 @st.composite
-def answer_text(draw, role: str) -> tuple[str, bool]:
+def answer_text(draw, fx: Fixture, role: str) -> tuple[str, bool]:
     """(the answer's JSON text, truncated?) for one role: a valid answer, then broken."""
-    base = fixture().valid[role]
+    base = fx.valid[role]
     kind = draw(st.sampled_from(["poison", "poison", "poison", "mutate", "truncate", "duplicate", "garbage",
                                  "valid"]))
     truncated = False
@@ -293,16 +295,16 @@ def answer_text(draw, role: str) -> tuple[str, bool]:
 
 
 @st.composite
-def body(draw, role: str) -> tuple[Any, bool]:
+def body(draw, fx: Fixture, role: str) -> tuple[Any, bool]:
     """(a whole response body, anthropic?) carrying a broken answer, or a broken envelope."""
     anthropic = draw(st.booleans())
     if draw(st.integers(0, 9)) == 0:  # the envelope itself is wrong (as the SDK parsed it)
         envelope = anthropic_reply(text="{}") if anthropic else openai_reply("{}")
         path = draw(st.sampled_from(_paths(envelope)))
         return _replace(envelope, path, _parsed(draw(st.one_of(poison(), json_value)))), anthropic
-    text, truncated = draw(answer_text(role))
+    text, truncated = draw(answer_text(fx, role))
     if role == "teacher":  # tool-call arguments are the answer
-        base = fixture().valid["teacher"]
+        base = fx.valid["teacher"]
         if draw(st.booleans()):
             return (anthropic_reply(text=text, stop_reason="max_tokens" if truncated else None) if anthropic
                     else openai_reply(text, finish_reason="length" if truncated else None)), anthropic
@@ -327,17 +329,17 @@ def body(draw, role: str) -> tuple[Any, bool]:
 
 
 # ---------------------------------------------------------------- the benchmark
-def _fuzz_role(role: str, count: int, random_seed: int, on_crash) -> dict[str, int]:
+def _fuzz_role(fx: Fixture, role: str, count: int, random_seed: int, on_crash) -> dict[str, int]:
     tally: Counter = Counter()
 
     @seed(random_seed)
     @settings(max_examples=max(1, count), database=None, deadline=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(case=body(role))
+    @given(case=body(fx, role))
     def one(case):
         tally["replies"] += 1
         try:
-            outcome = check(role, *case)
+            outcome = check(fx, role, *case)
         except Exception as exc:  # what the benchmark measures
             tally["crashes"] += 1
             if on_crash:
@@ -349,25 +351,27 @@ def _fuzz_role(role: str, count: int, random_seed: int, on_crash) -> dict[str, i
     return {k: tally[k] for k in ("replies", "accepted", "rejections", "crashes")}
 
 
-def fuzz(n: int = 3000, random_seed: int = 0, roles: tuple[str, ...] = ROLES,
+def fuzz(dom: Domain, n: int = 3000, random_seed: int = 0, roles: tuple[str, ...] = ROLES,
          on_crash: Callable[[str, str], None] | None = None) -> dict[str, dict[str, int]]:
     """``n`` fuzzed replies split over ``roles``: per role {replies, accepted, rejections, crashes}.
 
     A crash (any exception but a clean rejection) is counted, not raised; ``on_crash(role, what)``
     sees each one.
     """
-    fixture()  # built once, outside the examples' time
+    fx = fixture(dom)  # built once, outside the examples' time
     out: dict[str, dict[str, int]] = {}
     per_role = [n // len(roles) + (1 if i < n % len(roles) else 0) for i in range(len(roles))]
     for role, count in zip(roles, per_role):
-        out[role] = _fuzz_role(role, count, random_seed, on_crash)
+        out[role] = _fuzz_role(fx, role, count, random_seed, on_crash)
     return out
 
 
 def main() -> None:  # python -m evosyn.benchmarks.fuzz [n]
     import sys
 
-    result = fuzz(int(sys.argv[1]) if len(sys.argv) > 1 else 3000,
+    from evosyn.flows.compile import compile_domain
+
+    result = fuzz(compile_domain(None).env, int(sys.argv[1]) if len(sys.argv) > 1 else 3000,
                   on_crash=lambda role, what: print(f"crash {role}: {what}", file=sys.stderr))
     print(json.dumps(result, indent=1))
 

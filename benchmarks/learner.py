@@ -10,10 +10,13 @@ from __future__ import annotations
 import random
 import resource
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
 
 
-def pool(store, domain: str, name: str, budget: int, seed: int, space=None, steering=None):
+def pool(store, env: Domain, name: str, budget: int, seed: int, space=None, steering=None):
     """A synthesis pass (the pipeline's stages) of ``budget`` blueprints in run ``<name>-<domain>-s<seed>-n<budget>``:
     built once per store, read back by a rerun of the benchmark."""
     from evosyn.agents.designer import ColdStart
@@ -21,23 +24,21 @@ def pool(store, domain: str, name: str, budget: int, seed: int, space=None, stee
     from evosyn.tasks.stages import Ctx
     from evosyn.tasks.synthesis import run_pass
 
-    run_id = f"{name}-{domain}-s{seed}-n{budget}"
-    ctx = Ctx(store, run_id, 0, seed, domain)
+    run_id = f"{name}-{env.name}-s{seed}-n{budget}"
+    ctx = Ctx(store, run_id, 0, seed, env)
     space = (space or load_initial_space(ctx.pack, run_id=run_id)).model_copy(update={"run_id": run_id})
     return run_pass(ctx, space, steering or ColdStart(), budget)
 
 
-def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cases=None) -> dict[str, Any]:
+def run(store, env: Domain, sizes: list[int], test_size: int, seed: int = 0, cases=None) -> dict[str, Any]:
     """``cases``: the test set, when the caller has read it already (else read here)."""
     from evosyn.agents.learners.harness import evaluate, success_by_slice
-    from evosyn.envs.packs import get_domain
     from evosyn.tasks.datasets import with_policy
     from evosyn.tasks.learn import fit_embedded
     from evosyn.tasks.testset import test_cases
 
-    env = get_domain(domain)
     cases = cases if cases is not None else test_cases(store, env, n=test_size)
-    kept = pool(store, domain, "bench-learner", int(max(sizes) * 1.05) + 12, seed).kept
+    kept = pool(store, env, "bench-learner", int(max(sizes) * 1.05) + 12, seed).kept
     trajectories = [with_policy(env, c.task, c.trajectory) for c in kept]  # each with its agent's system prompt
     random.Random(seed).shuffle(trajectories)  # the pool is in family order: a prefix would miss families
     curve = []
@@ -66,7 +67,7 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cas
                       # earlier step's when that was higher), in MiB; Linux reports ru_maxrss in KiB
                       "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
     largest = max(curve, key=lambda r: r["size"])
-    return {"domain": domain, "test_tasks": len(cases), "seed": seed, "pool": len(trajectories), "curve": curve,
+    return {"domain": env.name, "test_tasks": len(cases), "seed": seed, "pool": len(trajectories), "curve": curve,
             "largest": {"size": largest["size"], "train_cpu_seconds": largest["train_cpu_seconds"],
                         "train_cpu_by_phase": largest["train_cpu_by_phase"],
                         "train_sgd_by_model": largest["train_sgd_by_model"],
@@ -78,7 +79,7 @@ def run(store, domain: str, sizes: list[int], test_size: int, seed: int = 0, cas
 MULTI = ("3-4", "5+")
 
 
-def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: int = 0) -> dict[str, Any]:
+def multi_write_ablation(store, env: Domain, size: int, test_size: int, seed: int = 0) -> dict[str, Any]:
     """Does the learner's skill on 3+ write tasks come from its training data?
 
     Two training sets of the same size from one pool whose write count is drawn
@@ -88,15 +89,13 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
     from evosyn.agents.designer import NewFactor
     from evosyn.agents.learners.harness import evaluate, success_by_slice
     from evosyn.envs.ontology import load_initial_space
-    from evosyn.envs.packs import get_domain
     from evosyn.tasks.datasets import with_count_factors, with_policy
     from evosyn.tasks.learn import fit_embedded
     from evosyn.tasks.testset import test_cases
 
-    env = get_domain(domain)
     cases = test_cases(store, env, n=test_size)
     space = with_count_factors(load_initial_space(env.pack, run_id="bench-ablation"), ("num_write",))
-    drawn = pool(store, domain, "bench-ablation", int(size * 3.2), seed, space, NewFactor(factor="num_write"))
+    drawn = pool(store, env, "bench-ablation", int(size * 3.2), seed, space, NewFactor(factor="num_write"))
     kept = [(with_policy(env, c.task, c.trajectory), c.verdict.observed.get("num_write", ["0"])[0]) for c in drawn.kept]
     random.Random(seed).shuffle(kept)  # one shuffle: the arms below are drawn from it in the same order
     multi = {t.trajectory_id for t, nw in kept if nw not in ("0", "1")}
@@ -115,4 +114,4 @@ def multi_write_ablation(store, domain: str, size: int, test_size: int, seed: in
                     "success": sum(e.success for e in evals) / len(evals),
                     "success_3plus_writes": hits / total if total else 0.0, "tasks_3plus_writes": total,
                     "by_num_write": {k: f"{s}/{n}" for k, (s, n) in by.items()}})
-    return {"domain": domain, "test_tasks": len(cases), "ablation": out}
+    return {"domain": env.name, "test_tasks": len(cases), "ablation": out}

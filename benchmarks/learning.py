@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 
@@ -40,6 +40,10 @@ from evosyn.benchmarks.bootstrap import LEVEL, RESAMPLES, paired, two_level
 from evosyn.benchmarks.learning_slices import common_tasks, slices
 from evosyn.config import ENV_OVERRIDES
 from evosyn.storage.records import Arm
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
+    from evosyn.envs.packs import DomainPack
 
 DEFAULT_ARMS = ("evosyn", "static", "no_feedback")
 BASELINE = "evosyn"
@@ -200,8 +204,9 @@ def _run_seconds(store, run_id: str) -> float | None:
     return json.loads(path.read_text()).get("seconds") if path.is_file() else None
 
 
-def collect(plan: Plan, jobs: list[Launched]) -> list[dict]:
-    """Per run: its rounds' success per shared test set, intrinsic metrics and controllability."""
+def collect(plan: Plan, jobs: list[Launched], pack: DomainPack) -> list[dict]:
+    """Per run: its rounds' success per shared test set, intrinsic metrics and controllability (``pack``: the
+    runs' domain's, as the command resolved it)."""
     from evosyn.tasks.metrics import intrinsic, round_controllability, verified_samples
     from evosyn.storage.store import Store
 
@@ -213,13 +218,13 @@ def collect(plan: Plan, jobs: list[Launched]) -> list[dict]:
         outcomes, observed = _outcomes(store, j.run_id)
         rounds = []
         for r in sorted({r for _, r in outcomes} | {s["round"] for s in samples[j.run_id]}):
-            m = intrinsic([s for s in samples[j.run_id] if s["round"] <= r], plan.domain, union)
+            m = intrinsic([s for s in samples[j.run_id] if s["round"] <= r], pack, union)
             m["trajectory_diversity"] = m["trajectory_diversity_union"]  # comparable across the runs
             rounds.append({"round": r, "success": {ts: float(np.mean(list(v.values())))
                                                    for (ts, rr), v in sorted(outcomes.items()) if rr == r},
                            "n_tasks": {ts: len(v) for (ts, rr), v in sorted(outcomes.items()) if rr == r},
                            **{k: m[k] for k in INTRINSIC},
-                           "controllability": round_controllability(store, j.run_id, plan.domain, r)})
+                           "controllability": round_controllability(store, j.run_id, pack, r)})
         out.append({"arm": j.arm, "seed": j.seed, "run_id": j.run_id, "reused": j.reused, "wall_s": j.wall_s,
                     "run_seconds": _run_seconds(store, j.run_id),
                     "promoted": _promoted(store, j.run_id), "rounds": rounds, "_outcomes": outcomes,
@@ -296,11 +301,12 @@ def _probe_size(plan: Plan) -> int:
     return default_probe_size(plan.budget) if named is None else named
 
 
-def bench(plan: Plan, say=lambda s: None, resamples: int = RESAMPLES) -> dict[str, Any]:
+def bench(plan: Plan, env: Domain, say=lambda s: None, resamples: int = RESAMPLES) -> dict[str, Any]:
+    """``env``: the environment of ``plan.domain``, as the command resolved it."""
     t0, cpu0 = time.perf_counter(), time.process_time()
     jobs, child_cpu = launch(plan, say)
     wall_runs = time.perf_counter() - t0
-    runs = collect(plan, jobs)
+    runs = collect(plan, jobs, env.pack)
     result = analyze(plan, runs, resamples)
     for r in runs:
         r.pop("_outcomes")

@@ -12,8 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from typing import TYPE_CHECKING
 
 from evosyn.benchmarks.fake_llm_server import Reply, Request, anthropic_reply, answer, error, openai_reply
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
 
 MARKERS = {"You are the Designer": "designer", "You are the Planner": "planner", "You are the Generator": "generator",
            "You are the Repair step": "repair", "You are the Reflector": "reflector",
@@ -50,12 +54,11 @@ def wants_json(request: Request) -> bool:
 
 
 class RoleScript:
-    def __init__(self, domain: str | None = None):
+    def __init__(self, dom: Domain):
+        """``dom``: the environment the scripted roles answer for (the caller resolved it)."""
         from evosyn.envs.ontology import load_initial_space
-        from evosyn.envs.packs import default_domain, get_domain
 
-        domain = domain or default_domain()
-        self.dom = get_domain(domain)
+        self.dom = dom
         self.space = load_initial_space(self.dom.pack)
         self.by_reason: dict[str, object] = {}  # user scenario's reason for call -> embedded trajectory
         self.by_opening: dict[str, object] = {}

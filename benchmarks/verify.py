@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
 
 COLUMNS = ("verifier", "verifier_gold_replayed", "replay_floor", "tau2")
 LABELS = {"verifier": "evosyn verifier (stored gold digest)", "verifier_gold_replayed": "evosyn verifier (gold replayed)",
@@ -46,14 +49,13 @@ def replay_calls(dom: Any, task: Any, messages: list) -> None:
             episode.step(c.name, c.arguments, c.requestor)
 
 
-def run(domain: str | None = None, split: str = "base", limit: int | None = None) -> dict[str, Any]:
+def run(dom: Domain, split: str = "base", limit: int | None = None) -> dict[str, Any]:
+    """``dom``: the environment the command resolved."""
     from evosyn.envs import replay
     from evosyn.envs.gold import gold_messages
-    from evosyn.envs.packs import default_domain, get_domain
     from evosyn.envs.verify import run_checks
 
-    domain = domain or default_domain()
-    dom = get_domain(domain)
+    domain = dom.name
     tasks = [t for t in dom.tasks(split) if t.gold_actions]
     tasks = tasks[:limit] if limit else tasks
     trajectories = [(t, gold_messages(dom, t), replay.gold_digest(dom, t)) for t in tasks]  # as a SynthTask stores it

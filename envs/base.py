@@ -240,15 +240,25 @@ class Domain(ABC):
         """The pack this environment belongs to: its hooks travel with the environment, so nothing below the
         place that resolved the domain's name (``evosyn.envs.packs.get_domain``, which sets it) looks the name up again."""
         found = self.__dict__.get("_pack")
-        if found is None:  # an environment built outside the registry (a test, a copy): its pack, found once
-            from evosyn.envs.packs import get_pack
-
-            found = self._pack = get_pack(self.name)
+        if found is None:  # built outside the registry: looking its name up here would hide where it came from
+            raise RuntimeError(f"environment {self.name!r} is bound to no pack: build it through the registry "
+                               "(evosyn.envs.packs.get_domain) or bind it (env.bind_pack(pack))")
         return found
 
     def bind_pack(self, pack: DomainPack) -> None:
         """Bind this environment to the pack that built it, so ``pack`` is never looked up by name."""
         self._pack = pack
+
+    def __reduce__(self) -> tuple:
+        # another process (a `task_runner: dask` worker) gets the environment from its own registry, by name
+        from evosyn.envs.packs import pickled
+
+        return pickled(self)
+
+    def __copy__(self) -> "Domain":  # a copy in this process is a plain shallow one (pickling goes by name)
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
 
     @abstractmethod
     def tools(self, requestor: Requestor | None = None) -> list[ToolSpec]: ...

@@ -1,6 +1,6 @@
 """What a domain pack lacks, before any work: errors that stop a command and warnings about recorded facts.
 
-``problems(name, purpose)`` loads the pack and its environment and returns
+``problems(pack, purpose)`` loads the pack's environment and returns
 ``Finding``s, each one line naming the setting and the fix:
 
 - errors stop ``synth`` / ``run`` before any work (``evosyn`` prints the first as ``error: …`` and exits 2;
@@ -21,7 +21,7 @@ from typing import Literal
 
 from evosyn.envs.base import TOOL_KINDS
 from evosyn.envs.ontology import SpaceError, load_initial_space
-from evosyn.envs.packs import DomainPack, PackError, UnknownDomain, UserPhrasing, get_domain, get_pack
+from evosyn.envs.packs import DomainPack, PackError, UserPhrasing, environment_of
 
 Purpose = Literal["check", "synth", "run"]
 FEW_OFFICIAL = 10  # fewer official tasks with gold actions than this: the official-matched set repeats few cells
@@ -45,16 +45,14 @@ def _warn(setting: str, message: str) -> Finding:
     return Finding("warning", setting, message)
 
 
-def problems(name: str, purpose: Purpose = "check", embedded: bool = True) -> list[Finding]:
-    """The pack's findings, errors first. ``embedded``: the command synthesizes with the embedded generator."""
-    try:
-        pack = get_pack(name)
-    except UnknownDomain as exc:
-        return [_error("pack", str(exc))]
+def problems(pack: DomainPack, purpose: Purpose = "check", embedded: bool = True) -> list[Finding]:
+    """The pack's findings, errors first (``pack``: the one the caller resolved, ``evosyn.flows.compile``).
+    ``embedded``: the command synthesizes with the embedded generator."""
+    name = pack.name
     out = _space(pack)
     has_space = not out  # the checks below that read the space need one
     try:
-        domain = get_domain(name)
+        domain = environment_of(pack)
     except Exception as exc:  # the pack's own code: one line, the traceback is the pack author's to read
         return out + [_error("environment()", f"the {name} environment failed to load: {type(exc).__name__}: "
                                               f"{_first(exc)}")]
@@ -81,9 +79,9 @@ def problems(name: str, purpose: Purpose = "check", embedded: bool = True) -> li
     return sorted(out, key=lambda f: f.level != "error")
 
 
-def first_error(name: str, purpose: Purpose, embedded: bool = True) -> str | None:
+def first_error(pack: DomainPack, purpose: Purpose, embedded: bool = True) -> str | None:
     """The first error line (what a command stops on before any work), or None."""
-    return next((f.line() for f in problems(name, purpose, embedded) if f.level == "error"), None)
+    return next((f.line() for f in problems(pack, purpose, embedded) if f.level == "error"), None)
 
 
 def _first(exc: BaseException) -> str:

@@ -26,10 +26,11 @@ import os
 import pkgutil
 import sys
 import types
-from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
+
+from evosyn.envs.pack_rules import PlannerRules, UserPhrasing  # re-exported: what a pack imports from here
 
 if TYPE_CHECKING:
     from evosyn.envs.base import Domain
@@ -53,58 +54,6 @@ class BrokenPack(UnknownDomain):
 
 class NoEnvironment(RuntimeError):
     """A pack with a synthesis space but no executable environment (e.g. an ontology-only pack)."""
-
-
-@dataclass(frozen=True)
-class PlannerRules:
-    """Compatibility rules of the embedded planner for one domain.
-
-    ``violable``: task family -> the policy foci a refusal of that family can break
-    (a refusal must name one). ``no_read_refusals``: families whose refusal needs
-    no lookup (a categorical rule). ``info_families``: families that can be pure
-    information requests (a fulfilment with no writes). ``min_refusal_reads``:
-    families whose refusal needs more than one lookup -> how many (a refusal
-    with fewer reads is planned as another violable family). ``min_fulfil_reads``:
-    family -> the fewest reads a fulfilment with one write needs (identification
-    plus the lookups the policy demands), and ``reads_per_extra_write`` the reads
-    each further write adds; a fulfilment whose ``num_read`` bucket is below that
-    gets a bucket that can hold it. ``implies``: ``"factor=value"`` (or several joined by ``&``, all selected) ->
-    {factor: the values it goes with}: a blueprint that selects the value gets one of those (a task type fixes the
-    behaviour it tests); the rules apply in their order, so a later one sees what an earlier one forced.
-    """
-
-    violable: dict[str, list[str]] = field(default_factory=dict)
-    no_read_refusals: list[str] = field(default_factory=list)
-    info_families: list[str] = field(default_factory=list)
-    min_refusal_reads: dict[str, int] = field(default_factory=dict)
-    min_fulfil_reads: dict[str, int] = field(default_factory=dict)
-    reads_per_extra_write: int = 0
-    implies: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-
-    @property
-    def defined(self) -> bool:
-        """Whether the pack states any rule (a pack without rules leaves LLM blueprints unchecked)."""
-        return bool(self.violable or self.no_read_refusals or self.info_families or self.min_refusal_reads
-                    or self.implies)
-
-
-@dataclass(frozen=True)
-class UserPhrasing:
-    """How the embedded user simulator and teacher word domain facts.
-
-    ``identity`` is formatted with the scenario's ``user_id`` (the customer's
-    identifier, whatever the domain calls it).
-    """
-
-    identity: str = "My customer id is {user_id}."
-    known_identity: str = "Your customer id is {user_id}."  # the task's known_info when the plan gives none
-    give_identity: str = "Sure, it is {user_id}."
-    ask_identity: str = "I can help with that. Could you please give me your customer id first?"
-    vague_opening: str = "I need help with my account."
-    vague_hint: str = "something on my account"  # how the task text quotes a vague start
-    stress: str = "Please be quick, this is really stressing me out."
-    unknown_info: str = "You do not know the company's internal rules."
-    identity_words: tuple[str, ...] = ("customer id",)  # what an agent's request for the identity mentions
 
 
 class PackError(ValueError):
@@ -363,13 +312,35 @@ def default_domain() -> str:
 
 def get_domain(name: str) -> "Domain":
     """The process-wide domain object (DB loaded once, cheap fresh episodes): on the data ``use_data`` set."""
-    pack = get_pack(name)
+    return environment_of(get_pack(name))
+
+
+def environment_of(pack: DomainPack) -> Domain:
+    """``get_domain`` for a pack already in hand (a check that must report on the pack when its environment
+    fails to load): the process-wide environment, built on first use and bound to the pack."""
+    name = pack.name
     if name not in _INSTANCES:
         folder = _DATA.get(name)
         env = pack.environment_from(folder) if folder is not None else pack.environment()
         env.bind_pack(pack)  # resolved here, once: callers below reach the hooks as ``env.pack``
         _INSTANCES[name] = env
     return _INSTANCES[name]
+
+
+def rebuilt(name: str, data: str | None) -> "Domain":
+    """The environment a pickled one stands for, in this process (``Domain.__reduce__``: a process task runner's
+    worker): the pack of that name, on the data folder the sending process had set for it."""
+    if data is not None and _DATA.get(name) != Path(data):
+        _DATA[name] = Path(data)
+        _INSTANCES.pop(name, None)
+    return get_domain(name)
+
+
+def pickled(env: "Domain") -> tuple[Callable[..., "Domain"], tuple[str, str | None]]:
+    """How an environment travels to another process: by its name and data folder, rebuilt by that process's
+    registry (an environment holds its DB, weak references and the pack's modules: none of that pickles)."""
+    folder = _DATA.get(env.name)
+    return rebuilt, (env.name, None if folder is None else str(folder))
 
 
 def use_data(env_data: dict[str, str], name: str | None = None) -> None:

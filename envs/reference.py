@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from evosyn.envs.factors import BUCKETS
-from evosyn.envs.packs import DomainPack, get_pack, known
+from evosyn.envs.packs import DomainPack, known
 
 ONTOLOGY_FACTORS = ("task_family", "tool_use_pattern", "expected_outcome", "policy_or_constraint_focus")
 INTERACTION_TEMPLATES = [("task_family", "tool_use_pattern"), ("task_family", "expected_outcome"),
@@ -24,13 +24,12 @@ def _ontology(pack: DomainPack) -> dict[str, list[str]]:
     return {f["key"]: list(f["values"]) for f in raw["factors"]}
 
 
-def reference_values(domain: str) -> dict[str, list[str]]:
-    """factor -> its fixed reference values V_k (eight observed factors). ``domain``: the name a run's stored rows
-    carry (the metrics over the store read it there), resolved to its pack here, once."""
-    if domain not in known(with_environment=True):
-        raise ValueError(f"no observed-factor reference sets for domain {domain!r}; known: "
+def reference_values(pack: DomainPack) -> dict[str, list[str]]:
+    """factor -> its fixed reference values V_k (eight observed factors) of the domain of ``pack`` (the one the
+    caller resolved: a run's, whose stored rows are measured)."""
+    if not pack.has_environment:  # no verifier, so no observed factors to measure
+        raise ValueError(f"no observed-factor reference sets for domain {pack.name!r}; known: "
                          f"{', '.join(known(with_environment=True))}")
-    pack = get_pack(domain)
     onto = _ontology(pack)
     ref = {k: onto[k] for k in ONTOLOGY_FACTORS if k in onto}
     # a space without an outcome factor (CAR-bench's) is measured on the verifier's own outcome values

@@ -39,14 +39,14 @@ def envs_check(domain: str) -> None:
     planner may plan that the generator cannot build, and its official tasks. Exit 1 on errors, 0 with warnings."""
     import traceback
 
-    from evosyn.envs.pack_check import problems
     from evosyn.envs.packs import import_error
+    from evosyn.flows.compile import pack_findings
 
     error = import_error(domain)
     if error is not None:  # the pack's own code failed: its author needs the traceback
         click.echo("".join(traceback.format_exception(error)).rstrip(), err=True)
         raise UserError(f"{domain}: the pack failed to load: {type(error).__name__}: {error}")
-    found = problems(domain, "check")
+    found = pack_findings(domain)
     for f in found:
         click.echo(f"{f.level}: {f.line()}")
     errors = sum(f.level == "error" for f in found)

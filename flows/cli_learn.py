@@ -44,9 +44,10 @@ def train(ctx, run_id: str, round_: int, learner: str, model: str | None, config
     if not examples:
         raise UserError(f"--run {run_id} --round {round_}: no training examples in the store")
     if learner == "embedded":
-        from evosyn.tasks.learn import train_round
+        from evosyn.flows.compile import stored_domain
+        from evosyn.tasks.learn import run_domain, train_round
 
-        fitted, path, seconds = train_round(store, run_id, round_)
+        fitted, path, seconds = train_round(store, run_id, round_, stored_domain(run_domain(store, run_id)))
         click.echo(f"trained the embedded learner on {fitted.n_trajectories} trajectories in {seconds:.1f}s "
                    f"(fingerprint {fitted.fingerprint}); saved {path}")
         return
@@ -106,8 +107,9 @@ OFFICIAL_ONLY = ("domain", "split", "agent", "agent_base_url", "agent_key_env", 
 def evaluate(ctx, run_id: str | None, round_: int | None, task_set: str, official: bool, quiet: bool, **opts) -> None:
     """Evaluate the round's task agent on the diagnostic or test set (or tau2's official split); rows go to
     `evaluations`."""
+    from evosyn.flows.compile import stored_domain
     from evosyn.flows.progress import renderer
-    from evosyn.tasks.learn import evaluate_round
+    from evosyn.tasks.learn import evaluate_round, run_domain
 
     if official:
         if ctx.get_parameter_source("task_set").name != "DEFAULT":
@@ -120,9 +122,10 @@ def evaluate(ctx, run_id: str | None, round_: int | None, task_set: str, officia
         if value is None:
             raise UserError(f"{option}: missing (the run and round whose learner to evaluate)")
     store = store_from(ctx, runs=(run_id,), option="--run", any_table=True)
+    env = stored_domain(run_domain(store, run_id))  # the run's environment, resolved once
     try:
         with renderer(quiet) as show:
-            evaluations = evaluate_round(store, run_id, round_, task_set, emit=show)
+            evaluations = evaluate_round(store, run_id, round_, task_set, env=env, emit=show)
     except FileNotFoundError as exc:
         raise UserError(str(exc)) from None
     if not evaluations:

@@ -297,13 +297,16 @@ def _sweep_on_workers(base, grid: dict, api: str, timeout: float | None, quiet: 
 def report(ctx, run_id: str, compare: tuple[str, ...], output: str | None) -> None:
     """A self-contained HTML report (success over rounds, slices, allocation, probes, evolution trace, sample
     chats, legend) and a Markdown summary of a run."""
+    from evosyn.flows.compile import stored_domain
     from evosyn.flows.inputs import check_output, writing
+    from evosyn.tasks.reports.data import report_domains
     from evosyn.tasks.reports.report import write_report
 
     store = store_from(ctx, create=False, runs=(run_id, *compare))
     out = check_output(output or store.root / "reports" / run_id, "--output", kind="dir")
+    envs = {d: stored_domain(d) for d in report_domains(store, [run_id, *compare])}
     with writing(out, "--output"):
-        page, md = write_report(store, run_id, list(compare), out)
+        page, md = write_report(store, run_id, list(compare), out, envs)
     click.echo(f"wrote {page}\nwrote {md}")
 
 
@@ -333,13 +336,17 @@ def print_compare(result: dict) -> None:
 @click.pass_context
 def compare(ctx, run_ids: tuple[str, ...], output: str | None) -> None:
     """One table of every run (arm, seed) x round on shared normalizations, plus per-arm final means."""
+    from evosyn.flows.compile import stored_domain
     from evosyn.flows.inputs import check_output, writing
     from evosyn.tasks.reports.compare import compare as compare_runs
     from evosyn.tasks.reports.compare import write_compare
+    from evosyn.tasks.reports.data import domain_of
 
     store = store_from(ctx, create=False, runs=run_ids)
     out = check_output(output or store.root / "reports" / f"compare-{run_ids[0]}", "--output", kind="dir")
-    result = compare_runs(store, list(dict.fromkeys(run_ids)))
+    ids = list(dict.fromkeys(run_ids))
+    # the runs span domains: each distinct one resolved once
+    result = compare_runs(store, ids, {d: stored_domain(d) for d in {domain_of(store, rid) for rid in ids}})
     print_compare(result)
     if result["stale_runs"]:
         click.echo(f"warning: rerun {', '.join(result['stale_runs'])}: stored before the observed "

@@ -72,7 +72,7 @@ def run_synth(ctx, domain: str, n: int, seed: int, space_file: str | None, run_i
     store = store_from(ctx)  # a store root that cannot be created is refused before the work
     if fresh:
         store.delete_run(run_id)
-    pass_ctx, steering = Ctx(store, run_id, 0, seed, domain, llm_roles=llm_roles or {}, resolved=env), ColdStart()
+    pass_ctx, steering = Ctx(store, run_id, 0, seed, env, llm_roles=llm_roles or {}), ColdStart()
     try:
         claim(pass_ctx, space, steering, n, "evosyn", chunk_size)  # before any output: a refusal is one line
     except PassConflict as exc:

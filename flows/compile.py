@@ -1,7 +1,8 @@
 """The compile step: a command's run config checked against its domain pack and resolved once.
 
 ``evosyn run``, ``sweep``, the ``evosyn-run`` deployment (``evosyn.flows.run.evosyn_run``) call ``compile_run``;
-``synth`` and ``evaluate`` call ``compile_domain``. Each check fails with one line naming the field and the fix,
+``synth`` and ``evaluate`` call ``compile_domain``, ``envs check`` ``pack_findings``, and the commands that read
+the store ``stored_domain``. Each check fails with one line naming the field and the fix,
 before any work starts, and what they resolve (the pack, its environment on the run's data, the LLM roles, the
 fixed test sets' run ids) is handed to the stages as objects: below this step no code looks the domain up by its
 name again. (The registry, ``evosyn.envs.packs``, is the only other place that maps a name to a pack.)
@@ -11,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from evosyn.envs.packs import get_domain
+from evosyn.envs.packs import UnknownDomain, get_domain, get_pack
 from evosyn.flows.cli_app import UserError
 
 if TYPE_CHECKING:
     from evosyn.envs.base import Domain
+    from evosyn.envs.pack_check import Finding
     from evosyn.envs.packs import DomainPack
     from evosyn.config import RoleConfig, RunConfig
 
@@ -77,7 +79,7 @@ def check_domain(name: str | None, option: str = "--domain", generator: bool = F
     if generator or run:
         from evosyn.envs.pack_check import first_error
 
-        why = first_error(name, "run" if run else "synth")
+        why = first_error(get_pack(name), "run" if run else "synth")
         if why is not None:
             raise UserError(f"{option} {name}: {why}")
     return name
@@ -88,6 +90,18 @@ def compile_domain(name: str | None, option: str = "--domain", *, generator: boo
     """``name`` (empty: the default pack) checked as the command needs it (``evosyn.flows.inputs.check_domain``:
     one ``UserError`` line otherwise) and resolved to its environment."""
     return CompiledDomain(get_domain(check_domain(name, option, generator=generator, run=run)))
+
+
+def pack_findings(name: str) -> list[Finding]:
+    """``evosyn envs check NAME``: the named pack's findings (``evosyn.envs.pack_check.problems``); an unknown
+    name is one error finding that lists the known ones."""
+    from evosyn.envs.pack_check import Finding, problems
+
+    try:
+        pack = get_pack(name)
+    except UnknownDomain as exc:
+        return [Finding("error", "pack", str(exc))]
+    return problems(pack, "check")
 
 
 def stored_domain(name: str) -> Domain:

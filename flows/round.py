@@ -25,6 +25,7 @@ from prefect.utilities.annotations import opaque, quote
 
 from evosyn.agents.designer import Steering
 from evosyn.flows.artifacts import publish_round
+from evosyn.flows.compile import stored_domain
 from evosyn.flows.task_runners import THREAD_WORKERS
 from evosyn.flows.train import train_via_deployment
 from evosyn.config import RunConfig
@@ -64,8 +65,8 @@ def round_metrics_of(ctx: Ctx, res: RoundResult) -> dict[str, float]:
     """The round's metrics as MLflow and the round's table artifact have them (NaN left out)."""
     store, run_id = ctx.store, ctx.run_id
     samples = verified_samples(store, run_id, res.round)
-    m = intrinsic(samples, ctx.domain)  # diversity vs this run's own patterns; `evosyn compare` shares a union
-    extra = round_metrics(store, run_id, ctx.domain, res.round, samples)
+    m = intrinsic(samples, ctx.pack)  # diversity vs this run's own patterns; `evosyn compare` shares a union
+    extra = round_metrics(store, run_id, ctx.pack, res.round, samples)
     m.update({k: v for k, v in extra.items() if not math.isnan(v)})
     rate = lambda evs: (sum(e.success for e in evs) / len(evs)) if evs else 0.0  # noqa: E731
     m.update({"verified_yield": res.verified / max(1, res.blueprints), "verified_total": float(len(samples)),
@@ -110,7 +111,7 @@ def round_flow(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, s
 
 def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steering: Steering,
            previous: Feedback | None) -> RoundResult:
-    ctx = Ctx.for_run(cfg, run_id, round)
+    ctx = Ctx.for_run(cfg, run_id, round, stored_domain(cfg.domain))  # the run's, compiled before round 1
     # Prefect walks every task argument (to find futures to wait on and the upstream runs to draw) and every
     # resolved result: the round's inputs (context, space, steering, blueprint chunks) come from no task, so
     # they go in `quote`d; a chunk's result goes `opaque` (awaited and drawn as the upstream run, but not

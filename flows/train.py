@@ -14,6 +14,7 @@ from typing import Any, Literal
 from prefect import flow, task
 
 from evosyn.config import LlamaFactoryConfig
+from evosyn.flows.compile import stored_domain
 from evosyn.storage.store import Store
 from evosyn.tasks import loop
 from evosyn.tasks.learn import run_domain
@@ -24,7 +25,6 @@ from evosyn.tasks.stages import Ctx
 def llamafactory_task(store: Store, run_id: str, round: int, domain: str, lf: LlamaFactoryConfig) -> str:
     """Export, then ``llamafactory-cli train`` (tasks/checkpoint.py): the checkpoint's path."""
     from evosyn.agents.learners.llamafactory import check_learner
-    from evosyn.flows.compile import stored_domain
     from evosyn.tasks.checkpoint import train_checkpoint
 
     check_learner(lf)  # this worker's CLI and GPU, before the export
@@ -51,7 +51,7 @@ def sft_train(root: str, run_id: str, round: int, seed: int = 0, domain: str | N
     store = Store(root)
     domain = run_domain(store, run_id, domain)
     if learner == "embedded":
-        return str(embedded_task(Ctx(store, run_id, round, seed, domain)))
+        return str(embedded_task(Ctx(store, run_id, round, seed, stored_domain(domain))))
     lf = LlamaFactoryConfig.model_validate(llamafactory) if llamafactory else LlamaFactoryConfig(model=model)
     return llamafactory_task(store, run_id, round, domain, lf)
 

@@ -2,7 +2,6 @@
 (tasks/stages.py) and every pass (the round, `evosyn synth`, the test sets) is handed one; `evosyn.tasks.stages` re-exports it."""
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -10,7 +9,7 @@ from typing import Any, Literal
 
 from evosyn.agents.roles import Roles, build_roles, flush_calls, llm_roles
 from evosyn.envs.base import Domain
-from evosyn.envs.packs import DomainPack, default_domain, get_domain
+from evosyn.envs.packs import DomainPack
 from evosyn.storage.chunks import verify
 from evosyn.config import DedupConfig, RoleConfig, RunConfig
 from evosyn.storage.faults import kill_point
@@ -39,7 +38,10 @@ class Ctx:
     run_id: str
     round: int
     seed: int
-    domain: str = field(default_factory=default_domain)
+    # the pass's environment, resolved by the caller (the compile step, a test set's builder); stages and roles
+    # are handed the object (and its ``pack``), never the name to look up again. A process task runner
+    # (`task_runner: dask`) pickles it by name: the worker's registry builds it there (``Domain.__reduce__``)
+    env: Domain = field(compare=False, repr=False)
     llm_roles: dict[str, RoleConfig] = field(default_factory=dict)
     diagnostic_fraction: float | None = DIAGNOSTIC_FRACTION
     source: Literal["synthesized", "official", "test_set"] | None = None
@@ -48,27 +50,19 @@ class Ctx:
     prior_writes: dict[int, float] | None = None  # RunConfig.prior.writes
     probe_size: int = 0  # RunConfig.probe_size
     dedup: DedupConfig = field(default_factory=DedupConfig)  # RunConfig.dedup (tasks/dedup.py; `drop` in training)
-    # the environment of ``domain`` where the caller resolved it already (the compile step, a test set's builder)
-    resolved: Domain | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def for_run(cls, cfg: RunConfig, run_id: str, round: int, env: Domain | None = None) -> "Ctx":
+    def for_run(cls, cfg: RunConfig, run_id: str, round: int, env: Domain) -> "Ctx":
         """A round of the run ``cfg`` (its LLM roles are those ``check_roles`` accepted before the run began);
         ``env``: its environment, as the compile step resolved it (``evosyn.flows.compile``)."""
-        return cls(Store(cfg.store_location()), run_id, round, cfg.seed, cfg.domain or default_domain(),
+        return cls(Store(cfg.store_location()), run_id, round, cfg.seed, env,
                    llm_roles=llm_roles(cfg), prior=cfg.prior.suppress, prior_writes=cfg.prior.writes,
-                   probe_size=cfg.probe_size, dedup=cfg.dedup, resolved=env)
+                   probe_size=cfg.probe_size, dedup=cfg.dedup)
 
-    @functools.cached_property
-    def env(self) -> Domain:
-        """The pass's environment: the one the caller resolved, else resolved from ``domain`` once; stages and
-        roles are handed the object (and its ``pack``), never the name to look up again."""
-        return self.resolved if self.resolved is not None else get_domain(self.domain)
-
-    def __getstate__(self) -> dict[str, Any]:
-        # a process task runner (`task_runner: dask`) pickles the context into its workers: the resolved
-        # environment holds weak references, so it stays behind and is resolved again there from ``domain``
-        return {k: (None if k == "resolved" else v) for k, v in self.__dict__.items() if k != "env"}
+    @property
+    def domain(self) -> str:
+        """The environment's name (what the rows record)."""
+        return self.env.name
 
     @property
     def pack(self) -> DomainPack:

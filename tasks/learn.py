@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from evosyn.agents.learners.embedded import EmbeddedLearner
 from evosyn.agents.learners.harness import TaskCase, evaluate
-from evosyn.envs.packs import default_domain, get_domain
+from evosyn.envs.packs import default_domain
 from evosyn.storage.atomic import read_or_none
 from evosyn.storage.faults import kill_point
 from evosyn.storage.records import Evaluation, Trajectory
@@ -58,20 +58,18 @@ def run_domain(store: Store, run_id: str, domain: str | None = None) -> str:
             or default_domain())
 
 
-def fit_embedded(trajectories: list[Trajectory], env: Domain | None = None, seed: int = 0) -> EmbeddedLearner:
-    """The embedded learner fitted on ``trajectories`` over ``env``'s assistant tools (default: the default
-    pack's environment)."""
-    env = env if env is not None else get_domain(default_domain())
+def fit_embedded(trajectories: list[Trajectory], env: Domain, seed: int = 0) -> EmbeddedLearner:
+    """The embedded learner fitted on ``trajectories`` over ``env``'s assistant tools."""
     tools = [t.openai_schema() for t in env.tools("assistant")]
     return EmbeddedLearner(seed=seed).fit(trajectories, tools)
 
 
-def train_round(store: Store, run_id: str, round: int, seed: int = 0, domain: str | None = None
+def train_round(store: Store, run_id: str, round: int, env: Domain, seed: int = 0
                 ) -> tuple[EmbeddedLearner, Path, float]:
-    """SFT (behaviour cloning) on every training example of rounds <= ``round``; saved as an artifact."""
+    """SFT (behaviour cloning) on every training example of rounds <= ``round``; saved as an artifact. ``env``:
+    the run's environment (``run_domain`` names it), resolved by the caller."""
     examples = training_examples(store, run_id, round)
     t0 = time.perf_counter()
-    env = get_domain(run_domain(store, run_id, domain))
     learner = fit_embedded(as_trajectories(examples, system_prompt(store, run_id, env)), env, seed=seed)
     seconds = time.perf_counter() - t0
     return learner, learner.save(model_path(store, run_id, round)), seconds
@@ -106,13 +104,12 @@ def evaluated(run_id: str, round: int, task_set: str, batch: list[Evaluation], t
 
 
 def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner: EmbeddedLearner | None = None,
-                   cases: list[TaskCase] | None = None, env: Domain | None = None,
+                   cases: list[TaskCase] | None = None, *, env: Domain,
                    emit: Emit | None = None, max_steps: int = 40) -> list[Evaluation]:
     """``emit``: a ``StageEvent`` every ``EVAL_BATCH`` tasks (stage ``evaluate <task_set>``). ``learner``: any
     task agent with a ``fingerprint`` (the embedded learner, a served checkpoint); default the round's
-    embedded learner. ``env``: the run's environment (default: the one its stored rows name)."""
+    embedded learner. ``env``: the run's environment (``run_domain`` names it), resolved by the caller."""
     learner = learner or load_round(store, run_id, round)
-    env = env if env is not None else get_domain(run_domain(store, run_id))
     if cases is None:
         cases = diagnostic_cases(store, run_id, round) if task_set == "diagnostic" else \
             test_cases(store, env, kind=TASK_SETS[task_set])

@@ -11,9 +11,14 @@ across the runs of one comparison.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from evosyn.envs.reference import INTERACTION_TEMPLATES, reference_values
 from evosyn.storage import metrics as M
 from evosyn.storage.store import Store
+
+if TYPE_CHECKING:
+    from evosyn.envs.packs import DomainPack
 
 GAIN_SPLIT = "diagnostic"
 
@@ -45,8 +50,9 @@ def pattern_union(store: Store, run_ids: list[str]) -> set[str]:
     return {s["pattern"] for rid in run_ids for s in verified_samples(store, rid)}
 
 
-def intrinsic(samples: list[dict], domain: str, union: set[str] | None = None) -> dict[str, float]:
-    reference = reference_values(domain)
+def intrinsic(samples: list[dict], pack: DomainPack, union: set[str] | None = None) -> dict[str, float]:
+    """``pack``: the samples' domain's, resolved by the caller (its reference sets)."""
+    reference = reference_values(pack)
     observed = [s["observed"] for s in samples]
     patterns = [s["pattern"] for s in samples]
     return {"factor_coverage": M.factor_coverage(observed, reference),
@@ -58,13 +64,11 @@ def intrinsic(samples: list[dict], domain: str, union: set[str] | None = None) -
             **({"trajectory_diversity_union": M.trajectory_diversity(patterns, union)} if union is not None else {})}
 
 
-def ordinal_factors(domain: str) -> dict[str, list[str]]:
+def ordinal_factors(pack: DomainPack) -> dict[str, list[str]]:
     """Factors whose values are ordered buckets, with their order: the write and read counts, and every
     property the domain's generator controls (its pack lists each one's buckets in order)."""
-    from evosyn.envs.packs import get_pack
-
     return {"num_write": list(M.ORDINAL), "num_read": list(M.ORDINAL),
-            **{k: list(vs) for k, vs in get_pack(domain).controllable.items()}}
+            **{k: list(vs) for k, vs in pack.controllable.items()}}
 
 
 def first_rollouts(verdicts: list) -> dict[str, object]:
@@ -116,11 +120,11 @@ def controllability(store: Store, run_id: str, round: int, key: str, order: list
     return M.controllability(pairs, order or list(M.ORDINAL), unrealized)
 
 
-def round_controllability(store: Store, run_id: str, domain: str, round: int) -> dict[str, dict[str, float]]:
+def round_controllability(store: Store, run_id: str, pack: DomainPack, round: int) -> dict[str, dict[str, float]]:
     """``controllability`` of every ordinal factor some blueprint (or single-valued direction) of the round
     requested: factor -> exact, spearman, n_requested, n_realized."""
     requests, out = _requests(store, run_id, round), {}
-    for key, order in ordinal_factors(domain).items():
+    for key, order in ordinal_factors(pack).items():
         c = controllability(store, run_id, round, key, order, requests)
         if c["n_requested"]:
             out[key] = {k: float(c[k]) for k in ("exact", "spearman", "n_requested", "n_realized")}
@@ -133,7 +137,7 @@ def _evals(store: Store, run_id: str, round: int, task_set: str, task_ids: set[s
             if e["task_set"] == task_set and (task_ids is None or e["task_id"] in task_ids)]
 
 
-def transition(store: Store, run_id: str, domain: str, round: int, task_set: str = GAIN_SPLIT,
+def transition(store: Store, run_id: str, pack: DomainPack, round: int, task_set: str = GAIN_SPLIT,
                min_n: int = 3, samples: list[dict] | None = None) -> dict[str, float]:
     """B.5 / B.8 for round-1 -> round over the (factor, value) slices of the reference sets.
 
@@ -143,7 +147,7 @@ def transition(store: Store, run_id: str, domain: str, round: int, task_set: str
     ``verified_samples`` up to ``round`` when the caller has them already (reading them decodes every
     trajectory of the run).
     """
-    reference = reference_values(domain)
+    reference = reference_values(pack)
     before = _evals(store, run_id, round - 1, task_set)
     if not before:
         return {}
@@ -176,13 +180,13 @@ def gain_per_1k(store: Store, run_id: str, round: int, task_set: str = "test") -
     return M.gain_per_1k(before, after, added_examples(store, run_id, round))
 
 
-def round_metrics(store: Store, run_id: str, domain: str, round: int,
+def round_metrics(store: Store, run_id: str, pack: DomainPack, round: int,
                   samples: list[dict] | None = None) -> dict[str, float]:
     """The B.5 / B.7 / B.8 / B.12 metrics of one round, for MLflow and the summary (NaN when undefined);
     ``samples`` as for ``transition``."""
-    out = {f"{k}": v for k, v in transition(store, run_id, domain, round, samples=samples).items()}
+    out = {f"{k}": v for k, v in transition(store, run_id, pack, round, samples=samples).items()}
     out["success_gain_per_1k"] = gain_per_1k(store, run_id, round)
     out["added_train_examples"] = float(added_examples(store, run_id, round))
-    for key, c in round_controllability(store, run_id, domain, round).items():
+    for key, c in round_controllability(store, run_id, pack, round).items():
         out.update({f"controllability.{key}.{k}": v for k, v in c.items()})
     return out

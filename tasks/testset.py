@@ -271,7 +271,7 @@ def build_test_set(store: Store, env: Domain, n: int = DEFAULT_SIZE, seed: int =
                          "test set has nothing to draw (set controllable in its pack)")
     for table in TABLES:  # a partial build of the one-chunk layout before the stages: its rows would stay beside
         store.remove_chunk(table, run_id, 0, LEGACY_CHUNK)
-    ctx = Ctx(store, run_id, 0, seed, domain, resolved=env, diagnostic_fraction=None, source="test_set",
+    ctx = Ctx(store, run_id, 0, seed, env, diagnostic_fraction=None, source="test_set",
               fault_points={"generate": "testset"})
     space = test_set_space(env, run_id, kind)
     official = official_cells(env) if kind == "official-matched" else {}

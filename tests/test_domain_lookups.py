@@ -1,10 +1,7 @@
 """A domain is looked up by its name in the registry (``evosyn.envs.packs``) and the compile step
-(``evosyn.flows.compile``); everything below receives the pack or environment it needs.
-
-The move is not finished: the modules below still look a domain up by name, each at most the number of times
-recorded here. The table only shrinks: a new look-up (in a new module, or one more in a listed one) fails, and a
-module that no longer looks one up must leave the table (so the count cannot creep back). The aim is an empty
-table (issue "One package and one compile step").
+(``evosyn.flows.compile``) only; everything below receives the pack or environment it needs (the commands and
+deployments in ``flows`` resolve through the compile step's functions, which the layering keeps out of reach of
+the layers below). Issue "One package and one compile step".
 """
 from __future__ import annotations
 
@@ -16,22 +13,6 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("storage", "config", "envs", "agents", "domains", "tasks", "flows", "benchmarks")
 RESOLVERS = {"envs/packs.py", "flows/compile.py"}  # the registry and the compile step
 LOOKUPS = ("get_pack", "get_domain")
-STILL_LOOKING_UP = {
-    "benchmarks/cli_stages.py": 2,
-    "benchmarks/discovery.py": 2,
-    "benchmarks/discovery_gaps.py": 3,
-    "benchmarks/fuzz.py": 1,
-    "benchmarks/learner.py": 2,
-    "benchmarks/llm_script.py": 1,
-    "benchmarks/verify.py": 1,
-    "envs/base.py": 1,
-    "envs/pack_check.py": 2,
-    "envs/reference.py": 1,
-    "tasks/context.py": 1,
-    "tasks/learn.py": 3,
-    "tasks/metrics.py": 1,
-    "tasks/reports/data.py": 2,
-}
 
 
 def lookups(source: str) -> int:
@@ -55,12 +36,9 @@ def found(root: Path = ROOT) -> Counter:
     return out
 
 
-def test_domain_lookups_only_shrink():
+def test_no_domain_is_looked_up_by_name_outside_the_registry_and_the_compile_step():
     now = found()
-    grown = {m: n for m, n in now.items() if n > STILL_LOOKING_UP.get(m, 0)}
-    assert not grown, f"looks a domain up by name (pass the pack or environment down instead): {grown}"
-    gone = {m: n for m, n in STILL_LOOKING_UP.items() if now.get(m, 0) < n}
-    assert not gone, f"fewer look-ups than recorded: lower STILL_LOOKING_UP to {dict(now)} for {sorted(gone)}"
+    assert not now, f"looks a domain up by name (pass the pack or environment down instead): {dict(now)}"
 
 
 def test_the_count_sees_bare_and_attribute_calls():

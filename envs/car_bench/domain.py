@@ -152,6 +152,7 @@ class CarBenchDomain(Domain):
             dom.splits()
         except DataMissing as exc:
             raise ValueError(str(exc)) from None
+        dom.bind_pack(self.pack)  # the same domain on other data: its hooks are this one's
         return dom
 
     def splits(self) -> dict[str, int]:

@@ -172,7 +172,7 @@ def preview(env: Domain, n: int, seed: int = 0, chunk_size: int = 50) -> list[Sa
 
     run_id = f"preview-{env.name}-s{seed}-n{n}"
     with tempfile.TemporaryDirectory(prefix="evosyn-preview-") as tmp:
-        ctx = Ctx(Store(tmp), run_id, 0, seed, env.name, resolved=env)
+        ctx = Ctx(Store(tmp), run_id, 0, seed, env)
         result = run_pass(ctx, load_initial_space(env.pack, run_id=run_id), ColdStart(), n, chunk_size=chunk_size)
     tasks = {t.blueprint_id: t for t in result.tasks}
     trajs = {t.trajectory_id: t for t in result.trajectories}

@@ -17,6 +17,7 @@ from pathlib import Path
 from evosyn.storage import metrics as M
 from evosyn.storage import atomic
 from evosyn.storage.store import Store
+from evosyn.tasks.reports.data import Envs
 from evosyn.tasks.reports.legend import label, legend
 from evosyn.tasks.metrics import intrinsic, pattern_union, round_metrics, verified_samples
 
@@ -44,7 +45,9 @@ def _run_info(store: Store, run_id: str) -> dict:
     return {"run_id": run_id, "domain": r.domain, "arm": r.arm, "seed": r.seed}
 
 
-def compare(store: Store, run_ids: list[str], draws: int = 200) -> dict:
+def compare(store: Store, run_ids: list[str], envs: Envs, draws: int = 200) -> dict:
+    """``envs``: the environment of each domain the runs name (``evosyn.tasks.reports.data.report_domains``),
+    resolved once by the command."""
     infos = [_run_info(store, rid) for rid in run_ids]
     domains = sorted({i["domain"] for i in infos})
     unions = {d: pattern_union(store, [i["run_id"] for i in infos if i["domain"] == d]) for d in domains}
@@ -53,6 +56,7 @@ def compare(store: Store, run_ids: list[str], draws: int = 200) -> dict:
     rows = []
     for info in sorted(infos, key=lambda i: (i["domain"], i["arm"], i["seed"], i["run_id"])):
         rid, domain = info["run_id"], info["domain"]
+        pack = envs[domain].pack
         evals = store.read_records("evaluations", run_id=rid)
         rounds = sorted({e.round for e in evals if e.round > 0})
         for r in rounds:
@@ -62,7 +66,7 @@ def compare(store: Store, run_ids: list[str], draws: int = 200) -> dict:
                    "success_test": _rate([e.success for e in evals if e.round == r and e.task_set == "test"]),
                    "success_test_uniform": _rate([e.success for e in evals
                                                   if e.round == r and e.task_set == "test_uniform"]),
-                   **intrinsic(samples, domain, unions[domain]), **round_metrics(store, rid, domain, r, samples)}
+                   **intrinsic(samples, pack, unions[domain]), **round_metrics(store, rid, pack, r, samples)}
             row["final"] = r == rounds[-1]
             row["distinct_size_matched"] = (M.size_matched_distinct([s["sequence"] for s in samples],
                                                                     matched_n[domain], draws=draws)

@@ -8,13 +8,22 @@ last round as proposed for a round that did not run.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from math import nan
+from typing import TYPE_CHECKING
 
 from evosyn.agents.feedback import wilson
-from evosyn.envs.packs import default_domain, get_domain
+from evosyn.envs.packs import default_domain
 from evosyn.storage.records import Message
 from evosyn.storage.store import Store
 from evosyn.tasks.metrics import intrinsic, verified_samples
+
+if TYPE_CHECKING:
+    from evosyn.envs.base import Domain
+
+# domain name -> its environment, for every domain ``report_domains`` names: resolved once by the command
+# (``evosyn.flows.compile.stored_domain``) and handed down, so nothing below looks a name up
+Envs = Mapping[str, "Domain"]
 
 SLICE_FACTORS = ("task_family", "expected_outcome", "num_write", "num_read")
 PROBE_ORDER = ("num_write", "num_read", "entities_touched", "turns", "numeric_arguments", "transfers")
@@ -31,14 +40,26 @@ def domain_of(store: Store, run_id: str) -> str:
     return runs[0].domain if runs else default_domain()
 
 
+def report_domains(store: Store, run_ids: list[str]) -> list[str]:
+    """The domains a report over ``run_ids`` reads: each run's (``domain_of``), and those of the first run's
+    tasks (its samples and its test sets, ``run_settings``); the command resolves each of them once."""
+    from evosyn.tasks.dedup import run_settings
+
+    names = {domain_of(store, rid) for rid in run_ids}
+    if run_ids:
+        names |= {t["domain"] for t in store.read_fields("tasks", ["domain"], run_id=run_ids[0])}
+        names |= {d for d in run_settings(store, run_ids[0])[:1] if d}
+    return sorted(names)
+
+
 def rounds_ran(store: Store, run_id: str) -> list[int]:
     return sorted({e.round for e in store.read_records("evaluations", run_id=run_id) if e.round > 0})
 
 
-def run_rows(store: Store, run_id: str, union: set[str] | None = None) -> list[dict]:
+def run_rows(store: Store, run_id: str, envs: Envs, union: set[str] | None = None) -> list[dict]:
     """One row per round that ran, with the same metric names (and values) as the run summary and compare."""
     evals = store.read_records("evaluations", run_id=run_id)
-    domain = domain_of(store, run_id)
+    pack = envs[domain_of(store, run_id)].pack
     rows, seen = [], 0
     for r in rounds_ran(store, run_id):
         samples = verified_samples(store, run_id, r)
@@ -48,7 +69,7 @@ def run_rows(store: Store, run_id: str, union: set[str] | None = None) -> list[d
                "success_diagnostic": _rate(e.success for e in evals if e.round == r and e.task_set == "diagnostic"),
                "success_test": _rate(test), "test_n": len(test), "test_k": sum(test),
                "success_test_uniform": _rate(e.success for e in evals if e.round == r and e.task_set == "test_uniform"),
-               **intrinsic(samples, domain, union)}
+               **intrinsic(samples, pack, union)}
         lo, hi = wilson(sum(test), len(test))
         row["success_test_ci"] = f"{lo:.3f}-{hi:.3f}" if test else "-"
         row["share_num_write_3plus"] = _rate(s["observed"].get("num_write", ["0"])[0] in ("3-4", "5+") for s in this)
@@ -130,7 +151,7 @@ def _diff(space) -> str:
                      + (f" ({c.reason})" if c.reason else "") for c in space.diff) or "no change"
 
 
-def trace(store: Store, run_id: str) -> list[dict]:
+def trace(store: Store, run_id: str, envs: Envs) -> list[dict]:
     """The evolution trace (Tables 13/15): one row per transition between rounds that ran, plus the update
     made after the last round when there is one (proposed for a round that did not run)."""
     ran = rounds_ran(store, run_id)
@@ -140,7 +161,7 @@ def trace(store: Store, run_id: str) -> list[dict]:
     probes = store.read_records("probes", run_id=run_id)
     refl = {x.round: x for x in store.read_records("reflections", run_id=run_id)}
     dirs = store.read_records("directions", run_id=run_id)
-    rows = {row["round"]: row for row in run_rows(store, run_id)}
+    rows = {row["round"]: row for row in run_rows(store, run_id, envs)}
     out = []
     for r in ran:
         before, after = spaces.get(r - 1), spaces.get(r)
@@ -182,7 +203,7 @@ def space_versions(store: Store, run_id: str) -> list[dict]:
             for r in rounds_ran(store, run_id)]
 
 
-def sample_trajectories(store: Store, run_id: str, factor: str = "task_family", per_slice: int = 1,
+def sample_trajectories(store: Store, run_id: str, envs: Envs, factor: str = "task_family", per_slice: int = 1,
                         max_slices: int = 6) -> list[dict]:
     """A few verified samples per slice of ``factor`` (its observed value), the latest round first."""
     tasks = {t.task_id: t for t in store.read_records("tasks", run_id=run_id)}
@@ -202,7 +223,7 @@ def sample_trajectories(store: Store, run_id: str, factor: str = "task_family", 
         for v in picked[value]:
             task = tasks[v.task_id]
             out.append({"factor": factor, "value": value, "task_id": v.task_id, "round": v.round,
-                        "instruction": get_domain(task.domain).task_from_json(task.definition).scenario.reason_for_call,
+                        "instruction": envs[task.domain].task_from_json(task.definition).scenario.reason_for_call,
                         "checks": [(c.name, c.passed, c.reason) for c in v.checks if not c.skipped],
                         "messages": trajs[v.trajectory_id].messages})
     return out
@@ -214,13 +235,13 @@ def chat_turns(messages: list[Message]) -> list[dict]:
              "calls": [(c.name, c.arguments) for c in m.tool_calls]} for m in messages if m.role != "system"]
 
 
-def dedup_rows(store: Store, run_id: str) -> list[dict]:
+def dedup_rows(store: Store, run_id: str, envs: Envs) -> list[dict]:
     """The dedup table's counts per round of the run, then per test set it is scored on (tasks/dedup.py)."""
     from evosyn.tasks.dedup import FLAGS, run_settings
     from evosyn.tasks.testset import KINDS, test_set_run_id
 
     domain, _, size = run_settings(store, run_id)
-    sets = {test_set_run_id(get_domain(domain), n=size, kind=k): k for k in KINDS} if domain else {}
+    sets = {test_set_run_id(envs[domain], n=size, kind=k): k for k in KINDS} if domain else {}
     rows = []
     for rid in [run_id, *sets]:
         by: dict[int, list] = defaultdict(list)

@@ -106,7 +106,9 @@ def fallback_warnings(store: Store, run_id: str) -> list[str]:
             for r, role in seen]
 
 
-def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -> tuple[Path, Path]:
+def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path, envs: D.Envs) -> tuple[Path, Path]:
+    """``envs``: the environment of each domain ``D.report_domains`` names for ``[run_id, *compare]``, resolved
+    once by the command."""
     ids = [run_id, *[c for c in dict.fromkeys(compare) if c != run_id]]
     union = pattern_union(store, ids) if len(ids) > 1 else None  # one P_union for every run shown (App. B.1)
     cols = UNION_COLS if union is not None else COLS
@@ -119,7 +121,7 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
     if warnings:  # no silent fallback: said at the top of both pages
         meta += "; " + "; ".join(warnings)
     sections, md = [], [f"# EvoSyn report: {run_id}", meta]
-    rows = {rid: D.run_rows(store, rid, union) for rid in ids}
+    rows = {rid: D.run_rows(store, rid, envs, union) for rid in ids}
     for rid in ids:
         sections.append((f"run-{len(sections)}", f"Rounds of {rid}", H.table(rows[rid], cols)))
         md += [f"## Rounds of {rid}", _md(rows[rid], cols)]
@@ -157,7 +159,7 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
         "solution), one bar per round; empty buckets are left out.") if png else "<p>No probe was stored.</p>"))
     md += ["## Failure rate per probe bucket", _md(_pivot(probes, "probe,bucket", "failure_rate"),
                                                    ["probe", "bucket", *_round_cols(probes)])]
-    tr, versions = D.trace(store, run_id), D.space_versions(store, run_id)
+    tr, versions = D.trace(store, run_id, envs), D.space_versions(store, run_id)
     trace_html = (TRACE_NOTE + H.table(versions, VERSION_COLS) + (H.table(tr, TRACE) if tr else
                                                    "<p>No transition: a single round ran and left the space as "
                                                    "it was.</p>"))
@@ -167,14 +169,14 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
         from evosyn.tasks.reports.compare import COLUMNS, markdown
         from evosyn.tasks.reports.compare import compare as compare_runs
 
-        result = compare_runs(store, ids)
+        result = compare_runs(store, ids, envs)
         sections.append(("comparison", "Comparison (shared pattern union)", H.table(result["rows"],
                                                                                    ["run_id", *COLUMNS])
                          + "<h3>Final round, mean over seeds</h3>"
                          + H.table(result["arm_means"], list(result["arm_means"][0]))))
         md.append(markdown(result).replace("# EvoSyn comparison", "## Comparison"))
         cols = [*cols, *COLUMNS]
-    dedup = D.dedup_rows(store, run_id)
+    dedup = D.dedup_rows(store, run_id, envs)
     if dedup:
         sections.append(("dedup", "Near copies and contamination", DEDUP_NOTE + H.table(dedup, DEDUP_COLS)))
         md += ["## Near copies and contamination", _md(dedup, DEDUP_COLS)]
@@ -183,7 +185,7 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path) -
     if cost:
         sections.append(("cost", "LLM cost per verified sample by role", H.table(cost, LLM_COLS)))
         md += ["## LLM cost per verified sample by role", _md(cost, LLM_COLS)]
-    sections.append(("samples", "Sample trajectories", _samples_html(D.sample_trajectories(store, run_id, per_slice=2))))
+    sections.append(("samples", "Sample trajectories", _samples_html(D.sample_trajectories(store, run_id, envs, per_slice=2))))
     names = legend([*cols, *(ARM_COLS if per_arm else []), *LEGEND_EXTRA])
     sections.append(("legend", "Legend", H.legend_table(names)))
     md += ["## Legend", "\n".join(f"- **{r['label']}** (`{r['name']}`): {r['means']}; range {r['range']}; "

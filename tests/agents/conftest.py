@@ -1,6 +1,7 @@
 import pytest
 
 from evosyn.envs.ontology import load_initial_space
+from evosyn.envs.packs import get_domain
 from evosyn.storage.records import Factor
 
 BUCKETS = ["0", "1", "2", "3-4", "5+"]
@@ -51,7 +52,7 @@ def synth_pass(tmp_path_factory):
     from evosyn.storage.store import Store
 
     def run(space, n, seed=0, steering=None):
-        ctx = Ctx(Store(tmp_path_factory.mktemp("synth")), space.run_id, 0, seed, space.domain)
+        ctx = Ctx(Store(tmp_path_factory.mktemp("synth")), space.run_id, 0, seed, get_domain(space.domain))
         return run_pass(ctx, space, steering or ColdStart(), n)
 
     return run

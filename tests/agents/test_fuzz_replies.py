@@ -13,28 +13,35 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from evosyn.benchmarks.fuzz import ROLES, body, check, fixture, fuzz
+from evosyn.envs.packs import get_domain
 from tests.fakes.openai_server import FakeLLMServer, Reply, Script, answer, openai_reply
 
 KEY = "sk-test-FUZZ"
 DEEP = "[" * 5000 + "]" * 5000
 
 
+def _fx():
+    """The bench's fixture over the default pack's environment (what `evosyn bench faults` resolves)."""
+    return fixture(get_domain("airline"))
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _built():
-    fixture()  # the domain and a rolled-out task, once
+    _fx()  # the domain and a rolled-out task, once
 
 
 @pytest.mark.parametrize("role", ROLES)
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=__import__("hypothesis").strategies.data())
 def test_fuzzed_replies_are_accepted_or_rejected_never_a_crash(role, data):
-    outcome = check(role, *data.draw(body(role)))
+    fx = _fx()
+    outcome = check(fx, role, *data.draw(body(fx, role)))
     assert outcome in ("accepted", "rejected")
 
 
 def _answer(role: str) -> dict:
     """The role's valid answer (for the teacher: the arguments of its tool call)."""
-    valid = fixture().valid[role]
+    valid = _fx().valid[role]
     return valid["arguments"] if role == "teacher" else valid
 
 
@@ -69,10 +76,10 @@ def test_each_pathology_is_rejected(role, pathology, anthropic):
 
     text = PATHOLOGIES[pathology](role)
     if role == "teacher":  # the pathology sits in the tool call's arguments
-        reply = openai_reply(None, {"name": fixture().valid["teacher"]["name"], "arguments": text})
+        reply = openai_reply(None, {"name": _fx().valid["teacher"]["name"], "arguments": text})
     else:
         reply = anthropic_reply(text=text) if anthropic else openai_reply(text)
-    assert check(role, reply, anthropic) == "rejected"
+    assert check(_fx(), role, reply, anthropic) == "rejected"
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -80,7 +87,7 @@ def test_each_pathology_is_rejected(role, pathology, anthropic):
 def test_the_valid_answer_is_accepted(role, anthropic):
     from tests.fakes.anthropic_server import anthropic_reply
 
-    valid = fixture().valid[role]
+    valid = _fx().valid[role]
     if role == "teacher":
         reply = (anthropic_reply(tool_use={"id": "t", "name": valid["name"], "input": valid["arguments"]})
                  if anthropic else openai_reply(None, valid))
@@ -90,12 +97,12 @@ def test_the_valid_answer_is_accepted(role, anthropic):
         reply = anthropic_reply(tool_use={"id": "t", "name": _schema(role).__name__, "input": valid})
     else:
         reply = openai_reply(json.dumps(valid))
-    assert check(role, reply, anthropic) == "accepted"  # the harness rejects for cause, not always
+    assert check(_fx(), role, reply, anthropic) == "accepted"  # the harness rejects for cause, not always
 
 
 def test_fuzz_counts_every_reply_per_role():
     crashes = []
-    result = fuzz(n=60, on_crash=lambda role, what: crashes.append((role, what)))
+    result = fuzz(get_domain("airline"), n=60, on_crash=lambda role, what: crashes.append((role, what)))
     assert set(result) == set(ROLES) and sum(r["replies"] for r in result.values()) == 60
     assert all(r["replies"] == r["accepted"] + r["rejections"] + r["crashes"] for r in result.values())
     assert sum(r["rejections"] for r in result.values()) > 30  # the strategies really break replies
@@ -119,7 +126,7 @@ def _designer(client):
     from evosyn.envs.packs import get_pack
 
     space = load_initial_space(get_pack("airline"), run_id="fuzz")
-    return LLMDesigner(client, env_context(fixture().domain), retries=3).design(
+    return LLMDesigner(client, env_context(_fx().domain), retries=3).design(
         space, ColdStart(), 8, run_id="fuzz", round=1, seed=0)
 
 
@@ -127,7 +134,7 @@ def _reflector(client):
     from evosyn.agents.reflector_llm import LLMReflector
     from evosyn.storage.records import Feedback
 
-    fx = fixture()
+    fx = _fx()
     fb = Feedback(run_id="fuzz", round=1, feedback_id="f", model_version="m", overall_success=0.5, n_evaluated=4)
     reflection, space = LLMReflector(client, retries=3).reflect(fx.space, fb, fx.probes, round=1)
     return reflection.model_dump(exclude={"created_at"}), space.version
@@ -138,7 +145,7 @@ def test_pathological_replies_are_recorded_reasked_and_replayed_the_same(role, c
     """A 5,000-deep reply, then NaN, then a valid answer: the role gets the answer on its third ask;
     a rerun on the same cache replays the same rejections and answer, with rows, and no request."""
     monkeypatch.setenv("EVOSYN_TEST_FUZZ_KEY", KEY)
-    valid = fixture().valid[role]
+    valid = _fx().valid[role]
     script = Script(lambda r: answer(r, _poisoned(role, DEEP)), lambda r: answer(r, _poisoned(role, "NaN")),
                     default=lambda r: answer(r, valid))
     with FakeLLMServer(script) as server:
@@ -172,7 +179,7 @@ def test_teacher_tool_call_with_pathological_arguments_is_reasked(monkeypatch):
     from evosyn.agents.teacher import LLMTeacher
 
     monkeypatch.setenv("EVOSYN_TEST_FUZZ_KEY", KEY)
-    fx = fixture()
+    fx = _fx()
     name = fx.valid["teacher"]["name"]
     script = Script(openai_reply(None, {"name": name, "arguments": '{"a": ' + DEEP + "}"}),
                     openai_reply(None, {"name": name, "arguments": '{"user_id": "\\ud800"}'}),

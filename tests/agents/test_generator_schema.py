@@ -35,8 +35,8 @@ def replies(request, tmp_path_factory):
     name = request.param
     dom = get_domain(name)
     space = load_initial_space(dom.pack, run_id="gs")
-    ctx = Ctx(Store(tmp_path_factory.mktemp(name)), "gs", 1, 0, name)
-    script, env = RoleScript(name), env_context(dom)
+    ctx = Ctx(Store(tmp_path_factory.mktemp(name)), "gs", 1, 0, get_domain(name))
+    script, env = RoleScript(dom), env_context(dom)
     out, shown = [], []
     for bp in stages.plan(ctx, space, stages.design(ctx, space, ColdStart(), 8, "evosyn")):
         entities = candidate_entities(dom, bp)

@@ -61,10 +61,10 @@ def test_malformed_tool_arguments_from_the_model_are_scored_not_raised(kept):
 def test_untrained_learner_scores_zero_and_training_helps(kept):
     dom = get_domain("airline")
     cases = [TaskCase(c.task, c.verdict.observed) for c in kept[:24]]
-    untrained = fit_embedded([])
+    untrained = fit_embedded([], get_domain("airline"))
     ev0, _ = evaluate(untrained, cases, dom, run_id="t", round=1, task_set="test", model_version="none")
     assert sum(e.success for e in ev0) == 0
-    learner = fit_embedded([c.trajectory for c in kept[24:]])
+    learner = fit_embedded([c.trajectory for c in kept[24:]], get_domain("airline"))
     ev1, trajs = evaluate(learner, cases, dom, run_id="t", round=1, task_set="test", model_version="v1")
     assert sum(e.success for e in ev1) > 0
     assert all(e.trajectory_id == t.trajectory_id and e.observed for e, t in zip(ev1, trajs))
@@ -73,7 +73,7 @@ def test_untrained_learner_scores_zero_and_training_helps(kept):
 
 
 def test_learner_sees_no_gold(kept, tmp_path):
-    learner = fit_embedded([c.trajectory for c in kept])
+    learner = fit_embedded([c.trajectory for c in kept], get_domain("airline"))
     path = learner.save(tmp_path / "m.joblib")
     meta = json.loads(path.with_suffix(".json").read_text())
     assert meta["fingerprint"] == learner.fingerprint and meta["n_trajectories"] == len(kept)
@@ -85,7 +85,7 @@ def test_learner_sees_no_gold(kept, tmp_path):
 def test_fit_cpu_by_phase_is_measured_and_never_saved(kept, tmp_path):
     from evosyn.agents.learners.embedded import EmbeddedLearner
 
-    a = fit_embedded([c.trajectory for c in kept[:40]])
+    a = fit_embedded([c.trajectory for c in kept[:40]], get_domain("airline"))
     assert list(a.fit_cpu) == ["conventions", "features", "hashing", "sgd"]
     assert a.fit_cpu["features"] > 0 and a.fit_cpu["sgd"] > 0
     # the sgd phase model by model: every fitted model once, with the size of its matrix, adding up to the phase
@@ -95,7 +95,7 @@ def test_fit_cpu_by_phase_is_measured_and_never_saved(kept, tmp_path):
     assert models["argument"]["classes"] == 2 and models["action"]["classes"] == len(a.action.classes_)
     assert all(m["rows"] > 0 and m["nonzeros"] >= m["rows"] for m in models.values())
     assert sum(m["cpu_seconds"] for m in models.values()) == pytest.approx(a.fit_cpu["sgd"], abs=1e-6)
-    b = fit_embedded([c.trajectory for c in kept[:40]])
+    b = fit_embedded([c.trajectory for c in kept[:40]], get_domain("airline"))
     # the saved model is the same bytes for the same fit: the measurement is not part of it
     assert a.save(tmp_path / "a.joblib").read_bytes() == b.save(tmp_path / "b.joblib").read_bytes()
     loaded = EmbeddedLearner.load(tmp_path / "a.joblib")
@@ -109,9 +109,9 @@ def test_a_fit_hashed_chunk_by_chunk_is_the_fit_of_all_rows_at_once(kept, tmp_pa
     import evosyn.agents.learners.embedded as embedded
 
     trajectories = [c.trajectory for c in kept[:40]]
-    whole = fit_embedded(trajectories)  # CHUNK (100) > 40 trajectories: one block
+    whole = fit_embedded(trajectories, get_domain("airline"))  # CHUNK (100) > 40 trajectories: one block
     monkeypatch.setattr(embedded, "CHUNK", 3)
-    chunked = fit_embedded(trajectories)
+    chunked = fit_embedded(trajectories, get_domain("airline"))
     assert chunked.fit_cpu.models["argument"]["rows"] == whole.fit_cpu.models["argument"]["rows"]
     assert whole.save(tmp_path / "a.joblib").read_bytes() == chunked.save(tmp_path / "b.joblib").read_bytes()
 
@@ -154,7 +154,7 @@ def test_skill_on_multi_write_tasks_comes_from_multi_write_training_data(space, 
     dom = get_domain("airline")
     wins = {}
     for name, data in (("single", single), ("mixed", mixed)):
-        evals, _ = evaluate(fit_embedded(data), cases, dom, run_id="t", round=1, task_set="test", model_version=name)
+        evals, _ = evaluate(fit_embedded(data, dom), cases, dom, run_id="t", round=1, task_set="test", model_version=name)
         wins[name] = sum(e.success for e in evals)
     # trained on one write at most, it closes after the first write; with multi-write data it carries on
     assert wins["single"] == 0 and wins["mixed"] >= 4, wins

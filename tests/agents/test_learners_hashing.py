@@ -20,6 +20,7 @@ from evosyn.agents.learners.hashing import Columns, hashed_rows
 from evosyn.agents.learners.profiles import RANKED, profile_features, profile_parts
 from evosyn.agents.learners.replies import labels_of
 from evosyn.agents.learners.state import state_tokens
+from evosyn.envs.packs import get_domain
 from evosyn.tasks.learn import fit_embedded
 
 N = 2 ** 18
@@ -29,7 +30,7 @@ N = 2 ** 18
 def learned(space, synth_pass):
     """A trained learner, the argument rows of its trajectories' calls, their decision states and scenes."""
     trajectories = [c.trajectory for c in synth_pass(space, 60, seed=3).kept]
-    learner = fit_embedded(trajectories)
+    learner = fit_embedded(trajectories, get_domain("airline"))
     rows, labels, states, scenes = [], [], [], []
     for traj in trajectories:
         for i, m in enumerate(traj.messages):

@@ -50,7 +50,7 @@ def trained(space, synth_pass):
     kept = synth_pass(space, 120, seed=5).kept
     cases = [TaskCase(c.task, c.verdict.observed) for c in kept[:30]]
     trajectories = [c.trajectory for c in kept[30:]]
-    return fit_embedded(trajectories), cases, trajectories
+    return fit_embedded(trajectories, get_domain("airline")), cases, trajectories
 
 
 def decisions(learner: EmbeddedLearner, trajectories):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from evosyn.envs.packs import get_domain
 from evosyn.agents.llm import LLMRequestError, make_client
 from evosyn.agents.llm.limits import reset_limits
 from evosyn.agents.llm.pricing import batch_price_of, cost_usd, price_of
@@ -200,11 +201,11 @@ def test_a_pass_with_batch_roles_writes_the_rows_of_the_same_pass_with_interacti
     from evosyn.tasks.synthesis import run_pass
 
     space = load_initial_space(get_pack("airline"), run_id="b")
-    script = RoleScript()
+    script = RoleScript(get_domain("airline"))
 
     def run(home, base, **extra):
         roles = {r: role("openai", base, **extra) for r in ("designer", "planner", "generator")}
-        ctx = Ctx(Store(home), "b", 1, 0, "airline", llm_roles=roles)
+        ctx = Ctx(Store(home), "b", 1, 0, get_domain("airline"), llm_roles=roles)
         run_pass(ctx, space, ColdStart(), 6, chunk_size=6)
         return ctx.store
 

@@ -35,7 +35,7 @@ def env(dom):
 
 @pytest.fixture(scope="module")
 def script():
-    return RoleScript()
+    return RoleScript(get_domain("airline"))
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from evosyn.agents.designer import ColdStart, EmbeddedDesigner, NewFactor
 from evosyn.agents.planner import EmbeddedPlanner
 from evosyn.agents.synthesis import verify_with_repair
 from evosyn.agents.verifier import verify
+from evosyn.envs.packs import get_domain
 from tests.agents.conftest import BUCKETS, with_factor
 
 
@@ -75,7 +76,7 @@ def test_same_seed_same_output_different_seed_differs(tmp_path, space):
     digests = []
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
         store = Store(tmp_path / name)
-        run_pass(Ctx(store, space.run_id, 0, seed), space, ColdStart(), 48)
+        run_pass(Ctx(store, space.run_id, 0, seed, get_domain("airline")), space, ColdStart(), 48)
         digests.append(table_digests(store, space.run_id))
     assert digests[0] == digests[1] != digests[2]
     files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a" / "tables").rglob("*.parquet"))
@@ -87,7 +88,7 @@ def test_bad_blueprints_are_recorded_rejections(tmp_path, space, rules):
     from evosyn.tasks import stages
     from evosyn.storage.store import Store
 
-    ctx = stages.Ctx(Store(tmp_path / "s"), "t", 0, 0)
+    ctx = stages.Ctx(Store(tmp_path / "s"), "t", 0, 0, get_domain("airline"))
     d = EmbeddedDesigner(rules).design(space, ColdStart(), 12, run_id="t", round=0, seed=0)[0]
     bp = EmbeddedPlanner(rules=rules).plan(d, space, None, index=0, seed=0)
 

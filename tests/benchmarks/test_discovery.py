@@ -5,37 +5,39 @@ import pytest
 from click.testing import CliRunner
 
 from evosyn.benchmarks.discovery import GapError, check_factors, gaps_for
+from evosyn.envs.packs import get_domain
 
 SHARED_PREFECT_API = True  # its runs talk to one Prefect server (tests/prefect_server.py)
 
 
 def test_default_gaps_are_three_controllable_properties_per_domain():
-    from evosyn.envs.packs import get_pack
-
     for domain in ("airline", "retail", "telecom"):
-        gaps = gaps_for(domain)
+        env = get_domain(domain)
+        gaps = gaps_for(env)
         assert len(gaps) == 3 and len({p for p, _ in gaps}) == 3
-        assert all(v in get_pack(domain).controllable[p] for p, v in gaps)
-    assert gaps_for("airline", ["num_write=3-4"]) == [("num_write", "3-4")]
+        assert all(v in env.pack.controllable[p] for p, v in gaps)
+    assert gaps_for(get_domain("airline"), ["num_write=3-4"]) == [("num_write", "3-4")]
     with pytest.raises(GapError, match="does not control 'turns'"):
-        gaps_for("airline", ["turns=13+"])
+        gaps_for(get_domain("airline"), ["turns=13+"])
     with pytest.raises(GapError, match="'7' is not a bucket of num_write"):
-        gaps_for("airline", ["num_write=7"])
+        gaps_for(get_domain("airline"), ["num_write=7"])
 
 
 def test_a_domain_whose_generator_controls_only_counts_plants_their_top_buckets_beyond_the_space():
-    assert gaps_for("car_bench") == [("num_write", "5+"), ("num_read", "5+")]
-    assert gaps_for("car_bench", space=("num_write", "num_read")) == []  # `--space paper`: nothing left
-    assert gaps_for("airline", space=("num_write", "num_read")) == gaps_for("airline")  # tau2: as before
+    car_bench, airline = get_domain("car_bench"), get_domain("airline")
+    assert gaps_for(car_bench) == [("num_write", "5+"), ("num_read", "5+")]
+    assert gaps_for(car_bench, space=("num_write", "num_read")) == []  # `--space paper`: nothing left
+    assert gaps_for(airline, space=("num_write", "num_read")) == gaps_for(airline)  # tau2: as before
 
 
 def test_added_factors_are_controllable_and_not_planted():
-    assert check_factors("retail", ["multi_item", "multi_item"], [("money_moves", "2+")]) == ("multi_item",)
-    assert check_factors("retail", ["write_mix", "multi_item"], []) == ("multi_item", "write_mix")
+    retail = get_domain("retail")
+    assert check_factors(retail, ["multi_item", "multi_item"], [("money_moves", "2+")]) == ("multi_item",)
+    assert check_factors(retail, ["write_mix", "multi_item"], []) == ("multi_item", "write_mix")
     with pytest.raises(GapError, match="--factor turns: the retail generator does not control 'turns'"):
-        check_factors("retail", ["turns"], [])
+        check_factors(retail, ["turns"], [])
     with pytest.raises(GapError, match="--factor money_moves: it is a planted gap's property"):
-        check_factors("retail", ["money_moves"], [("money_moves", "2+")])
+        check_factors(retail, ["money_moves"], [("money_moves", "2+")])
 
 
 def test_added_factors_reach_every_runs_config(tmp_path, monkeypatch):
@@ -43,11 +45,11 @@ def test_added_factors_reach_every_runs_config(tmp_path, monkeypatch):
 
     plans = []
     monkeypatch.setattr(discovery, "launch", lambda plan, say: (plans.append(plan), ([], 0.0))[1])
-    got = discovery.bench("retail", [0], tmp_path, gaps=[("money_moves", "2+")], keep=0.0, diagnose_size=0,
+    got = discovery.bench(get_domain("retail"), [0], tmp_path, gaps=[("money_moves", "2+")], keep=0.0, diagnose_size=0,
                           space="paper", factors=("multi_item",))
     assert [p.extra["initial_factors"] for p in plans] == [["num_write", "num_read", "multi_item"]]
     assert got["factors"] == ["multi_item"] and got["initial_factors"] == ["num_write", "num_read", "multi_item"]
-    discovery.bench("retail", [0], tmp_path, gaps=[("money_moves", "2+")], keep=0.0, diagnose_size=0,
+    discovery.bench(get_domain("retail"), [0], tmp_path, gaps=[("money_moves", "2+")], keep=0.0, diagnose_size=0,
                     factors=("multi_item",))
     assert plans[-1].extra["initial_factors"] == ["multi_item"]
 
@@ -58,9 +60,9 @@ def test_the_runs_read_the_default_probe_set_unless_one_is_named(tmp_path, monke
 
     plans = []
     monkeypatch.setattr(discovery, "launch", lambda plan, say: (plans.append(plan), ([], 0.0))[1])
-    got = discovery.bench("retail", [0], tmp_path, gaps=[("money_moves", "2+")], budget=120, diagnose_size=0)
+    got = discovery.bench(get_domain("retail"), [0], tmp_path, gaps=[("money_moves", "2+")], budget=120, diagnose_size=0)
     assert plans[-1].extra["probe_size"] == got["probe_size"] == 120
-    got = discovery.bench("retail", [0], tmp_path, gaps=[("money_moves", "2+")], probe_size=0, diagnose_size=0)
+    got = discovery.bench(get_domain("retail"), [0], tmp_path, gaps=[("money_moves", "2+")], probe_size=0, diagnose_size=0)
     assert plans[-1].extra["probe_size"] == got["probe_size"] == 0
 
 
@@ -173,7 +175,7 @@ def test_a_planted_bucket_keeps_about_keep_of_its_natural_share():
     from tests.envs.test_properties import _planned
 
     keep, n = 0.2, 3000
-    for prop, value in gaps_for("airline"):
+    for prop, value in gaps_for(get_domain("airline")):
         natural = _planned(DefaultPrior(), prop, n)
         planted = _planned(DefaultPrior(suppress={prop: {value: keep}}), prop, n)
         share = (planted.count(value) / len(planted)) / (natural.count(value) / len(natural))

@@ -13,7 +13,10 @@ def pack_fixtures(name: str, env_fixture: str):
 
     @pytest.fixture(scope="session", name=env_fixture)
     def environment():
-        return get_pack(name).environment()
+        pack = get_pack(name)
+        env = pack.environment()
+        env.bind_pack(pack)  # as the registry binds the environments it builds
+        return env
 
     @pytest.fixture(scope="session", name="generator")
     def generator(request):

@@ -9,6 +9,7 @@ from evosyn.tasks.stages import Ctx
 from evosyn.tasks.synthesis import run_pass
 from evosyn.storage.records import Factor
 from evosyn.storage.store import Store
+from evosyn.envs.packs import get_domain
 
 DOMAINS = ["airline", "retail", "telecom"]
 
@@ -39,7 +40,7 @@ def test_every_bucket_of_every_controllable_property_is_realized_and_verified(do
         if key in ("num_write", "num_read"):
             continue  # the builders' own exact counts (tests/domains/*/test_generator.py)
         space = _space(domain, key)
-        result = run_pass(Ctx(store, space.run_id, 0, 0, domain), space, ColdStart(), 45)
+        result = run_pass(Ctx(store, space.run_id, 0, 0, get_domain(domain)), space, ColdStart(), 45)
         realized = {k.verdict.observed[key][0] for k in result.kept
                     if k.task.requested.get(key) == k.verdict.observed.get(key)}
         missing += [f"{key}={v}" for v in PROPERTIES[key].values if v not in realized]

@@ -26,7 +26,7 @@ def test_factor_maps_name_write_tools_and_space_values(name):
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_change_kinds_are_reference_values(name):
     pack, dom = get_pack(name), get_domain(name)
-    ref = reference_values(name)["state_change_type"]
+    ref = reference_values(pack)["state_change_type"]
     assert {"none", "mixed"} <= set(ref)
     for tool in (t.name for t in dom.tools() if t.kind == "write"):
         kind = next((k for prefix, k in pack.change_kind_by_prefix if tool.startswith(prefix)), "modify")

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from evosyn.envs.pack_check import first_error, problems
+from evosyn.envs.packs import get_pack
 
 # the 4 settings a first try sets (issue: a pack that verified tasks but recorded "unknown" families, no
 # tool-use patterns, no policy gating, and a user who called its member id a customer id)
@@ -39,7 +40,7 @@ def pack_folder(tmp_path, user_registry) -> Path:
 
 
 def lines(name: str, level: str) -> list[str]:
-    return [f.line() for f in problems(name, "check") if f.level == level]
+    return [f.line() for f in problems(get_pack(name), "check") if f.level == level]
 
 
 def test_the_template_has_no_error_and_says_its_official_tasks_are_few(pack_folder):
@@ -54,7 +55,7 @@ def test_defaults_that_change_recorded_facts_are_named(pack_folder):
     assert {"family_by_tool", "focus_by_tool", "shape_values", "gated_prefixes", "identify_reads", "phrasing",
             "planner_rules.violable"} <= warned
     assert lines("gym_check", "error") == []
-    assert first_error("gym_check", "run") is None  # warnings never stop a command
+    assert first_error(get_pack("gym_check"), "run") is None  # warnings never stop a command
 
 
 def test_refusals_the_generator_cannot_build_are_named(pack_folder):
@@ -70,14 +71,14 @@ def test_refusals_the_generator_cannot_build_are_named(pack_folder):
 def test_errors_name_the_setting(pack_folder):
     text = (pack_folder / "pack.py").read_text()
     (pack_folder / "pack.py").write_text(text.replace("controllable = {", "controllable = {}\n    _c = {"))
-    assert first_error("gym_check", "synth") is None  # a synthesis pass needs no controllable property
-    assert first_error("gym_check", "run").startswith("controllable: empty")
+    assert first_error(get_pack("gym_check"), "synth") is None  # a synthesis pass needs no controllable property
+    assert first_error(get_pack("gym_check"), "run").startswith("controllable: empty")
 
 
 def test_a_policy_module_without_check_write_is_an_error(pack_folder):
     (pack_folder / "policy.py").write_text("RULES = []\n")
-    assert first_error("gym_check", "synth").startswith("policy.py: ")
-    assert "check_write" in first_error("gym_check", "synth")
+    assert first_error(get_pack("gym_check"), "synth").startswith("policy.py: ")
+    assert "check_write" in first_error(get_pack("gym_check"), "synth")
 
 
 def test_few_or_no_official_tasks_are_said(pack_folder):

@@ -231,6 +231,22 @@ def test_the_registry_binds_each_environment_to_its_pack(airline):
     other, pack = copy.copy(airline), DomainPack()
     other.bind_pack(pack)
     assert other.pack is pack and airline.pack is get_pack("airline")
+    assert packs.environment_of(get_pack("airline")) is airline  # the process-wide one, for a pack in hand
+
+
+def test_an_environment_bound_to_no_pack_says_so_instead_of_looking_its_name_up():
+    from evosyn.envs.base import Domain
+
+    class Loose(Domain):
+        name, policy = "airline", ""
+        tools = validate_arguments = episode = tasks = splits = task_from_json = make_task = summary = \
+            lambda self, *a, **k: None
+
+    loose = Loose()
+    with pytest.raises(RuntimeError, match="environment 'airline' is bound to no pack: .*bind_pack"):
+        loose.pack  # noqa: B018 - the property is what raises
+    loose.bind_pack(get_pack("airline"))
+    assert loose.pack is get_pack("airline")
 
 
 def test_tool_kind_is_part_of_the_interface():

@@ -1,7 +1,7 @@
 """Trajectory properties: each measure on hand-built calls, and the same values from a replay and from a plan."""
 import pytest
 
-from evosyn.envs.packs import get_pack
+from evosyn.envs.packs import get_domain, get_pack
 from evosyn.envs.properties import PROPERTIES, Call, bucket_index, check_prior, measure_all, min_writes
 from evosyn.storage.userfiles import ConfigError
 
@@ -60,7 +60,7 @@ def test_the_generator_realizes_a_requested_property_and_the_verifier_observes_i
     space = load_initial_space(get_pack(domain), run_id=f"p-{domain}")
     space = space.model_copy(update={"version": 2, "factors": space.factors + [
         Factor(key=key, values=list(PROPERTIES[key].values), status="experimental", observable=True, added_in=2)]})
-    result = run_pass(Ctx(Store(tmp_path), space.run_id, 0, 0, domain), space, ColdStart(), 24)
+    result = run_pass(Ctx(Store(tmp_path), space.run_id, 0, 0, get_domain(domain)), space, ColdStart(), 24)
     assert len(result.kept) >= 12
     assert all(k.verdict.observed[key] == k.task.requested[key] for k in result.kept)
 

@@ -58,7 +58,7 @@ def test_refusal_after_reading_is_a_policy_check(airline):
 
 
 def test_every_observed_value_is_in_the_reference_sets(airline):
-    ref = reference_values("airline")
+    ref = reference_values(airline.pack)
     assert sorted(ref) == sorted({"task_family", "tool_use_pattern", "expected_outcome", "state_change_type",
                                   "computation", "num_write", "num_read", "policy_or_constraint_focus"})
     assert all(a in ref and b in ref for a, b in INTERACTION_TEMPLATES)

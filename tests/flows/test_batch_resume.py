@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from evosyn.envs.packs import get_domain
 from evosyn.agents.llm.pricing import batch_price_of, cost_usd, price_of
 from evosyn.benchmarks.llm_script import RoleScript
 from evosyn.storage.digest import TIME_COLUMNS, table_digests
@@ -39,7 +40,7 @@ def config(tmp_path, server: BatchServer):
 
 def test_a_run_killed_while_a_batch_is_pending_resumes_by_polling_it_and_writes_the_same_rows(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-test-batch-run")  # the children's key (inherited)
-    with BatchServer(RoleScript("airline")) as server:
+    with BatchServer(RoleScript(get_domain("airline"))) as server:
         cfg = config(tmp_path, server)
         run(tmp_path / "clean", "run", "--config", str(cfg))
         (run_id,) = [r for r in Store(tmp_path / "clean", create=False).runs() if not r.startswith("testset-")]

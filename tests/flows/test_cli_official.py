@@ -15,7 +15,7 @@ RUN = "official-cli"
 def trained(tmp_path_factory):
     """A store with one small verified pass of run ``RUN`` and its embedded learner trained on it (round 0)."""
     from evosyn.envs.ontology import load_initial_space
-    from evosyn.envs.packs import get_pack
+    from evosyn.envs.packs import get_domain, get_pack
     from evosyn.agents.designer import ColdStart
     from evosyn.tasks.learn import train_round
     from evosyn.tasks.stages import Ctx
@@ -24,8 +24,8 @@ def trained(tmp_path_factory):
 
     store = Store(tmp_path_factory.mktemp("official") / "h")
     space = load_initial_space(get_pack("airline"), run_id=RUN)
-    run_pass(Ctx(store, RUN, 0, 3, "airline"), space, ColdStart(), 40)
-    learner, _, _ = train_round(store, RUN, 0)
+    run_pass(Ctx(store, RUN, 0, 3, get_domain("airline")), space, ColdStart(), 40)
+    learner, _, _ = train_round(store, RUN, 0, get_domain("airline"))
     assert learner.n_trajectories > 0
     return store
 

@@ -10,6 +10,7 @@ from evosyn.envs.packs import get_pack
 from evosyn.flows.cli import main
 from evosyn.storage.store import Store
 from evosyn.tasks import stages
+from evosyn.envs.packs import get_domain
 
 
 def _check(root, *args):
@@ -18,7 +19,7 @@ def _check(root, *args):
 
 def test_store_check_names_a_broken_chunk_and_repair_leaves_it_to_be_recomputed(tmp_path):
     root = tmp_path / "home"
-    ctx = stages.Ctx(Store(root), "chk", 1, 0)
+    ctx = stages.Ctx(Store(root), "chk", 1, 0, get_domain("airline"))
     space = load_initial_space(get_pack("airline"), run_id="chk")
     blueprints = stages.plan(ctx, space, stages.design(ctx, space, ColdStart(), 6, "evosyn"))
     tasks = stages.generate(ctx, space, blueprints)

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from evosyn.envs.packs import get_domain
 from evosyn.storage.digest import table_digests
 from evosyn.storage.faults import ENV
 from evosyn.storage.store import Store
@@ -100,7 +101,7 @@ def test_synth_runs_the_llm_roles_of_a_run_config(tmp_path):
                   str(config(tmp_path, "http://127.0.0.1:9/v1")), key=None, timeout=120)
     assert missing.returncode == 2 and missing.stderr.startswith("error: ") and missing.stderr.count("\n") == 1
     assert not home.exists()  # refused before any work
-    with FakeLLMServer(RoleScript()) as server:
+    with FakeLLMServer(RoleScript(get_domain("airline"))) as server:
         out = cli(home, "synth", "--n", "4", "--backend", "llm", "--config", str(config(tmp_path, server.base_url)),
                   timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]

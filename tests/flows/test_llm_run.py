@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from evosyn.envs.packs import get_domain
 from evosyn.benchmarks.fake_llm_server import FakeLLMServer
 from evosyn.benchmarks.llm_script import Faulty, RoleScript
 from tests.prefect_home import PREFECT_HOME
@@ -60,7 +61,7 @@ def calls(home):
 
 @pytest.fixture(scope="module")
 def server():
-    faulty = Faulty(RoleScript(), rate=0.3)
+    faulty = Faulty(RoleScript(get_domain("airline")), rate=0.3)
     with FakeLLMServer(faulty) as s:
         s.faulty = faulty
         yield s
@@ -133,7 +134,7 @@ def _round(home, llm: dict[str, RoleConfig]) -> tuple[int, int, object]:
     from evosyn.envs.packs import get_pack
     from evosyn.storage.store import Store
 
-    ctx = stages.Ctx(Store(home), "llm-run", 1, 0, "airline", llm_roles=llm)
+    ctx = stages.Ctx(Store(home), "llm-run", 1, 0, get_domain("airline"), llm_roles=llm)
     space = load_initial_space(get_pack("airline"), run_id="llm-run")
     bps = stages.plan(ctx, space, stages.design(ctx, space, ColdStart(), 8, "evosyn"))
     tasks = stages.generate(ctx, space, bps)
@@ -226,7 +227,7 @@ def test_base_url_is_checked_at_config_time(tmp_path, url):
 def test_the_llm_roles_run_a_car_bench_round_through_the_same_prompts(tmp_path):
     """A second environment family through the LLM path: the scripted model answers CAR-bench's prompts (its space,
     tools and policy injected as for tau2's packs), and its tasks verify in our CAR-bench environment."""
-    with FakeLLMServer(RoleScript("car_bench")) as s:
+    with FakeLLMServer(RoleScript(get_domain("car_bench"))) as s:
         cfg = config(tmp_path, s.base_url)
         cfg.write_text(cfg.read_text().replace("domain: airline", "domain: car_bench")
                        .replace("budget: 8", "budget: 12").replace("test_size: 20", "test_size: 10"))

@@ -31,12 +31,11 @@ def test_the_round_flow_and_its_tasks_take_models_not_dicts():
 def test_a_rounds_context_comes_from_the_run_config(tmp_path):
     cfg = RunConfig(seed=4, store={"root": str(tmp_path)}, roles={
         "planner": {"backend": "llm", "provider": "openai", "model": "gpt-4o-mini"}, "generator": {}})
-    ctx = Ctx.for_run(cfg, "r", 2)
-    from evosyn.envs.packs import default_domain
+    from evosyn.envs.packs import get_domain
 
+    ctx = Ctx.for_run(cfg, "r", 2, get_domain("telecom"))
     assert (ctx.store.root, ctx.run_id, ctx.round, ctx.seed) == (tmp_path, "r", 2, 4)
-    assert cfg.domain == "" and ctx.domain == default_domain()  # an unset domain is the default pack's
-    assert Ctx.for_run(cfg.model_copy(update={"domain": "telecom"}), "r", 2).domain == "telecom"
+    assert ctx.domain == "telecom" and ctx.pack is ctx.env.pack  # the environment handed in, never a name
     assert ctx.llm_roles == {"planner": cfg.roles["planner"]}  # the embedded generator is no LLM role
     assert all(isinstance(rc, RoleConfig) for rc in ctx.llm_roles.values())
 

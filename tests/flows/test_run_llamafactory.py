@@ -80,7 +80,7 @@ def ran(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lf-run")
     # the tiny model's vocabulary, learnt from a separate synthesis pass
     space = load_initial_space(get_pack("airline"), run_id="vocab")
-    kept = run_pass(Ctx(Store(tmp / "vocab"), "vocab", 0, 1, "airline"), space, ColdStart(), 12).kept
+    kept = run_pass(Ctx(Store(tmp / "vocab"), "vocab", 0, 1, get_domain("airline")), space, ColdStart(), 12).kept
     write_dataset(sft_examples([(c.task, c.trajectory) for c in kept], get_domain("airline"), 0.0, seed=0), tmp / "vocab-data",
                   system=get_domain("airline").policy)
     model = tiny_model(cli, tmp / "vocab-data" / "evosyn.json", tmp / "tiny")

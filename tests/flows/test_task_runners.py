@@ -58,16 +58,20 @@ def test_dask_without_prefect_dask_is_one_line(monkeypatch):
 
 
 def test_a_rounds_context_pickles_into_a_worker_process(tmp_path):
-    """A process runner ships the context to its workers: the resolved environment (weak references) stays
-    behind and is resolved there again from the domain's name."""
+    """A process runner ships the context to its workers: the environment (its DB, weak references) travels
+    by its name and data folder, and the worker's registry builds it there."""
+    from evosyn.envs import packs
     from evosyn.tasks.stages import Ctx
 
-    ctx = Ctx.for_run(RunConfig(domain="airline", store={"root": str(tmp_path)}), "r", 1)
-    assert ctx.env.pack.name == "airline"  # resolved: the cached environment is on the context now
-    back = pickle.loads(cloudpickle.dumps(ctx))
+    env = packs.get_domain("airline")
+    ctx = Ctx.for_run(RunConfig(domain="airline", store={"root": str(tmp_path)}), "r", 1, env)
+    data = cloudpickle.dumps(ctx)
+    assert len(data) < 4096  # no DB inside
+    back = pickle.loads(data)
     assert (back.store.root, back.run_id, back.round, back.seed, back.domain) == \
         (ctx.store.root, ctx.run_id, ctx.round, ctx.seed, ctx.domain)
-    assert "env" not in vars(back) and back.env.pack.name == "airline"
+    assert back.env is env  # this process's registry: the same environment
+    assert packs.pickled(env) == (packs.rebuilt, ("airline", None))  # the default data: no folder travels
 
 
 CONFIG = "domain: airline\nrounds: 1\nbudget: 12\nseed: 2\ntest_size: 10\nchunk_size: 4\ntask_runner: {runner}\n"

@@ -23,8 +23,8 @@ def test_the_official_split_with_the_real_model_playing_the_user(tmp_path, real_
 
     monkeypatch.setenv("EVOSYN_LOCAL_KEY", "sk-local-not-a-key")
     store = Store(tmp_path / "h")
-    run_pass(Ctx(store, RUN, 0, 3, "airline"), load_initial_space(get_pack("airline"), run_id=RUN), ColdStart(), 24)
-    learner, _, _ = train_round(store, RUN, 0)
+    run_pass(Ctx(store, RUN, 0, 3, get_domain("airline")), load_initial_space(get_pack("airline"), run_id=RUN), ColdStart(), 24)
+    learner, _, _ = train_round(store, RUN, 0, get_domain("airline"))
     assert learner.n_trajectories > 0
     # short replies: a 135M model's customer turns are the cost here (the CLI takes the same role config)
     rc = RoleConfig(backend="llm", provider="openai_compatible", model=real_model.model, base_url=real_model.base_url,

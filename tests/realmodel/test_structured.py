@@ -48,7 +48,7 @@ def inputs(tmp_path_factory):
     from evosyn.tasks.synthesis import run_pass
 
     space = load_initial_space(get_pack("airline"), run_id="structured")
-    done = run_pass(Ctx(Store(tmp_path_factory.mktemp("structured")), "structured", 0, 0, "airline"), space,
+    done = run_pass(Ctx(Store(tmp_path_factory.mktemp("structured")), "structured", 0, 0, get_domain("airline")), space,
                     ColdStart(), 12)
     dom = get_domain("airline")
     broken = []

@@ -12,12 +12,13 @@ from evosyn.envs.packs import get_pack
 from evosyn.storage.chunks import check, invalidate, verify
 from evosyn.storage.store import Store, StoreFault
 from evosyn.tasks import stages
+from evosyn.envs.packs import get_domain
 
 
 @pytest.fixture
 def generated(tmp_path):
     """One generate chunk of an embedded pass: (ctx, space, blueprints, tasks, the chunk name)."""
-    ctx = stages.Ctx(Store(tmp_path / "home"), "chk", 1, 0)
+    ctx = stages.Ctx(Store(tmp_path / "home"), "chk", 1, 0, get_domain("airline"))
     space = load_initial_space(get_pack("airline"), run_id="chk")
     blueprints = stages.plan(ctx, space, stages.design(ctx, space, ColdStart(), 6, "evosyn"))
     tasks = stages.generate(ctx, space, blueprints)

@@ -30,7 +30,7 @@ def run(store: Store, run_id: str = RUN_ID, rounds: int = 2, budget: int = 16, c
         testset.test_cases(store, get_domain("airline"), n=test_size, kind=kind)
     steering, previous = ColdStart(), None
     for r in range(1, rounds + 1):
-        ctx = stages.Ctx(store, run_id, r, seed)
+        ctx = stages.Ctx(store, run_id, r, seed, get_domain("airline"))
         directions = stages.design(ctx, space, steering, budget, arm)
         blueprints = stages.plan(ctx, space, directions)
         for part in stages.chunks(blueprints, chunk_size):

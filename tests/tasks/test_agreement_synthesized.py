@@ -38,7 +38,7 @@ def _tau2(args):
 def test_synthesized_rewards_equal_tau2_and_perturbations_fail(tmp_path, name):
     dom = get_domain(name)
     space = with_count_factors(load_initial_space(dom.pack, run_id=f"agree-{name}"), ("num_write",))
-    result = run_pass(Ctx(Store(tmp_path), space.run_id, 0, 7, name), space, ColdStart(), 40)
+    result = run_pass(Ctx(Store(tmp_path), space.run_id, 0, 7, get_domain(name)), space, ColdStart(), 40)
     cases = []
     for kept in result.kept[:PER_DOMAIN]:
         task, gold = dom.task_from_json(kept.task.definition), kept.trajectory.messages

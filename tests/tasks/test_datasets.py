@@ -13,7 +13,7 @@ from evosyn.storage.store import Store
 
 def test_examples_equal_the_per_example_validated_ones(tmp_path):
     space = load_initial_space(get_pack("airline"), run_id="ds")
-    result = run_pass(Ctx(Store(tmp_path), "ds", 0, 3, "airline"), space, ColdStart(), 12)
+    result = run_pass(Ctx(Store(tmp_path), "ds", 0, 3, get_domain("airline")), space, ColdStart(), 12)
     kept = [(c.task, c.trajectory) for c in result.kept]
     assert len(kept) >= 8
     schemas = [t.openai_schema() for t in get_domain("airline").tools("assistant")]
@@ -34,7 +34,7 @@ def test_a_car_bench_example_carries_the_tools_and_policy_its_task_gives_the_age
 
     store = Store(tmp_path)
     space = load_initial_space(get_pack("car_bench"), run_id="cb")
-    result = run_pass(Ctx(store, "cb", 0, 0, "car_bench"), space, ColdStart(), 24)
+    result = run_pass(Ctx(store, "cb", 0, 0, get_domain("car_bench")), space, ColdStart(), 24)
     car = get_domain("car_bench")
     kept = [(c.task, c.trajectory) for c in result.kept]
     examples = {e.task_id: e for e in sft_examples(kept, car, 0.0, seed=0)}
@@ -56,7 +56,7 @@ def test_the_trajectories_a_learner_trains_on_open_with_their_agents_system_prom
     from evosyn.tasks.datasets import as_trajectories, system_prompt, with_policy
 
     store = Store(tmp_path)
-    result = run_pass(Ctx(store, "cb", 0, 0, "car_bench"), load_initial_space(get_pack("car_bench"), run_id="cb"), ColdStart(), 8)
+    result = run_pass(Ctx(store, "cb", 0, 0, get_domain("car_bench")), load_initial_space(get_pack("car_bench"), run_id="cb"), ColdStart(), 8)
     car = get_domain("car_bench")
     kept = [(c.task, c.trajectory) for c in result.kept]
     trajectories = as_trajectories(sft_examples(kept, car, 0.0, seed=0), system_prompt(store, "cb", car))

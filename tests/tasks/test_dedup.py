@@ -45,7 +45,7 @@ def seeded(tmp_path_factory):
     domain = get_domain("airline")
     testset.test_cases(store, get_domain("airline"), n=N_TEST)  # the official-matched set the pass is checked against
     for rnd, budget in ((1, 40), (2, 30)):
-        ctx = Ctx(store, RUN, rnd, seed=rnd)
+        ctx = Ctx(store, RUN, rnd, seed=rnd, env=get_domain("airline"))
         run_pass(ctx, load_initial_space(get_pack("airline"), run_id=RUN), ColdStart(), budget)
     r1 = [t for (t, _) in dedup.verified(store, RUN, 1)[1]]
     planted, tasks, examples = {}, [], []
@@ -79,7 +79,7 @@ def _all_rows(store):
 
 def test_every_planted_copy_is_flagged_as_what_it_is_and_no_clean_task_is(seeded):
     store, planted = seeded
-    counts = [dedup.dedup(Ctx(store, RUN, rnd, seed=0), N_TEST) for rnd in (1, 2)]
+    counts = [dedup.dedup(Ctx(store, RUN, rnd, seed=0, env=get_domain("airline")), N_TEST) for rnd in (1, 2)]
     rows = _all_rows(store)
     clean = [r for r in rows if r.task_id not in planted]
     assert len(clean) >= 40 and not any(r.flagged for r in clean)
@@ -106,7 +106,7 @@ def test_every_planted_copy_is_flagged_as_what_it_is_and_no_clean_task_is(seeded
 def test_the_rows_are_queryable_in_sql(seeded):
     store, planted = seeded
     for rnd in (1, 2):
-        dedup.dedup(Ctx(store, RUN, rnd, seed=0), N_TEST)
+        dedup.dedup(Ctx(store, RUN, rnd, seed=0, env=get_domain("airline")), N_TEST)
     got = query_rows(f"select task_id, list_sort(flags) from dedup where run_id = '{RUN}' and flagged order by 1",
                      store)
     assert [r[0] for r in got.rows] == sorted(planted)
@@ -118,29 +118,29 @@ def test_the_rows_are_queryable_in_sql(seeded):
 def test_a_rerun_reads_its_rows_back_and_a_redone_check_writes_the_same_rows(seeded, monkeypatch):
     store, _ = seeded
     for rnd in (1, 2):
-        dedup.dedup(Ctx(store, RUN, rnd, seed=0), N_TEST)
+        dedup.dedup(Ctx(store, RUN, rnd, seed=0, env=get_domain("airline")), N_TEST)
     before = normalized_rows(store, "dedup", RUN)
     monkeypatch.setattr(dedup, "check", lambda *a, **k: pytest.fail("a finished check was redone"))
-    dedup.dedup(Ctx(store, RUN, 2, seed=0), N_TEST)
+    dedup.dedup(Ctx(store, RUN, 2, seed=0, env=get_domain("airline")), N_TEST)
     monkeypatch.undo()
     # killed after its rows, before its marker: redone, the same rows
     store.marker_path(dedup.STAGE, RUN, 2, dedup.CHUNK).unlink()
-    dedup.dedup(Ctx(store, RUN, 2, seed=0), N_TEST)
+    dedup.dedup(Ctx(store, RUN, 2, seed=0, env=get_domain("airline")), N_TEST)
     assert normalized_rows(store, "dedup", RUN) == before
     # other parameters: the chunk is redone with them, then the run's own again gives the first rows
     strict = DedupConfig(threshold=0.99)
-    dedup.dedup(Ctx(store, RUN, 2, seed=0, dedup=strict), N_TEST)
+    dedup.dedup(Ctx(store, RUN, 2, seed=0, dedup=strict, env=get_domain("airline")), N_TEST)
     strict_rows = {r.task_id: r for r in store.read_chunk("dedup", RUN, 2, "dedup")}
     assert all(strict_rows[f"planted-near{i}"].duplicate_by in ([], ["actions"]) for i in range(3))  # J < 0.99
     assert strict_rows["planted-testset"].test_set_by == ["instruction", "actions"]  # J = 1
-    dedup.dedup(Ctx(store, RUN, 2, seed=0), N_TEST)
+    dedup.dedup(Ctx(store, RUN, 2, seed=0, env=get_domain("airline")), N_TEST)
     assert normalized_rows(store, "dedup", RUN) == before
 
 
 def test_flagged_tasks_leave_training_only_when_the_run_drops_them(seeded):
     store, planted = seeded
     for rnd in (1, 2):
-        dedup.dedup(Ctx(store, RUN, rnd, seed=0), N_TEST)
+        dedup.dedup(Ctx(store, RUN, rnd, seed=0, env=get_domain("airline")), N_TEST)
     everything = [e.task_id for e in dedup.training_examples(store, RUN, 2)]  # a pass without a run row: kept
     assert set(planted) <= set(everything)
     for drop in (False, True):
@@ -165,7 +165,7 @@ def test_a_default_dedup_section_leaves_the_run_id_and_its_stored_config_as_they
 
 def test_a_test_set_built_after_a_check_is_checked_against_on_the_next_one(tmp_path):
     store, domain = Store(tmp_path / "s"), get_domain("airline")
-    ctx = Ctx(store, "late", 0, seed=4)
+    ctx = Ctx(store, "late", 0, seed=4, env=get_domain("airline"))
     run_pass(ctx, load_initial_space(get_pack("airline"), run_id="late"), ColdStart(), 6)
     first = dedup.check_run(store, domain, "late", DedupConfig(), N_TEST)
     assert first.test_set_ids == [] and first.rounds[0].checked > 0

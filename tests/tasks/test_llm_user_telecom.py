@@ -48,19 +48,20 @@ def test_a_telecom_round_with_an_llm_teacher_and_user_verifies_device_tasks_as_t
     from evosyn.tasks.stages import Ctx
     from evosyn.tasks.synthesis import run_pass
 
-    dom, script = get_domain("telecom"), RoleScript("telecom")
+    dom = get_domain("telecom")
+    script = RoleScript(dom)
     store = Store(tmp_path / "s")
     space = load_initial_space(get_pack("telecom"), run_id="tel-llm")
     # the embedded generator's tasks (their phones start broken: a starting state the LLM Generator's reply
     # cannot set), generated first so the scripted model knows each task's conversation; the pass below reads
     # them back and rolls them out
-    embedded = Ctx(store, "tel-llm", 1, 0, "telecom")
+    embedded = Ctx(store, "tel-llm", 1, 0, get_domain("telecom"))
     blueprints = stages.plan(embedded, space, stages.design(embedded, space, ColdStart(), 16, "evosyn"))
     for task in stages.generate(embedded, space, blueprints):
         script.remember(task)
     with FakeLLMServer(script) as server:
         llm = {r: role(server.base_url) for r in ("teacher", "user")}
-        result = run_pass(Ctx(store, "tel-llm", 1, 0, "telecom", llm_roles=llm), space, ColdStart(), 16)
+        result = run_pass(Ctx(store, "tel-llm", 1, 0, get_domain("telecom"), llm_roles=llm), space, ColdStart(), 16)
     kept = [k for k in result.kept if _needs_device(dom.task_from_json(k.task.definition))]
     assert len(kept) >= 3, f"{len(result.kept)} kept, {len(kept)} with device actions"
     for k in kept:  # the LLM user performed them: user tool calls in the recorded trajectory, stepped as the user
@@ -85,10 +86,11 @@ def test_an_llm_generator_writes_device_actions_that_verify(tmp_path, role):
     from evosyn.tasks.stages import Ctx
     from evosyn.tasks.synthesis import run_pass
 
-    dom, script = get_domain("telecom"), RoleScript("telecom")
+    dom = get_domain("telecom")
+    script = RoleScript(dom)
     space = load_initial_space(get_pack("telecom"), run_id="tel-gen")
     with FakeLLMServer(script) as server:
-        ctx = Ctx(Store(tmp_path / "s"), "tel-gen", 1, 0, "telecom", llm_roles={"generator": role(server.base_url)})
+        ctx = Ctx(Store(tmp_path / "s"), "tel-gen", 1, 0, get_domain("telecom"), llm_roles={"generator": role(server.base_url)})
         result = run_pass(ctx, space, ColdStart(), 24)
         asked = [r["body"] for r in server.requests]
     assert asked and all("TOOLS THE USER CALLS ON THEIR OWN DEVICE" in b["messages"][0]["content"] for b in asked)

@@ -17,7 +17,7 @@ from evosyn.envs.packs import get_domain, get_pack
 
 @pytest.fixture
 def ctx(tmp_path):
-    ctx = stages.Ctx(Store(tmp_path / "s"), "r1", 1, seed=0)
+    ctx = stages.Ctx(Store(tmp_path / "s"), "r1", 1, seed=0, env=get_domain("airline"))
     space = load_initial_space(get_pack("airline"), run_id="r1")
     blueprints = stages.plan(ctx, space, stages.design(ctx, space, ColdStart(), 8, "evosyn"))
     tasks_ = stages.generate(ctx, space, blueprints)
@@ -76,7 +76,7 @@ def test_a_probe_set_feeds_the_probes_only_and_only_with_learner_evidence(tmp_pa
 
     store = Store(tmp_path / "s")
     space = load_initial_space(get_pack("airline"), run_id="r1")
-    base = stages.Ctx(store, "r1", 1, seed=0)
+    base = stages.Ctx(store, "r1", 1, seed=0, env=get_domain("airline"))
     blueprints = stages.plan(base, space, stages.design(base, space, ColdStart(), 30, "evosyn"))
     tasks_ = stages.generate(base, space, blueprints)
     stages.verify_chunk(base, tasks_, stages.rollout(base, tasks_, "chunk-0"), "chunk-0")

@@ -3,6 +3,7 @@ import math
 
 import pytest
 
+from evosyn.envs.packs import get_pack
 from evosyn.storage.store import Store
 from evosyn.tasks import metrics as TM
 from tests.storage.samples import samples
@@ -79,15 +80,15 @@ def test_controllability_counts_an_infeasible_blueprint_as_a_miss(store):
     assert (c["n_requested"], c["n_realized"]) == (5, 3)
     assert c["exact"] == pytest.approx(3 / 5)  # every realized request matched; the two never realized did not
     assert c["spearman"] == pytest.approx(1.0)
-    per_round = TM.round_controllability(st, "run-a", "airline", 3)
+    per_round = TM.round_controllability(st, "run-a", get_pack("airline"), 3)
     assert per_round["num_write"]["n_requested"] == 5 and "num_read" not in per_round
-    m = TM.round_metrics(st, "run-a", "airline", 3)
+    m = TM.round_metrics(st, "run-a", get_pack("airline"), 3)
     assert m["controllability.num_write.exact"] == pytest.approx(0.6)
     assert m["controllability.num_write.n_realized"] == 3.0
 
 
 def test_transition_on_matched_diagnostic_tasks(store):
-    t = TM.transition(store, "run-a", "airline", 2, min_n=1)
+    t = TM.transition(store, "run-a", get_pack("airline"), 2, min_n=1)
     # num_write=2: SR 0/2 -> 1/2 on tasks y, z; its verified share 0 (round 1) -> 1 (round 2): targeted, improved
     # num_write=1: SR 1 -> 1, share 1 -> 0
     assert t["targeted_slices"] == 1 and t["targeted_improvement_rate"] == 1.0

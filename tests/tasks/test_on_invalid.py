@@ -13,6 +13,7 @@ from evosyn.envs.packs import get_pack
 from evosyn.config import RoleConfig
 from evosyn.storage.store import Store
 from evosyn.tasks import stages
+from evosyn.envs.packs import get_domain
 
 KEY = "sk-test-ON-INVALID-0000"
 
@@ -26,7 +27,7 @@ def nonsense():
 def _ctx(tmp_path, server, role, on_invalid):
     llm = {role: RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini", base_url=server.base_url,
                             max_invalid_retries=1, on_invalid=on_invalid)}
-    return stages.Ctx(Store(tmp_path / "home"), "inv", 1, 0, llm_roles=llm)
+    return stages.Ctx(Store(tmp_path / "home"), "inv", 1, 0, llm_roles=llm, env=get_domain("airline"))
 
 
 def _statuses(ctx, role):
@@ -64,7 +65,7 @@ def test_a_per_item_role_with_only_invalid_replies_stops_or_warns(tmp_path, monk
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     ctx = _ctx(tmp_path, nonsense, "planner", on_invalid)
     space = load_initial_space(get_pack("airline"), run_id="inv")
-    directions = stages.design(stages.Ctx(ctx.store, "inv", 1, 0), space, ColdStart(), 3, "evosyn")
+    directions = stages.design(stages.Ctx(ctx.store, "inv", 1, 0, get_domain("airline")), space, ColdStart(), 3, "evosyn")
     if on_invalid == "fail":
         with pytest.raises(RoleInvalid, match="planner: .*every reply invalid"):
             stages.plan(ctx, space, directions)

@@ -13,6 +13,7 @@ from evosyn.tasks.progress import StageEvent, Tally, describe
 from evosyn.tasks.stages import Ctx
 from evosyn.tasks.synthesis import run_pass, summary
 from evosyn.storage.store import Store
+from evosyn.envs.packs import get_domain
 
 RUN = "progress-test"
 
@@ -84,7 +85,7 @@ def test_a_tally_fed_from_threads_loses_nothing():
 
 def _pass(store, emit, budget=14, chunk_size=5):
     space = load_initial_space(get_pack("airline"), run_id=RUN)
-    return run_pass(Ctx(store, RUN, 0, 3, "airline"), space, ColdStart(), budget, chunk_size=chunk_size, emit=emit)
+    return run_pass(Ctx(store, RUN, 0, 3, get_domain("airline")), space, ColdStart(), budget, chunk_size=chunk_size, emit=emit)
 
 
 def test_a_pass_emits_what_it_wrote_and_a_resumed_pass_the_same(tmp_path):

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow.parquet as pq
 import pytest
 
+from evosyn.envs.packs import get_domain
 from evosyn.agents.designer import ColdStart
 from evosyn.agents.llm.cache import ResponseCache
 from evosyn.benchmarks.fake_llm_server import FakeLLMServer, Reply
@@ -40,11 +41,11 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_resume_loses_and_dup
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     store = Store(tmp_path / "home")
     space = load_initial_space(get_pack("airline"), run_id="chunks")
-    embedded = stages.Ctx(store, "chunks", 1, 0)
+    embedded = stages.Ctx(store, "chunks", 1, 0, get_domain("airline"))
     blueprints = stages.plan(embedded, space, stages.design(embedded, space, ColdStart(), 6, "evosyn"))
     a, b = blueprints[:1], blueprints[1:3]
     slow = b[1].blueprint_id  # chunk b: one fast reply, then one slow one
-    script = RoleScript()
+    script = RoleScript(get_domain("airline"))
     finished = []
 
     def kill_point(point, round=None):  # the second chunk to reach it (b, the slow one) dies there
@@ -58,7 +59,7 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_resume_loses_and_dup
     with FakeLLMServer(respond) as server:
         llm = {"generator": RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini", base_url=server.base_url,
                                        max_concurrency=4)}
-        ctx = stages.Ctx(store, "chunks", 1, 0, llm_roles=llm)
+        ctx = stages.Ctx(store, "chunks", 1, 0, llm_roles=llm, env=get_domain("airline"))
         with monkeypatch.context() as m, ThreadPoolExecutor(max_workers=2) as pool:  # as the Prefect round maps
             m.setattr(context, "kill_point", kill_point)  # where Ctx.crash_point calls it
             fb = pool.submit(stages.generate, ctx, space, b)
@@ -94,7 +95,7 @@ def test_concurrent_chunks_each_write_their_own_calls_and_a_resume_loses_and_dup
         assert store.is_complete("generate", "chunks", 1, stages.chunk_name("gen", b))
 
         clean = Store(tmp_path / "clean")  # the same chunk, never interrupted, on a store of its own
-        stages.generate(stages.Ctx(clean, "chunks", 1, 0, llm_roles=llm), space, b)
+        stages.generate(stages.Ctx(clean, "chunks", 1, 0, llm_roles=llm, env=get_domain("airline")), space, b)
     again = store.read_records("llm_calls", run_id="chunks")
     assert sorted(r.call_id for r in again) == sorted(r.call_id for r in rows)  # none lost, none added
     assert pq.read_table(chunk_b).to_pylist() == paid_b  # the paid rows, unchanged: no cache-hit replay over them
@@ -126,7 +127,7 @@ def test_a_url_that_answers_with_no_chat_completion_fails_the_stage_but_a_bad_mo
         with FakeLLMServer(lambda request, reply=reply: reply) as server:
             llm = {"designer": RoleConfig(backend="llm", provider="openai", model="gpt-4o-mini",
                                           base_url=server.base_url, max_invalid_retries=1, on_invalid=on_invalid)}
-            ctx = stages.Ctx(Store(tmp_path / f"h-{fails}-{on_invalid}"), "web", 1, 0, llm_roles=llm)
+            ctx = stages.Ctx(Store(tmp_path / f"h-{fails}-{on_invalid}"), "web", 1, 0, llm_roles=llm, env=get_domain("airline"))
             if fails:
                 with pytest.raises(StageUnavailable, match=server.base_url) as err:
                     stages.design(ctx, space, ColdStart(), 6, "evosyn")

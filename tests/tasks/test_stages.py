@@ -10,11 +10,12 @@ from evosyn.agents.designer import ColdStart
 from evosyn.envs.ontology import load_initial_space
 from evosyn.envs.packs import get_pack
 from evosyn.storage.store import Store
+from evosyn.envs.packs import get_domain
 
 
 @pytest.fixture
 def ctx(tmp_path):
-    return stages.Ctx(Store(tmp_path / "s"), "r1", 1, seed=0)
+    return stages.Ctx(Store(tmp_path / "s"), "r1", 1, seed=0, env=get_domain("airline"))
 
 
 def _planned(ctx, budget=40):
@@ -36,7 +37,7 @@ def test_rollout_of_read_back_tasks_equals_rollout_of_the_originals(ctx):
     assert [t.model_dump_json() for t in back] == [t.model_dump_json() for t in made]
     # the case that broke: argument dicts whose keys are not in sorted order
     assert any(_unsorted_arguments(t) for t in made)
-    fresh = stages.Ctx(Store(ctx.store.root.parent / "other"), ctx.run_id, ctx.round, ctx.seed)
+    fresh = stages.Ctx(Store(ctx.store.root.parent / "other"), ctx.run_id, ctx.round, ctx.seed, get_domain("airline"))
     a = stages.rollout(fresh, made, "chunk-a")
     b = stages.rollout(ctx, back, "chunk-a")
     assert [t.model_dump_json() for t in a] == [t.model_dump_json() for t in b]

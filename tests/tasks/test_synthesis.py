@@ -10,12 +10,13 @@ from evosyn.envs.packs import get_pack
 from evosyn.tasks.synthesis import PassConflict, run_pass, summary
 from evosyn.storage.digest import table_digests
 from evosyn.storage.store import Store
+from evosyn.envs.packs import get_domain
 
 RUN = "synth-t"
 
 
 def _pass(root, budget=14, seed=3, chunk_size=5, **kw):
-    ctx = stages.Ctx(Store(root), RUN, 0, seed)
+    ctx = stages.Ctx(Store(root), RUN, 0, seed, get_domain("airline"))
     return run_pass(ctx, load_initial_space(get_pack("airline"), run_id=RUN), ColdStart(), budget, chunk_size=chunk_size, **kw)
 
 

@@ -186,7 +186,7 @@ def test_every_run_and_arm_evaluates_on_the_same_sets_in_their_own_namespace(tmp
     runs = [run_id_for(RunConfig(domain="airline", arm=arm, seed=0, test_size=N)) for arm in ("evosyn", "static")]
     seen = {}
     for run_id in runs:
-        ctx = Ctx(store, run_id, 1, 0, "airline")
+        ctx = Ctx(store, run_id, 1, 0, get_domain("airline"))
         learner = loop.train(ctx)  # no data yet: the base learner
         seen[run_id] = {s: sorted(e.task_id for e in loop.evaluate(ctx, learner, s, N)) for s in testset.TASK_SETS}
     assert seen[runs[0]] == seen[runs[1]] and all(len(ids) == N for ids in seen[runs[0]].values())

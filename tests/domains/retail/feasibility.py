@@ -47,7 +47,9 @@ def rate(gen, domain, sel: dict, key: str, seeds: int, codes: Counter) -> tuple[
 
 def main(seeds: int = 30) -> None:
     start = time.process_time()
-    domain = get_pack("retail").environment()
+    pack = get_pack("retail")
+    domain = pack.environment()
+    domain.bind_pack(pack)
     gen = RetailGenerator(domain)
     codes: Counter = Counter()
     for key in ("num_write", "num_read"):

@@ -3,6 +3,7 @@ import math
 
 import pytest
 
+from evosyn.envs.packs import get_domain
 from evosyn.storage.store import Store
 from evosyn.tasks.reports.compare import COLUMNS, MEAN_COLUMNS, compare, markdown
 from tests.storage.samples import samples
@@ -10,6 +11,7 @@ from tests.storage.samples import samples
 S = samples()
 DOMAINS = ("retail", "airline")  # two domains with reference sets; written out of order on purpose
 ARMS = ("static", "evosyn")
+ENVS = {d: get_domain(d) for d in DOMAINS}  # what `evosyn compare` resolves once per domain
 
 
 def rec(table, run_id, round=1, **fields):
@@ -41,7 +43,7 @@ def store(tmp_path):
 
 def test_one_table_across_domains(store):
     ids = store.runs()
-    result = compare(store, ids, draws=10)
+    result = compare(store, ids, ENVS, draws=10)
     rows = result["rows"]
     assert COLUMNS[0] == "domain" and "domain" not in MEAN_COLUMNS
     assert [(r["domain"], r["arm"]) for r in rows] == [("airline", "evosyn"), ("airline", "static"),
@@ -65,7 +67,7 @@ def test_one_table_across_domains(store):
 def test_readable_headings_and_a_legend(store):
     from evosyn.tasks.reports.legend import METRICS
 
-    result = compare(store, store.runs(), draws=10)
+    result = compare(store, store.runs(), ENVS, draws=10)
     assert list(result["legend"]) == [*COLUMNS, "runs"]  # every column explained, in the table's order
     for name, entry in result["legend"].items():
         assert entry == {"label": METRICS[name].label, "means": METRICS[name].means, "range": METRICS[name].range,

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from evosyn.envs.packs import get_domain
 from evosyn.storage.records import Run
 from evosyn.storage.store import Store
 from evosyn.tasks.reports import data as D
@@ -18,6 +19,7 @@ from tests.storage.samples import samples
 
 pytestmark = pytest.mark.slow
 MAIN, OTHER = "rep-evosyn", "rep-static"
+ENVS = {"airline": get_domain("airline")}  # what `evosyn report` resolves from the runs' domains
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +35,14 @@ def store(tmp_path_factory):
 @pytest.fixture(scope="module")
 def single(store, tmp_path_factory):
     out = tmp_path_factory.mktemp("report-single")
-    page, md = write_report(store, MAIN, [], out)
+    page, md = write_report(store, MAIN, [], out, ENVS)
     return page.read_text(), md.read_text()
 
 
 @pytest.fixture(scope="module")
 def compared(store, tmp_path_factory):
     out = tmp_path_factory.mktemp("report-compare")
-    page, md = write_report(store, MAIN, [OTHER], out)
+    page, md = write_report(store, MAIN, [OTHER], out, ENVS)
     return page.read_text(), md.read_text()
 
 
@@ -72,7 +74,7 @@ def test_the_page_is_self_contained(single, compared):
 def test_no_phantom_transition_in_a_three_round_run(store, single):
     assert D.rounds_ran(store, MAIN) == [1, 2, 3]
     spaces = {s.round: s.version for s in store.read_records("spaces", run_id=MAIN)}
-    trace = D.trace(store, MAIN)
+    trace = D.trace(store, MAIN, ENVS)
     expected = ["1 -> 2", "2 -> 3"]
     if spaces[3] != spaces[2]:  # the Reflector changed the space after the last round: proposed, not run
         expected.append("after 3: proposed for round 4 (not run)")
@@ -97,7 +99,7 @@ def test_an_update_after_the_last_round_is_shown_as_proposed(tmp_path):
         st.write([S["evaluations"].model_copy(update={"round": rnd, "evaluation_id": f"e{rnd}"})], f"eval-{rnd}")
     review = S["reflections"].dimension_reviews[0].model_copy(update={"evidence": "success on 3-4: 0.20 -> 0.60"})
     st.write([S["reflections"].model_copy(update={"round": 2, "dimension_reviews": [review]})], "reflect-2")
-    trace = D.trace(st, "r")
+    trace = D.trace(st, "r", ENVS)
     assert [t["transition"] for t in trace] == ["1 -> 2", "after 2: proposed for round 3 (not run)"]
     assert trace[0]["reviews"] == "" and trace[1]["reviews"] == "num_write: promote (success on 3-4: 0.20 -> 0.60)"
     assert trace[0]["space"].startswith("v1 -> v2: add_factor num_write")
@@ -116,7 +118,7 @@ def test_legend_explains_every_metric_shown(single, compared):
 def test_samples_are_rendered_as_chat(store, single):
     page, _ = single
     body = _section(page, "samples")
-    picked = D.sample_trajectories(store, MAIN, per_slice=2)
+    picked = D.sample_trajectories(store, MAIN, ENVS, per_slice=2)
     families = {s["value"] for s in picked}
     assert len(families) > 1 and all(sum(s["value"] == f for s in picked) <= 2 for f in families)
     assert body.count("class='chat'") == len(picked)
@@ -132,17 +134,17 @@ def test_samples_are_rendered_as_chat(store, single):
 def test_one_value_per_metric_name(store, single, compared):
     """The report's trajectory_diversity is the run summary's (own patterns, flows/run.py); the union value has
     its own name, and equals `evosyn compare`'s."""
-    rows = D.run_rows(store, MAIN)
+    rows = D.run_rows(store, MAIN, ENVS)
     for row in rows:
-        own = intrinsic(verified_samples(store, MAIN, row["round"]), "airline")  # what the run summary logs
+        own = intrinsic(verified_samples(store, MAIN, row["round"]), ENVS["airline"].pack)  # what the run summary logs
         assert row["trajectory_diversity"] == pytest.approx(own["trajectory_diversity"])
         assert "trajectory_diversity_union" not in row
-    result = compare(store, [MAIN, OTHER], draws=10)
+    result = compare(store, [MAIN, OTHER], ENVS, draws=10)
     for r in result["rows"]:
-        own = intrinsic(verified_samples(store, r["run_id"], r["round"]), "airline")
+        own = intrinsic(verified_samples(store, r["run_id"], r["round"]), ENVS["airline"].pack)
         assert r["trajectory_diversity"] == pytest.approx(own["trajectory_diversity"])
     by = {(r["run_id"], r["round"]): r for r in result["rows"]}
-    union_rows = D.run_rows(store, MAIN, {p for ps in result["pattern_union"].values() for p in ps})
+    union_rows = D.run_rows(store, MAIN, ENVS, {p for ps in result["pattern_union"].values() for p in ps})
     for row in union_rows:
         assert row["trajectory_diversity_union"] == pytest.approx(by[(MAIN, row["round"])]["trajectory_diversity_union"])
     _, md = compared
