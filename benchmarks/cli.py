@@ -14,6 +14,7 @@ from evosyn.benchmarks.cli_llm import bench_llm
 from evosyn.benchmarks.cli_query import bench_query
 from evosyn.benchmarks.cli_results import bench_results
 from evosyn.benchmarks.cli_run import bench_run
+from evosyn.benchmarks.cli_served import bench_served
 from evosyn.benchmarks.cli_sweep import bench_sweep
 from evosyn.benchmarks.cli_stages import (
     bench_learner,
@@ -34,5 +35,5 @@ def bench(ctx: click.Context, note: str | None) -> None:
 
 
 for command in (bench_discovery, bench_faults, bench_learner, bench_learning, bench_llm, bench_query, bench_results,
-                bench_run, bench_sweep, bench_synth, bench_testsets, bench_verify):
+                bench_run, bench_served, bench_sweep, bench_synth, bench_testsets, bench_verify):
     bench.add_command(command)

@@ -101,6 +101,24 @@ def _promotions(store, run_id: str) -> list[dict]:
     return out
 
 
+def adoption(store, launched, arms: list[str], prop: str, rounds: int) -> list[dict[str, Any]]:
+    """Per arm, the seeds whose runs (``launched``) adopt ``prop``: promoted by a reflection of rounds
+    1 .. ``rounds``-1 (one that steers a later round; the last one shapes no data), with the round and the rule, and
+    every factor each run promoted."""
+    rows = []
+    for arm in arms:
+        per_seed = []
+        for j in (j for j in launched if j.arm == arm):
+            promoted = _promotions(store, j.run_id)
+            hit = next((p for p in promoted if p["factor"] == prop and p["round"] < rounds), None)
+            per_seed.append({"seed": j.seed, "run_id": j.run_id, "recovered": hit is not None,
+                             "round": hit["round"] if hit else None, "rule": hit["rule"] if hit else None,
+                             "promoted": promoted})
+        rows.append({"arm": arm, "recovered": sum(s["recovered"] for s in per_seed), "seeds": len(per_seed),
+                     "per_seed": per_seed})
+    return rows
+
+
 def weakness(rows: list[dict], gap: str) -> dict[str, Any]:
     """Whether suppressing the planted bucket made it a weakness of the feedback arm's learner: in how many of the
     diagnosed reflections (the property not yet in the space) the round's model fails the planted bucket of the
@@ -148,18 +166,8 @@ def bench(env: Domain, seeds: list[int], home, *, gaps: list[tuple[str, str]], k
         runs_launched += sum(not j.reused for j in launched)
         runs_reused += sum(j.reused for j in launched)
         store = Store(home, create=False)
-        for arm in ARMS:
-            per_seed = []
-            for j in (j for j in launched if j.arm == arm):
-                promoted = _promotions(store, j.run_id)
-                # adopted: promoted by a reflection that steers a later round (the last one shapes no data)
-                hit = next((p for p in promoted if p["factor"] == prop and p["round"] < rounds), None)
-                per_seed.append({"seed": j.seed, "run_id": j.run_id, "recovered": hit is not None,
-                                 "round": hit["round"] if hit else None, "rule": hit["rule"] if hit else None,
-                                 "promoted": promoted})
-            rows.append({"gap": f"{prop}={value}", "property": prop, "bucket": value, "arm": arm,
-                         "recovered": sum(s["recovered"] for s in per_seed), "seeds": len(per_seed),
-                         "per_seed": per_seed})
+        rows += [{"gap": f"{prop}={value}", "property": prop, "bucket": value, **row}
+                 for row in adoption(store, launched, ARMS, prop, rounds)]
     diagnosis = None
     if diagnose_size:
         from evosyn.benchmarks.discovery_gaps import attach

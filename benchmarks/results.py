@@ -150,12 +150,41 @@ def learning(p: dict) -> list[str]:
         out += ["Paired differences (by seed and task):", "", *table(
             ["set", "round", "difference", "mean [CI]"],
             [[r["set"], r["round"], f"{r['a']} - {r['b']}", ci(r, signed=True)] for r in p["paired"]])]
+    if p.get("adaptation"):
+        out += [("Within-space adaptation (a slice's allocation gain, its share of the round's verified data minus the "
+                 "previous round's, against its success gap, the previous learner's success on the set minus on the "
+                 "slice): the gap-allocation Spearman and the targeted improvement rate, mean over seeds [range]:"), "",
+                *table(["arm", "set", "round", "seeds", "slices", "gap-allocation Spearman",
+                        "targeted improvement rate"],
+                       [[a["arm"], a["set"], a["round"], a["seeds"], a["slices"], ranged(a["spearman"],
+                                                                                          a.get("spearman_range")),
+                         ranged(a["targeted_improvement_rate"], a.get("rate_range"))] for a in p["adaptation"]])]
     return out
+
+
+def ranged(value: float | None, span: list[float] | None) -> str:
+    """A mean over seeds and, when the seeds differ, their range."""
+    return num(value, 3) + (f" [{span[0]:+.2f}, {span[1]:+.2f}]" if span and span[0] != span[1] else "")
 
 
 def discovery(p: dict) -> list[str]:
     return table(["gap", "arm", "adopted"], [[r["gap"], r["arm"], f"{r['recovered']}/{r['seeds']}"]
                                                for r in p["rows"]])
+
+
+def served(p: dict) -> list[str]:
+    from evosyn.benchmarks.served import adoption_lines, bucket_lines
+
+    t, a = p["target"], p["agent"]
+    head = (f"{p['domain']}, {p['rounds']} rounds x {p['budget']} blueprints, test sets of {p['test_size']}, a probe "
+            f"set of {p['probe_size']} per round; the agent fails every task with {p['property']} in "
+            f"{', '.join(p['weak_buckets'])}. Target: evosyn adopts {p['property']} in >= {t['evosyn_at_least']} "
+            f"seeds, no_feedback in <= {t['no_feedback_at_most']}: **{'met' if p['met'] else 'not met'}**.")
+    return [head, "", *table(["arm", f"{p['property']} adopted", "per seed (round, rule)", "all promoted (round)"],
+                             adoption_lines(p)),
+            ("The served agent's success over every evaluation of the runs, by the task's write count "
+             f"({a['requests']} requests; {a['misses']} conversations it could not place):"), "",
+            *table([p["property"], "evaluations", "success", "planted to fail"], bucket_lines(p))]
 
 
 def sweep(p: dict) -> list[str]:
@@ -213,6 +242,11 @@ SECTIONS = [
     Section("discovery", "Planted-gap recovery", "Per planted gap, in how many seeds the evosyn arm and the "
             "no_feedback control promote the planted property to a factor (App. B.6).",
             "evosyn bench discovery --seeds 0-2", "counts over the seeds", discovery),
+    Section("served", "A served learner's planted weakness", "A scripted agent served on 127.0.0.1 "
+            "(`learner: served`) that replays the teacher's solutions but never makes a second write "
+            "(benchmarks/served_agent.py): in how many seeds the evosyn arm and the no_feedback control adopt the "
+            "property behind the weakness (num_write) in rounds 1..R-1.", "evosyn bench served --seeds 0-2",
+            "counts over the seeds", served),
 ]
 
 

@@ -9,7 +9,8 @@ from pydantic import Field, model_validator
 
 from evosyn.config.base import Section
 from evosyn.config.roles import ROLES, RoleConfig
-from evosyn.config.sections import DedupConfig, GeneratorPrior, LlamaFactoryConfig, OfficialEvalConfig, StoreConfig
+from evosyn.config.sections import (DedupConfig, GeneratorPrior, LlamaFactoryConfig, OfficialEvalConfig,
+                                    ServedLearnerConfig, StoreConfig)
 from evosyn.storage.records import Arm
 
 # how a run executes, not what it computes: left out of its stored config and its id (flows/run_id.py)
@@ -22,8 +23,9 @@ PROBE_SIZE = 300
 
 def default_probe_size(budget: int, learner: str = "embedded") -> int:
     """The probe set of a run that names none: as large as its round, at most ``PROBE_SIZE``, where the learner
-    can be probed (the embedded one); none for a served learner."""
-    return min(budget, PROBE_SIZE) if learner == "embedded" else 0
+    can be probed (the embedded one, a served one); none for a LLaMA-Factory checkpoint (served only while it is
+    evaluated)."""
+    return min(budget, PROBE_SIZE) if learner in ("embedded", "served") else 0
 
 
 class RunConfig(Section):
@@ -52,10 +54,11 @@ class RunConfig(Section):
                     "and a bill with an LLM")
     seed: int = Field(default=0, ge=0,
                       description="the seed of every random choice of the run (same config and seed: same rows)")
-    learner: Literal["embedded", "llamafactory"] = Field(
+    learner: Literal["embedded", "llamafactory", "served"] = Field(
         default="embedded",
         description="`embedded`: behaviour cloning with scikit-learn, in-process; `llamafactory`: a real checkpoint "
-                    "trained each round (see `llamafactory`)")
+                    "trained each round (see `llamafactory`); `served`: your model behind an OpenAI-compatible "
+                    "endpoint (see `served`; guides/bring-your-model)")
     chunk_size: int = Field(
         default=50, ge=1, le=10_000,
         description="blueprints per chunk of generate / rollout / verify. A chunk is the unit of resume and of one "
@@ -101,6 +104,9 @@ class RunConfig(Section):
     llamafactory: LlamaFactoryConfig = Field(default_factory=LlamaFactoryConfig,
                                              description="the learner's training and serving, read with "
                                                          "`learner: llamafactory`")
+    served: ServedLearnerConfig | None = Field(
+        default=None, description="the served learner's endpoint and how it is trained between rounds, read with "
+                                  "`learner: served`")
     prior: GeneratorPrior = Field(default_factory=GeneratorPrior,
                                   description="the embedded generator's default prior")
     initial_factors: list[str] = Field(
@@ -134,15 +140,28 @@ class RunConfig(Section):
     def _probes_need_the_embedded_learner(self) -> "RunConfig":
         if self.probe_size is None:  # the default: a probe set as large as the round, where the learner can be probed
             self.probe_size = default_probe_size(self.budget, self.learner)
-        elif self.probe_size and self.learner != "embedded":
-            raise ValueError("probe_size: only with learner: embedded for now (set probe_size: 0)")
+        elif self.probe_size and self.learner == "llamafactory":
+            raise ValueError("probe_size: not with learner: llamafactory (its checkpoint is served only while it is "
+                             "evaluated; set probe_size: 0)")
         return self
 
     @model_validator(mode="after")
-    def _official_needs_the_embedded_learner(self) -> "RunConfig":
-        if self.official_eval is not None and self.learner != "embedded":
-            raise ValueError("official_eval: only with learner: embedded for now; score a served checkpoint with "
-                             "`evosyn evaluate --official --agent openai_compatible:MODEL --agent-base-url URL`")
+    def _served_needs_its_endpoint(self) -> "RunConfig":
+        if self.learner == "served" and self.served is None:
+            raise ValueError("served: `learner: served` needs the endpoint, e.g. served: {base_url: "
+                             "http://127.0.0.1:8000/v1, model: my-agent}")
+        if self.served is not None and self.learner != "served":
+            raise ValueError("served: only with learner: served")
+        if self.learner == "served" and self.train_deployment:
+            raise ValueError("train_deployment: a served learner is trained by served.hook (train: hook)")
+        return self
+
+    @model_validator(mode="after")
+    def _official_needs_a_learner_in_hand(self) -> "RunConfig":
+        if self.official_eval is not None and self.learner == "llamafactory":
+            raise ValueError("official_eval: not with learner: llamafactory (its checkpoint is served only while the "
+                             "fixed sets are evaluated); score a served checkpoint with `evosyn evaluate --official "
+                             "--agent openai_compatible:MODEL --agent-base-url URL`")
         return self
 
     def stored_json(self) -> str:
@@ -152,6 +171,8 @@ class RunConfig(Section):
         exclude = set(EXECUTION_FIELDS) | ({"dedup"} if self.dedup.is_default() else set())
         if not self.env_data:  # every environment's own data: rows stay as they were before the key existed
             exclude.add("env_data")
+        if self.served is None:  # likewise a run without a served learner
+            exclude.add("served")
         return self.model_dump_json(exclude=exclude)
 
     def store_location(self) -> str:

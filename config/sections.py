@@ -133,3 +133,63 @@ class DedupConfig(Section):
 
     def is_default(self) -> bool:
         return self == DedupConfig()
+
+
+class HookConfig(Section):
+    """How a served learner is trained between rounds by the user's own stack (``served.train: hook``): a command,
+    or a Prefect deployment (as ``train_deployment`` runs SFT on the ``gpu`` pool). It receives the round's export
+    folder (ShareGPT and OpenAI-messages SFT data, and the verified tasks as rl-jsonl) and returns the model the
+    next round evaluates."""
+
+    command: str | None = Field(
+        default=None,
+        description="a shell command, run with the export folder as its last argument and `EVOSYN_EXPORT_DIR`, "
+                    "`EVOSYN_RUN_ID`, `EVOSYN_ROUND`, `EVOSYN_MODEL` (the model just evaluated) in its environment; "
+                    "the last non-empty line it prints is the next model's name (`model` or `base_url model`)")
+    deployment: str | None = Field(
+        default=None,
+        description="`flow/deployment` run with parameters `export_dir`, `run_id`, `round`, `model`; its return "
+                    "value is the next model (`model` or `base_url model`)")
+    timeout_s: float = Field(default=86_400.0, gt=0, le=7 * 86_400,
+                             description="seconds the hook may take; at most a week")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "HookConfig":
+        if bool(self.command) == bool(self.deployment):
+            raise ValueError("name exactly one of command or deployment")
+        return self
+
+
+class ServedLearnerConfig(RoleConfig):
+    """The user's own model as the learner (``learner: served``): an OpenAI-compatible chat endpoint with tool
+    calling, named like an LLM role, evaluated each round with the same episode loop, embedded user and verifier
+    as every learner."""
+
+    backend: Literal["embedded", "llm"] = Field(default="llm", description="always `llm`: a served model")
+    provider: Literal["openai", "anthropic", "openai_compatible"] | None = Field(
+        default="openai_compatible", description="`openai_compatible` (vLLM, SGLang, llama.cpp) or `openai`")
+    max_steps: int | None = Field(default=40, ge=1, le=200, description="agent replies per evaluated task")
+    train: Literal["none", "hook"] = Field(
+        default="none",
+        description="between rounds: `none` (the same model every round: find its gaps, synthesize targeted "
+                    "data, export) or `hook` (your trainer, `hook`, returns the next model)")
+    hook: HookConfig | None = Field(default=None, description="the trainer `train: hook` calls after each round")
+    trials: int = Field(
+        default=0, ge=0, le=64,
+        description="pass@k per task: each round's verified tasks are each evaluated this many times, at "
+                    "`trials_temperature`, and their pass rates stored (task set `trials`; `evosyn export "
+                    "--pass-rate LO,HI` keeps a window); 0: off")
+    trials_temperature: float = Field(default=1.0, ge=0.0, le=2.0,
+                                      description="the sampling temperature of those trials")
+
+    @model_validator(mode="after")
+    def _served(self) -> "ServedLearnerConfig":
+        if not self.model:
+            raise ValueError("model: name the served model (the `model` field of its chat requests)")
+        if self.provider == "anthropic":
+            raise ValueError("provider: a served learner speaks the OpenAI chat API (openai_compatible or openai)")
+        if self.train == "hook" and self.hook is None:
+            raise ValueError("hook: `train: hook` needs a hook (command or deployment)")
+        if self.train != "hook" and self.hook is not None:
+            raise ValueError("hook: only with train: hook")
+        return self

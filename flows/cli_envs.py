@@ -142,13 +142,16 @@ def _one_task(raw, task_file: str, task_id: str | None):
     """The task of ``--task``: the file's one task, or ``--task-id``'s entry of a list (an export's tasks.json)."""
     if not isinstance(raw, (dict, list)):
         raise UserError(f"--task {task_file}: expected a tau2 task (a JSON object) or a list of them")
-    if isinstance(raw, dict) and task_id in (None, raw.get("id")):
+    def ident(t: dict):  # tau2 names a task's id `id`, CAR-bench `task_id`
+        return t.get("id", t.get("task_id"))
+
+    if isinstance(raw, dict) and task_id in (None, ident(raw)):
         return raw
     if isinstance(raw, list):
-        found = [t for t in raw if isinstance(t, dict) and (task_id is None or t.get("id") == task_id)]
+        found = [t for t in raw if isinstance(t, dict) and (task_id is None or ident(t) == task_id)]
         if len(found) == 1:
             return found[0]
-        ids = [t.get("id") for t in raw if isinstance(t, dict)]
+        ids = [ident(t) for t in raw if isinstance(t, dict)]
         if task_id is None:
             raise UserError(f"--task {task_file}: holds {len(ids)} tasks; pick one with --task-id "
                             f"({', '.join(map(str, ids[:5]))}{', ...' if len(ids) > 5 else ''})")

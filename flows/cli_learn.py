@@ -232,18 +232,36 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
 @main.command()
 @click.option("--run", "run_id", required=True)
 @click.option("--round", "round_", type=int, default=None, help="Accumulate rounds <= R (default: all).")
-@click.option("--format", "fmt", type=click.Choice(["sharegpt", "openai", "tau2", "hf"]), required=True)
+@click.option("--format", "fmt", type=click.Choice(["sharegpt", "openai", "tau2", "hf", "verifiers", "rl-jsonl"]),
+              required=True, help="SFT data (sharegpt, openai, hf), tau2 tasks, or RL environments: an installable "
+                                  "verifiers package (verifiers) or one JSON line per task (rl-jsonl).")
 @click.option("--output", type=PATH, required=True, help="A folder (created if missing).")
+@click.option("--slice", "slices", multiple=True, metavar="FACTOR=VALUE",
+              help="verifiers, rl-jsonl: only tasks whose verified solution shows this factor value (repeatable; "
+                   "e.g. num_write=2).")
+@click.option("--pass-rate", "window", default=None, metavar="LO,HI",
+              help="verifiers, rl-jsonl: only tasks whose pass rate over the served learner's trials "
+                   "(served.trials) is within [LO, HI], e.g. 0.2,0.8: the tasks a policy-gradient trainer learns from.")
 @click.option("--push-to-hub", "hub_repo", default=None, metavar="REPO",
               help="hf: also upload the folder as Hugging Face dataset REPO (needs HF_TOKEN and network).")
 @click.pass_context
-def export(ctx, run_id: str, round_: int | None, fmt: str, output: str, hub_repo: str | None) -> None:
-    """Export verified training data (LLaMA-Factory ShareGPT, OpenAI messages JSONL, tau2 tasks, HF dataset)."""
+def export(ctx, run_id: str, round_: int | None, fmt: str, output: str, slices: tuple[str, ...],
+           window: str | None, hub_repo: str | None) -> None:
+    """Export verified training data (LLaMA-Factory ShareGPT, OpenAI messages JSONL, tau2 tasks, HF dataset) or
+    the verified tasks as RL environments (verifiers, rl-jsonl)."""
     from evosyn.flows.inputs import check_output, writing
     from evosyn.tasks.exports.hf import select_examples
 
     if hub_repo and fmt != "hf":
         raise UserError(f"--push-to-hub {hub_repo}: only with --format hf")
+    if slices and fmt not in ("verifiers", "rl-jsonl"):
+        raise UserError(f"--slice {slices[0]}: only with --format verifiers or rl-jsonl")
+    if window and fmt not in ("verifiers", "rl-jsonl"):
+        raise UserError(f"--pass-rate {window}: only with --format verifiers or rl-jsonl")
+    if fmt in ("verifiers", "rl-jsonl"):
+        from evosyn.flows.cli_rl import export_rl
+
+        return export_rl(ctx, run_id, round_, fmt, output, slices, window)
     store = store_from(ctx, create=False, runs=(run_id,), option="--run", any_table=True)
     out = check_output(output, "--output", kind="dir")
     chosen = select_examples(store, run_id, round_)

@@ -40,6 +40,7 @@ from evosyn.tasks.metrics import intrinsic, round_metrics, verified_samples
 from evosyn.tasks.official import OfficialResult
 from evosyn.tasks.official_agents import official_task
 from evosyn.tasks.progress import StageEvent, Tally
+from evosyn.tasks.served import ServedLearner, hook_task, serve_task, trials_task
 from evosyn.tasks.stages import Ctx, design_task, generate_task, plan_task, rollout_task, verify_task
 
 @dataclass
@@ -149,24 +150,40 @@ def _round(cfg: RunConfig, run_id: str, round: int, space: SynthesisSpace, steer
                 loop.trained(publish, ctx, learner, how, t0)
         elif cfg.learner == "llamafactory":
             learner = train_checkpoint_task(c, lf)
+        elif cfg.learner == "served":  # the user's model: trained between rounds by its hook, if at all
+            learner = serve_task(c, quote(cfg.served))
         else:
             learner = train_task(c)
     if isinstance(learner, Checkpoint):  # served while both sets are evaluated, then stopped
         with timing.span("task", "evaluate", round):
             diagnostic, test, test_uniform = evaluate_checkpoint_task(c, quote(learner), lf, cfg.test_size)
     else:
+        # a served learner holds a client (threads, connections): handed to the tasks unwalked
+        served = isinstance(learner, ServedLearner)
+        lq, steps = (quote(learner), cfg.served.max_steps or 40) if served and cfg.served else (learner, 40)
         with timing.span("task", "evaluate", round):
-            diagnostic = evaluate_task(c, learner, "diagnostic", cfg.test_size)
+            diagnostic = evaluate_task(c, lq, "diagnostic", cfg.test_size, steps)
         with timing.span("task", "evaluate", round):
-            test = evaluate_task(c, learner, "test", cfg.test_size)
+            test = evaluate_task(c, lq, "test", cfg.test_size, steps)
         with timing.span("task", "evaluate", round):
-            test_uniform = evaluate_task(c, learner, "test_uniform", cfg.test_size)
+            test_uniform = evaluate_task(c, lq, "test_uniform", cfg.test_size, steps)
     official = None
-    if cfg.official_eval is not None:  # tau2's official split, when the run config asks for it (embedded learner)
+    if cfg.official_eval is not None:  # tau2's official split, when the run config asks for it
         with timing.span("task", "evaluate official", round):
-            official = official_task(c, learner, quote(cfg.official_eval))
+            official = official_task(c, quote(learner) if isinstance(learner, ServedLearner) else learner,
+                                     quote(cfg.official_eval))
     with timing.span("task", "reflect", round):
-        feedback, _, reflection, nxt = reflect_task(c, sp, cfg.arm, diagnostic, learner, quote(previous))
+        feedback, _, reflection, nxt = reflect_task(c, sp, cfg.arm, diagnostic,
+                                                        quote(learner) if isinstance(learner, ServedLearner) else learner,
+                                                        quote(previous))
+    if isinstance(learner, ServedLearner):
+        if cfg.served is not None and cfg.served.trials:  # pass@k per verified task of the round
+            with timing.span("task", "evaluate", round):
+                trials_task(c, quote(cfg.served), quote(learner))
+        learner.close()
+        if cfg.served is not None and cfg.served.train == "hook":  # the user's trainer, on this round's export
+            with timing.span("task", "train", round):
+                hook_task(c, quote(cfg.served), learner.served)
     res = RoundResult(round=round, space_in=space, space_out=nxt, blueprints=len(blueprints),
                       verified=len({e.task_id for e in examples}), feedback=feedback, reflection=reflection,
                       diagnostic=diagnostic, test=test, directions=directions, official=official,

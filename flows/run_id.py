@@ -25,6 +25,8 @@ def run_id_for(cfg: RunConfig) -> str:
     exclude: dict = {k: True for k in ("store", "train_deployment", "official_eval", *EXECUTION_FIELDS)}
     if cfg.learner == "embedded":
         exclude["llamafactory"] = True
+    if cfg.served is None:  # the served learner's endpoint: ids of runs without one stay as they were
+        exclude["served"] = True
     if cfg.prior.is_default():  # the default prior: ids of runs without a planted gap stay as they were
         exclude["prior"] = True
     elif cfg.prior.writes is None:  # nor do those of planted gaps on the default write counts

@@ -266,9 +266,10 @@ class Evaluation(Record):
     trajectory_id: str
     model_version: str
     task_set: str = Field(
-        pattern=r"^(diagnostic|test|test_uniform|probe|official(:[A-Za-z0-9_]+)?)$",
+        pattern=r"^(diagnostic|test|test_uniform|probe|trials-[0-9]+|official(:[A-Za-z0-9_]+)?)$",
         description="`diagnostic`; `test` (the official-matched test set); `test_uniform` (the uniform one); "
-                    "`probe` (a Reflector's probe set, RunConfig.probe_size); `official:<split>`")
+                    "`probe` (a Reflector's probe set, RunConfig.probe_size); `trials-<t>` (trial t of a served "
+                    "learner's pass@k on the round's verified tasks, served.trials); `official:<split>`")
     success: bool = Field(description="the evaluated agent solved the task (every check of the verifier)")
     reward: float
     num_steps: int = 0

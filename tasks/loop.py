@@ -80,8 +80,16 @@ def evaluate(ctx: Ctx, learner, task_set: str, test_size: int = DEFAULT_SIZE, em
              else test_cases(ctx.store, ctx.env, n=test_size, kind=TASK_SETS[task_set]))
     out = evaluate_round(ctx.store, ctx.run_id, ctx.round, task_set, learner=learner, cases=cases, env=ctx.env,
                          emit=emit, max_steps=max_steps)
+    _flush(ctx, learner, chunk)
     ctx.mark("evaluate", chunk)  # also an empty set (no diagnostic tasks yet): nothing to write, and done
     return out
+
+
+def _flush(ctx: Ctx, learner, chunk: str) -> None:
+    """A learner that calls a model (``learner: served``) writes its calls to ``llm_calls`` before the marker."""
+    flush = getattr(learner, "flush", None)
+    if flush is not None:
+        flush(ctx, chunk)
 
 
 PROBE_SEED = 7_000_000  # probe sets: seed PROBE_SEED + 1000 x run seed + round (test sets use TEST_SEED)
@@ -91,7 +99,8 @@ def probe_seed(seed: int, round: int) -> int:
     return PROBE_SEED + 1000 * seed + round
 
 
-def probe_evaluations(ctx: Ctx, learner, size: int, emit: Emit | None = None) -> tuple[list[Evaluation], str]:
+def probe_evaluations(ctx: Ctx, learner, size: int, emit: Emit | None = None, max_steps: int = 40
+                      ) -> tuple[list[Evaluation], str]:
     """The round's learner on a balanced probe set of ``size`` blueprints: the uniform test set's builder
     (every controllable property in turn, the run's planted prior not applied) in its own run id
     (``probeset-uniform-...``, seeded by the run's seed and round, so every run of that seed shares it). Never
@@ -105,7 +114,8 @@ def probe_evaluations(ctx: Ctx, learner, size: int, emit: Emit | None = None) ->
         return ctx.read("evaluations", chunk), run_id
     cases = test_cases(ctx.store, ctx.env, n=size, seed=seed, kind="uniform", name="probeset")
     out = evaluate_round(ctx.store, ctx.run_id, ctx.round, "probe", learner=learner, cases=cases, env=ctx.env,
-                         emit=emit)
+                         emit=emit, max_steps=max_steps)
+    _flush(ctx, learner, chunk)
     ctx.mark("evaluate", chunk)
     return out, run_id
 
@@ -211,9 +221,10 @@ def train_task(ctx: Ctx) -> EmbeddedLearner:
 
 
 @prefect.task(name="evaluate", **STAGE_TASK)
-def evaluate_task(ctx: Ctx, learner: EmbeddedLearner, task_set: str, test_size: int) -> list[Evaluation]:
+def evaluate_task(ctx: Ctx, learner: EmbeddedLearner, task_set: str, test_size: int, max_steps: int = 40
+                  ) -> list[Evaluation]:
     with timing.span("fn", "evaluate", ctx.round):
-        return evaluate(ctx, learner, task_set, test_size, emit=emitter())
+        return evaluate(ctx, learner, task_set, test_size, emit=emitter(), max_steps=max_steps)
 
 
 @prefect.task(name="reflect", **STAGE_TASK)

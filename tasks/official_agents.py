@@ -208,6 +208,9 @@ def round_official(ctx, agent, oc: OfficialEvalConfig, emit: Emit | None = None,
     result = evaluate_official(ctx.store, agent, user, trials=oc.trials, max_tasks=oc.max_tasks,
                                max_steps=oc.max_steps, emit=emit, tasks_path=oc.tasks_path, env=ctx.env, **common)
     flush_user(user, ctx.store, result)
+    flush = getattr(agent, "flush", None)  # a learner that calls a model (learner: served): its calls' rows
+    if flush is not None:
+        flush(ctx, chunk)
     ctx.mark("evaluate", chunk)  # after its rows: a crash before it redoes the chunk, writing the same rows
     return result
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 from evosyn.agents.learners.exports import agent_turns, openai_turns
@@ -44,7 +45,12 @@ class OpenAICompatibleAgent:
 
     def __init__(self, base_url: str, model: str, api_key_env: str | None = None, temperature: float = 0.0,
                  max_tokens: int = 1024, timeout: float = 120.0, tool_calls: str = "native", retries: int = 2,
-                 seed: int | None = None):
+                 seed: int | None = None, cache_dir: Path | None = None, max_concurrency: int = 8,
+                 rpm: int | None = None, price: tuple[float, float] | None = None, keep_calls: bool = False,
+                 provider: str = "openai_compatible"):
+        """``cache_dir``, ``keep_calls``: a learner evaluated in a run (``learner: served``) has its replies cached
+        (a resumed round re-sends none) and its calls kept in ``client.log`` for the ``llm_calls`` table; an
+        evaluation of its own (``evosyn evaluate --official``) asks afresh and keeps none."""
         if tool_calls not in MODES:
             raise ValueError(f"tool_calls: {tool_calls!r} is not one of {', '.join(MODES)}")
         self.tool_calls, self.retries, self.seed = tool_calls, retries, seed
@@ -52,9 +58,11 @@ class OpenAICompatibleAgent:
 
         key = (os.environ.get(api_key_env, "") if api_key_env else "") or "EMPTY"  # local servers take any key
         # two transport retries, as the agent had before; a served model is self-hosted: no price
-        self.client = LLMClient("agent", OpenAIProvider("openai_compatible", base_url, key, timeout), model=model,
+        self.client = LLMClient("agent", OpenAIProvider(provider, base_url, key, timeout), model=model,
                                 base_url=base_url, temperature=temperature, max_tokens=max_tokens, max_retries=2,
-                                secrets=(key,), backoff_initial_s=0.5, backoff_max_s=8.0)
+                                secrets=(key,), backoff_initial_s=0.5, backoff_max_s=8.0, cache_dir=cache_dir,
+                                max_concurrency=max_concurrency, rpm=rpm, price=price)
+        self.keep_calls = keep_calls
         self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
         self.tools: list[dict[str, Any]] = []
         self.system = ""
@@ -69,15 +77,18 @@ class OpenAICompatibleAgent:
     def _ask(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
              extra: dict[str, Any] | None = None) -> dict[str, Any]:
         reply = self.client.reply_sync(messages, tools=tools, extra=extra)
-        self.client.log.take()  # the evaluation records the trajectory, not the agent's calls: nothing piles up
+        if not self.keep_calls:  # an evaluation of its own records the trajectory only: nothing piles up
+            self.client.log.take()
         return reply
 
     def act(self, messages: list[Message]) -> Message:
         if self.tool_calls == "prompt" and self.tools:
             return self._act_prompted(messages)
         # the served model may answer with several calls at once (the exports keep them): let it
-        reply = self._ask(to_openai(messages, self.system), self.tools or None,
-                          {"parallel_tool_calls": True} if self.tools else None)
+        extra = {"parallel_tool_calls": True} if self.tools else {}
+        if self.seed is not None:  # a trial of several (pass@k): its own sample, its own cache entry
+            extra["seed"] = self.seed
+        reply = self._ask(to_openai(messages, self.system), self.tools or None, extra or None)
         if reply["tool_calls"]:
             calls = []
             for n, tc in enumerate(reply["tool_calls"]):

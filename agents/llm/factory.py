@@ -19,7 +19,7 @@ def _key_env(cfg: RoleConfig) -> str | None:
     return cfg.api_key_env or DEFAULT_KEY_ENV.get(cfg.provider or "")
 
 
-def _price(cfg: RoleConfig) -> tuple[float, float] | None:
+def role_price(cfg: RoleConfig) -> tuple[float, float] | None:
     if cfg.input_cost_per_mtok is not None or cfg.output_cost_per_mtok is not None:
         return (cfg.input_cost_per_mtok or 0.0, cfg.output_cost_per_mtok or 0.0)
     return price_of(cfg.provider or "", cfg.model or "")
@@ -37,7 +37,7 @@ def check_role_config(role: str, cfg: RoleConfig) -> None:
         raise ConfigError(f"{where}.model: missing (set the model name, e.g. {EXAMPLE_MODEL[cfg.provider]})")
     if cfg.provider == "openai_compatible" and not cfg.base_url:
         raise ConfigError(f"{where}.base_url: missing (set the server's URL, e.g. http://127.0.0.1:8000/v1)")
-    if cfg.provider != "openai_compatible" and _price(cfg) is None:
+    if cfg.provider != "openai_compatible" and role_price(cfg) is None:
         close = similar_models(cfg.provider, cfg.model)
         raise ConfigError(f"{where}.model: {cfg.provider} model {cfg.model!r} has no price in litellm's cost map "
                           f"({'closest: ' + ', '.join(close) + '; ' if close else ''}"
@@ -98,6 +98,6 @@ def make_client(role: str, cfg: RoleConfig, *, cache_dir: Path | None = None, ca
         raise ConfigError(f"roles.{role}.batch: needs the reply cache (a submitted batch is found again there)")
     return LLMClient(role, provider, model=cfg.model, base_url=cfg.base_url, temperature=cfg.temperature,
                      max_tokens=cfg.max_tokens, max_concurrency=cfg.max_concurrency, rpm=cfg.rpm, tpm=cfg.tpm,
-                     max_retries=cfg.max_retries, price=_price(cfg), cache_dir=cache_dir if cache else None,
+                     max_retries=cfg.max_retries, price=role_price(cfg), cache_dir=cache_dir if cache else None,
                      secrets=(key,), tool_calls=cfg.tool_calls, batch=cfg.batch, batch_window_s=cfg.batch_window_s,
                      batch_poll_s=cfg.batch_poll_s, **options)

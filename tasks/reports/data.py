@@ -116,6 +116,31 @@ def slice_success(store: Store, run_id: str, task_set: str = "test") -> list[dic
             for (f, v, r), xs in sorted(by.items())]
 
 
+PASS_BINS = ("0", "(0, 0.5)", "[0.5, 1)", "1")  # pass rate of a task over its trials
+
+
+def _bin(rate: float) -> str:
+    return "0" if rate == 0 else "1" if rate == 1 else "(0, 0.5)" if rate < 0.5 else "[0.5, 1)"
+
+
+def pass_rate_slices(store: Store, run_id: str) -> list[dict]:
+    """Tasks per pass-rate bin (over the served learner's pass@k trials, ``served.trials``) per slice of the task's
+    verified solution, and their mean pass rate: where the model's edge of capability lies."""
+    trials: dict[str, list[bool]] = defaultdict(list)
+    observed: dict[str, dict] = {}
+    for e in store.read_records("evaluations", run_id=run_id):
+        if e.task_set.startswith("trials-"):
+            trials[e.task_id].append(e.success)
+            observed[e.task_id] = e.observed
+    by: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for task_id, xs in trials.items():
+        for f in SLICE_FACTORS:
+            for v in observed[task_id].get(f, []):
+                by[(f, v)].append(sum(xs) / len(xs))
+    return [{"factor": f, "value": v, "tasks": len(rates), "mean pass rate": round(sum(rates) / len(rates), 3),
+             **{b: sum(_bin(r) == b for r in rates) for b in PASS_BINS}} for (f, v), rates in sorted(by.items())]
+
+
 def allocation(store: Store, run_id: str) -> list[dict]:
     """Blueprints the Designer asked for per factor value and round: a direction's blueprints are split
     evenly over the values it prefers or allows for the factor, and count as (any) when it names none."""

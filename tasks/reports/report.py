@@ -106,6 +106,11 @@ def fallback_warnings(store: Store, run_id: str) -> list[str]:
             for r, role in seen]
 
 
+PASS_NOTE = ("<p>Each verified task evaluated <code>served.trials</code> times by the served learner: tasks per "
+             "bin of their pass rate, per value of each factor of their verified solution. Tasks inside (0, 1) "
+             "are where a policy-gradient trainer learns (<code>evosyn export --pass-rate LO,HI</code>).</p>")
+
+
 def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path, envs: D.Envs) -> tuple[Path, Path]:
     """``envs``: the environment of each domain ``D.report_domains`` names for ``[run_id, *compare]``, resolved
     once by the command."""
@@ -159,6 +164,11 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path, e
         "solution), one bar per round; empty buckets are left out.") if png else "<p>No probe was stored.</p>"))
     md += ["## Failure rate per probe bucket", _md(_pivot(probes, "probe,bucket", "failure_rate"),
                                                    ["probe", "bucket", *_round_cols(probes)])]
+    rates = D.pass_rate_slices(store, run_id)
+    if rates:  # a served learner with trials: pass@k per task, by slice
+        rate_cols = ["factor", "value", "tasks", "mean pass rate", *D.PASS_BINS]
+        sections.append(("pass-rates", "Pass rates per task (pass@k trials)", PASS_NOTE + H.table(rates, rate_cols)))
+        md += ["## Pass rates per task (pass@k trials)", _md(rates, rate_cols)]
     tr, versions = D.trace(store, run_id, envs), D.space_versions(store, run_id)
     trace_html = (TRACE_NOTE + H.table(versions, VERSION_COLS) + (H.table(tr, TRACE) if tr else
                                                    "<p>No transition: a single round ran and left the space as "

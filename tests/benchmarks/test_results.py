@@ -112,3 +112,27 @@ def test_a_second_recording_of_one_benchmark_is_told_apart_by_its_file(tmp_path)
     text = render(folder)
     assert "### `discovery-airline`\n" in text
     assert "### `discovery-airline` (`discovery-airline-more-gaps.json`)\n" in text
+
+
+def test_learning_records_show_the_adaptation_measures(tmp_path):
+    adaptation = {"arm": "evosyn", "set": "test", "round": 2, "seeds": 5, "slices": 57, "spearman": 0.673,
+                  "spearman_range": [0.632, 0.718], "targeted_improvement_rate": 0.905, "rate_range": [0.9, 0.9]}
+    folder = write(tmp_path / "r", {"benchmark": "learning-airline", "machine": {}, "invocation": {}, "success": [],
+                                    "adaptation": [adaptation]})
+    assert "| evosyn | test | 2 | 5 | 57 | 0.673 [+0.63, +0.72] | 0.905 |" in render(folder)
+
+
+def test_a_served_record_shows_adoption_per_arm_and_success_per_write_count(tmp_path):
+    seed = {"seed": 0, "recovered": True, "round": 1, "rule": "failure-driven",
+            "promoted": [{"factor": "num_write", "round": 1, "rule": "failure-driven"}]}
+    folder = write(tmp_path / "r", {
+        "benchmark": "served-airline", "machine": {}, "invocation": {}, "domain": "airline", "rounds": 3, "budget": 150,
+        "test_size": 20, "probe_size": 150, "property": "num_write", "weak_buckets": ["2", "3-4", "5+"],
+        "target": {"evosyn_at_least": 1, "no_feedback_at_most": 0}, "met": True,
+        "rows": [{"arm": "evosyn", "recovered": 1, "seeds": 1, "per_seed": [seed]}],
+        "success_by_bucket": {"1": {"evaluations": 10, "passed": 10, "success": 1.0},
+                              "2": {"evaluations": 4, "passed": 0, "success": 0.0}},
+        "agent": {"requests": 99, "misses": 0, "closed_before_a_write": 4}})
+    text = render(folder)
+    assert "| evosyn | 1/1 | s0:r1 failure-driven | num_write(1) |" in text and "**met**" in text
+    assert "| 2 | 4 | 0.000 | yes |" in text and "| 1 | 10 | 1.000 | no |" in text

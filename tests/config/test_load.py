@@ -56,18 +56,21 @@ def test_stop_rule_zero_means_never_and_negative_is_refused():
         validate_config({"stop_after_static_rounds": -1})
 
 
-def test_probe_size_needs_the_embedded_learner_and_defaults_to_the_round():
+def test_probe_size_needs_a_learner_it_can_probe_and_defaults_to_the_round():
     from evosyn.config import PROBE_SIZE, validate_config
 
     assert validate_config({"probe_size": 300}).probe_size == 300
     assert validate_config({"probe_size": 0}).probe_size == 0  # the diagnostic set only
-    # unset: as large as the round's budget, at most a fixed test set's size; none for a served learner
+    # unset: as large as the round's budget, at most a fixed test set's size; none for a LLaMA-Factory checkpoint
     assert validate_config({}).probe_size == min(validate_config({}).budget, PROBE_SIZE) == 200
     assert validate_config({"budget": 40}).probe_size == 40
     assert validate_config({"budget": 1200}).probe_size == PROBE_SIZE == 300
     assert validate_config({"learner": "llamafactory"}).probe_size == 0
-    with pytest.raises(ConfigError, match="probe_size: only with learner: embedded"):
+    with pytest.raises(ConfigError, match="probe_size: not with learner: llamafactory"):
         validate_config({"probe_size": 10, "learner": "llamafactory"})
+    served = {"learner": "served", "served": {"base_url": "http://127.0.0.1:8000/v1", "model": "m"}}
+    assert validate_config(served).probe_size == 200  # a served model is probed as the embedded learner is
+    assert validate_config({**served, "probe_size": 10}).probe_size == 10
 
 
 def test_the_probe_set_is_in_the_run_id_only_of_arms_that_read_it():
@@ -123,11 +126,11 @@ def _digest(cfg, exclude, keep_initial=False):
     import hashlib
 
     # a dedup section that only flags is no part of an id (tests/tasks/test_dedup.py), nor is how a round fans
-    # out, nor an empty env_data
+    # out, nor an empty env_data, nor an unset served learner
     dump = cfg.model_dump_json(exclude={"store": True, "train_deployment": True, "official_eval": True,
                                         "task_runner": True, "dask_address": True,
                                         "llamafactory": True, **({} if keep_initial else {"initial_factors": True}),
-                                        "dedup": True, "env_data": True, **exclude})
+                                        "dedup": True, "env_data": True, "served": True, **exclude})
     return hashlib.sha256(dump.encode()).hexdigest()[:6]
 
 

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from evosyn.flows import cli_app
 from evosyn.flows.cli import main
 
-BENCH = ["discovery", "faults", "learner", "learning", "llm", "query", "results", "run", "sweep", "synth", "testsets",
+BENCH = ["discovery", "faults", "learner", "learning", "llm", "query", "results", "run", "served", "sweep", "synth", "testsets",
          "verify"]
 
 

@@ -44,6 +44,6 @@ def test_an_unknown_learner_is_refused(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("learner: axolotl\n")
     err = one_error_line(evosyn(tmp_path / "h", "run", "--config", str(cfg)))
-    assert "field 'learner'" in err and "'embedded' or 'llamafactory'" in err
+    assert "field 'learner'" in err and "'embedded', 'llamafactory' or 'served'" in err
     out = evosyn(tmp_path / "h", "run", "--learner", "axolotl")
-    assert out.returncode == 2 and "'axolotl' is not one of 'embedded', 'llamafactory'" in out.stderr
+    assert out.returncode == 2 and "'axolotl' is not one of 'embedded', 'llamafactory', 'served'" in out.stderr

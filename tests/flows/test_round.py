@@ -47,6 +47,6 @@ def test_stage_tasks_neither_hash_their_inputs_nor_persist_results():
 
     tasks = [c for c in _prefect_callables() if c.name != "evosyn-round"]
     assert {t.name for t in tasks} == {"design", "plan", "generate", "rollout", "verify", "dedup", "train",
-                                       "evaluate", "reflect"}
+                                       "evaluate", "reflect", "serve", "trials"}
     for t in tasks:
         assert t.cache_policy is NO_CACHE and t.persist_result is False, t.name
