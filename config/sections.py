@@ -188,6 +188,8 @@ class ServedLearnerConfig(RoleConfig):
             raise ValueError("model: name the served model (the `model` field of its chat requests)")
         if self.provider == "anthropic":
             raise ValueError("provider: a served learner speaks the OpenAI chat API (openai_compatible or openai)")
+        if self.provider == "openai_compatible" and not self.base_url:
+            raise ValueError("base_url: name the served endpoint, e.g. http://127.0.0.1:8000/v1 (or provider: openai)")
         if self.train == "hook" and self.hook is None:
             raise ValueError("hook: `train: hook` needs a hook (command or deployment)")
         if self.train != "hook" and self.hook is not None:

@@ -2,6 +2,8 @@
 (``evosyn.tasks.exports.rl``)."""
 from __future__ import annotations
 
+import json
+
 import click
 
 from evosyn.flows.cli_app import UserError
@@ -25,6 +27,10 @@ def export_rl(ctx: click.Context, run_id: str, round_: int | None, fmt: str, out
     store = store_from(ctx, create=False, runs=(run_id,), option="--run", any_table=True)
     out = check_output(output, "--output", kind="dir")
     env = stored_domain(run_domain(store, run_id))
+    for run in store.read_records("runs", run_id=run_id):
+        if json.loads(run.config_json).get("env_data", {}).get(env.name):
+            raise UserError(f"--run {run_id}: its {env.name} environment reads its own data folder (env_data); "
+                            "RL exports load the default data, so its tasks cannot be exported yet")
     try:
         exported = rl_rows(store, run_id, env, round_, wanted, bounds)
     except ValueError as exc:

@@ -111,6 +111,18 @@ def stored_domain(name: str) -> Domain:
     return get_domain(name)
 
 
+def check_served(served) -> None:
+    """The served learner's key is set (``.env`` read first), before any work: one line naming the variable."""
+    import os
+
+    from evosyn.storage.userfiles import ConfigError, load_dotenv_secrets
+
+    if served.api_key_env:
+        load_dotenv_secrets()
+        if not os.environ.get(served.api_key_env):
+            raise ConfigError(f"served.api_key_env: {served.api_key_env} is not set (export it or add it to .env)")
+
+
 def compile_run(cfg: RunConfig) -> CompiledRun:
     """Every check a run makes before its first stage, in this order, then the resolved run.
 
@@ -141,6 +153,8 @@ def compile_run(cfg: RunConfig) -> CompiledRun:
         from evosyn.tasks.official_agents import check_official_config
 
         check_official_config(cfg.official_eval, env)  # its split and its LLM user
+    if cfg.learner == "served" and cfg.served is not None:
+        check_served(cfg.served)  # its key, when it names one
     if cfg.learner == "llamafactory":
         from evosyn.agents.learners.llamafactory import check_learner
 

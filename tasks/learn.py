@@ -124,6 +124,9 @@ def evaluate_round(store: Store, run_id: str, round: int, task_set: str, learner
                            sum(e.success for e in evaluations), time.monotonic() - t0))
         evaluations += evs
         trajectories += trajs
+        flush = getattr(learner, "flush", None)  # a learner that calls a model: its calls' rows so far (a kill
+        if flush is not None:  # mid-set loses none; a redo's cache replays of them are not added again)
+            flush(store, f"eval-{task_set}")
     if evaluations:
         store.write(trajectories, f"eval-{task_set}")
         kill_point("evaluate", round)

@@ -89,7 +89,7 @@ def _flush(ctx: Ctx, learner, chunk: str) -> None:
     """A learner that calls a model (``learner: served``) writes its calls to ``llm_calls`` before the marker."""
     flush = getattr(learner, "flush", None)
     if flush is not None:
-        flush(ctx, chunk)
+        flush(ctx.store, chunk)
 
 
 PROBE_SEED = 7_000_000  # probe sets: seed PROBE_SEED + 1000 x run seed + round (test sets use TEST_SEED)
@@ -99,7 +99,7 @@ def probe_seed(seed: int, round: int) -> int:
     return PROBE_SEED + 1000 * seed + round
 
 
-def probe_evaluations(ctx: Ctx, learner, size: int, emit: Emit | None = None, max_steps: int = 40
+def probe_evaluations(ctx: Ctx, learner, size: int, emit: Emit | None = None, max_steps: int | None = None
                       ) -> tuple[list[Evaluation], str]:
     """The round's learner on a balanced probe set of ``size`` blueprints: the uniform test set's builder
     (every controllable property in turn, the run's planted prior not applied) in its own run id
@@ -113,8 +113,9 @@ def probe_evaluations(ctx: Ctx, learner, size: int, emit: Emit | None = None, ma
     if ctx.done("evaluate", chunk):
         return ctx.read("evaluations", chunk), run_id
     cases = test_cases(ctx.store, ctx.env, n=size, seed=seed, kind="uniform", name="probeset")
+    steps = max_steps or getattr(learner, "max_steps", 40)  # a served learner's own bound (served.max_steps)
     out = evaluate_round(ctx.store, ctx.run_id, ctx.round, "probe", learner=learner, cases=cases, env=ctx.env,
-                         emit=emit, max_steps=max_steps)
+                         emit=emit, max_steps=steps)
     _flush(ctx, learner, chunk)
     ctx.mark("evaluate", chunk)
     return out, run_id

@@ -210,7 +210,7 @@ def round_official(ctx, agent, oc: OfficialEvalConfig, emit: Emit | None = None,
     flush_user(user, ctx.store, result)
     flush = getattr(agent, "flush", None)  # a learner that calls a model (learner: served): its calls' rows
     if flush is not None:
-        flush(ctx, chunk)
+        flush(ctx.store, chunk)
     ctx.mark("evaluate", chunk)  # after its rows: a crash before it redoes the chunk, writing the same rows
     return result
 

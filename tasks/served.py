@@ -39,15 +39,19 @@ class HookFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class ServedModel:
-    """The model a round evaluates: its endpoint and name."""
+    """The model a round evaluates: its endpoint (empty: the provider's own) and name, and ``generation``: 0 for
+    the configured model, r for the one the hook returned after round r. A trainer that reloads new weights under
+    the same name makes a new generation: its replies are cached apart, never answered from the old model's."""
 
     base_url: str
     model: str
+    generation: int = 0
 
     @property
     def fingerprint(self) -> str:
-        """``served-<model>-<hash of endpoint and model>``: what ``model_version`` names."""
-        digest = hashlib.sha256(f"{self.base_url}\n{self.model}".encode()).hexdigest()[:12]
+        """``served-<model>-<hash of endpoint, model and generation>``: what ``model_version`` names."""
+        salt = f"\n{self.generation}" if self.generation else ""  # the configured model: its hash as it was
+        digest = hashlib.sha256(f"{self.base_url}\n{self.model}{salt}".encode()).hexdigest()[:12]
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in self.model)[:40]
         return f"served-{safe}-{digest}"
 
@@ -64,8 +68,8 @@ def model_of_round(ctx: Ctx, cfg: ServedLearnerConfig) -> ServedModel:
             raise HookFailed(f"served.hook: round {ctx.round - 1} of run {ctx.run_id} recorded no next model "
                              f"({path} is missing); rerun the run with --resume")
         found = json.loads(path.read_text())
-        return ServedModel(found["base_url"], found["model"])
-    return ServedModel(str(cfg.base_url), str(cfg.model))
+        return ServedModel(found["base_url"], found["model"], ctx.round - 1)
+    return ServedModel(cfg.base_url or "", str(cfg.model))
 
 
 class ServedLearner:
@@ -78,11 +82,13 @@ class ServedLearner:
         from evosyn.agents.llm.factory import role_price
 
         self.served, self.fingerprint, self.n_trajectories = served, served.fingerprint, 0
+        self.max_steps = cfg.max_steps or 40
+        cache = ctx.store.root / "llm_cache" / (f"served-generation-{served.generation}" if served.generation else "")
         self.agent = OpenAICompatibleAgent(
-            served.base_url, served.model, cfg.api_key_env,
+            served.base_url or None, served.model, cfg.api_key_env,
             temperature=cfg.temperature if temperature is None else temperature, seed=seed,
             max_tokens=cfg.max_tokens or 1024, timeout=cfg.timeout_s, tool_calls=cfg.tool_calls,
-            cache_dir=ctx.store.root / "llm_cache", max_concurrency=cfg.max_concurrency, rpm=cfg.rpm,
+            cache_dir=cache, max_concurrency=cfg.max_concurrency, rpm=cfg.rpm,
             price=role_price(cfg.model_copy(update={"model": served.model})), keep_calls=True,
             provider=cfg.provider or "openai_compatible")
         self.agent.client.run_id, self.agent.client.round = ctx.run_id, ctx.round
@@ -91,11 +97,18 @@ class ServedLearner:
         self.agent.reset(tools, policy)
 
     def act(self, messages: list[Message]) -> Message:
-        return self.agent.act(messages)
+        from evosyn.agents.learners.harness import AgentFailed
+        from evosyn.agents.llm.client import LLMRequestError
+        from evosyn.agents.llm.types import LLMOutputError
 
-    def flush(self, ctx: Ctx, chunk: str) -> None:
+        try:
+            return self.agent.act(messages)
+        except (LLMRequestError, LLMOutputError) as exc:  # this conversation only (its call is a row); an
+            raise AgentFailed(str(exc)) from None  # unreachable server (LLMUnavailable) still fails the run
+
+    def flush(self, store, chunk: str) -> None:
         """The calls made since the last flush go to ``llm_calls`` (chunk ``chunk``), before the stage's marker."""
-        write_calls(ctx.store, self.agent.client.log.take(), chunk, role="learner")
+        write_calls(store, self.agent.client.log.take(), chunk, role="learner")
 
     def close(self) -> None:
         self.agent.close()
@@ -112,13 +125,22 @@ def serve(ctx: Ctx, cfg: ServedLearnerConfig) -> ServedLearner:
     return ServedLearner(ctx, cfg, served)
 
 
-def _next_model(text: str, current: ServedModel) -> ServedModel:
-    """``model`` or ``base_url model``: the hook's answer."""
+def _next_model(text: str, current: ServedModel, round: int) -> ServedModel:
+    """``model`` or ``base_url model``: the hook's answer after round ``round`` (its generation)."""
+    from evosyn.config import RoleConfig
+
     parts = text.split()
     if len(parts) == 1:
-        return ServedModel(current.base_url, parts[0])
-    if len(parts) == 2 and parts[0].startswith(("http://", "https://")):
-        return ServedModel(parts[0], parts[1])
+        return ServedModel(current.base_url, parts[0], round)
+    if len(parts) == 2:
+        from pydantic import ValidationError
+
+        try:  # the config's own check of a URL: http(s), a host, no credentials in it (the URL is not echoed)
+            RoleConfig(base_url=parts[0])
+        except ValidationError as exc:
+            raise HookFailed(f"served.hook returned a base_url that {exc.errors()[0]['msg'].split(', ', 1)[-1]}"
+                             ) from None
+        return ServedModel(parts[0], parts[1], round)
     raise HookFailed(f"served.hook returned {text[:200]!r}: answer `model` or `base_url model`")
 
 
@@ -147,7 +169,7 @@ def run_hook(ctx: Ctx, cfg: ServedLearnerConfig, evaluated: ServedModel) -> Serv
     path = models_dir(ctx) / f"served-next-{ctx.round}.json"
     if path.is_file():
         found = json.loads(path.read_text())
-        return ServedModel(found["base_url"], found["model"])
+        return ServedModel(found["base_url"], found["model"], ctx.round)
     hook = cfg.hook
     assert hook is not None  # ServedLearnerConfig: train: hook has one
     folder = export_round(ctx)
@@ -174,8 +196,15 @@ def run_hook(ctx: Ctx, cfg: ServedLearnerConfig, evaluated: ServedModel) -> Serv
         if flow_run.state is None or not flow_run.state.is_completed():
             state = flow_run.state.name if flow_run.state else "unknown"
             raise HookFailed(f"served.hook.deployment {hook.deployment} ended {state} (flow run {flow_run.name})")
-        answer = str(flow_run.state.result()).strip()
-    nxt = _next_model(answer, evaluated)
+        written = folder / "next_model.txt"  # the answer as a file: no result storage needed between processes
+        try:
+            answer = written.read_text().strip() if written.is_file() else str(flow_run.state.result()).strip()
+        except Exception as exc:  # noqa: BLE001 - Prefect's MissingResult and the like: one line
+            raise HookFailed(f"served.hook.deployment {hook.deployment}: no answer ({type(exc).__name__}); write "
+                             f"the next model to EXPORT_DIR/next_model.txt or persist the flow's result") from None
+        if not answer or answer == "None":
+            raise HookFailed(f"served.hook.deployment {hook.deployment} returned no model")
+    nxt = _next_model(answer, evaluated, ctx.round)
     atomic.write_json(path, {"base_url": nxt.base_url, "model": nxt.model, "export_dir": str(folder)})
     log.info("round %s: the hook trained %s on %s; next round evaluates %s", ctx.round, evaluated.model, folder,
              nxt.model)
@@ -194,7 +223,7 @@ def trials(ctx: Ctx, cfg: ServedLearnerConfig, learner: ServedLearner) -> list:
 
     chunk = f"eval-{TRIALS}"
     if ctx.done("evaluate", chunk):
-        return ctx.read("evaluations", chunk)
+        return [e for t in range(cfg.trials) for e in ctx.read("evaluations", f"eval-{TRIALS}-{t}")]
     kept = ctx.store.read_fields("sft_examples", ["task_id", "round"], run_id=ctx.run_id)
     cases = cases_for(ctx.store, ctx.run_id, {e["task_id"] for e in kept if e["round"] == ctx.round})
     out = []
@@ -205,7 +234,7 @@ def trials(ctx: Ctx, cfg: ServedLearnerConfig, learner: ServedLearner) -> list:
         try:
             out += evaluate_round(ctx.store, ctx.run_id, ctx.round, f"{TRIALS}-{t}", learner=agent, cases=cases,
                                   env=ctx.env, max_steps=cfg.max_steps or 40)
-            agent.flush(ctx, chunk)
+            agent.flush(ctx.store, chunk)
         finally:
             agent.close()
     ctx.mark("evaluate", chunk)

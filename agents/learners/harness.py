@@ -27,6 +27,11 @@ class UserGaveUp(Exception):
     """The user had no usable reply (an LLM user's re-asks ran out): the episode ends as ``user_error``."""
 
 
+class AgentFailed(Exception):
+    """The agent's model refused the request or sent no chat reply (a served model past its context, an HTTP 400):
+    the episode ends as ``agent_error`` (tau2's AGENT_ERROR) and is scored as it stands."""
+
+
 def _said(user: Any, turn: Callable[[], Message]) -> Message:
     """A user turn; a user that cannot answer usably ends the episode, one whose LLM cannot be reached the run."""
     from evosyn.agents.ask import RoleRejected
@@ -78,6 +83,8 @@ def converse(agent: TaskAgent, domain: Domain, task: EnvTask | None, user: Any, 
                 return msgs, "user_stop"
     except UserGaveUp:
         return msgs, "user_error"
+    except AgentFailed:
+        return msgs, "agent_error"
     return msgs, "max_steps"
 
 

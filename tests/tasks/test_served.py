@@ -9,11 +9,10 @@ from collections import Counter
 
 import pytest
 
-from evosyn.benchmarks.fake_llm_server import FakeLLMServer, openai_reply
+from evosyn.benchmarks.fake_llm_server import FakeLLMServer, error, openai_reply
 from evosyn.storage.store import Store
 from tests.flows.test_llm_run import cli
 
-pytestmark = pytest.mark.slow
 SHARED_PREFECT_API = True
 
 
@@ -39,6 +38,7 @@ def run_id(home) -> str:
     return next(r.run_id for r in Store(home, create=False).read_records("runs"))
 
 
+@pytest.mark.slow
 def test_a_served_learner_is_evaluated_every_round_on_every_set_and_its_calls_are_rows(tmp_path):
     home = tmp_path / "home"
     with FakeLLMServer(policy) as server:
@@ -64,6 +64,7 @@ def test_a_served_learner_is_evaluated_every_round_on_every_set_and_its_calls_ar
     assert len(feedback) == 3  # the Reflector read its evaluations each round
 
 
+@pytest.mark.slow
 def test_a_hook_trains_between_rounds_and_its_model_is_the_one_evaluated_next(tmp_path):
     home, seen = tmp_path / "home", tmp_path / "hook.log"
     hook = tmp_path / "train.py"
@@ -89,6 +90,7 @@ def test_a_hook_trains_between_rounds_and_its_model_is_the_one_evaluated_next(tm
     assert len(set(by_round.values())) == 3  # each round's model named in its evaluations
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_without_re_sending_a_call(tmp_path, monkeypatch):
     home = tmp_path / "home"
     with FakeLLMServer(policy) as server:
@@ -106,6 +108,7 @@ def test_a_killed_run_resumes_without_re_sending_a_call(tmp_path, monkeypatch):
     assert len({c.call_id for c in calls}) == len(calls)  # no row twice
 
 
+@pytest.mark.slow
 def test_pass_rates_per_task_and_an_export_keeps_exactly_the_window(tmp_path):
     home = tmp_path / "home"
     path = config(tmp_path, "http://127.0.0.1:1/v1", rounds=1)
@@ -142,3 +145,71 @@ def test_pass_rates_per_task_and_an_export_keeps_exactly_the_window(tmp_path):
     assert "| num_write |" in section and "mean pass rate" in section
     bad = cli(home, "export", "--run", rid, "--format", "sharegpt", "--output", str(tmp_path / "x"), "--pass-rate", "0,1")
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error: --pass-rate")
+
+
+@pytest.fixture(scope="module")
+def kept_airline(tmp_path_factory):
+    from evosyn.agents.designer import ColdStart
+    from evosyn.envs.ontology import load_initial_space
+    from evosyn.envs.packs import get_domain, get_pack
+    from evosyn.tasks.context import Ctx
+    from evosyn.tasks.synthesis import run_pass
+
+    space = load_initial_space(get_pack("airline"), run_id="k")
+    ctx = Ctx(Store(tmp_path_factory.mktemp("kept")), "k", 0, 3, get_domain("airline"))
+    return run_pass(ctx, space, ColdStart(), 4).kept[0].task
+
+
+def _learner(tmp_path, base_url: str, **fields):
+    from evosyn.config import ServedLearnerConfig
+    from evosyn.envs.packs import get_domain
+    from evosyn.tasks.context import Ctx
+    from evosyn.tasks.served import ServedLearner, ServedModel
+
+    ctx = Ctx(Store(tmp_path / "home"), "r", 1, 0, get_domain("airline"))
+    cfg = ServedLearnerConfig(base_url=base_url, model="my-agent", **fields)
+    return ctx, ServedLearner(ctx, cfg, ServedModel(base_url, "my-agent"))
+
+
+def test_a_request_the_model_refuses_ends_its_episode_as_agent_error_and_is_a_row(tmp_path, kept_airline):
+    from evosyn.agents.learners.harness import run_episode
+
+    with FakeLLMServer(lambda request: error(400, "this model's maximum context length is 8192 tokens")) as server:
+        ctx, learner = _learner(tmp_path, server.base_url)
+        try:
+            traj = run_episode(learner, kept_airline, ctx.env, max_steps=3)
+        finally:
+            learner.close()
+        learner.flush(ctx.store, "eval-test")
+    assert traj.termination == "agent_error" and [m.role for m in traj.messages] == ["user"]
+    calls = ctx.store.read_records("llm_calls", run_id="r")
+    assert calls and all(c.status != "ok" and "8192" in c.error for c in calls)
+
+
+def test_each_hook_answer_is_a_generation_cached_apart(tmp_path):
+    from evosyn.tasks.served import HookFailed, ServedModel, _next_model
+
+    first = ServedModel("http://127.0.0.1:8000/v1", "my-agent")
+    same_name = _next_model("my-agent", first, 1)  # new weights reloaded under the same name
+    assert same_name.generation == 1 and same_name.fingerprint != first.fingerprint
+    assert _next_model("http://10.0.0.2:8000/v1 my-agent-r2", same_name, 2).base_url == "http://10.0.0.2:8000/v1"
+    with pytest.raises(HookFailed, match="must not carry credentials") as got:
+        _next_model("http://user:sk-SECRET@host/v1 m", first, 1)
+    assert "SECRET" not in str(got.value)
+    with pytest.raises(HookFailed, match="answer `model` or `base_url model`"):
+        _next_model("done in 3 steps", first, 1)
+
+
+def test_a_served_learner_is_checked_before_any_work(monkeypatch):
+    from evosyn.config import RunConfig, ServedLearnerConfig
+    from evosyn.flows.compile import check_served
+    from evosyn.storage.userfiles import ConfigError
+
+    with pytest.raises(ValueError, match="base_url: name the served endpoint"):
+        ServedLearnerConfig(model="m")
+    with pytest.raises(ValueError, match="served: `learner: served` needs the endpoint"):
+        RunConfig(learner="served")
+    monkeypatch.delenv("MY_ENDPOINT_KEY", raising=False)
+    with pytest.raises(ConfigError, match="served.api_key_env: MY_ENDPOINT_KEY is not set"):
+        check_served(ServedLearnerConfig(base_url="http://127.0.0.1:8000/v1", model="m",
+                                         api_key_env="MY_ENDPOINT_KEY"))
