@@ -74,9 +74,11 @@ def test_installs_beside_openai_agents(wheel, tmp_path):
         done = subprocess.run([str(py), "-m", "pip", "install", "-q", *args], capture_output=True, text=True,
                               timeout=900, env=env)
         assert done.returncode == 0, done.stderr[-3000:]
+    # openai-agents is installed in the new venv, or already in the test environment (verifiers, of the dev
+    # extra, depends on it): either way the interpreter's `agents` is OpenAI's, and evosyn's is the wheel's
     code = ("import agents, evosyn.agents, evosyn.flows.cli; from agents import Agent; "
-            "print(agents.__file__.startswith(%r), evosyn.agents.__file__.startswith(%r), Agent.__name__)"
-            % (site, site))
+            "print(agents.__file__.startswith((%r, %r)), evosyn.agents.__file__.startswith(%r), Agent.__name__)"
+            % (site, here, site))
     done = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert done.stdout.split() == ["True", "True", "Agent"], done.stderr[-3000:]
     home = tmp_path / "home"
