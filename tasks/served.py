@@ -22,6 +22,7 @@ from pathlib import Path
 
 import prefect
 
+from evosyn.agents.learners.llamafactory import TrainingError
 from evosyn.agents.learners.openai_agent import OpenAICompatibleAgent
 from evosyn.agents.llm.calllog import write_calls
 from evosyn.config import ServedLearnerConfig
@@ -33,8 +34,9 @@ from evosyn.tasks.engine import STAGE_TASK
 log = logging.getLogger("evosyn.served")
 
 
-class HookFailed(RuntimeError):
-    """The training hook failed or returned no model: one line naming the hook and what it said."""
+class HookFailed(TrainingError):
+    """The training hook failed or returned no model: one line naming the hook and what it said (a training
+    failure: the run fails with that line, and a ``--resume`` calls the hook again)."""
 
 
 @dataclass(frozen=True)
@@ -99,12 +101,15 @@ class ServedLearner:
     def act(self, messages: list[Message]) -> Message:
         from evosyn.agents.learners.harness import AgentFailed
         from evosyn.agents.llm.client import LLMRequestError
-        from evosyn.agents.llm.types import LLMOutputError
+        from evosyn.agents.llm.types import LLMOutputError, LLMUnavailable
+        from evosyn.agents.roles import StageUnavailable
 
         try:
             return self.agent.act(messages)
-        except (LLMRequestError, LLMOutputError) as exc:  # this conversation only (its call is a row); an
-            raise AgentFailed(str(exc)) from None  # unreachable server (LLMUnavailable) still fails the run
+        except (LLMRequestError, LLMOutputError) as exc:  # this conversation only (its call is a row)
+            raise AgentFailed(str(exc)) from None
+        except LLMUnavailable as exc:  # the endpoint cannot be reached: the run fails with one line
+            raise StageUnavailable("served learner", self.agent.client.endpoint, str(exc)) from None
 
     def flush(self, store, chunk: str) -> None:
         """The calls made since the last flush go to ``llm_calls`` (chunk ``chunk``), before the stage's marker."""

@@ -9,6 +9,8 @@ requests are decoded on both cores at once.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -27,3 +29,14 @@ def real_model(tmp_path_factory):
     # while they wait for each other; with two threads on a loaded 2-core machine a token took 676 ms, with one 44 ms.
     with LocalModel(n_ctx=8192, threads=1, seed=0, log=log) as model:
         yield model
+
+
+def evosyn_cli(tmp_path, home, *args: str, timeout: int = 1450) -> subprocess.CompletedProcess:
+    """``evosyn ARGS`` in its own process on the store ``home`` (no provider key in its environment)."""
+    from tests.prefect_home import PREFECT_HOME
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    env.update({"EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME, "NO_PROXY": "*",
+                "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"})
+    return subprocess.run([sys.executable, "-m", "evosyn.flows.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout, cwd=tmp_path)

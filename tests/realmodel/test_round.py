@@ -8,14 +8,11 @@ The test prints, per role, the schema-valid and the accepted share, and how far 
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.prefect_home import PREFECT_HOME
+from tests.realmodel.conftest import evosyn_cli
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 
@@ -46,13 +43,8 @@ def test_a_round_on_the_real_model_rejects_records_and_finishes(tmp_path, real_m
     from evosyn.storage.store import Store
 
     home = tmp_path / "home"
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
-    env.update({"EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME, "NO_PROXY": "*",
-                "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"})
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "run", "--backend", "llm", "--quiet", "--config",
-                          config(tmp_path, real_model)], env=env, capture_output=True, text=True, timeout=1450,
-                         cwd=tmp_path)
+    res = evosyn_cli(tmp_path, home, "run", "--backend", "llm", "--quiet", "--config", config(tmp_path, real_model))
     took = time.perf_counter() - t0
     assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
 

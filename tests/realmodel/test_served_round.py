@@ -3,13 +3,9 @@
 are stored with its calls; the probes the Reflector reads name the slices it failed (a 135M model fails most: expected)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-from tests.prefect_home import PREFECT_HOME
+from tests.realmodel.conftest import evosyn_cli
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 
@@ -27,12 +23,7 @@ def test_a_served_round_evaluates_the_real_model_and_reflects_on_its_failures(tm
     from evosyn.storage.store import Store
 
     home = tmp_path / "home"
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
-    env.update({"EVOSYN_HOME": str(home), "PREFECT_HOME": PREFECT_HOME, "NO_PROXY": "*",
-                "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"})
-    res = subprocess.run([sys.executable, "-m", "evosyn.flows.cli", "run", "--quiet", "--config",
-                          config(tmp_path, real_model)], env=env, capture_output=True, text=True, timeout=1450,
-                         cwd=tmp_path)
+    res = evosyn_cli(tmp_path, home, "run", "--quiet", "--config", config(tmp_path, real_model))
     assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
     store = Store(home, create=False)
     run_id = next(r.run_id for r in store.read_records("runs") if not r.run_id.startswith("testset-"))

@@ -213,3 +213,19 @@ def test_a_served_learner_is_checked_before_any_work(monkeypatch):
     with pytest.raises(ConfigError, match="served.api_key_env: MY_ENDPOINT_KEY is not set"):
         check_served(ServedLearnerConfig(base_url="http://127.0.0.1:8000/v1", model="m",
                                          api_key_env="MY_ENDPOINT_KEY"))
+
+
+def test_an_endpoint_that_cannot_be_reached_fails_the_run_with_one_line(tmp_path, kept_airline):
+    from evosyn.agents.learners.harness import run_episode
+    from evosyn.agents.roles import StageUnavailable
+    from evosyn.tasks.served import HookFailed
+
+    ctx, learner = _learner(tmp_path, "http://127.0.0.1:9/v1", max_retries=0)
+    with pytest.raises(StageUnavailable, match=r"served learner: the LLM at http://127.0.0.1:9/v1 cannot be used"):
+        try:
+            run_episode(learner, kept_airline, ctx.env, max_steps=2)
+        finally:
+            learner.close()
+    from evosyn.agents.learners.llamafactory import TrainingError
+
+    assert issubclass(HookFailed, TrainingError)  # a failed hook: the CLI's one-line run failure
