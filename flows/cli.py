@@ -7,12 +7,13 @@ the ``benchmarks`` layer through the ``evosyn.commands`` entry point.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from evosyn.flows import (cli_dedup, cli_envs, cli_learn, cli_new_domain, cli_run, cli_services, cli_store,  # noqa: F401
                    cli_synth, cli_testsets, cli_view)
-from evosyn.flows.cli_app import PATH, UserError, main
+from evosyn.flows.cli_app import PATH, UserError, debugging, main
 from evosyn.flows.inputs import store_from
 
 
@@ -99,6 +100,21 @@ def run() -> None:  # console-script entry point
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:  # the last resort: an error no command turned into its own line
+        if debugging():
+            raise
+        click.echo(f"error: {unexpected(exc)} (evosyn --debug shows the traceback)", err=True)
+        sys.exit(1)
+
+
+def unexpected(exc: BaseException) -> str:
+    """One line for an exception nothing named: its type, its first line, and where it was raised."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    text = _first_line(exc) if str(exc).strip() else ""
+    return f"{type(exc).__name__}{where}" + (f": {text[:300]}" if text else "")
 
 
 if __name__ == "__main__":

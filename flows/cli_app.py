@@ -9,9 +9,18 @@ imports them.
 """
 from __future__ import annotations
 
+import os
+
 import click
 
 import evosyn.storage.offline  # noqa: F401
+
+DEBUG_ENV = "EVOSYN_DEBUG"
+
+
+def debugging() -> bool:
+    """True when ``--debug`` (or ``EVOSYN_DEBUG=1``) asks for tracebacks."""
+    return os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 # paths are plain strings to click: its own existence checks print three lines; flows/inputs.py
 # checks each path before any work and says what is wrong in one
@@ -71,9 +80,13 @@ class RootGroup(click.Group):
 
 @click.group(cls=RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", type=PATH, envvar="EVOSYN_HOME", help="Store root (default ./.evosyn, env EVOSYN_HOME).")
+@click.option("--debug", is_flag=True, envvar=DEBUG_ENV,
+              help=f"Show the traceback of an unexpected error instead of one line (env {DEBUG_ENV}=1).")
 @click.pass_context
-def main(ctx: click.Context, home: str | None) -> None:
+def main(ctx: click.Context, home: str | None, debug: bool) -> None:
     """EvoSyn: closed-loop synthesis of training data for tool-using agents."""
+    if debug:  # child processes (Prefect workers, benchmark runs) inherit it
+        os.environ[DEBUG_ENV] = "1"
     # not from evosyn.config: it imports pydantic (0.1 s), which `evosyn query` does without
     from evosyn.storage.userfiles import ConfigError, load_dotenv_secrets
 
