@@ -66,9 +66,11 @@ def shared_root(cfg: RunConfig) -> str:
 
 
 def _finished(cfg: RunConfig, run_id: str) -> bool:
+    """Whether ``run_id`` is finished in the cell's store: its location (an ``s3://`` prefix, or the folder),
+    never this machine's local folder of an S3 store."""
     try:
-        rows = Store(cfg.store_root(), create=False).read_records("runs", run_id=run_id, round=0)
-    except Exception:  # no store yet, or an unreadable row: the run is submitted and its own run says why
+        rows = Store(cfg.store_location(), create=False).read_records("runs", run_id=run_id, round=0)
+    except FileNotFoundError:  # no store, or no row of this run yet: the run is submitted
         return False
     return bool(rows) and rows[-1].status == "finished"
 
