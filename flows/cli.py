@@ -46,9 +46,16 @@ def config_validate(file: str) -> None:
 @click.option("--output", type=PATH, help="Write the result to this file.")
 @click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
               help="Rows shown in table format.")
+@click.option("--unsafe-full-access", is_flag=True,
+              help="Run the SQL with your own file and network access (COPY … TO, read_csv of any file, ATTACH, "
+                   "INSTALL). Off: it only reads the store's tables.")
 @click.pass_context
-def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int) -> None:
-    """Run SQL over every store table (runs, tasks, verdicts, …) with DuckDB."""
+def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int, unsafe_full_access: bool) -> None:
+    """Run SQL over every store table (runs, tasks, verdicts, …) with DuckDB.
+
+    The SQL reads the store's tables and nothing else: no file outside them read, none written, no database
+    attached, no extension installed. --unsafe-full-access lifts that; --output writes the result either way.
+    """
     import duckdb
 
     from evosyn.flows.inputs import check_output, writing
@@ -60,10 +67,12 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
     target = check_output(output, "--output") if output else None
     store = store_from(ctx, create=False)
     as_rows = fmt in ("table", "json")  # as Python rows: no pyarrow to import; csv and parquet by pyarrow's writers
+    sandboxed = not unsafe_full_access
     try:
-        result = query_rows(sql, store, limit if fmt == "table" else None) if as_rows else run_query(sql, store)
+        result = (query_rows(sql, store, limit if fmt == "table" else None, sandboxed=sandboxed) if as_rows
+                  else run_query(sql, store, sandboxed=sandboxed))
     except duckdb.Error as exc:
-        raise UserError(f"SQL: {_first_line(exc)}") from None
+        raise UserError(f"SQL: {_first_line(exc)}{_sandbox_hint(exc) if sandboxed else ''}") from None
     except Exception as exc:
         _arrow_error(exc)
         raise
@@ -80,6 +89,15 @@ def query(ctx: click.Context, sql: str, fmt: str, output: str | None, limit: int
     except Exception as exc:
         _arrow_error(exc)
         raise
+
+
+def _sandbox_hint(exc: Exception) -> str:
+    """The way out of the sandbox, for an error the sandbox caused (a refused statement, file or setting)."""
+    import duckdb  # imported by `query` already
+
+    if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in str(exc):
+        return " (--output FILE saves a result; --unsafe-full-access runs any SQL with your own file access)"
+    return ""
 
 
 def _arrow_error(exc: Exception) -> None:

@@ -20,6 +20,10 @@ and no build of it for the DuckDB this project pins can be installed from a pack
 downloads are off: ``autoinstall_known_extensions``). ``connect`` lists each table's objects instead and
 registers them as a pyarrow dataset over s3fs: the same views, bound to the objects of the moment of the
 connection, read by pyarrow (with DuckDB's filters and column selection pushed down into the scan).
+
+SQL a person wrote (`evosyn query`) runs on ``connect_sandboxed``: the same views in a database of its own that
+reads the store's tables and nothing else, writes nothing, and cannot change that (DuckDB's access settings, and
+its parser's statement types for writes); our own queries keep ``connect``.
 """
 from __future__ import annotations
 
@@ -147,6 +151,53 @@ def _connect_remote(store: Store) -> duckdb.DuckDBPyConnection:
     return con
 
 
+# A person's SQL (`evosyn query`) runs in a database of its own, locked down with DuckDB's access settings: files
+# under the store's tables folder only (allowed_directories; none for an S3 store, whose views DuckDB scans as
+# registered pyarrow datasets), no other file, URL, extension or replacement scan (enable_external_access off),
+# and neither changeable by the SQL (lock_configuration). DuckDB lets a statement write wherever it may read (COPY
+# ... TO, ATTACH and EXPORT into the allowed folder: DuckDB 2.0.1), so writes are refused by statement type (DuckDB's
+# parser) before anything runs: reads, and what changes only that in-memory database (a view, a macro, a variable).
+_READ_STATEMENTS = frozenset({"SELECT", "EXPLAIN", "CREATE", "PRAGMA", "CALL", "SET", "VARIABLE_SET", "MULTI"})
+_EXPLAIN = re.compile(r"\s*EXPLAIN\s+(ANALY[SZ]E\s+|\([^)]*\)\s*)?", re.IGNORECASE)  # EXPLAIN ANALYZE runs it
+
+
+def connect_sandboxed(store: Store) -> duckdb.DuckDBPyConnection:
+    """A connection for SQL a person wrote: the views of ``connect``, in a database of its own (never cached)
+    that reads the store's tables and nothing else, with its settings locked. Run statements through
+    ``check_reads_only`` first: the settings alone let a write into the tables folder through."""
+    if store.remote:
+        con, allowed = _connect_remote(store), []
+    else:
+        con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
+        attach_views(con, store)
+        allowed = [str(store.tables_dir.resolve()) + os.sep]
+    try:
+        con.execute("SET allowed_directories = ?", [allowed])  # before external access goes off: DuckDB's order
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def check_reads_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Raise duckdb.PermissionException, before any of it runs, for SQL with a statement that writes or attaches
+    (COPY, ATTACH, EXPORT, INSTALL / LOAD, INSERT, ...); parse errors are DuckDB's own (duckdb.Error)."""
+    for statement in con.extract_statements(sql):
+        kind = statement.type.name
+        if kind == "EXPLAIN":
+            explained = _EXPLAIN.match(statement.query)
+            if explained:
+                check_reads_only(con, statement.query[explained.end():])
+                continue
+        elif kind in _READ_STATEMENTS:
+            continue
+        word = re.match(r"\s*([A-Za-z]+)", statement.query)  # INSTALL, not its type LOAD
+        raise duckdb.PermissionException(f"{word.group(1).upper() if word else kind} is refused: "
+                                         "only reads of the store's tables run")
+
+
 def _catalog_views(store: Store) -> dict[str, str]:
     store._ensure_schema_files()  # every table has a file, so every view is a glob over its folder
     return {table: _view_sql(store, table) for table in TABLES}
@@ -228,9 +279,24 @@ def ensure_catalog_file(store: Store) -> Path:
     return path
 
 
-def query(sql: str, store: Store) -> pa.Table:
-    """Run SQL against the catalog; returns a pyarrow Table. Raises duckdb.Error on bad SQL."""
-    con = connect(store)
+def _open(store: Store, sql: str, sandboxed: bool) -> duckdb.DuckDBPyConnection:
+    if not sandboxed:
+        return connect(store)
+    con = connect_sandboxed(store)
+    try:
+        check_reads_only(con, sql)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def query(sql: str, store: Store, *, sandboxed: bool = False) -> pa.Table:
+    """Run SQL against the catalog; returns a pyarrow Table. Raises duckdb.Error on bad SQL.
+
+    ``sandboxed``: SQL a person wrote (`evosyn query`): it reads the store's tables only (``connect_sandboxed``),
+    a statement that would write or read anything else raises duckdb.PermissionException."""
+    con = _open(store, sql, sandboxed)
     try:
         rel = con.sql(sql)
         if rel is None:  # a statement without a result (e.g. SET)
@@ -262,14 +328,14 @@ _SAME_AS_ARROW = re.compile(r'(BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|
                             r'"NULL")(\[\])*')
 
 
-def query_rows(sql: str, store: Store, limit: int | None = None) -> Rows:
+def query_rows(sql: str, store: Store, limit: int | None = None, *, sandboxed: bool = False) -> Rows:
     """Run SQL against the catalog; its first ``limit`` rows (all: None) with the values ``query(...).to_pylist()``
-    holds. Raises duckdb.Error on bad SQL.
+    holds. Raises duckdb.Error on bad SQL; ``sandboxed`` as in ``query``.
 
     Fetched by DuckDB's own conversion when every column's type converts as pyarrow's does (no Arrow table is
     built for them); through Arrow for a result with a column of another type.
     """
-    con = connect(store)
+    con = _open(store, sql, sandboxed)
     try:
         rel = con.sql(sql)
         if rel is None:  # a statement without a result (e.g. SET)
