@@ -13,6 +13,7 @@ from evosyn.agents.generator_schema import GeneratorOut, closed_output, entity_i
 from evosyn.agents.plans import DefaultPrior, Infeasible, Plan, seeded_rng
 from evosyn.envs.base import Domain, EnvTask, GoldAction, TaskDraft, UserScenario
 from evosyn.envs.ontology import check_selection
+from evosyn.envs.pack_errors import fault_line
 from evosyn.envs.packs import UserPhrasing
 from evosyn.envs.properties import PROPERTIES, Call, bucket, measure_all, min_writes
 from evosyn.envs.replay import gold_digest
@@ -109,17 +110,33 @@ class EmbeddedGenerator:
             last = Infeasible(f"the prior suppresses {', '.join(f'{key}={got[key]}' for key in suppress)}")
         raise last or Infeasible(f"no plan in {self.tries} tries")
 
+    def realizable(self, sel: dict[str, list[str]], blueprint_id: str, seed: int) -> str | None:
+        """Why the builder cannot realize selection ``sel`` as blueprint ``blueprint_id`` (None: it can). The
+        same seeded planning as ``generate``'s, so a selection that passes here is built there: the Planner asks
+        before it spends a blueprint on a combination the generator would refuse as infeasible."""
+        try:
+            self._plan(sel, blueprint_id, seed)
+        except Infeasible as exc:
+            return str(exc)
+        except Exception:  # a fault of the pack's builder is generate's to report, with where it was raised
+            return None
+        return None
+
     def generate(self, blueprint: Blueprint, space: SynthesisSpace) -> SynthTask:
         problems = check_selection(space, blueprint.selected_dimensions)
         if problems:
             raise GenerationError("blueprint outside the space: " + "; ".join(problems))
         try:
             plan = self._plan(blueprint.selected_dimensions, blueprint.blueprint_id, blueprint.seed)
+            task_id = "syn-" + hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}".encode()).hexdigest()[:12]
+            task = self.domain.make_task(task_draft(task_id, blueprint, plan, self.domain.pack.phrasing))
+            return synth_task(task, blueprint, scenario_of(plan, blueprint), "embedded", self.domain)
         except Infeasible as exc:
             raise GenerationError(f"infeasible: {exc}") from None
-        task_id = "syn-" + hashlib.sha256(f"{blueprint.blueprint_id}/{blueprint.seed}".encode()).hexdigest()[:12]
-        task = self.domain.make_task(task_draft(task_id, blueprint, plan, self.domain.pack.phrasing))
-        return synth_task(task, blueprint, scenario_of(plan, blueprint), "embedded", self.domain)
+        except GenerationError:
+            raise
+        except Exception as exc:  # the pack's generator or a tool it ran: where in the pack, not only the type
+            raise GenerationError(f"generator error: {fault_line(exc)}") from exc
 
 
 def synth_task(task: EnvTask, blueprint: Blueprint, scenario: dict, generator: str, domain: Domain) -> SynthTask:

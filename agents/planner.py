@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from typing import Protocol, Union
+from typing import Callable, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,9 +29,13 @@ class PlanError(ValueError):
     """The direction cannot be grounded into a compatible blueprint."""
 
 
+# why the generator cannot realize a selection as a blueprint id under a seed (None: it can)
+Feasible = Callable[[dict[str, list[str]], str, int], Union[str, None]]
+
+
 class Planner(Protocol):
     def plan(self, direction: Direction, space: SynthesisSpace, env: EnvSummary | None, *, index: int,
-             seed: int) -> Blueprint: ...
+             seed: int, feasible: Feasible | None = None) -> Blueprint: ...
 
 
 def _allowed(space: SynthesisSpace, direction: Direction, key: str) -> list[str]:
@@ -56,6 +60,10 @@ def _fulfil_reads(rules, sel: dict[str, list[str]]) -> int:
     return base + rules.reads_per_extra_write * max(0, writes - 1) if base else 0
 
 
+def blueprint_id(direction: Direction, digest: str) -> str:
+    return f"b{direction.round}-{digest}"
+
+
 class EmbeddedPlanner:
     """``rules``: the domain pack's ``planner_rules`` (``evosyn.agents.roles.build_roles`` passes its domain's)."""
 
@@ -65,7 +73,10 @@ class EmbeddedPlanner:
         self.rules = rules
 
     def plan(self, direction: Direction, space: SynthesisSpace, env: EnvSummary | None, *, index: int,
-             seed: int) -> Blueprint:
+             seed: int, feasible: Feasible | None = None) -> Blueprint:
+        """``feasible``: the generator's own test of a selection (``EmbeddedGenerator.realizable``); a sample it
+        cannot realize is drawn again, so the budget goes to combinations that become tasks. It consumes none of
+        the planner's random draws: where every first sample is realizable, the blueprints are those without it."""
         for key in (*direction.allowed_values, *direction.preferred_values, *direction.forbidden_values):
             space.factor(key)  # raises KeyError naming the known factors
         digest = hashlib.sha256(f"{direction.direction_id}/{index}/{seed}".encode()).hexdigest()
@@ -84,6 +95,10 @@ class EmbeddedPlanner:
             problems = check_selection(space, sel)
             if problems:
                 last = "; ".join(problems)
+                continue
+            why = feasible(sel, blueprint_id(direction, digest[:10]), seed) if feasible is not None else None
+            if why:
+                last = f"the generator cannot realize any sample ({why})"
                 continue
             return self._blueprint(direction, space, sel, digest[:10], seed)
         raise PlanError(f"direction {direction.condition_id}: no compatible blueprint ({last})")
@@ -181,7 +196,7 @@ class EmbeddedPlanner:
         verb = "carry out" if outcome == "fulfill" else "recognise the policy violation in and decline"
         return Blueprint(
             run_id=direction.run_id, round=direction.round, space_version=space.version,
-            direction_id=direction.direction_id, blueprint_id=f"b{direction.round}-{digest}",
+            direction_id=direction.direction_id, blueprint_id=blueprint_id(direction, digest),
             plan_id=f"p-{digest}", domain=space.domain, selected_dimensions=sel, seed=seed,
             generation_intent=f"a {difficulty} {family.replace('_', ' ')} request the agent must {verb}",
             success_focus=[f"respect {f.replace('_', ' ')}" for f in focus],
@@ -293,14 +308,21 @@ class LLMPlanner:
         self.raw: dict[str, str] = {}  # blueprint id -> raw reply
 
     def plan(self, direction: Direction, space: SynthesisSpace, env: EnvSummary | None, *, index: int,
-             seed: int) -> Blueprint:
-        from evosyn.agents.ask import RoleRejected, ask
+             seed: int, feasible: Feasible | None = None) -> Blueprint:
+        """``feasible``: as for ``EmbeddedPlanner.plan``; a selection the generator cannot realize is sent back to
+        the model with the generator's reason, within the role's retries."""
+        from evosyn.agents.ask import Invalid, RoleRejected, ask
+
+        def validate(out: PlannerOut) -> Blueprint:
+            bp = parse_planner(out, direction, space, index=index, seed=seed, rules=self.rules)
+            why = feasible(bp.selected_dimensions, bp.blueprint_id, seed) if feasible is not None else None
+            if why:
+                raise Invalid(f"the generator cannot realize this selection ({why}); choose other values")
+            return bp
 
         try:
             ans = ask(self.client, planner_messages(direction, space, self.env, index=index, seed=seed),
-                      schema=PlannerOut, role="planner", retries=self.retries,
-                      validate=lambda out: parse_planner(out, direction, space, index=index, seed=seed,
-                                                         rules=self.rules))
+                      schema=PlannerOut, role="planner", retries=self.retries, validate=validate)
         except RoleRejected as exc:
             raise PlanError(f"direction {direction.condition_id}: {exc}") from None
         self.raw[ans.value.blueprint_id] = ans.raw

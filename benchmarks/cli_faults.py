@@ -1,7 +1,8 @@
 """`evosyn bench faults`: kill-and-resume at every stage boundary, fuzzed replies, faulty and absent LLM servers,
 concurrent first use of a store, a search for the API key in everything the runs wrote, and the store's and the
 client's rows: kills and a full disk inside the first-time initialisations, random kills of the main PID only,
-damaged chunks, a hostile LLM server."""
+damaged chunks, a hostile LLM server; and the second audit's (benchmarks/faults_audit.py): hostile inputs, user
+SQL, broken packs, a damaged test set and unvouched files, documented commands on every built-in domain."""
 from __future__ import annotations
 
 import click
@@ -9,7 +10,8 @@ import click
 from evosyn.flows.cli_app import UserError
 from evosyn.flows.render import print_table
 
-AREAS = ("kill", "fuzz", "llm", "concurrent", "init", "random", "damage", "hostile")
+AREAS = ("kill", "fuzz", "llm", "concurrent", "init", "random", "damage", "hostile", "inputs", "query", "packs",
+         "store", "domains")
 
 
 @click.command("faults")
@@ -39,10 +41,12 @@ def bench_faults(only: tuple[str, ...], fuzz_replies: int, trials: int, workdir:
             raise UserError("bench faults: the fuzzed replies need hypothesis; pip install -e '.[dev]' "
                             "(or pick other areas: --only kill --only init ...)") from None
 
+    from evosyn.benchmarks.faults_audit import checks as audit_checks
     from evosyn.benchmarks.faults_store import checks as store_checks
 
     result = run(Path(workdir) if workdir else None, fuzz_n=fuzz_replies, only=set(only) or None,
-                 also=lambda b, want: store_checks(b, want, trials), say=lambda s: click.echo(s, err=True))
+                 also=lambda b, want: store_checks(b, want, trials) + audit_checks(b, want),
+                 say=lambda s: click.echo(s, err=True))
     print_table("fault benchmark", ["area", "check", "result", "detail", "seconds"],
                 [[c["area"], c["check"], "PASS" if c["passed"] else "FAIL", c["detail"], f"{c['seconds']:.0f}"]
                  for c in result["checks"]])

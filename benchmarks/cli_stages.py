@@ -103,23 +103,29 @@ def bench_testsets(ctx, domain: str | None, n: int, output: str | None) -> None:
 
 @click.command("verify")
 @click.option("--domain", default=None, help="A domain pack (default: the default pack).")
-@click.option("--split", default="base", show_default=True)
-@click.option("--limit", type=int, default=None, help="Only the first N tasks with gold actions.")
+@click.option("--split", default=None,
+              help="The official split (default: the domain's own, e.g. tau2's base; CAR-bench's test).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N tasks with gold actions.")
 @click.option("--output", type=PATH, default=None)
-def bench_verify(domain: str, split: str, limit: int | None, output: str | None) -> None:
-    """Our verifier vs tau2's evaluator per task (CPU and wall), with the replay floor beside."""
+def bench_verify(domain: str, split: str | None, limit: int | None, output: str | None) -> None:
+    """Our verifier per task (CPU and wall) against the replay floor, and against the benchmark's own evaluator
+    where it is installed (tau2's)."""
     from evosyn.benchmarks.common import write_json
-    from evosyn.benchmarks.verify import rows, run
+    from evosyn.benchmarks.verify import headers, headline, rows, run
     from evosyn.flows.compile import compile_domain
     from evosyn.flows.inputs import bench_output, writing
 
     env = compile_domain(domain).env
-    domain = env.name
+    domain, split = env.name, split or env.default_split
+    if split not in env.splits():
+        raise UserError(f"--split {split}: not a split of {domain}'s official tasks (known: "
+                        f"{', '.join(env.splits()) or 'none'})")
     target = bench_output(f"verify-{domain}", output)
-    result = run(env, split, limit)
-    print_table(f"verify benchmark: {domain}/{split}, {result['tasks']} tasks "
-                f"({result['agreeing_rewards']} rewards agree with tau2)",
-                ["verifier", "CPU per task", "wall per task", "vs tau2 (CPU)"], rows(result))
+    try:
+        result = run(env, split, limit)
+    except ValueError as exc:
+        raise UserError(f"--split {split}: {exc}") from None
+    print_table(f"verify benchmark: {headline(result)}", headers(result), rows(result))
     with writing(target, "--output"):
         click.echo(f"wrote {write_json(f'verify-{domain}', result, target)}")
 

@@ -75,10 +75,9 @@ def testsets(p: dict) -> list[str]:
 
 
 def verify(p: dict) -> list[str]:
-    from evosyn.benchmarks.verify import rows
+    from evosyn.benchmarks.verify import headers, headline, rows
 
-    return [f"{p['tasks']} tasks of {p['domain']}/{p['split']}; {p['agreeing_rewards']} rewards agree with tau2's.",
-            "", *table(["verifier", "CPU per task", "wall per task", "vs tau2 (CPU)"], rows(p))]
+    return [headline(p), "", *table(headers(p), rows(p))]
 
 
 def learner(p: dict) -> list[str]:
@@ -104,6 +103,10 @@ def learner(p: dict) -> list[str]:
 def run(p: dict) -> list[str]:
     head = (f"Timed: `{p['command']}`. Wall {p['wall_s']:.2f} s, CPU {p['cpu_s']:.2f} s, peak RSS "
             f"{p['peak_rss_mb']:.0f} MiB; start-up, exit and orchestration {p['overhead_wall_share']:.1%} of wall.")
+    yields = p.get("verified_yield") or []
+    if yields:  # recorded since the Planner asks the generator (older files have none)
+        head += " Verified yield per round (verified tasks / budget): " + ", ".join(
+            f"round {y['round']} {y['verified']}/{y['budget']} = {y['yield']:.2f}" for y in yields) + "."
     return [head, "",
             *table(["group", "part", "wall s", "CPU s", "note"],
                    [[r["group"], r["part"], num(r["wall_s"]), num(r["cpu_s"]), r["note"]] for r in p["rows"]])]
@@ -229,7 +232,9 @@ SECTIONS = [
     Section("faults", "Fault rows", "Kill-and-resume at every stage boundary, fuzzed replies, faulty and absent "
             "LLM servers, concurrent first use of a store, and a search for the API key in everything the runs wrote; "
             "kills and a full disk inside the first-time initialisations, random kills of the main PID only, "
-            "damaged chunk files, and a hostile LLM server (areas init, random, damage, hostile).",
+            "damaged chunk files, and a hostile LLM server (areas init, random, damage, hostile); hostile inputs, "
+            "user SQL, a damaged test set and unvouched files, broken user packs, and documented commands on every "
+            "built-in domain (areas inputs, query, store, packs, domains).",
             "evosyn bench faults", "pass or fail per row", faults),
     Section("learning", "The learning effect", "Every arm x seed as a normal run, then test success per round "
             "with two-level bootstrap intervals and paired differences against evosyn.",

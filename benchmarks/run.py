@@ -212,6 +212,23 @@ def learner_work(store_root: Path) -> dict[str, Any]:
     return {"evaluated_tasks": evaluated, "trained_trajectories": trained, "per_round": per_round}
 
 
+def verified_yield(store_root: Path) -> list[dict[str, Any]]:
+    """Per run and round: the blueprints whose task was verified (a passed verdict), against the round's budget."""
+    from evosyn.storage.store import Store
+
+    store = Store(store_root)
+    out = []
+    for run_id in store.runs():
+        budget = store.read_records("runs", run_id=run_id, round=0)[-1].budget
+        kept: dict[int, set] = {}
+        for v in store.read_fields("verdicts", ["round", "blueprint_id", "passed"], run_id=run_id):
+            if v["passed"] and v["round"] >= 1:
+                kept.setdefault(v["round"], set()).add(v["blueprint_id"])
+        out += [{"run_id": run_id, "round": r, "verified": len(ids), "budget": budget,
+                 "yield": round(len(ids) / budget, 3)} for r, ids in sorted(kept.items())]
+    return out
+
+
 def run(domain: str, rounds: int, seed: int, budget: int | None = None, workdir: str | None = None
         ) -> dict[str, Any]:
     """Launch the job once and take its time apart (a ``workdir`` is kept; the default temporary one is not)."""
@@ -220,6 +237,7 @@ def run(domain: str, rounds: int, seed: int, budget: int | None = None, workdir:
     try:
         data = launch(base, domain, rounds, seed, budget)
         work = learner_work(base / "store")
+        yields = verified_yield(base / "store")
     finally:
         if not workdir:
             shutil.rmtree(base, ignore_errors=True)
@@ -228,6 +246,7 @@ def run(domain: str, rounds: int, seed: int, budget: int | None = None, workdir:
     work.update(evaluate_cpu_ms_per_task=1000 * stage_cpu["evaluate"] / max(1, work["evaluated_tasks"]),
                 train_cpu_ms_per_trajectory=1000 * stage_cpu["train"] / max(1, work["trained_trajectories"]))
     result["learner_work"] = work
+    result["verified_yield"] = yields
     result.update(domain=domain, rounds=rounds, seed=seed, budget=budget,
                   command="evosyn " + " ".join(data["args"][2:]),  # without --home <the fresh store>
                   store=str(base / "store") if workdir else None)

@@ -61,13 +61,13 @@ def main(argv: list[str]) -> None:
     import evosyn.flows.cli_run as cli_run
 
     timing.mark("cli imported")
-    run_imports = cli_run._import_run_flow
+    run_imports = cli_run.import_run_flow
 
     def import_run_flow() -> None:  # what `evosyn run` imports while its Prefect server starts, then the timers
         with timing.span("startup", "run imports"):
             run_imports()
         instrument()
-    cli_run._import_run_flow = import_run_flow
+    cli_run.import_run_flow = import_run_flow
     sys.argv = ["evosyn", *argv]
     try:
         cli.run()

@@ -11,12 +11,12 @@ and docs/reference/config.md is generated from the models' JSON schema.
 from evosyn.config.env import ENV_OVERRIDES, EnvOverrides, env_overrides
 from evosyn.config.load import load_config, read_config_file, validate_config
 from evosyn.config.roles import ROLES, RoleConfig
-from evosyn.config.run import EXECUTION_FIELDS, PROBE_SIZE, RunConfig, default_probe_size
+from evosyn.config.run import EXECUTION_FIELDS, PROBE_SIZE, SEED_MAX, RunConfig, default_probe_size
 from evosyn.config.sections import (MAX_PRIOR_WRITES, DedupConfig, GeneratorPrior, HookConfig, LlamaFactoryConfig,
                                     OfficialEvalConfig, ServedLearnerConfig, StoreConfig)
 from evosyn.storage.userfiles import ConfigError, load_dotenv_secrets, read_text_file
 
-__all__ = ["ENV_OVERRIDES", "EXECUTION_FIELDS", "MAX_PRIOR_WRITES", "PROBE_SIZE", "ROLES", "ConfigError",
-           "DedupConfig", "EnvOverrides", "GeneratorPrior", "HookConfig", "LlamaFactoryConfig", "OfficialEvalConfig", "RoleConfig",
-           "RunConfig", "ServedLearnerConfig", "StoreConfig", "default_probe_size", "env_overrides", "load_config", "load_dotenv_secrets",
-           "read_config_file", "read_text_file", "validate_config"]
+__all__ = ["ENV_OVERRIDES", "EXECUTION_FIELDS", "MAX_PRIOR_WRITES", "PROBE_SIZE", "ROLES", "SEED_MAX", "ConfigError",
+           "DedupConfig", "EnvOverrides", "GeneratorPrior", "HookConfig", "LlamaFactoryConfig", "OfficialEvalConfig",
+           "RoleConfig", "RunConfig", "ServedLearnerConfig", "StoreConfig", "default_probe_size", "env_overrides",
+           "load_config", "load_dotenv_secrets", "read_config_file", "read_text_file", "validate_config"]

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from evosyn.config.env import env_overrides
 from evosyn.config.run import RunConfig
-from evosyn.storage.userfiles import ConfigError, read_text_file
+from evosyn.storage.userfiles import ConfigError, read_yaml_file
 
 
 def _describe(err: dict[str, Any]) -> str:
@@ -36,19 +35,9 @@ def validate_config(data: Any, source: str = "config") -> RunConfig:
 
 
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    import yaml  # here: most commands that load the config read no YAML file
-
-    p = Path(path)
-    text = read_text_file(p)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"invalid config {p}: YAML syntax error{where}: {problem}") from None
-    except RecursionError:
-        raise ConfigError(f"invalid config {p}: nested too deeply to parse (flatten it)") from None
+    """A config file's YAML (``{}`` for an empty one); a key written twice is refused with its line, as every
+    other problem of the file (storage/userfiles.py)."""
+    data = read_yaml_file(path)
     return data if data is not None else {}
 
 

@@ -12,6 +12,9 @@ from pydantic import Field, field_validator
 
 from evosyn.config.base import Section
 
+# a price per million tokens above this is a typo: the dearest model in litellm's table costs $600
+MAX_PRICE_PER_MTOK = 100_000.0
+
 ROLES = ("designer", "planner", "generator", "teacher", "user", "repair", "reflector", "task_agent")
 
 
@@ -70,11 +73,13 @@ class RoleConfig(Section):
                     "rejected) with a warning in the stage's line, the report and MLflow, and a `fallback` row in "
                     "`llm_calls`")
     input_cost_per_mtok: float | None = Field(
-        default=None, ge=0,
-        description="USD per million input tokens, for a model the price table lacks (or to override it)")
+        default=None, ge=0, le=MAX_PRICE_PER_MTOK,
+        description="USD per million input tokens, for a model the price table lacks (or to override it); at most "
+                    "$100,000, over a hundred times the dearest model listed ($600)")
     output_cost_per_mtok: float | None = Field(
-        default=None, ge=0,
-        description="USD per million output tokens, for a model the price table lacks (or to override it)")
+        default=None, ge=0, le=MAX_PRICE_PER_MTOK,
+        description="USD per million output tokens, for a model the price table lacks (or to override it); at most "
+                    "$100,000, over a hundred times the dearest model listed ($600)")
     tool_calls: Literal["native", "prompt"] = Field(
         default="native",
         description="`native`: the API's tools; `prompt`: tools described in the system prompt and the call read "
@@ -92,15 +97,15 @@ class RoleConfig(Section):
                     "field), `guided_json` (vLLM before 0.12), `none` (the schema only checked on our side). "
                     "Anthropic: always its forced tool")
     schema_max_string: int | None = Field(
-        default=None, ge=1,
+        default=None, ge=1, le=1_000_000,
         description="`openai_compatible`: a maxLength on every free string of the schema sent (a free value is a "
                     "short scalar), so a grammar-constrained small model cannot fill one until `max_tokens` "
-                    "(unset: the role's schema as it is)")
+                    "(unset: the role's schema as it is); at most a million, as `max_tokens`")
     schema_max_items: int | None = Field(
-        default=None, ge=1,
+        default=None, ge=1, le=1_000_000,
         description="`openai_compatible`: a maxItems on every array of the schema sent (a free list is short), so "
                     "a grammar-constrained small model cannot fill one until `max_tokens` (unset: the role's "
-                    "schema as it is)")
+                    "schema as it is); at most a million, as `max_tokens`")
     batch: bool = Field(
         default=False,
         description="the provider's batch API (OpenAI's Batch API, Anthropic's Message Batches: half the price, "
@@ -108,10 +113,13 @@ class RoleConfig(Section):
                     "repair): the calls that arrive within `batch_window_s` of each other go as one batch (set "
                     "`max_concurrency` to the stage's size; agents/llm/batch.py)")
     batch_window_s: float = Field(
-        default=2.0, ge=0, description="seconds a batch waits for more calls before it is sent (`batch: true`)")
+        default=2.0, ge=0, le=3600,
+        description="seconds a batch waits for more calls before it is sent (`batch: true`); at most an hour, since "
+                    "the stage waits that long for its first reply")
     batch_poll_s: float = Field(
-        default=30.0, gt=0,
-        description="seconds between polls of a sent batch at first, then more slowly (`batch: true`)")
+        default=30.0, gt=0, le=3600,
+        description="seconds between polls of a sent batch at first, then more slowly, up to ten minutes (`batch: "
+                    "true`); at most an hour: a provider's batch ends within a day")
 
     @field_validator("base_url")
     @classmethod

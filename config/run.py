@@ -17,6 +17,9 @@ from evosyn.storage.records import Arm
 EXECUTION_FIELDS = ("task_runner", "dask_address")
 
 
+# the largest seed: numpy's and scikit-learn's random_state take 0 to 2**32 - 1
+SEED_MAX = 2**32 - 1
+
 # the default probe set's largest size: a fixed test set's (test_size), a rate measured within about +-0.05
 PROBE_SIZE = 300
 
@@ -52,8 +55,11 @@ class RunConfig(Section):
         default=200, ge=1, le=1_000_000,
         description="blueprints synthesized per round; at most a million, which is days of embedded synthesis, "
                     "and a bill with an LLM")
-    seed: int = Field(default=0, ge=0,
-                      description="the seed of every random choice of the run (same config and seed: same rows)")
+    seed: int = Field(
+        default=0, ge=0, le=SEED_MAX,
+        description="the seed of every random choice of the run (same config and seed: same rows); 0 to 2**32 - 1, "
+                    "what the embedded learner's scikit-learn takes (the seeds derived from it, such as the probe "
+                    "sets' 7,000,000 + 1000 x seed + round, stay within the stored int64)")
     learner: Literal["embedded", "llamafactory", "served"] = Field(
         default="embedded",
         description="`embedded`: behaviour cloning with scikit-learn, in-process; `llamafactory`: a real checkpoint "

@@ -234,6 +234,14 @@ class Domain(ABC):
     # Which data the environment reads when it is not its default (a folder: the run config's ``env_data``):
     # the fixed test sets built on it are named with it, so runs on two data folders never share one.
     data_source: str = ""
+    # The official split a command takes when none is named: ``default_split`` is checked (``verify --official``,
+    # ``bench verify``: tau2's ``base``, every task), ``evaluation_split`` is scored (``evaluate --official``: the
+    # held-out one). A family whose splits are named otherwise sets its own (both must be keys of ``splits()``).
+    default_split: str = "base"
+    evaluation_split: str = "test"
+    # The benchmark whose own reward rule ``reward`` computes (tau2's, CAR-bench's): named beside a verdict's reward
+    # (`verify`, `show`). "" for a domain of one's own: its verdict is its checks, and no benchmark reward is printed.
+    benchmark: str = ""
 
     @property
     def pack(self) -> DomainPack:

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from evosyn.envs.base import Domain, EnvTask
+from evosyn.envs.pack_errors import run_tool
 from evosyn.storage.records import Message, ToolCall
 
 AFFIRMATIVE = "Yes, please go ahead."
@@ -53,7 +54,7 @@ def gold_messages(domain: Domain, task: EnvTask) -> list[Message]:
                 messages.append(Message(role="assistant", content=confirmation_request(action.name, action.arguments)))
                 messages.append(Message(role="user", content=AFFIRMATIVE, requestor="user"))
             messages.append(Message(role="assistant", tool_calls=[call]))
-        obs = episode.step(action.name, action.arguments, action.requestor)
+        obs = run_tool(episode, action.name, action.arguments, action.requestor)
         messages.append(Message(role="tool", content=obs.content, tool_call_id=call.id, error=obs.error,
                                 requestor=action.requestor))
     info = task.communicate_info

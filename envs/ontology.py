@@ -39,7 +39,7 @@ def load_initial_space(pack: DomainPack, run_id: str = "none", round: int = 0, e
     domain's generator as standard factors of v1 (checked by ``check_initial_factors``)."""
     domain = pack.name
     raw = pack.initial_space()
-    factors = [Factor(**f, observable=f["key"] in OBSERVABLE, added_in=1) for f in raw["factors"]]
+    factors = [_factor(n, f) for n, f in enumerate(_factors(raw))]
     extra = list(extra)
     check_initial_factors(extra, pack)
     factors += [Factor(key=k, values=list(pack.controllable[k]), status="standard", observable=k in OBSERVABLE,
@@ -48,6 +48,49 @@ def load_initial_space(pack: DomainPack, run_id: str = "none", round: int = 0, e
     space = SynthesisSpace(run_id=run_id, round=round, space_version=1, domain=domain, version=1,
                            factors=factors, restrictions=raw.get("restrictions", {}))
     return validate_space(space)
+
+
+# The factors the core reads by name: the Designer's cold start crosses the families with a second factor
+REQUIRED = "task_family"
+EXAMPLE = "(`evosyn new-domain` writes an example)"
+
+
+def _factors(raw: object) -> list:
+    """``ontology.json``'s factor list, with what the Designer needs of it: ``SpaceError`` (one line naming the
+    field and the fix) otherwise."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("factors"), list):
+        raise SpaceError(f"factors: expected an object with a list of factors under \"factors\" {EXAMPLE}")
+    factors = raw["factors"]
+    keys = [f.get("key") for f in factors if isinstance(f, dict)]
+    if not factors:
+        raise SpaceError(f"factors: empty; the Designer needs a {REQUIRED!r} factor (the kinds of request) and at "
+                         f"least one other (e.g. expected_outcome: fulfill, refuse) {EXAMPLE}")
+    if REQUIRED not in keys:
+        raise SpaceError(f"factors: no {REQUIRED!r} factor (the kinds of request the Designer spreads the budget "
+                         f"over, named by the pack's family_by_tool); add one {EXAMPLE}")
+    if len(factors) < 2:
+        raise SpaceError(f"factors: only {REQUIRED!r}; the Designer crosses it with a second factor (e.g. "
+                         f"expected_outcome: fulfill, refuse) {EXAMPLE}")
+    return factors
+
+
+def _factor(n: int, raw: object) -> Factor:
+    """One factor of ``ontology.json``; ``SpaceError`` naming it (its position and key) and the field."""
+    from pydantic import ValidationError
+
+    key = raw.get("key") if isinstance(raw, dict) else None
+    name = f"factors[{n}]" + (f" ({key!r})" if isinstance(key, str) else "")
+    if not isinstance(raw, dict):
+        raise SpaceError(f"{name}: expected an object with key, values, guidance, status, cardinality")
+    try:
+        return Factor(**raw, observable=key in OBSERVABLE, added_in=1)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(map(str, first["loc"])) or "factor"
+        fix = " (give it at least one value, or remove the factor)" if field == "values" else ""
+        raise SpaceError(f"{name}: {field}: {first['msg']}{fix}") from None
+    except TypeError as exc:  # a field given twice (observable, added_in are the loader's)
+        raise SpaceError(f"{name}: {exc}") from None
 
 
 def check_initial_factors(names: list[str], pack: DomainPack) -> None:

@@ -21,6 +21,7 @@ from typing import Literal
 
 from evosyn.envs.base import TOOL_KINDS
 from evosyn.envs.ontology import SpaceError, load_initial_space
+from evosyn.envs.pack_errors import fault_line, message, shown
 from evosyn.envs.packs import DomainPack, PackError, UserPhrasing, environment_of
 
 Purpose = Literal["check", "synth", "run"]
@@ -53,9 +54,8 @@ def problems(pack: DomainPack, purpose: Purpose = "check", embedded: bool = True
     has_space = not out  # the checks below that read the space need one
     try:
         domain = environment_of(pack)
-    except Exception as exc:  # the pack's own code: one line, the traceback is the pack author's to read
-        return out + [_error("environment()", f"the {name} environment failed to load: {type(exc).__name__}: "
-                                              f"{_first(exc)}")]
+    except Exception as exc:  # the pack's own code: one line naming where, the traceback is --debug's
+        return out + [_error("environment()", f"the {name} environment failed to load: {fault_line(exc)}")]
     try:
         tools = domain.tools()
     except Exception as exc:  # an environment whose tool table cannot be read (a kind tau2 does not know, ...)
@@ -90,15 +90,27 @@ def _first(exc: BaseException) -> str:
 
 
 def _space(pack: DomainPack) -> list[Finding]:
+    """The initial space's errors, each naming the file (``path:line:col`` for JSON that does not parse), the
+    field and the fix."""
     try:
         load_initial_space(pack)
     except PackError as exc:  # no ontology.json: the message names the file and the fix
         return [_error("ontology.json", str(exc).removeprefix("ontology.json: "))]
     except json.JSONDecodeError as exc:
-        return [_error("ontology.json", f"not valid JSON ({exc})")]
+        return [_error(f"{_ontology(pack)}:{exc.lineno}:{exc.colno}", f"not valid JSON ({exc.msg})")]
     except (SpaceError, ValueError, TypeError, KeyError) as exc:  # a factor missing a field, a bad cardinality
-        return [_error("ontology.json", f"not a valid initial space ({type(exc).__name__}: {_first(exc)})")]
+        return [_error(_ontology(pack), f"not a valid initial space: {message(exc)}")]
     return []
+
+
+def _ontology(pack: DomainPack) -> str:
+    """Where the pack's ``ontology.json`` is, as a user would type it."""
+    from importlib import resources
+
+    try:
+        return shown(str(resources.files(pack.package).joinpath("ontology.json")))
+    except (ModuleNotFoundError, TypeError):  # a pack class with no package of its own
+        return "ontology.json"
 
 
 def _policy(pack: DomainPack) -> list[Finding]:

@@ -241,16 +241,22 @@ def _user_package(folders: list[Path]) -> str:
     return USER_PACKAGE
 
 
-def _import(name: str, load: Callable[[], Any]) -> None:
-    """Import one pack; a failure is recorded under ``name`` (what it registered undone) and the others go on."""
+def _import(name: str, load: Callable[[], Any], folder: Path | None = None) -> None:
+    """Import one pack; a failure is recorded under ``name`` (what it registered undone) as one line naming the
+    pack's file and line (``folder``: the pack's own), and the others go on."""
     before = set(_PACKS)
     try:
         load()
-    except Exception as exc:  # any error of the pack's own code: reported by name, never fatal to the others
+    except KeyboardInterrupt:
+        raise
+    # any error of the pack's own code, SystemExit included (a pack calling sys.exit at import must not end
+    # every command): reported by name, never fatal to the others
+    except BaseException as exc:
+        from evosyn.envs.pack_errors import fault_line
+
         for added in set(_PACKS) - before:
             del _PACKS[added]
-        text = str(exc).strip()
-        _BROKEN[name] = f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+        _BROKEN[name] = fault_line(exc, folder)
         _ERRORS[name] = exc
 
 
@@ -261,13 +267,15 @@ def _load() -> None:
     root = importlib.import_module(PACKAGE)  # the built-in folder itself missing is an install error: raised
     for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda i: i.name):
         if info.ispkg and not info.name.startswith("_"):
-            _import(info.name, lambda n=info.name: importlib.import_module(f"{PACKAGE}.{n}"))
+            _import(info.name, lambda n=info.name: importlib.import_module(f"{PACKAGE}.{n}"),
+                    Path(info.module_finder.path) / info.name)
     folders = user_folders()
     if folders:
         package = _user_package(folders)
         for info in sorted(pkgutil.iter_modules([str(f) for f in folders]), key=lambda i: i.name):
             if info.ispkg and not info.name.startswith("_"):
-                _import(info.name, lambda n=info.name: importlib.import_module(f"{package}.{n}"))
+                _import(info.name, lambda n=info.name: importlib.import_module(f"{package}.{n}"),
+                        Path(info.module_finder.path) / info.name)
     for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         _import(ep.name, ep.load)  # a third-party pack reusing a built-in name is refused by register()
     _loaded = True
@@ -297,17 +305,39 @@ def get_pack(name: str) -> DomainPack:
     if name not in _PACKS:
         if name in _BROKEN:
             raise BrokenPack(f"domain {name!r} failed to load: {_BROKEN[name]} (fix the pack; "
-                             f"`evosyn envs check {name}` shows the traceback)")
+                             f"`evosyn --debug envs check {name}` shows the traceback)")
         raise UnknownDomain(f"unknown domain {name!r}; known domains: {', '.join(sorted(_PACKS))}")
     return _PACKS[name]
+
+
+class DefaultConflict(PackError):
+    """Not exactly one pack sets ``default = True``: one line naming them (with where) and the fix."""
+
+
+def registered(name: str) -> DomainPack | None:
+    """The pack named ``name``, or None when no pack has that name (for a caller that may ask of any name)."""
+    try:
+        return get_pack(name)
+    except UnknownDomain:
+        return None
 
 
 def default_domain() -> str:
     _load()
     defaults = sorted(n for n, p in _PACKS.items() if p.default)
-    if len(defaults) != 1:
-        raise RuntimeError(f"exactly one domain pack must be the default, found {defaults or 'none'}")
-    return defaults[0]
+    if len(defaults) == 1:
+        return defaults[0]
+    if not defaults:
+        raise DefaultConflict("no domain pack is the default: pass --domain NAME (known domains: "
+                              f"{', '.join(sorted(_PACKS))}), or set default = True in one pack")
+    builtin = [n for n in defaults if _PACKS[n].package.startswith(PACKAGE + ".")]
+    others = [n for n in defaults if n not in builtin] if builtin else defaults[1:]
+    from evosyn.envs.pack_errors import setting_line
+
+    named = " and ".join(f"{n!r} ({setting_line(type(_PACKS[n]), 'default')})" for n in defaults)
+    raise DefaultConflict(f"default: {len(defaults)} domain packs are the default, {named}; remove "
+                          f"`default = True` from {' and '.join(map(repr, others))} (the default is "
+                          f"{(builtin or defaults)[0]!r}) and pass --domain NAME to use another")
 
 
 def get_domain(name: str) -> "Domain":

@@ -16,6 +16,7 @@ from typing import Any
 from cachetools import LRUCache, cached
 
 from evosyn.envs.base import Domain, EnvTask, Episode
+from evosyn.envs.pack_errors import run_tool
 from evosyn.storage.records import Message, ToolCall
 
 
@@ -78,7 +79,7 @@ def replay(domain: Domain, initial_state: Any, messages: list[Message],
             upto = position.get(id(recorded), len(messages)) if recorded is not None else len(messages)
             before_call(episode, call, messages[:upto])
         before = (latest or episode.state_digest()) if (track_changes and kind == "write") else ""
-        obs = episode.step(call.name, call.arguments, call.requestor)
+        obs = run_tool(episode, call.name, call.arguments, call.requestor)
         latest = ""
         step = StepRecord(call=call, recorded=recorded, observed=obs.content, error=obs.error, kind=kind)
         if before:
@@ -91,6 +92,36 @@ def replay(domain: Domain, initial_state: Any, messages: list[Message],
     return result
 
 
+def fill_observations(domain: Domain, initial_state: Any, messages: list[Message]
+                      ) -> tuple[list[Message], list[StepRecord]]:
+    """``messages`` with each tool call's tool message holding what the tool returns on replay (a hand-typed
+    output must match it byte for byte); a call with no tool message after it gets one. Returns the filled
+    messages and the steps whose tool message differed or was missing (``recorded`` is None for the latter)."""
+    rep = replay(domain, initial_state, messages, track_changes=False)
+    steps, changed, out, i = iter(rep.steps), [], [], 0
+    while i < len(messages):  # paired as pair_tool_calls pairs them: a call's answer is the next tool message
+        m = messages[i]
+        i += 1
+        out.append(m)
+        if m.role == "tool":  # a tool message with no call before it: nothing to fill it from
+            continue
+        for call in m.tool_calls:
+            step = next(steps)
+            answer = messages[i] if i < len(messages) and messages[i].role == "tool" else None
+            if answer is not None:
+                i += 1
+                if (answer.content or "") == step.observed and answer.error == step.error:
+                    out.append(answer)
+                    continue
+                out.append(answer.model_copy(update={"content": step.observed, "error": step.error,
+                                                     "tool_call_id": answer.tool_call_id or call.id}))
+            else:
+                out.append(Message(role="tool", content=step.observed, tool_call_id=call.id, error=step.error,
+                                   requestor=call.requestor))
+            changed.append(step)
+    return out, changed
+
+
 def task_key(task: EnvTask) -> str:
     return task.key()
 
@@ -101,7 +132,7 @@ def _replay_gold(domain: Domain, task: EnvTask) -> tuple[str, list[bool]]:
     for action in task.gold_actions:
         kind = domain.tool_kind(action.name, action.requestor)
         before = (latest or episode.state_digest()) if kind == "write" else ""
-        episode.step(action.name, action.arguments, action.requestor)
+        run_tool(episode, action.name, action.arguments, action.requestor)
         latest = episode.state_digest() if before else ""
         changed.append(bool(before) and latest != before)
     return latest or episode.state_digest(), changed

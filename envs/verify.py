@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from evosyn.envs.base import Domain, EnvTask
 from evosyn.envs.factors import GATED, observe
+from evosyn.envs.pack_errors import rule_fault
 from evosyn.envs.policies import rule_code
 from evosyn.envs.replay import gold_replay, replay, stored_gold_digest, task_key
 from evosyn.storage.records import CheckResult, Message
@@ -81,9 +82,9 @@ def run_checks(domain: Domain, task: EnvTask, messages: list[Message], terminati
             try:
                 with episode.reading():  # the rules only read the state: nothing they look up is copied
                     violations.extend(rules(episode, call, history))
-            except Exception as exc:  # arguments too malformed for the rule to read them
+            except Exception as exc:  # arguments too malformed for the rule to read them, or a rule's own bug
                 violations.append(f"[unverifiable] {call.name}: arguments cannot be checked against the policy "
-                                  f"({type(exc).__name__})")
+                                  f"({rule_fault(exc)})")
 
     rep = replay(domain, task.initial_state, messages, before_call=before_call)
     waived = _official_waivers(domain, task)

@@ -12,14 +12,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from evosyn.tasks.overlap import overlap_warnings, score_line
 from evosyn.tasks.progress import StageState, counts
 from evosyn.storage.records import Direction, Reflection, SynthesisSpace
 
 if TYPE_CHECKING:
     from evosyn.flows.round import RoundResult
 
-SUMMARY_COLUMNS = ("verified_yield", "success_diagnostic", "success_test", "success_test_uniform",
-                   "factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity")
+SUMMARY_COLUMNS = ("verified_yield", "success_diagnostic", "success_test", "success_test_uniform", "success_test_scored",
+                   "overlap_test_sets", "factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity")
 
 
 def artifact_key(*parts: object) -> str:
@@ -88,10 +89,10 @@ def stages_section(stages: list[StageState]) -> str:
 def round_markdown(run_id: str, res: RoundResult, stages: list[StageState]) -> str:
     m = res.metrics
     head = (f"# Round {res.round} of `{run_id}`\n\nverified {res.verified}/{res.blueprints} blueprints; success: "
-            f"diagnostic {m.get('success_diagnostic', 0):.3f}, test {m.get('success_test', float('nan')):.3f} "
-            f"({len(res.test)} official-matched test tasks), uniform test {m.get('success_test_uniform', 0):.3f} "
-            f"({len(res.test_uniform)} tasks)")
-    return "\n\n".join([head, stages_section(stages), space_section(res.space_in, res.space_out),
+            f"diagnostic {m.get('success_diagnostic', 0):.3f}, {score_line(m)} ({len(res.test)} official-matched, "
+            f"{len(res.test_uniform)} uniform test tasks)")
+    warnings = "\n\n".join(f"**{w}**" for w in overlap_warnings(m))
+    return "\n\n".join([head, *([warnings] if warnings else []), stages_section(stages), space_section(res.space_in, res.space_out),
                         reflector_section(res.reflection), designer_section(res.directions)]) + "\n"
 
 

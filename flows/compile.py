@@ -61,14 +61,17 @@ def check_domain(name: str | None, option: str = "--domain", generator: bool = F
     module); ``run``: also as a closed-loop run needs it (``controllable``).
     Otherwise one UserError line naming the setting and the fix.
     """
-    from evosyn.envs.packs import broken, default_domain, known
+    from evosyn.envs.packs import PackError, broken, default_domain, known
 
     if not name:
-        name = default_domain()
+        try:
+            name = default_domain()
+        except PackError as exc:  # not exactly one default pack: one line naming them and the fix
+            raise UserError(str(exc)) from None
     failed = broken()
     if name in failed and name not in known():  # (a second pack of a registered name fails, the first stays)
-        raise UserError(f"{option} {name}: the pack failed to load: {failed[name]} (`evosyn envs check {name}` "
-                        "shows the traceback)")
+        raise UserError(f"{option} {name}: the pack failed to load: {failed[name]} (`evosyn --debug envs check "
+                        f"{name}` shows the traceback)")
     runnable = known(with_environment=True)
     if name not in runnable:
         raise UserError(f"{option} {name}: unknown domain (known domains: {', '.join(runnable)})")

@@ -37,6 +37,17 @@ def use_env_data(cfg: RunConfig) -> None:
         raise ConfigError(f"invalid config: field {exc}") from None
 
 
+def check_seed(seed: int | None, option: str = "--seed") -> int | None:
+    """A seed the run config's ``seed`` field takes (0 to 2**32 - 1: numpy's and scikit-learn's seeds, and every
+    seed derived from it stays an int64), before any work; one line naming the option otherwise."""
+    from evosyn.config import SEED_MAX
+
+    if seed is not None and not 0 <= seed <= SEED_MAX:
+        raise UserError(f"{option} {seed}: a seed is a whole number from 0 to {SEED_MAX} (2**32 - 1, what numpy and "
+                        "scikit-learn take); pass one in that range")
+    return seed
+
+
 def store_location(home: str | os.PathLike[str] | None) -> str:
     """The store a command uses: --home, else EVOSYN_HOME, else ./.evosyn (a folder, or ``s3://bucket/prefix``)."""
     return str(home) if home else os.environ.get("EVOSYN_HOME") or ".evosyn"
@@ -165,13 +176,13 @@ def open_store(home: str | os.PathLike[str] | None, *, create: bool = True, runs
 def _open_remote(location: str, create: bool, wanted: list[str], option: str, any_table: bool):
     """``open_store`` of an ``s3://`` store: a bucket that cannot be reached, or a prefix that holds no store, is
     one line."""
-    from evosyn.storage.objectstore import S3Error, has_objects
+    from evosyn.storage.objectstore import S3Error, S3Unreachable, bucket_exists, has_objects
     from evosyn.storage.store import Store
 
     try:
         store = Store(location, create=False)
         bucket = location[len("s3://"):].split("/", 1)[0]
-        if not store.tables_dir.fs.exists(bucket):
+        if not bucket_exists(store.tables_dir, bucket):
             raise UserError(f"store root {location}: bucket {bucket} does not exist (create it, or check "
                             "AWS_ENDPOINT_URL / the credentials)")
         if not create and not wanted and not has_objects(store.tables_dir):
@@ -183,6 +194,8 @@ def _open_remote(location: str, create: bool, wanted: list[str], option: str, an
                 raise UserError(f"{option} {rid}: no such run (the store at {location} has {len(known)} runs"
                                 f"{': ' + ', '.join(known[:5]) if known else ''}); check the id, or {POINT_ELSEWHERE}")
         return Store(location, create=True) if create else store
+    except S3Unreachable as exc:
+        raise UserError(f"store root {location}: {exc}") from None
     except (S3Error, PermissionError) as exc:
         raise UserError(f"store root {location}: cannot be used ({type(exc).__name__}: {exc})") from None
 

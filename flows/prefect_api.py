@@ -31,6 +31,7 @@ from pathlib import Path
 from evosyn.agents import servers
 from evosyn.agents.servers import HOST, ServerExited, ServerNotReady, alive, free_port, http_ok, log_tail, wait_ready
 from evosyn.flows.services import load_state
+from evosyn.storage.outages import RETRY_ENV, retry_s
 
 STARTUP_TIMEOUT_VAR = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 # The temporary server serves this command's flows alone: no UI, and only the services that record what its
@@ -92,6 +93,7 @@ def ensure_prefect_api(root: Path, timeouts: Sequence[float] | None = None,
     ``meanwhile``: the caller's own start-up work (its imports), done in this thread while a temporary server
     boots in its own process, so that the two overlap; when no server is started, it is done first.
     """
+    bound_client_retries()
     env_url = os.environ.get("PREFECT_API_URL", "").strip().rstrip("/")
     recorded = None if env_url else recorded_api(root)
     if env_url or recorded:
@@ -114,6 +116,56 @@ def ensure_prefect_api(root: Path, timeouts: Sequence[float] | None = None,
                               f"{root}, and temporary servers are off (set PREFECT_SERVER_EPHEMERAL_ENABLED=true, "
                               "or start a server with `evosyn up`)")
     return start_temporary(timeouts, meanwhile).api
+
+
+def bound_client_retries() -> None:
+    """Prefect's client retries a request to its API (a refused connection once it had connected, 502, 503, 429)
+    5 times with waits of 2, 4, ... 32 s (plus a fifth of jitter), each waiting up to 60 s for a reply: minutes
+    before a server that went away is given up. Bounded here by the retry budget (``EVOSYN_SERVICE_RETRY_S``); a
+    value the user set for Prefect's own settings wins. Also for the processes this command starts."""
+    budget = retry_s()
+    retries = 0
+    while (2 ** (retries + 2) - 2) * 1.2 <= budget:  # the (r+1)-th retry's waits, at their longest
+        retries += 1
+    for var, value in (("PREFECT_CLIENT_MAX_RETRIES", retries), ("PREFECT_API_REQUEST_TIMEOUT", max(5.0, budget))):
+        os.environ.setdefault(var, f"{value:g}")
+    if "prefect.context" in sys.modules:  # settings already loaded: let them see the new values
+        import prefect.context
+
+        prefect.context.refresh_global_settings_context()
+
+
+def api_down_line(exc: BaseException) -> str | None:
+    """One line for a Prefect API that stopped answering mid-command (5xx after its retries, e.g. its database
+    gone; a refused or timed-out connection); None when ``exc`` is no such failure."""
+    api = os.environ.get("PREFECT_API_URL", "").rstrip("/")
+    why = _api_failure(exc, api)
+    if why is None:
+        return None
+    return (f"the Prefect server at {api.removesuffix('/api')} stopped answering ({why}) after its retries (up to "
+            f"{retry_s():g} s: {RETRY_ENV}; a 5xx most often means its database is gone: under `evosyn up --db`, "
+            "`evosyn down` then `evosyn up` restarts the stack)")
+
+
+def _api_failure(exc: BaseException | None, api: str) -> str | None:
+    """What in ``exc``'s chain says the Prefect API at ``api`` failed: a 5xx, or a connection to it that failed."""
+    import httpx
+    from prefect.exceptions import PrefectHTTPStatusError
+
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen and api:
+        seen.add(id(exc))
+        if isinstance(exc, PrefectHTTPStatusError) and exc.response.status_code >= 500:
+            return f"HTTP {exc.response.status_code} on {exc.request.method} {exc.request.url.path}"
+        if isinstance(exc, httpx.TransportError):
+            try:
+                url = str(exc.request.url)
+            except RuntimeError:  # an error raised without its request
+                url = ""
+            if url.startswith(api):
+                return type(exc).__name__
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _answering(url: str, source: str) -> str:

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -16,15 +19,60 @@ if TYPE_CHECKING:  # pyarrow costs ~0.2 s to import: `evosyn --help`, the table 
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    """A table of data for the terminal. Every title, heading and cell goes in as ``rich.text.Text``, never as
+    markup: a rule code such as ``[late_cancellation_fee]`` (or a query's ``[1, 2]``) prints as itself.
 
-    table = Table(title=title, show_lines=False)
-    for col in columns:
-        table.add_column(str(col))
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
-    Console(width=200).print(table)
+    On a terminal (or with ``COLUMNS`` set) the table fits its width: a column of text wraps within it, a column
+    of single words (ids, numbers) stays whole, a word wider than its column folds; nothing is cut. Written to a
+    pipe or a file without ``COLUMNS``, each row stays whole on one line (for grep). The title is its own line
+    above the table, so it is never folded to the table's width."""
+    from rich.table import Table
+    from rich.text import Text
+
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    fits = bool(os.environ.get("COLUMNS")) or sys.stdout.isatty()  # a terminal's width to fit, or COLUMNS
+    table = Table(show_lines=False)
+    floor = 1  # the narrowest the table gets on a terminal: its left border
+    for n, col in enumerate(columns):
+        column, heading = [row[n] for row in cells if n < len(row)], str(col)
+        widest = max([cell_len(w) for c in [heading, *column] for w in c.split()] or [1])
+        if all(" " not in c and "\n" not in c and cell_len(c) <= WHOLE for c in column):
+            # single words (ids, numbers): kept whole, the heading wrapped to them; the columns of text make room
+            if fits:
+                heading = "\n".join(textwrap.wrap(heading, widest, break_long_words=False)) or heading
+            table.add_column(Text(heading), overflow="fold", no_wrap=True)
+            floor += 3 + widest  # 3: its padding and border
+        else:
+            table.add_column(Text(heading), overflow="fold")
+            floor += 3 + min(widest, WRAPPED_MIN)
+    for row in cells:
+        table.add_row(*map(Text, row))
+    console = _console(table, title, floor if fits else None)
+    if title is not None:
+        console.print(Text(title))
+    console.print(table)
+
+
+WRAPPED_MIN = 12  # the narrowest a column of text gets before the table runs past the terminal's edge
+WHOLE = 64  # the widest word a column keeps whole (a test set's run id: 50); a wider one folds
+
+
+def cell_len(text: str) -> int:
+    from rich.cells import cell_len as width
+
+    return width(text)
+
+
+def _console(table, title: str | None, floor: int | None):
+    """A terminal's console (rich reads its width, or ``COLUMNS``), never narrower than ``floor``: a table of many
+    columns on a narrow terminal runs past its edge rather than squeezing every column to nothing. ``floor``
+    None (a pipe, a file): one as wide as the widest row."""
+    from rich.console import Console
+
+    if floor is not None:
+        return Console(width=max(Console().width, floor))
+    widest = Console(width=1_000_000).measure(table).maximum
+    return Console(width=max(widest, cell_len(title or ""), 1))
 
 
 def write_rows(result: Rows, fmt: str, output: Path | None, limit: int = 50) -> None:

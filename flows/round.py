@@ -39,6 +39,7 @@ from evosyn.tasks.loop import evaluate_task, reflect_task, train_task
 from evosyn.tasks.metrics import intrinsic, round_metrics, verified_samples
 from evosyn.tasks.official import OfficialResult
 from evosyn.tasks.official_agents import official_task
+from evosyn.tasks.overlap import overlap, scored_metrics
 from evosyn.tasks.progress import StageEvent, Tally
 from evosyn.tasks.served import ServedLearner, hook_task, serve_task, trials_task
 from evosyn.tasks.stages import Ctx, design_task, generate_task, plan_task, rollout_task, verify_task
@@ -78,6 +79,11 @@ def round_metrics_of(ctx: Ctx, res: RoundResult) -> dict[str, float]:
               "space_version": float(res.space_out.version)})
     m.update(res.dedup.metrics())
     m.update(res.dedup_test_sets.metrics("dedup_test_sets_"))
+    # the score the summary calls "test" (the uniform set's when the domain has no official-matched one), and the
+    # share of the training data that copies each test set (NaN left out: a set the domain does not have)
+    m.update({k: v for k, v in overlap(store, ctx.env, run_id, res.round).items() if not math.isnan(v)})
+    if not math.isnan(score := scored_metrics(m)["success_test_scored"]):
+        m["success_test_scored"] = score
     for s in res.feedback.performance:
         if s.factor in ("num_write", "task_family", "expected_outcome") and s.success_rate is not None:
             m[f"success_diag.{s.factor}.{s.value}"] = s.success_rate
@@ -87,6 +93,12 @@ def round_metrics_of(ctx: Ctx, res: RoundResult) -> dict[str, float]:
             by_bucket.setdefault(v, []).append(int(e.success))
     for v, xs in by_bucket.items():
         m[f"success_test.num_write.{v}"] = sum(xs) / len(xs)
+    by_bucket = {}
+    for e in res.test_uniform:  # the same per bucket on the uniform set (a domain's only one without official tasks)
+        for v in e.observed.get("num_write", []):
+            by_bucket.setdefault(v, []).append(int(e.success))
+    for v, xs in by_bucket.items():
+        m[f"success_test_uniform.num_write.{v}"] = sum(xs) / len(xs)
     return m
 
 

@@ -14,6 +14,8 @@ from the store, missing ones are computed.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,12 +32,14 @@ from evosyn.flows.run_id import RunBusy, run_id_for, run_lock  # noqa: F401 (Run
 from evosyn.flows.task_runners import task_runner_for
 from evosyn.storage import atomic
 from evosyn.config import RunConfig
+from evosyn.storage.objectstore import unreachable
 from evosyn.storage.records import Run
 from evosyn.storage.store import Store, as_store_fault
-from evosyn.storage.tracking import Tracker
+from evosyn.storage.tracking import Tracker, server_down_line
 from evosyn.tasks import timing
 from evosyn.tasks.engine import listening
 from evosyn.tasks.loop import REFLECTING_ARMS
+from evosyn.tasks.overlap import overlap_warnings, score_line, scored_metrics
 from evosyn.tasks.progress import StageEvent
 from evosyn.tasks.stages import steering_for
 
@@ -80,14 +84,18 @@ class TestSetError(ValueError):
     """The configured test set cannot be built (one line, naming the field)."""
 
 
-def _mark_failed(cfg: RunConfig, run_id: str) -> None:
-    """A run stopped by an error is failed, in ``runs`` and in MLflow (a ``--resume`` may still finish it)."""
+def _mark_failed(cfg: RunConfig, run_id: str, exc: BaseException) -> None:
+    """A run stopped by an error is failed, in ``runs`` and in MLflow (a ``--resume`` may still finish it); not in
+    an MLflow server that ``exc`` says stopped answering (its retries would only delay the run's one line)."""
     store = Store(cfg.store_location())
     if not store.has_chunk("runs", run_id, 0, "run"):
         return  # it failed before it began: nothing was recorded
     run = store.read_records("runs", run_id=run_id, round=0)[0]
     store.write([run.model_copy(update={"status": "failed"})], "run")
-    tracker = Tracker(store.root, cfg.store.tracking_uri)
+    uri = cfg.store.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", "")
+    if server_down_line(uri, exc) is not None:
+        return
+    tracker = Tracker(store.root, cfg.store.tracking_uri, store=store.where())
     tracker.finish(tracker.start_run(run), status="FAILED")
 
 
@@ -120,7 +128,7 @@ def _restore_finished(cfg: RunConfig, run_id: str) -> None:
         run = store.read_records("runs", run_id=run_id, round=0)[0]
         if run.status != "finished":
             store.write([run.model_copy(update={"status": "finished"})], "run")
-        tracker = Tracker(store.root, cfg.store.tracking_uri)
+        tracker = Tracker(store.root, cfg.store.tracking_uri, store=store.where())
         tracker.finish(tracker.start_run(run))
     except Exception as exc:
         log.debug("could not keep run %s finished: %s", run_id, exc)
@@ -140,23 +148,32 @@ def evosyn_run(cfg: RunConfig, run_id: str | None = None,
     run_id = run_id or run_id_for(cfg)
     busy = run_lock(cfg.store_location(), run_id)  # re-entered when the CLI took it before its slow start-up
     finished = _finished(cfg, run_id)
+    stopped: tuple = (None, None, None)
     try:
         with listening(run_id, progress), timing.span("body", "run"):
             return _run(cfg, run_id, progress, compiled)
     except BaseException as exc:  # an error, and also Ctrl-C: the run did not finish
+        stopped = sys.exc_info()  # the lock's release is told why (an object store that stopped answering: the lease
+        # lapses, storage/leases.py)
+        if unreachable(exc) is not None:
+            # nothing can be marked on a store that does not answer: the run stays `running`, and --resume goes on
+            # from its last finished stage once the store is back
+            raise
         if finished and as_store_fault(exc) is not None:
             # a finished run's rows stand: a store fault met by a later --resume (a chunk it could not read back)
             # leaves it finished, in `runs` and MLflow, with the fault reported in one line
             _restore_finished(cfg, run_id)
             raise
         try:
-            _mark_failed(cfg, run_id)
+            _mark_failed(cfg, run_id, exc)
         except Exception as err:  # recording the failure must never hide what made the run fail
-            level = logging.DEBUG if as_store_fault(err) is not None else logging.WARNING  # the same fault, said once
+            # the same fault (or the same store gone), said once
+            level = logging.DEBUG if as_store_fault(err) is not None or unreachable(err) is not None \
+                else logging.WARNING
             log.log(level, "could not mark run %s failed: %s: %s", run_id, type(err).__name__, err)
         raise
     finally:
-        busy.__exit__(None, None, None)
+        busy.__exit__(*stopped)
 
 
 def _run(cfg: RunConfig, run_id: str, progress: Callable[[str | StageEvent], None] | None = None,
@@ -173,7 +190,7 @@ def _run(cfg: RunConfig, run_id: str, progress: Callable[[str | StageEvent], Non
         run = prior[0].model_copy(update={"status": "running"})
     if not prior or prior[0].status != "running":
         store.write([run], "run")
-    tracker = Tracker(store.root, cfg.store.tracking_uri)
+    tracker = Tracker(store.root, cfg.store.tracking_uri, store=store.where())
     parent = tracker.start_run(run)
     space = load_initial_space(compiled.pack, run_id=run_id, extra=cfg.initial_factors)
     if not store.has_chunk("spaces", run_id, 0, "initial"):
@@ -196,6 +213,8 @@ def _run(cfg: RunConfig, run_id: str, progress: Callable[[str | StageEvent], Non
             evaluated_by = next((e.model_version for e in [*res.diagnostic, *res.test]), "")
             tracker.log_params(child, {"space_version_in": res.space_in.version, "steering": steering.kind,
                                        "learner": cfg.learner, "model_version": evaluated_by,
+                                       # which set success_test_scored is (the uniform one: no official tasks)
+                                       "test_set_scored": scored_metrics(metrics)["test_set_scored"],
                                        # an official score names its task set (package and version, or folder)
                                        **({"official_tasks": res.official.task_source.label} if res.official
                                           else {})})
@@ -210,9 +229,10 @@ def _run(cfg: RunConfig, run_id: str, progress: Callable[[str | StageEvent], Non
             res.space_in.version else "no change"
         summary.rounds.append({"round": r, **metrics, "diff": diff})
         say(f"round {r}: verified {res.verified}/{res.blueprints}, diagnostic "
-            f"{metrics['success_diagnostic']:.3f}, test {metrics.get('success_test', float('nan')):.3f}, test uniform "
-            f"{metrics.get('success_test_uniform', 0.0):.3f}, dedup: {res.dedup.flagged}/{res.dedup.checked} flagged, "
-            f"space: {diff}")
+            f"{metrics['success_diagnostic']:.3f}, {score_line(metrics)}, dedup: {res.dedup.flagged}/"
+            f"{res.dedup.checked} flagged, space: {diff}")
+        for line in overlap_warnings(metrics, f"round {r}: "):  # copies of test tasks in training: said, not hidden
+            say(line)
         steering = steering_for(cfg.arm, res.reflection, res.feedback)
         unchanged = unchanged + 1 if res.space_out.version == res.space_in.version else 0
         space, previous = res.space_out, res.feedback

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from evosyn.config import EXECUTION_FIELDS, RoleConfig, RunConfig
+from evosyn.envs.pack_version import user_pack_version
 from evosyn.storage.locks import StoreLockTimeout, store_lock
 from evosyn.storage.records import PROBING_ARMS
 
@@ -18,7 +19,11 @@ class RunBusy(RuntimeError):
     """The same run id is already running in another process on this store."""
 
 
-def run_id_for(cfg: RunConfig) -> str:
+def run_id_for(cfg: RunConfig, with_pack: bool = True) -> str:
+    """The run id of ``cfg``: what it synthesizes and learns, hashed. A pack of the user's own (edited in place)
+    adds its code version (``evosyn.envs.pack_version``), so a rerun after an edit is a new run; ``with_pack``
+    False: the id without it (``--reuse``'s key, and the id such a run had before versions were covered).
+    Built-in packs add nothing: their ids are as they were."""
     # where it trains and what it also measures (official_eval) change no row the run synthesizes or learns;
     # the llamafactory section only matters to a run that uses it (ids of embedded runs stay as they were)
     # nor does how its rounds fan out (task_runner, dask_address)
@@ -49,7 +54,11 @@ def run_id_for(cfg: RunConfig) -> str:
         exclude["roles"] = {r: keys for r, keys in later.items() if keys}
     if cfg.arm not in PROBING_ARMS:  # an arm that reads no probe set makes the same rows with any probe_size
         cfg = cfg.model_copy(update={"probe_size": 0})
-    digest = hashlib.sha256(cfg.model_dump_json(exclude=exclude).encode()).hexdigest()[:6]
+    body = cfg.model_dump_json(exclude=exclude)
+    version = user_pack_version(cfg.domain) if with_pack else None
+    if version is not None:
+        body += f"\npack {version}"
+    digest = hashlib.sha256(body.encode()).hexdigest()[:6]
     return f"{cfg.domain}-{cfg.arm}-s{cfg.seed}-{digest}"
 
 

@@ -51,8 +51,8 @@ def _fields(rows: Iterable[tuple[str, Any]]) -> Table:
     return grid
 
 
-def _where(rec) -> str:
-    return f"run {rec.run_id} · round {rec.round} · space v{rec.space_version}"
+def _where(rec) -> Text:
+    return Text(f"run {rec.run_id} · round {rec.round} · space v{rec.space_version}")
 
 
 # ---------------------------------------------------------------- one renderable per kind
@@ -69,7 +69,7 @@ def blueprint_view(bp: Blueprint) -> Panel:
         ("notes", bp.diversity_notes),
         ("direction", bp.direction_id),
     ])
-    return Panel(body, title=f"blueprint {bp.blueprint_id}", subtitle=f"{bp.domain} · {_where(bp)}",
+    return Panel(body, title=Text(f"blueprint {bp.blueprint_id}"), subtitle=Text(f"{bp.domain} · ") + _where(bp),
                  title_align="left", border_style="magenta")
 
 
@@ -99,7 +99,8 @@ def task_view(task: SynthTask) -> Panel:
     ])]
     if actions:
         parts += [Text(f"expected actions ({len(actions)})", style="bold"), expected]
-    return Panel(Group(*parts), title=f"task {task.task_id}", subtitle=f"{task.domain} · {_where(task)}",
+    return Panel(Group(*parts), title=Text(f"task {task.task_id}"),
+                 subtitle=Text(f"{task.domain} · ") + _where(task),
                  title_align="left", border_style="blue")
 
 
@@ -134,7 +135,7 @@ def trajectory_view(t: Trajectory, limit: int | None = RESULT_CHARS) -> Panel:
     calls = sum(len(m.tool_calls) for m in t.messages)
     head = (f"{t.producer}{' ' + t.model_version if t.model_version else ''} · attempt {t.attempt} · "
             f"{len(t.messages)} messages, {calls} tool calls · ended by {t.termination} · task {t.task_id}")
-    return Panel(Group(Text(head, style="dim"), chat(t, limit)), title=f"trajectory {t.trajectory_id}",
+    return Panel(Group(Text(head, style="dim"), chat(t, limit)), title=Text(f"trajectory {t.trajectory_id}"),
                  subtitle=_where(t), title_align="left", border_style="green")
 
 
@@ -145,20 +146,22 @@ def checks_table(v: Verdict) -> Table:
     for c in v.checks:
         result = Text("skipped", style="dim") if c.skipped else \
             Text("pass", style="green") if c.passed else Text("FAIL", style="bold red")
-        table.add_row(c.name, result, Text(c.reason))
+        table.add_row(Text(c.name), result, Text(c.reason))
     return table
 
 
-def verdict_view(v: Verdict) -> Panel:
+def verdict_view(v: Verdict, benchmark: str = "") -> Panel:
+    """A verdict check by check. Its reward is named only beside the benchmark whose rule it is (``benchmark``,
+    ``Domain.benchmark``): a domain of one's own has no benchmark, and its verdict is its checks."""
     outcome = Text("PASSED" if v.passed else "REJECTED", style="bold green" if v.passed else "bold red")
     failed = ", ".join(c.name for c in v.failed())
-    head = Text.assemble(outcome, f" · reward {v.reward:g} · attempt {v.attempt}",
-                         f" · failed: {failed}" if failed else "")
+    reward = f" · {benchmark} reward {v.reward:g}" if benchmark else ""
+    head = Text.assemble(outcome, f"{reward} · attempt {v.attempt}", f" · failed: {failed}" if failed else "")
     parts: list[RenderableType] = [head, checks_table(v)]
     extra = _fields([("observed", {k: x for k, x in v.observed.items() if x}), ("repaired", v.repair_reason),
                      ("trajectory", v.trajectory_id), ("task", v.task_id)])
     parts.append(extra)
-    return Panel(Group(*parts), title=f"verdict {v.verdict_id}", subtitle=_where(v), title_align="left",
+    return Panel(Group(*parts), title=Text(f"verdict {v.verdict_id}"), subtitle=_where(v), title_align="left",
                  border_style="green" if v.passed else "red")
 
 
@@ -166,44 +169,49 @@ def run_view(run: Run) -> Panel:
     return Panel(_fields([("domain", run.domain), ("arm", run.arm), ("backend", run.backend), ("seed", run.seed),
                           ("rounds", run.rounds), ("budget", run.budget), ("status", run.status),
                           ("created", run.created_at.isoformat())]),
-                 title=f"run {run.run_id}", title_align="left", border_style="white")
+                 title=Text(f"run {run.run_id}"), title_align="left", border_style="white")
 
 
 def example_view(e: SFTExample) -> Panel:
     return Panel(_fields([("split", e.split), ("messages", len(e.messages)), ("tools", len(e.tools)),
                           ("trajectory", e.trajectory_id), ("task", e.task_id)]),
-                 title=f"training example {e.example_id}", subtitle=_where(e), title_align="left")
+                 title=Text(f"training example {e.example_id}"), subtitle=_where(e), title_align="left")
 
 
 def evaluation_view(e: Evaluation) -> Panel:
     return Panel(_fields([("set", e.task_set), ("model", e.model_version), ("success", e.success),
                           ("reward", e.reward), ("steps", e.num_steps), ("failed checks", e.failed_checks),
                           ("trajectory", e.trajectory_id), ("task", e.task_id)]),
-                 title=f"evaluation {e.evaluation_id}", subtitle=_where(e), title_align="left")
+                 title=Text(f"evaluation {e.evaluation_id}"), subtitle=_where(e), title_align="left")
 
 
-def record_view(record, limit: int | None = RESULT_CHARS) -> RenderableType:
+def record_view(record, limit: int | None = RESULT_CHARS, benchmark: str = "") -> RenderableType:
+    """Any record's view; ``benchmark``: a verdict's domain's (``verdict_view``)."""
     if isinstance(record, Trajectory):
         return trajectory_view(record, limit)
-    views = {Blueprint: blueprint_view, SynthTask: task_view, Verdict: verdict_view, Run: run_view,
+    if isinstance(record, Verdict):
+        return verdict_view(record, benchmark)
+    views = {Blueprint: blueprint_view, SynthTask: task_view, Run: run_view,
              SFTExample: example_view, Evaluation: evaluation_view}
     return views[type(record)](record)
 
 
-def sample_view(i: int, n: int, sample, limit: int | None = RESULT_CHARS) -> list[RenderableType]:
-    """One previewed sample: the blueprint, the user's instruction, the conversation, the verdict."""
+def sample_view(i: int, n: int, sample, limit: int | None = RESULT_CHARS, benchmark: str = ""
+                ) -> list[RenderableType]:
+    """One previewed sample: the blueprint, the user's instruction, the conversation, the verdict (``benchmark``:
+    the domain's, ``verdict_view``)."""
     bp = sample.blueprint
     sel = bp.selected_dimensions
     summary = " · ".join(f"{k}={'/'.join(v)}" for k, v in sel.items() if v)
     out: list[RenderableType] = [Text(f"\nsample {i}/{n}: {summary}", style="bold"),
                                  Text(f"blueprint {bp.blueprint_id}: {bp.generation_intent}", style="magenta")]
     if sample.task is not None:
-        out.append(Panel(_fields(instruction(sample.task).items()), title=f"user instruction · task "
-                         f"{sample.task.task_id}", title_align="left", border_style="blue"))
+        out.append(Panel(_fields(instruction(sample.task).items()), title=Text(f"user instruction · task "
+                         f"{sample.task.task_id}"), title_align="left", border_style="blue"))
     else:
         out.append(Text("no task: the generator could not realize this blueprint", style="yellow"))
     if sample.trajectory is not None:
         out.append(trajectory_view(sample.trajectory, limit))
     if sample.verdict is not None:
-        out.append(verdict_view(sample.verdict))
+        out.append(verdict_view(sample.verdict, benchmark))
     return out

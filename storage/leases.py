@@ -11,10 +11,11 @@ both conditions; tests/storage/test_leases.py shows that a second owner is refus
 
 The lease length is ``EVOSYN_LEASE_S`` (default 60 s): a process that stalls longer than that (a machine
 suspended, a network cut) can lose its lock to another; each renewal checks it still holds it, and a lost
-lease is logged loudly.
+lease is logged loudly. A holder stopped by an object store that does not answer leaves its lease to lapse.
 """
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -88,7 +89,17 @@ def _read(path) -> tuple[dict, str] | None:
         return None
     except ValueError:  # not ours, or torn by a tool that does not write whole objects: treated as expired
         lease = {}
+    except OSError as exc:
+        if not _replaced(exc):
+            raise
+        return None  # another taker wrote it between the HEAD and the read: a race lost, as a released lock is
     return lease, info["etag"]
+
+
+def _replaced(exc: OSError) -> bool:
+    """s3fs's ``FileExpired``: the object changed between the size and ETag it read and the bytes (EBUSY). On a
+    fresh store two first runs race for the same lock; the loser reads a lease its rival has just replaced."""
+    return type(exc).__name__ == "FileExpired" or exc.errno == errno.EBUSY
 
 
 def _try(path, token: str) -> str | None:
@@ -122,7 +133,9 @@ def _renew(held: _Held) -> None:
                       held.path)
             return
         except Exception as exc:  # noqa: BLE001 (a network error of any kind: the next renewal tries again)
-            log.warning("%s: renewing the lease failed (%s: %s)", held.path, type(exc).__name__, exc)
+            # a store that stopped answering is said once, by the request of the holder that meets it (one line)
+            level = logging.DEBUG if objectstore.unreachable(exc) is not None else logging.WARNING
+            log.log(level, "%s: renewing the lease failed (%s: %s)", held.path, type(exc).__name__, exc)
 
 
 @contextmanager
@@ -147,11 +160,16 @@ def lease_lock(path, timeout: float) -> Iterator[None]:
             _held[key] = held
     try:
         yield
-    finally:
-        _release(key)
+    except BaseException as exc:
+        _release(key, abandon=objectstore.unreachable(exc) is not None)
+        raise
+    _release(key)
 
 
-def _release(key: tuple[str, int]) -> None:
+def _release(key: tuple[str, int], abandon: bool = False) -> None:
+    """Delete the lock object if it is still this holder's. ``abandon``: the holder stopped because the object store
+    does not answer; the lease is left to lapse (a process of this machine that resumes takes it over at once,
+    this one being gone), not waited for."""
     with _held_lock:
         held = _held[key]
         held.depth -= 1
@@ -159,6 +177,8 @@ def _release(key: tuple[str, int]) -> None:
             return
         del _held[key]
     held.stop.set()
+    if abandon:  # a renewal may be inside its retries: it ends with them, and renews nothing after the stop
+        return
     if held.thread is not None:
         held.thread.join()
     found = _read(held.path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -76,5 +77,7 @@ def _remote(path, wait: float) -> Iterator[None]:
         raise _timeout(path, wait) from None
     try:
         yield
-    finally:
-        cm.__exit__(None, None, None)
+    except BaseException:
+        cm.__exit__(*sys.exc_info())  # what stopped the holder (a store that does not answer: the lease lapses)
+        raise
+    cm.__exit__(None, None, None)

@@ -49,6 +49,10 @@ def _open(uri: str) -> None:
     """Open the database the way every later client does (MLflow builds or migrates it; raises if it cannot)."""
     from mlflow.tracking import MlflowClient
 
+    # MLflow says "Creating initial MLflow database tables..." and "Updating database tables" at INFO on stderr
+    # (its own handler, level INFO) whenever a database is built: not news to a user whose first run just began.
+    # Its own logger's level keeps them out; a warning or an error of the build still shows
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
     MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
 
 

@@ -13,6 +13,10 @@ or MinIO), ``AWS_PROFILE`` and the shared ``~/.aws`` files.
 What is not shared goes to a local folder of this machine (``local_home``): the LLM reply cache, the
 trained models (retrained from the store's rows where a round needs one that is missing), reports, the
 default MLflow database and Prefect's home. docs/guides/store-on-s3.md says what that means for a team.
+
+A server that stops answering: each request is retried by botocore (its standard mode) for at most
+``EVOSYN_SERVICE_RETRY_S`` seconds of waits (storage/outages.py), then fails; ``unreachable`` tells such a failure
+from any other, and ``down_line`` says it in one line.
 """
 from __future__ import annotations
 
@@ -23,13 +27,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evosyn.storage import outages
+
 SCHEME = "s3://"
 WRITTEN_KEY = "evosyn-written-ns"  # object metadata: when its writer put it (the writer's clock, in ns)
+READ_TIMEOUT_S = 15.0  # s3fs's default: a server that sends nothing for this long is retried, then given up
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 
 
 class S3Error(RuntimeError):
     """An ``s3://`` root that cannot be used: one line naming it and what to set."""
+
+
+class S3Unreachable(S3Error):
+    """The object store does not answer (refused, timed out, 5xx) after its retries: one line."""
 
 
 def is_remote(root: object) -> bool:
@@ -66,7 +77,78 @@ def storage_options() -> dict[str, Any]:
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     if region:
         opts["client_kwargs"] = {"region_name": region}
+    # a server that stopped answering is given up within the retry budget: botocore retries a request (standard
+    # mode: connection errors, timeouts, 5xx, throttling) with waits that add up to at most the budget, each try
+    # connecting for at most a fraction of it (s3fs itself retries none of these)
+    try:
+        budget = outages.retry_s()
+    except outages.OutageSettingError as exc:
+        raise S3Error(str(exc)) from None
+    tries = outages.attempts(budget)
+    opts["config_kwargs"] = {"retries": {"mode": "standard", "total_max_attempts": tries},
+                             "connect_timeout": min(5.0, budget / tries), "read_timeout": READ_TIMEOUT_S}
     return opts
+
+
+def unreachable(exc: BaseException) -> BaseException | None:
+    """The error in ``exc``'s chain that says the object store did not answer (a refused or timed-out connection,
+    a 5xx after the retries); None when none does (a missing object, a refused condition, a bad key)."""
+    try:
+        from botocore.exceptions import ClientError, HTTPClientError
+        from botocore.exceptions import ConnectionError as BotoConnectionError
+    except ImportError:  # no s3 extra: no object store to lose
+        return None
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (BotoConnectionError, HTTPClientError)):
+            return exc
+        if isinstance(exc, ClientError) and \
+                (exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0) >= 500:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def endpoint_of(err: BaseException) -> str:
+    """``scheme://host:port`` of the endpoint a botocore error names, else the configured one."""
+    from urllib.parse import urlsplit
+
+    url = (getattr(err, "kwargs", None) or {}).get("endpoint_url") or _endpoint() or ""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else "AWS S3"
+
+
+def down_line(location: str, exc: BaseException, *, started: bool = True) -> str | None:
+    """One line for a store whose object store stopped answering (``started``: it answered before, as in a run)
+    or cannot be reached; None when ``exc`` is no such failure."""
+    err = unreachable(exc)
+    if err is None:
+        return None
+    bucket = split(location)[0]
+    if isinstance(getattr(err, "response", None), dict):  # a 5xx: its status and S3's error code
+        what = f"HTTP {err.response.get('ResponseMetadata', {}).get('HTTPStatusCode')} " \
+               f"{err.response.get('Error', {}).get('Code', '')}".strip()
+    else:  # a connection that failed: what botocore says, less the URL it tried (the endpoint and a key)
+        what = str(err).split(': "', 1)[0].split("\n", 1)[0][:160]
+    state = "stopped answering" if started else "cannot be reached"
+    return (f"the object store at {endpoint_of(err)} (bucket {bucket}) {state} ({type(err).__name__}: {what}) "
+            f"after its retries (up to {outages.retry_s():g} s: {outages.RETRY_ENV})")
+
+
+def bucket_exists(path, bucket: str) -> bool:
+    """Whether ``bucket`` exists (HEAD of the bucket); ``S3Unreachable`` when the object store does not answer (s3fs's
+    ``exists`` would say False, which reads as a missing bucket)."""
+    try:
+        path.fs.call_s3("head_bucket", Bucket=bucket)
+    except FileNotFoundError:
+        return False
+    except Exception as exc:
+        line = down_line(f"{SCHEME}{bucket}", exc, started=False)
+        if line is None:
+            raise
+        raise S3Unreachable(f"{line}; start it, or check AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL") from None
+    return True
 
 
 def remote_path(uri: str):

@@ -286,9 +286,10 @@ class Store:
         from evosyn.storage.chunks import describe
 
         path = self.marker_path(stage, run_id, round, chunk)
+        # a chunk's marker records its files, none too: it is told apart from a marker of before such records
         files = describe(self, run_id, round, chunk, since_ns) if chunk else {}
         _write_text(path, json.dumps({"stage": stage, "run_id": run_id, "round": int(round), "chunk": chunk,
-                                     **info, **({"files": files} if files else {})}, default=str) + "\n")
+                                     **info, **({"files": files} if chunk else {})}, default=str) + "\n")
         return path
 
     def is_complete(self, stage: str, run_id: str, round: int, chunk: str = "") -> bool:

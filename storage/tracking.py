@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from evosyn.storage import outages
 from evosyn.storage.locks import store_lock
 from evosyn.storage.mlflow_db import ensure_tracking_db, open_error
 from evosyn.storage.postgres import is_postgres, register_password
@@ -59,20 +60,70 @@ def default_tracking_uri(root: Path) -> str:
     return f"sqlite:///{Path(root).resolve() / 'mlflow.db'}"
 
 
+def is_server(uri: str) -> bool:
+    """Whether ``uri`` names an MLflow tracking server (HTTP), not a database."""
+    return uri.startswith(("http://", "https://"))
+
+
+def bound_server_retries() -> None:
+    """MLflow's client retries a request to its server (connection errors, 5xx) 7 times with waits of 2, 4, ...
+    128 s: about four minutes before a server whose database is gone is given up. Its waits are bounded by the
+    retry budget (``EVOSYN_SERVICE_RETRY_S``) instead; a value the user set for MLflow's variables wins."""
+    budget = outages.retry_s()
+    retries = 0  # urllib3's i-th retry waits at most 2**(i-1) s (backoff factor 1) plus up to 1 s of jitter
+    while 2 ** (retries + 1) - 1 + retries + 1 <= budget:
+        retries += 1
+    for var, value in (("MLFLOW_HTTP_REQUEST_MAX_RETRIES", retries), ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", 1),
+                       ("MLFLOW_HTTP_REQUEST_TIMEOUT", max(5, int(budget)))):
+        os.environ.setdefault(var, str(value))
+
+
+def server_down_line(uri: str, exc: BaseException) -> str | None:
+    """One line for an MLflow tracking server that stopped answering (refused, timed out, 5xx after its retries);
+    None when ``exc`` is no such failure."""
+    if not is_server(uri):
+        return None
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = str(exc)
+        # MLflow's client: "API request to <url> failed with exception <requests' error>" after its retries
+        if f"API request to {uri.rstrip('/')}" in text and "failed with exception" in text or \
+                type(exc).__module__.startswith("requests") and type(exc).__name__ in (
+                    "ConnectionError", "RetryError", "Timeout", "ReadTimeout", "ConnectTimeout"):
+            why = "too many 5xx responses" if "too many" in text and "error responses" in text else \
+                type(exc).__name__
+            return (f"the MLflow server at {uri.rstrip('/')} stopped answering ({why}) after its retries (up to "
+                    f"{outages.retry_s():g} s: {outages.RETRY_ENV}); if it keeps its runs in PostgreSQL, check that "
+                    "the database runs")
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def _flat_params(params: Mapping[str, Any]) -> dict[str, str]:
     return {k: (v if isinstance(v, str) else json.dumps(v, default=str))[:6000]
             for k, v in params.items()}
 
 
+STORE_TAG = "evosyn.store"  # the store a run's rows are in: with the run id, what identifies an MLflow run
+
+
 class Tracker:
-    def __init__(self, root: Path, tracking_uri: str | None = None, experiment: str = EXPERIMENT):
+    def __init__(self, root: Path, tracking_uri: str | None = None, experiment: str = EXPERIMENT,
+                 store: str | None = None):
+        """``store``: where the store's tables are (``Store.where()``: its folder, or its ``s3://`` location),
+        tagged on every run and part of how a run is found again: two stores (or two prefixes of one bucket) that
+        log to one tracking server never share a run, even where their run ids are the same."""
         from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
 
+        self.store = store or str(Path(root).absolute())
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(self.root)
         register_password(self.uri)  # a database URI's password never reaches a log line, row or report
+        if is_server(self.uri):
+            bound_server_retries()
         # MLflow builds (migrates) a sqlite schema when a client first opens it, and two processes
         # doing it at once crash each other: the first one under the lock creates it (aside, then
         # renamed into place: storage/mlflow_db.py), later ones find it current
@@ -134,11 +185,20 @@ class Tracker:
 
     # ------------------------------------------------------------ runs
     def _find(self, filter_string: str) -> str | None:
-        found = self.client.search_runs([self.experiment_id], filter_string=filter_string, max_results=1)
-        return found[0].info.run_id if found else None
+        """The run of this store that ``filter_string`` matches. A run logged before runs named their store (no
+        ``evosyn.store`` tag) is this store's when no run of another store matches: it is adopted (tagged)."""
+        found = self.client.search_runs([self.experiment_id], filter_string=filter_string, max_results=100)
+        ours = [r for r in found if r.data.tags.get(STORE_TAG) == self.store]
+        if ours:
+            return ours[0].info.run_id
+        legacy = [r for r in found if STORE_TAG not in r.data.tags]
+        if legacy and len(legacy) == len(found):
+            self.client.set_tag(legacy[0].info.run_id, STORE_TAG, self.store)
+            return legacy[0].info.run_id
+        return None
 
     def start_run(self, run: Run) -> str:
-        """The parent MLflow run of an EvoSyn run (reused on resume, and running again)."""
+        """The parent MLflow run of an EvoSyn run of this store (reused on resume, and running again)."""
         existing = self._find(f"tags.`evosyn.run_id` = '{run.run_id}' and tags.`evosyn.level` = 'run'")
         if existing:
             if self.client.get_run(existing).info.status != "RUNNING":
@@ -147,7 +207,7 @@ class Tracker:
         mlrun = self.client.create_run(
             self.experiment_id, run_name=run.run_id,
             tags={"evosyn.run_id": run.run_id, "evosyn.level": "run", "evosyn.arm": run.arm,
-                  "evosyn.domain": run.domain})
+                  "evosyn.domain": run.domain, STORE_TAG: self.store})
         self.log_params(mlrun.info.run_id, {
             "domain": run.domain, "arm": run.arm, "backend": run.backend, "seed": run.seed,
             "rounds": run.rounds, "budget": run.budget})
@@ -162,7 +222,7 @@ class Tracker:
         mlrun = self.client.create_run(
             self.experiment_id, run_name=f"{run_id}/round-{round}",
             tags={"mlflow.parentRunId": parent_id, "evosyn.run_id": run_id,
-                  "evosyn.level": "round", "evosyn.round": str(round),
+                  "evosyn.level": "round", "evosyn.round": str(round), STORE_TAG: self.store,
                   **{k: parent[k] for k in ("evosyn.arm", "evosyn.domain") if k in parent}})
         return mlrun.info.run_id
 

@@ -173,7 +173,10 @@ def added_examples(store: Store, run_id: str, round: int) -> int:
 
 def gain_per_1k(store: Store, run_id: str, round: int, task_set: str = "test") -> float:
     """B.12: test success change from round-1 (round 0 = the base learner, if evaluated) per 1K
-    verified training examples added in ``round``."""
+    verified training examples added in ``round``. A run with no ``test`` evaluation in ``round`` (a domain with
+    no official tasks has no official-matched set) is measured on the uniform set, its test set."""
+    if task_set == "test" and _success(store, run_id, round, task_set) is None:
+        task_set = "test_uniform"
     before, after = _success(store, run_id, round - 1, task_set), _success(store, run_id, round, task_set)
     if before is None or after is None:
         return float("nan")

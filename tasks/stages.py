@@ -123,7 +123,11 @@ def design(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm
     return _designed(emit, ctx, dirs, steering, t0)
 
 
-def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction], emit: Emit | None = None) -> list[Blueprint]:
+def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction], emit: Emit | None = None, *,
+         feasible: bool = False) -> list[Blueprint]:
+    """``feasible``: the Planner asks the generator (its ``realizable``, where it has one: the embedded
+    generator) whether each selection can be built, and draws again where not, so a round's budget goes to
+    tasks the generator makes. The fixed test sets plan without it: their slots keep their own redraw rule."""
     t0 = time.monotonic()
     chunk = f"plan-{_h(*[d.direction_id for d in directions])}"
     if ctx.done("plan", chunk):
@@ -133,8 +137,10 @@ def plan(ctx: Ctx, space: SynthesisSpace, directions: list[Direction], emit: Emi
         return sorted(out, key=lambda b: b.blueprint_id)
     roles = ctx.roles()
     jobs = [(d, i) for d in directions for i in range(d.n_blueprints)]
+    probe = getattr(roles.generator, "realizable", None) if feasible else None
     results = _map(lambda job: _attempt(lambda: roles.planner.plan(job[0], space, None, index=job[1],
-                                                                   seed=ctx.seed + ctx.round)), jobs, roles, "planner")
+                                                                   seed=ctx.seed + ctx.round, feasible=probe)),
+                   jobs, roles, "planner")
     out, rejected = [], []
     for (d, i), (bp, reason) in zip(jobs, results):
         if bp is not None:
@@ -279,7 +285,7 @@ def design_task(ctx: Ctx, space: SynthesisSpace, steering: Steering, budget: int
 @prefect.task(name="plan", **STAGE_TASK)
 def plan_task(ctx: Ctx, space: SynthesisSpace, directions: list[Direction]) -> list[Blueprint]:
     with timing.span("fn", "plan", ctx.round):
-        return plan(ctx, space, directions, emit=emitter())
+        return plan(ctx, space, directions, emit=emitter(), feasible=True)
 
 
 @prefect.task(name="generate", **STAGE_TASK)

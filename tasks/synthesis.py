@@ -70,32 +70,62 @@ def _inputs_key(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budg
                      sorted(backends(ctx.llm_roles).items()), ctx.seed, chunk_size)
 
 
+# what a pass-inputs marker records, as a refusal names it
+RECORDED = (("budget", "budget"), ("seed", "seed"), ("chunk_size", "chunk size"), ("space_version", "space version"),
+            ("space", "space"), ("steering", "steering"), ("arm", "arm"), ("backends", "LLM roles"))
+
+
+def _changed(prior: dict, now: dict, pack: str) -> tuple[list[str], bool]:
+    """What differs between a recorded pass's inputs and these, each as ``name old -> new``; and whether the
+    pack's code version is among them. A marker written before a field was recorded names it only when nothing
+    recorded differs."""
+    def shown(value) -> str:
+        return "none" if value in (None, {}) else str(value)
+
+    said = [f"{label} {shown(prior[k])} -> {shown(now[k])}" for k, label in RECORDED
+            if k in prior and prior[k] != now[k]]
+    if prior.get("inputs") != now["inputs"] and not said:
+        said.append("the space or the steering (the same versions, other contents)")
+    moved = prior.get("pack") != now["pack"]
+    if moved:  # unrecorded: a pass of this pack made before pack versions were recorded
+        said.append(f"pack {pack} code {(prior.get('pack') or 'unrecorded')[:6]} -> {(now['pack'] or 'none')[:6]}")
+    return said, moved
+
+
 def claim(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, arm: str,
-          chunk_size: int = 50) -> None:
+          chunk_size: int = 50, reuse: bool = False) -> None:
     """The partition is this pass's: a rerun (or resume) of the same inputs goes on, other inputs (space,
-    steering, budget, arm, LLM roles, seed, chunk size) are refused: their stages would be read back, or written
-    beside its rows."""
-    key = _inputs_key(ctx, space, steering, budget, arm, chunk_size)
+    steering, budget, arm, LLM roles, seed, chunk size, the code of a user's pack: ``evosyn.envs.pack_version``)
+    are refused, naming what changed: their stages would be read back, or written beside its rows. ``reuse``:
+    the pass goes on after an edit of the pack (its rows stay those of the pack it was made with)."""
+    from evosyn.envs.pack_version import pack_version
+
+    pack = ctx.env.pack
+    now = {"inputs": _inputs_key(ctx, space, steering, budget, arm, chunk_size), "budget": budget, "seed": ctx.seed,
+           "chunk_size": chunk_size, "space_version": space.version, "space": stages._h(space.model_dump_json(
+               exclude={"created_at", "run_id"})), "steering": steering.kind, "arm": arm,
+           "backends": backends(ctx.llm_roles), "pack": pack_version(pack)}
     path = ctx.store.marker_path(INPUTS_STAGE, ctx.run_id, ctx.round)
     if path.is_file():
         prior = json.loads(path.read_text())
-        if prior.get("inputs") != key:
-            raise PassConflict(f"run {ctx.run_id} round {ctx.round} already holds a synthesis pass of other inputs "
-                               f"(budget {prior.get('budget')}, seed {prior.get('seed')}, chunk size "
-                               f"{prior.get('chunk_size')}, space version {prior.get('space_version')}, "
-                               f"LLM roles {prior.get('backends') or 'none'}); pick another run id")
+        said, moved = _changed(prior, now, pack.name)
+        if moved and reuse:  # --reuse: the pack's edit is let through, nothing else
+            said, moved = said[:-1], False
+        if said:
+            hint = " (or --reuse to continue it with the edited pack)" if moved and len(said) == 1 else ""
+            raise PassConflict(f"run {ctx.run_id} round {ctx.round} already holds a synthesis pass of other inputs: "
+                               f"{'; '.join(said)}; pick another run id{hint}")
         return
-    ctx.store.mark_complete(INPUTS_STAGE, ctx.run_id, ctx.round, inputs=key, budget=budget, seed=ctx.seed,
-                            chunk_size=chunk_size, space_version=space.version, steering=steering.kind, arm=arm, backends=backends(ctx.llm_roles))
+    ctx.store.mark_complete(INPUTS_STAGE, ctx.run_id, ctx.round, **now, domain=pack.name)
 
 
 def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget: int, *, arm: Arm = "evosyn",
-             chunk_size: int = 50, emit: Emit | None = None) -> Pass:
+             chunk_size: int = 50, emit: Emit | None = None, reuse: bool = False) -> Pass:
     """design -> plan -> (generate -> rollout -> verify) per chunk of ``chunk_size`` blueprints, as a round does.
 
-    ``emit``: each stage's ``StageEvent`` (one per chunk of generate, rollout and verify).
+    ``emit``: each stage's ``StageEvent`` (one per chunk of generate, rollout and verify). ``reuse``: ``claim``'s.
     """
-    claim(ctx, space, steering, budget, arm, chunk_size)
+    claim(ctx, space, steering, budget, arm, chunk_size, reuse)
     seconds: Counter = Counter()
     cpu: Counter = Counter()
     clock, cpu_clock = time.perf_counter(), time.process_time()
@@ -109,7 +139,7 @@ def run_pass(ctx: stages.Ctx, space: SynthesisSpace, steering: Steering, budget:
 
     directions = stages.design(ctx, space, steering, budget, arm, emit=emit)
     lap("design")
-    blueprints = stages.plan(ctx, space, directions, emit=emit)
+    blueprints = stages.plan(ctx, space, directions, emit=emit, feasible=True)
     lap("plan")
     for part in stages.chunks(blueprints, chunk_size):
         tasks = stages.generate(ctx, space, part, emit=emit)
@@ -149,7 +179,7 @@ def summary(result: Pass) -> tuple[Counter, Counter]:
             by_slice[(key, "kept")] += 1
     for bid, v in last.items():
         if bid not in kept and not v.passed:
-            reasons["; ".join(f"{c.name}: {c.reason}" for c in v.checks if not c.passed)[:90]] += 1
+            reasons["; ".join(f"{c.name}: {c.reason}" for c in v.checks if not c.passed)] += 1  # whole: tables wrap
     return by_slice, reasons
 
 

@@ -299,7 +299,9 @@ def build_test_set(store: Store, env: Domain, n: int = DEFAULT_SIZE, seed: int =
         slots.update(phase)
     done = members(store, run_id, kind, n)
     report = _report(store, run_id, kind, space, official, slots, done, n, env.pack.generator_version)
-    store.mark_complete(TEST_SET_STAGE, run_id, 0, n_tasks=len(done), report=report)
+    # what a repair rebuilds a broken chunk with (tasks/testset_repair.py)
+    build = {"domain": domain, "kind": kind, "n": n, "seed": seed, "name": name, "data_source": env.data_source}
+    store.mark_complete(TEST_SET_STAGE, run_id, 0, n_tasks=len(done), report=report, build=build)
     return report
 
 

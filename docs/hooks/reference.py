@@ -230,8 +230,8 @@ def render_tables() -> str:
 
 
 # ------------------------------------------------------------------ metrics
-METRICS_INTRO = """`evosyn report RUN` writes `reports/RUN/report.html`, one page with no external resource (inline CSS, plots as
-embedded PNG): the per-round table; test and diagnostic success over rounds with 95% Wilson intervals (per arm,
+METRICS_INTRO = """`evosyn report RUN` writes `report.html` into the store's `reports/RUN/` (`.evosyn/reports/RUN/`, or under
+`$EVOSYN_HOME`; it prints the path), one page with no external resource (inline CSS, plots as embedded PNG): the per-round table; test and diagnostic success over rounds with 95% Wilson intervals (per arm,
 seeds pooled, with `--compare RUN ...`); test success per slice (task family, outcome, writes, reads); the
 Designer's allocation per round by factor value; the diagnostic failure rate per probe bucket per round; the
 evolution of the space (versions and diffs; an update after the last round is marked as proposed for a round that

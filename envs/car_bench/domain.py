@@ -10,7 +10,8 @@ serves its 57 tools, its official tasks by split and fresh episodes::
     ep.step("get_climate_settings", {})        # Observation(content='{"status": "SUCCESS", ...}')
 
 Splits are ``<family>_<split>`` (family: base, hallucination, disambiguation;
-split: train, test) and ``train`` / ``test`` for every family together.
+split: train, test) and ``train`` / ``test`` for every family together; ``test``
+is the one a command takes when none is named.
 ``task_policy(task)`` is the policy text with the task's location and clock.
 """
 from __future__ import annotations
@@ -37,6 +38,11 @@ POLICY_TEXT = (Path(__file__).parent / "policy.md").read_text(encoding="utf-8")
 
 class CarBenchDomain(Domain):
     name = "car_bench"
+    # CAR-bench has no split of every task (tau2's base): a command that names none takes the held-out tasks
+    # of every family
+    default_split = "test"
+    evaluation_split = "test"
+    benchmark = "CAR-bench"
 
     def __init__(self, data_root: str | Path | None = None):
         self.root = resolve_root(data_root)

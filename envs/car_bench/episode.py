@@ -3,7 +3,7 @@
 ``step`` answers every call with CAR-bench's JSON envelope (``{"status":
 "SUCCESS", "result": ...}`` or ``{"status": "FAILURE", "errors": {code:
 message}}``) and never raises. On the way it records what CAR-bench's reward
-looks at: the tool execution errors (refused calls), the policy violations the
+looks at: the tool execution errors (refused calls, the planner's aside), the policy violations the
 tools detect, and, for a hallucination task, every use of a removed tool or
 parameter. A removed result field reads ``"unknown"``.
 """
@@ -69,7 +69,8 @@ class CarBenchEpisode(Episode):
         try:
             answer = tool.handler(self.ctx, **arguments)
         except ToolFailure as exc:
-            self.tool_errors.append(f"{name}: {exc.message}")
+            if tool.tool_error:
+                self.tool_errors.append(f"{name}: {exc.message}")
             return Observation(content=json.dumps({"status": "FAILURE", "errors": {exc.code: exc.message}}),
                                error=True)
         except Exception as exc:  # noqa: BLE001 - a tool error is data, never raised (envs/base.py)

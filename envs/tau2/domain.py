@@ -62,6 +62,8 @@ def _plain_toolkit(kit: Any) -> bool:
 
 
 class Tau2Domain(Domain):
+    benchmark = "tau2-bench"
+
     def __init__(self, source: Tau2Source):
         self.source = source
         self.name = source.name

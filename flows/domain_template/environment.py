@@ -184,6 +184,7 @@ class GymEpisode(Episode):
 
 class GymDomain(Domain):
     name = NAME
+    evaluation_split = "base"  # `evaluate --official` scores this split: the only one here (the default is "test")
     policy = POLICY
     digest_scheme = f"{NAME}/state-json-v1"  # bump when the state's JSON form changes
 

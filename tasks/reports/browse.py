@@ -10,8 +10,10 @@ lists every run partition of the store: closed-loop runs (the ``runs`` table),
 """
 from __future__ import annotations
 
+import json
 import math
 import tempfile
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -22,6 +24,7 @@ from evosyn.storage.arrow import from_rows
 from evosyn.storage.catalog import connect
 from evosyn.storage.records import TABLES, Blueprint, Record, SynthTask, Trajectory, Verdict
 from evosyn.storage.store import Store
+from evosyn.tasks.overlap import ROW_FIELDS, SET_KIND, overlap_test_sets
 
 # (kind, table, own id column), in pipeline order: what `show` prints first comes first
 KINDS: tuple[tuple[str, str, str], ...] = (
@@ -85,14 +88,14 @@ class RunRow(BaseModel):
     rounds_asked: int | None = None
     status: str = ""
     verified: int = 0
-    test_success: float | None = None  # the last evaluated round's test-set success
+    test_success: float | None = None  # the last evaluated round's test score (tasks/overlap.py: ``test_set``'s)
     test_round: int | None = None
+    test_set: str = ""  # the set that scored it: "official-matched", or "uniform" (a domain with no official tasks)
+    test_overlap: float | None = None  # share of the tasks it trained on that copy a test-set task (tasks/overlap.py)
     created_at: datetime | None = None
 
 
 def _marker_info(store: Store, run_id: str) -> dict:
-    import json
-
     path = store.marker_path("pass-inputs", run_id, 0)
     if not path.is_file():
         return {}
@@ -117,18 +120,25 @@ def run_overview(store: Store) -> list[RunRow]:
         domains = dict(q('SELECT run_id, any_value(domain) FROM "blueprints" GROUP BY run_id'))
         planned = dict(q('SELECT run_id, count(*) FROM "blueprints" GROUP BY run_id'))
         verified = dict(q('SELECT run_id, count(*) FROM "verdicts" WHERE passed GROUP BY run_id'))
-        tests = {rid: (rnd, rate) for rid, rnd, rate in q(
-            'SELECT run_id, round, avg(success::int) FROM "evaluations" WHERE task_set = \'test\' '
-            'GROUP BY run_id, round ORDER BY run_id, round')}  # the last round of each run stays
+        tests: dict[str, tuple] = {}  # run -> (round, rate, set) of its last round: official-matched, else uniform
+        for rid, rnd, task_set, rate in q(
+                'SELECT run_id, round, task_set, avg(success::int) FROM "evaluations" WHERE task_set IN '
+                '(\'test\', \'test_uniform\') GROUP BY ALL ORDER BY run_id, round, task_set DESC'):
+            tests[rid] = (rnd, rate, SET_KIND[task_set])  # per round "test" comes last, so it wins
+        dedup: dict[str, list[dict]] = defaultdict(list)
+        cols = ", ".join(ROW_FIELDS)
+        for row in con.sql(f'SELECT run_id, {cols} FROM "dedup" WHERE split = \'train\'').to_arrow_table().to_pylist():
+            dedup[row.pop("run_id")].append(row)
     finally:
         con.close()
     ids = sorted(set(store.runs(any_table=True)) | set(runs))
     out = []
     for rid in ids:
-        rnd, rate = tests.get(rid, (None, None))
-        row = RunRow(run_id=rid, kind="run", verified=verified.get(rid, 0), test_round=rnd,
+        rnd, rate, test_set = tests.get(rid, (None, None, ""))
+        drop = rid in runs and bool(json.loads(runs[rid].config_json or "{}").get("dedup", {}).get("drop"))
+        row = RunRow(run_id=rid, kind="run", verified=verified.get(rid, 0), test_round=rnd, test_set=test_set,
                      test_success=None if rate is None or math.isnan(rate) else float(rate),
-                     domain=domains.get(rid, ""))
+                     test_overlap=overlap_test_sets(dedup.get(rid, []), drop), domain=domains.get(rid, ""))
         if rid in runs:
             run = runs[rid]
             row = row.model_copy(update=dict(

@@ -20,15 +20,17 @@ from evosyn.storage.store import Store
 from evosyn.tasks.reports.data import Envs
 from evosyn.tasks.reports.legend import label, legend
 from evosyn.tasks.metrics import intrinsic, pattern_union, round_metrics, verified_samples
+from evosyn.tasks.overlap import overlap, overlap_warnings, scored_metrics
 
-COLUMNS = ["domain", "arm", "seed", "round", "verified", "success_diagnostic", "success_test", "success_test_uniform",
-           "factor_coverage",
+COLUMNS = ["domain", "arm", "seed", "round", "verified", "success_diagnostic", "success_test", "overlap_test",
+           "success_test_uniform", "overlap_test_uniform", "success_test_scored", "factor_coverage",
            "factor_balance", "interaction_coverage", "trajectory_diversity", "trajectory_diversity_union",
            "distinct_tool_sequences", "distinct_size_matched", "gap_allocation_spearman", "allocation_gain_spearman",
            "targeted_improvement_rate", "success_gain_per_1k"]
 MEAN_COLUMNS = COLUMNS[COLUMNS.index("success_diagnostic"):]
 KEY_COLUMNS = COLUMNS[:COLUMNS.index("verified")]
-LEARNER_COLUMNS = ["success_diagnostic", "success_test", "success_test_uniform", "gap_allocation_spearman", "allocation_gain_spearman",
+LEARNER_COLUMNS = ["success_diagnostic", "success_test", "overlap_test", "success_test_uniform", "overlap_test_uniform",
+                   "success_test_scored", "gap_allocation_spearman", "allocation_gain_spearman",
                    "targeted_improvement_rate", "success_gain_per_1k"]
 DATA_COLUMNS = [c for c in COLUMNS if c not in KEY_COLUMNS and c not in LEARNER_COLUMNS]
 
@@ -66,7 +68,9 @@ def compare(store: Store, run_ids: list[str], envs: Envs, draws: int = 200) -> d
                    "success_test": _rate([e.success for e in evals if e.round == r and e.task_set == "test"]),
                    "success_test_uniform": _rate([e.success for e in evals
                                                   if e.round == r and e.task_set == "test_uniform"]),
-                   **intrinsic(samples, pack, unions[domain]), **round_metrics(store, rid, pack, r, samples)}
+                   **intrinsic(samples, pack, unions[domain]), **round_metrics(store, rid, pack, r, samples),
+                   **overlap(store, envs[domain], rid, r)}
+            row.update(scored_metrics(row))  # the uniform set's score when the domain has no official-matched set
             row["final"] = r == rounds[-1]
             row["distinct_size_matched"] = (M.size_matched_distinct([s["sequence"] for s in samples],
                                                                     matched_n[domain], draws=draws)
@@ -83,7 +87,9 @@ def compare(store: Store, run_ids: list[str], envs: Envs, draws: int = 200) -> d
             means.append(mean)
     # verdicts written before tool_use_pattern was observed lack the key: their runs must be rerun
     stale = sorted(rid for rid, xs in finals.items() if any("tool_use_pattern" not in x["observed"] for x in xs))
-    return {"runs": run_ids, "stale_runs": stale, "pattern_union": {d: sorted(u) for d, u in unions.items()},
+    uniform_only = sorted({r["domain"] for r in rows if r["test_set_scored"] == "uniform"})
+    warnings = [w for r in rows if r["final"] for w in overlap_warnings(r, f"{r['run_id']}: ")]
+    return {"runs": run_ids, "stale_runs": stale, "uniform_scored": uniform_only, "warnings": warnings, "pattern_union": {d: sorted(u) for d, u in unions.items()},
             "size_matched_n": matched_n, "rows": rows, "arm_means": means,
             "legend": {r.pop("name"): r for r in legend([*COLUMNS, "runs"])}}
 
@@ -115,6 +121,11 @@ def markdown(result: dict) -> str:
              "| " + " | ".join(label(c) for c in head) + " |", "|" + "---|" * len(head)]
     if result["stale_runs"]:
         lines.insert(3, f"Warning: runs stored before observed tool_use_pattern existed: {result['stale_runs']}.")
+    for domain in result.get("uniform_scored", []):
+        lines.insert(3, f"{domain}: no official tasks, no official-matched test set: its test score is the uniform "
+                        "set's (test (uniform)).")
+    for w in result.get("warnings", []):
+        lines.insert(3, w)
     lines += ["| " + " | ".join(_cell(r.get(c, "")) for c in head) + " |" for r in result["rows"]]
     mhead = ["domain", "arm", "runs", *MEAN_COLUMNS]
     lines += ["", "## Final round, mean over seeds", "", "| " + " | ".join(label(c) for c in mhead) + " |",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from math import nan
 from typing import TYPE_CHECKING
 
 from evosyn.agents.feedback import wilson
@@ -17,6 +16,7 @@ from evosyn.envs.packs import default_domain
 from evosyn.storage.records import Message
 from evosyn.storage.store import Store
 from evosyn.tasks.metrics import intrinsic, verified_samples
+from evosyn.tasks.overlap import SET_LABEL, overlap, scored_metrics, scored_set
 
 if TYPE_CHECKING:
     from evosyn.envs.base import Domain
@@ -59,17 +59,19 @@ def rounds_ran(store: Store, run_id: str) -> list[int]:
 def run_rows(store: Store, run_id: str, envs: Envs, union: set[str] | None = None) -> list[dict]:
     """One row per round that ran, with the same metric names (and values) as the run summary and compare."""
     evals = store.read_records("evaluations", run_id=run_id)
-    pack = envs[domain_of(store, run_id)].pack
+    env = envs[domain_of(store, run_id)]
     rows, seen = [], 0
     for r in rounds_ran(store, run_id):
         samples = verified_samples(store, run_id, r)
         this = [s for s in samples if s["round"] == r]
-        test = [e.success for e in evals if e.round == r and e.task_set == "test"]
         row = {"round": r, "verified": len(samples), "verified_new": len(samples) - seen,
                "success_diagnostic": _rate(e.success for e in evals if e.round == r and e.task_set == "diagnostic"),
-               "success_test": _rate(test), "test_n": len(test), "test_k": sum(test),
+               "success_test": _rate(e.success for e in evals if e.round == r and e.task_set == "test"),
                "success_test_uniform": _rate(e.success for e in evals if e.round == r and e.task_set == "test_uniform"),
-               **intrinsic(samples, pack, union)}
+               **intrinsic(samples, env.pack, union), **overlap(store, env, run_id, r)}
+        row.update(scored_metrics(row))  # the official-matched set's score, else the uniform one's (tasks/overlap.py)
+        test = [e.success for e in evals if e.round == r and e.task_set == scored_set(row)]
+        row.update(test_n=len(test), test_k=sum(test))
         lo, hi = wilson(sum(test), len(test))
         row["success_test_ci"] = f"{lo:.3f}-{hi:.3f}" if test else "-"
         row["share_num_write_3plus"] = _rate(s["observed"].get("num_write", ["0"])[0] in ("3-4", "5+") for s in this)
@@ -103,8 +105,17 @@ def _arm_of(store: Store, run_id: str) -> tuple[str, str]:
     return (runs[0].domain, runs[0].arm) if runs else (default_domain(), "evosyn")
 
 
-def slice_success(store: Store, run_id: str, task_set: str = "test") -> list[dict]:
-    """Success per (factor, value) slice and round, the value observed on each test task's gold solution."""
+def scored_task_set(store: Store, run_id: str) -> str:
+    """The task set a run's test score is of: ``test`` (official-matched) when any round evaluated it, else
+    ``test_uniform`` (a domain with no official tasks; tasks/overlap.py)."""
+    sets = {e["task_set"] for e in store.read_fields("evaluations", ["task_set"], run_id=run_id)}
+    return "test" if "test" in sets else "test_uniform"
+
+
+def slice_success(store: Store, run_id: str, task_set: str | None = None) -> list[dict]:
+    """Success per (factor, value) slice and round, the value observed on each test task's gold solution
+    (``task_set``: the run's scored set when None, ``scored_task_set``)."""
+    task_set = task_set or scored_task_set(store, run_id)
     ran = set(rounds_ran(store, run_id))
     by: dict[tuple[str, str, int], list[bool]] = defaultdict(list)
     for e in store.read_records("evaluations", run_id=run_id):
@@ -210,7 +221,8 @@ def trace(store: Store, run_id: str, envs: Envs) -> list[dict]:
             "reviews": "; ".join(f"{d.dimension}: {d.decision.replace('_', ' ')} ({d.evidence or d.reason})"
                                  for d in refl[r].dimension_reviews) if r in refl else "",
             "designer_focus": ", ".join(f"{k} ({n})" for k, n in focus.most_common(3)) if nxt else "-",
-            "change": (f"test {rows[r].get('success_test', nan):.3f} -> {rows[r + 1].get('success_test', nan):.3f}; "
+            "change": (f"{SET_LABEL[scored_set(rows[r])]} {rows[r]['success_test_scored']:.3f} -> "
+                       f"{rows[r + 1]['success_test_scored']:.3f}; "
                        f"3+ write share {rows[r]['share_num_write_3plus']:.2f} -> "
                        f"{rows[r + 1]['share_num_write_3plus']:.2f}"
                        if nxt else "-")})

@@ -13,6 +13,7 @@ import math
 from collections import defaultdict
 
 from evosyn.tasks.reports.legend import METRICS, label
+from evosyn.tasks.overlap import SET_LABEL
 from evosyn.tasks.reports.data import ANY, PROBE_ORDER, SLICE_FACTORS
 
 CSS = """
@@ -114,7 +115,9 @@ def _grid(plt, n: int, width: float = 6.2, height: float = 3.0):
 def success_plot(arm_rows: list[dict]) -> str:
     """Success on both test sets and the diagnostic set over rounds, one line per (domain, arm), 95% Wilson band."""
     plt = _plt()
-    sets = ("test", "test_uniform", "diagnostic")
+    # only the sets evaluated: a domain with no official tasks has no official-matched set, and no empty chart
+    sets = [s for s in ("test", "test_uniform", "diagnostic") if any(r["task_set"] == s for r in arm_rows)] \
+        or ["test_uniform"]
     fig, axes = _grid(plt, len(sets))
     for ax, task_set in zip(axes, sets):
         by = defaultdict(list)
@@ -126,17 +129,22 @@ def success_plot(arm_rows: list[dict]) -> str:
             line, = ax.plot(xs, [r["success"] for r in rs], marker="o", label=f"{domain} / {arm}")
             ax.fill_between(xs, [r["ci_low"] for r in rs], [r["ci_high"] for r in rs], alpha=0.2,
                             color=line.get_color())
-        ax.set_title(f"{task_set} success (95% Wilson CI)", fontsize=10)
+        ax.set_title(f"{SET_LABEL.get(task_set, task_set)} success (95% Wilson CI)", fontsize=10)
         ax.set_xlabel("round"), ax.set_ylabel("success rate"), ax.set_ylim(0, 1)
         ax.xaxis.get_major_locator().set_params(integer=True)
         _outside(ax)
     return _png(fig)
 
 
-def slice_plot(rows: list[dict]) -> str:
+def slice_plot(rows: list[dict], task_set: str = "test") -> str | None:
+    """Success per value of each slice factor over rounds, on ``task_set`` (the run's scored set); a factor no test
+    task showed is left out, and with none at all there is no plot."""
+    factors = [f for f in SLICE_FACTORS if any(r["factor"] == f for r in rows)]
+    if not factors:
+        return None
     plt = _plt()
-    fig, axes = _grid(plt, len(SLICE_FACTORS))
-    for ax, f in zip(axes, SLICE_FACTORS):
+    fig, axes = _grid(plt, len(factors))
+    for ax, f in zip(axes, factors):
         by = defaultdict(list)
         for r in rows:
             if r["factor"] == f:
@@ -144,7 +152,7 @@ def slice_plot(rows: list[dict]) -> str:
         for v, rs in sorted(by.items()):
             ax.plot([r["round"] for r in rs], [r["success"] for r in rs], marker="o", label=f"{v} (n={rs[-1]['n']})")
         _outside(ax)
-        ax.set_title(f"test success by {f}", fontsize=10)
+        ax.set_title(f"{SET_LABEL.get(task_set, task_set)} success by {f}", fontsize=10)
         ax.set_xlabel("round"), ax.set_ylabel("success rate"), ax.set_ylim(-0.02, 1.02)
         ax.xaxis.get_major_locator().set_params(integer=True)
     return _png(fig)

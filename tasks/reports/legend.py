@@ -34,8 +34,26 @@ METRICS: dict[str, Metric] = {
         "uniform test success", "learner success rate on the uniform test set (every property the generator "
         "controls drawn uniformly; the same tasks for every run and round of a domain)", "0..1", "higher"),
     "success_test_ci": Metric(
-        "test success 95% CI", "Wilson score interval of test success over the test tasks (pooled over the "
-        "arm's seeds when comparing)", "0..1", "-"),
+        "test success 95% CI", "Wilson score interval of the test score over its test tasks (the scored set's: "
+        "official-matched, or uniform for a domain with no official tasks; pooled over the arm's seeds when "
+        "comparing)", "0..1", "-"),
+    "success_test_scored": Metric(
+        "test score", "the round's test score: the official-matched set's success, or the uniform set's for a "
+        "domain with no official tasks (shown as test (uniform))", "0..1", "higher"),
+    "test_set_scored": Metric(
+        "test set scored", "which fixed test set the test score is of: official-matched, or uniform (a domain "
+        "with no official tasks has no official-matched set)", "-", "-"),
+    "overlap_test": Metric(
+        "test overlap", "share of the tasks the learner trained on (rounds <= this one) flagged by dedup as near "
+        "copies of an official-matched test-set task: above 10% a warning says the score may overstate",
+        "0..1", "lower"),
+    "overlap_test_uniform": Metric(
+        "uniform test overlap", "share of the tasks the learner trained on (rounds <= this one) flagged by dedup "
+        "as near copies of a uniform test-set task: above 10% a warning says the score may overstate",
+        "0..1", "lower"),
+    "overlap_test_sets": Metric(
+        "test-set overlap", "share of the tasks the learner trained on (rounds <= this one) that nearly copy a "
+        "task of either test set", "0..1", "lower"),
     "factor_coverage": Metric(
         "factor coverage", "mean over observed factors of the share of reference values seen in the verified "
         "data (Eq. 23)", "0..1", "higher"),
@@ -74,7 +92,7 @@ METRICS: dict[str, Metric] = {
         "diagnostic success rose (B.8; undefined when none was targeted)", "0..1", "higher"),
     "success_gain_per_1k": Metric(
         "test gain per 1K examples", "test success change from the previous round per 1,000 verified training "
-        "examples added in this round (B.12)", "any", "higher"),
+        "examples added in this round (B.12; on the uniform set for a domain with no official tasks)", "any", "higher"),
     "share_num_write_3plus": Metric(
         "share 3+ writes", "share of this round's verified tasks whose gold solution writes 3 or more times",
         "0..1", "-"),

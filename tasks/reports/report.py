@@ -15,6 +15,7 @@ from evosyn.tasks.reports import data as D
 from evosyn.tasks.reports import html as H
 from evosyn.tasks.reports.legend import legend, label
 from evosyn.tasks.metrics import pattern_union
+from evosyn.tasks.overlap import SET_LABEL, overlap_warnings
 
 
 def llm_cost_rows(store: Store, run_id: str) -> list[dict]:
@@ -41,8 +42,8 @@ def llm_cost_rows(store: Store, run_id: str) -> list[dict]:
     return rows
 
 
-COLS = ["round", "verified", "verified_new", "success_diagnostic", "success_test", "success_test_ci",
-        "success_test_uniform", "factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity", "distinct_tool_sequences",
+COLS = ["round", "verified", "verified_new", "success_diagnostic", "success_test", "overlap_test",
+        "success_test_uniform", "overlap_test_uniform", "test_set_scored", "success_test_ci", "factor_coverage", "factor_balance", "interaction_coverage", "trajectory_diversity", "distinct_tool_sequences",
         "share_num_write_3plus"]
 UNION_COLS = [*COLS[:COLS.index("trajectory_diversity") + 1], "trajectory_diversity_union",
               *COLS[COLS.index("trajectory_diversity") + 1:]]
@@ -122,11 +123,15 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path, e
     meta = (f"domain {run[0].domain}, arm {run[0].arm}, seed {run[0].seed}, backend {run[0].backend}; "
             f"{len(ran)} of {run[0].rounds} rounds ran; status {run[0].status}; store {store.root}"
             if run else f"store {store.root}")
-    warnings = fallback_warnings(store, run_id)
-    if warnings:  # no silent fallback: said at the top of both pages
+    rows = {rid: D.run_rows(store, rid, envs, union) for rid in ids}
+    scored = D.scored_task_set(store, run_id)
+    if scored != "test":  # no official-matched set: the uniform one is the test set, said so
+        meta += "; no official-matched test set (no official tasks): test scores are the uniform set's, test (uniform)"
+    # no silent fallback, no silent copies of test tasks in training: said at the top of both pages
+    warnings = fallback_warnings(store, run_id) + (overlap_warnings(rows[run_id][-1]) if rows[run_id] else [])
+    if warnings:
         meta += "; " + "; ".join(warnings)
     sections, md = [], [f"# EvoSyn report: {run_id}", meta]
-    rows = {rid: D.run_rows(store, rid, envs, union) for rid in ids}
     for rid in ids:
         sections.append((f"run-{len(sections)}", f"Rounds of {rid}", H.table(rows[rid], cols)))
         md += [f"## Rounds of {rid}", _md(rows[rid], cols)]
@@ -140,11 +145,12 @@ def write_report(store: Store, run_id: str, compare: list[str], out_dir: Path, e
         + (H.table(arms, ARM_COLS) if per_arm else "")))
     if per_arm:
         md += ["## Success over rounds per arm (95% Wilson interval over test tasks)", _md(arms, ARM_COLS)]
-    slices = D.slice_success(store, run_id)
+    slices = D.slice_success(store, run_id, scored)
+    png = H.slice_plot(slices, scored)
     sections.append(("slices", "Per-slice test success", H.figure(
-        H.slice_plot(slices), "per-slice success over rounds",
-        f"Test success of {run_id} per value of each factor, observed on the test task's gold solution; n is "
-        "the number of test tasks in the slice.")))
+        png, "per-slice success over rounds",
+        f"Test success of {run_id} ({SET_LABEL[scored]} set) per value of each factor, observed on the test task's "
+        "gold solution; n is the number of test tasks in the slice.") if png else "<p>No test set was evaluated.</p>"))
     md += ["## Per-slice test success", _md(_pivot(slices, "factor,value", "success"),
                                             ["factor", "value", *_round_cols(slices)])]
     alloc = D.allocation(store, run_id)

@@ -30,6 +30,22 @@ def test_bench_verify_writes_json(tmp_path):
     assert data["tasks"] == 3 and data["agreeing_rewards"] == 3 and data["speedup"] > 1
 
 
+def test_bench_verify_on_a_family_without_an_evaluator_compares_with_the_replay_floor(tmp_path):
+    """CAR-bench: its own split by default (it has no ``base``), and no evaluator of its own installed: our verifier
+    against the replay floor, the gold trajectories' rewards named, no tau2 column; a split it lacks is one line."""
+    target = tmp_path / "bench.json"
+    out = evosyn("bench", "verify", "--domain", "car_bench", "--limit", "3", "--output", str(target), home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(target.read_text())
+    assert data["split"] == "test" and data["tasks"] == 3 and data["evaluator"] is None
+    assert data["gold_reward_1"] == {"verifier": 3, "verifier_gold_replayed": 3} and data["agreeing_rewards"] is None
+    assert set(data["per_task"]) == {"verifier", "verifier_gold_replayed", "replay_floor"} and data["floor_share"] > 0
+    assert "vs replay floor" in out.stdout and "tau2" not in out.stdout
+    out = evosyn("bench", "verify", "--domain", "car_bench", "--split", "base", home=tmp_path)
+    assert out.returncode == 2 and out.stderr.startswith("error: --split base: not a split of car_bench")
+    assert out.stderr.count("\n") == 1
+
+
 @pytest.mark.slow
 def test_bench_learner_reports_cpu_per_trajectory_and_per_task(tmp_path):
     target = tmp_path / "learner.json"

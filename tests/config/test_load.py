@@ -158,3 +158,75 @@ def test_an_s3_store_root_keeps_its_name_and_has_a_local_folder(monkeypatch, tmp
     assert run_id_for(cfg) == run_id_for(RunConfig(store={"root": str(tmp_path)}))  # where it is stored: not its id
     monkeypatch.setenv("EVOSYN_HOME", str(tmp_path / "h"))
     assert RunConfig().store_root() == tmp_path / "h" == Path(RunConfig().store_location())
+
+
+def test_the_seed_is_bounded_to_what_the_seeded_libraries_take(tmp_path):
+    """A seed the embedded learner's scikit-learn refuses (above 2**32 - 1), or that overflows the runs table's
+    int64, is one line naming the field at config time, not an OverflowError that leaves a partial run."""
+    import numpy as np
+    from sklearn.linear_model import SGDClassifier
+
+    from evosyn.config import SEED_MAX, validate_config
+    from evosyn.tasks.loop import probe_seed
+
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, "seed: 100000000000000000000000\n"))
+    assert "field 'seed': Input should be less than or equal to 4294967295" in str(err.value)
+    assert validate_config({"seed": SEED_MAX}).seed == SEED_MAX
+    x, y = np.array([[0.0], [1.0]]), np.array([0, 1])
+    SGDClassifier(random_state=SEED_MAX, max_iter=5, tol=None).fit(x, y)  # the learner's seed: accepted
+    with pytest.raises(ValueError):
+        SGDClassifier(random_state=SEED_MAX + 1, max_iter=5, tol=None).fit(x, y)
+    assert probe_seed(SEED_MAX, 50) < 2**63 and 1000 * SEED_MAX + 64 < 2**63  # derived seeds: still int64
+
+
+def _number_fields(model, prefix=""):
+    """(dotted name, FieldInfo) of every int / float field of a config model and the sections it nests."""
+    import typing
+
+    from evosyn.config.base import Section
+
+    for name, info in model.model_fields.items():
+        kinds = {info.annotation, *typing.get_args(info.annotation)}
+        for kind in kinds:
+            if isinstance(kind, type) and issubclass(kind, Section):
+                yield from _number_fields(kind, f"{prefix}{name}.")
+            if typing.get_origin(kind) is dict and isinstance(typing.get_args(kind)[1], type) \
+                    and issubclass(typing.get_args(kind)[1], Section):
+                yield from _number_fields(typing.get_args(kind)[1], f"{prefix}{name}.")
+        if kinds & {int, float} and bool not in kinds:
+            yield prefix + name, info
+
+
+def test_every_number_of_the_config_has_both_bounds():
+    from evosyn.config import RunConfig
+
+    fields = dict(_number_fields(RunConfig))
+    assert {"seed", "roles.batch_poll_s", "served.trials", "llamafactory.train_timeout_s"} <= set(fields)
+    unbounded = [name for name, info in fields.items()
+                 if not any(getattr(m, a, None) is not None for m in info.metadata for a in ("le", "lt"))
+                 or not any(getattr(m, a, None) is not None for m in info.metadata for a in ("ge", "gt"))]
+    assert unbounded == []
+
+
+@pytest.mark.parametrize("text, field", [
+    ("roles:\n  planner: {batch: true, batch_poll_s: 1e308}\n", "roles.planner.batch_poll_s"),
+    ("roles:\n  planner: {batch_window_s: .inf}\n", "roles.planner.batch_window_s"),
+    ("roles:\n  planner: {timeout_s: .nan}\n", "roles.planner.timeout_s"),
+    ("roles:\n  planner: {input_cost_per_mtok: .nan}\n", "roles.planner.input_cost_per_mtok"),
+    ("roles:\n  planner: {schema_max_items: 100000000000}\n", "roles.planner.schema_max_items"),
+    ("prior:\n  writes: {1: .inf}\n", "prior.writes.1"),
+    ("dedup: {threshold: .nan}\n", "dedup.threshold"),
+    ("served: {model: m, base_url: 'http://127.0.0.1:8000/v1', batch_poll_s: .inf}\nlearner: served\n",
+     "served.batch_poll_s"),
+])
+def test_a_number_out_of_bounds_or_not_finite_is_one_line_naming_its_field(tmp_path, text, field):
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, text))
+    assert f"field '{field}'" in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_a_key_written_twice_is_one_line_with_its_line(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, "domain: airline\nrounds: 1\nbudget: 4\nrounds: 3\n"))
+    assert str(err.value) == f"invalid config {tmp_path / 'cfg.yaml'}: duplicate key 'rounds' at line 4 (keep one)"

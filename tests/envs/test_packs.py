@@ -54,7 +54,9 @@ def test_exactly_one_default(monkeypatch):
         name, default = "second", True
 
     register(Second())
-    with pytest.raises(RuntimeError, match="exactly one domain pack must be the default"):
+    with pytest.raises(packs.DefaultConflict, match=r"^default: 2 domain packs are the default, 'airline' \(.*"
+                       r"domains/airline/pack.py:\d+\) and 'second' \(.*test_packs.py:\d+\); remove `default = True` "
+                       r"from 'second' \(the default is 'airline'\) and pass --domain NAME to use another$"):
         default_domain()
 
 
@@ -206,10 +208,12 @@ def test_user_folders_are_scanned_and_a_broken_pack_stops_no_other(tmp_path, use
         "register(Again())\n")
     user_registry(tmp_path)
     assert "desk" in known() and "airline" in known() and "broken" not in known()  # its registration undone
-    assert packs.broken() == {"broken": "RuntimeError: half written",
-                              "again": "ValueError: domain 'airline' is already registered"}
+    # each with the pack's own line: the one that raised, the register call the registry refused
+    assert packs.broken() == {"broken": f"RuntimeError at {bad / '__init__.py'}:5: half written",
+                              "again": f"ValueError at {tmp_path / 'again' / '__init__.py'}:4: domain 'airline' is "
+                                       "already registered"}
     assert type(get_pack("airline")).__module__.startswith(f"{packs.PACKAGE}.")
-    with pytest.raises(packs.BrokenPack, match="domain 'broken' failed to load: RuntimeError: half written"):
+    with pytest.raises(packs.BrokenPack, match="domain 'broken' failed to load: RuntimeError at .*: half written"):
         get_pack("broken")
     assert type(get_pack("desk")).__module__ == f"{packs.USER_PACKAGE}.desk"
 

@@ -69,10 +69,15 @@ def test_a_broken_pack_is_listed_with_its_error_and_stops_no_other_domain(tmp_pa
     (folder / "__init__.py").write_text("import no_such_module_anywhere\n")
     out = in_folder("envs", "list", packs=packs, home=tmp_path / "h")
     assert out.returncode == 0 and "airline" in out.stdout.split()
-    assert "gym_broken  (failed to load: ModuleNotFoundError: No module named 'no_such_module_anywhere')" in out.stdout
+    assert "gym_broken  (failed to load: ModuleNotFoundError at packs/gym_broken/__init__.py:1: No module named " \
+           "'no_such_module_anywhere')" in out.stdout
     out = in_folder("synth", "--domain", "gym_broken", "--n", "3", packs=packs, home=tmp_path / "h")
     assert out.returncode == 2 and out.stderr.startswith("error: --domain gym_broken: the pack failed to load")
     out = in_folder("envs", "check", "gym_broken", packs=packs, home=tmp_path / "h")
+    assert out.returncode == 2 and out.stderr == ("error: gym_broken: the pack failed to load: ModuleNotFoundError at "
+                                                  "packs/gym_broken/__init__.py:1: No module named "
+                                                  "'no_such_module_anywhere'\n")
+    out = in_folder("--debug", "envs", "check", "gym_broken", packs=packs, home=tmp_path / "h")
     assert out.returncode == 2 and "Traceback" in out.stderr and "no_such_module_anywhere" in out.stderr
     out = in_folder("synth", "--domain", "airline", "--n", "3", "--quiet", packs=packs, home=tmp_path / "h")
     assert out.returncode == 0, out.stderr[-2000:]

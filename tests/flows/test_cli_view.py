@@ -72,6 +72,7 @@ def test_show_a_trajectory_a_verdict_and_a_blueprint(home, domain):
     verdict = cli(home, "show", row["verdict_id"]).stdout
     assert f"─ verdict {row['verdict_id']}" in verdict and "─ trajectory" not in verdict
     assert "check" in verdict and "reason" in verdict and "observed" in verdict
+    assert "PASSED · tau2-bench reward 1 · attempt" in verdict  # the benchmark whose rule the reward is
     chain = cli(home, "show", row["blueprint_id"]).stdout
     heads = [chain.index(k) for k in (f"─ blueprint {row['blueprint_id']}", f"─ task {row['task_id']}",
                                       f"─ trajectory {row['trajectory_id']}", f"─ verdict {row['verdict_id']}")]

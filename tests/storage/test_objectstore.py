@@ -12,7 +12,7 @@ import pytest
 
 from evosyn.storage import objectstore
 from evosyn.storage.catalog import query_rows
-from evosyn.storage.chunks import check, invalidate, markers
+from evosyn.storage.chunks import check, invalidate, markers, quarantine
 from evosyn.storage.digest import table_digests
 from evosyn.storage.records import TABLES
 from evosyn.storage.store import Store, StoreFault
@@ -78,6 +78,12 @@ def test_a_marker_vouches_only_for_files_written_since_its_stage_began(s3_root):
 
 def test_store_check_names_a_damaged_object_and_invalidate_makes_it_redone(both):
     _, remote = both
+    unmarked = remote.partition_dir("tasks", "run-a", 2) / "c1.parquet"  # `_fill` wrote it without a marker
+    data = unmarked.read_bytes()
+    assert [(p.path, p.unvouched) for p in check(remote)] == [(unmarked, True)]
+    (moved,) = quarantine(remote, check(remote))  # out of the tables, kept under quarantine/
+    assert not unmarked.exists() and moved.read_bytes() == data
+    assert str(moved) == remote.location + "/quarantine/tasks/run_id=run-a/round=2/c1.parquet"
     assert check(remote) == []
     (path,) = remote.files("tasks", "run-a", 1)
     objectstore.put(path, path.read_bytes()[:-20])  # a truncated object (another tool's partial upload)

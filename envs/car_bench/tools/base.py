@@ -7,7 +7,8 @@ user's explicit confirmation first, and a handler ``(ctx, **arguments)``.
 
 A handler returns the ``result`` object of a successful call, or raises
 ``ToolFailure`` for a refused one (CAR-bench's ``{"status": "FAILURE",
-"errors": {code: message}}``, which counts as a tool execution error). Tools
+"errors": {code: message}}``, which counts as a tool execution error, except
+for a tool CAR-bench never counts: ``CarTool.tool_error`` False). Tools
 whose CAR-bench answer is not that envelope (``calculate_math``,
 ``calculate_datetime``, ``think``) return ``Raw`` text. Any other exception
 becomes an ``Error: ...`` observation, as in CAR-bench, and is not counted as a
@@ -67,6 +68,7 @@ class CarTool:
     parameters: dict[str, Any]
     handler: Callable[..., Any]
     confirm: bool = False  # CAR-bench's REQUIRES_CONFIRMATION
+    tool_error: bool = True  # whether a refusal counts as a tool execution error (not the planner's, in CAR-bench)
 
     def schema(self) -> dict[str, Any]:
         description = ("REQUIRES_CONFIRMATION: " if self.confirm else "") + self.description

@@ -1,7 +1,7 @@
 """Cross-domain tools: arithmetic, clock arithmetic, a scratchpad to think, and a step planner.
 
 None of them changes the car's state; the planner's notes live in the episode
-only (CAR-bench leaves them out of the state too).
+only (CAR-bench leaves them out of the state too; ``evosyn.envs.car_bench.tools.planning``).
 """
 from __future__ import annotations
 
@@ -10,14 +10,8 @@ import json
 import operator
 from typing import Any
 
-from evosyn.envs.car_bench.tools.base import (
-    CarTool,
-    Raw,
-    ToolContext,
-    ToolFailure,
-    params,
-    string,
-)
+from evosyn.envs.car_bench.tools.base import CarTool, Raw, ToolContext, params, string
+from evosyn.envs.car_bench.tools.planning import MARKABLE, planning
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
         ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
@@ -68,52 +62,6 @@ def think(ctx: ToolContext, thought: str) -> Raw:
     return Raw("")
 
 
-STEP_STATUSES = ("not_started", "in_progress", "completed", "blocked")
-
-
-def planning(ctx: ToolContext, command: str, plan_id: str | None = None, title: str | None = None,
-             steps: list[dict[str, Any]] | None = None, step_updates: list[dict[str, Any]] | None = None) -> Any:
-    plans = ctx.plans.setdefault("plans", {})
-
-    def existing() -> dict[str, Any]:
-        if not plan_id or plan_id not in plans:
-            raise ToolFailure("PLANNING_TOOL_ERROR", f"no plan {plan_id!r}")
-        return plans[plan_id]
-
-    if command in ("create", "update"):
-        if command == "create" and (not plan_id or plan_id in plans or not steps):
-            raise ToolFailure("PLANNING_TOOL_ERROR", "create needs a new plan_id and steps")
-        plan = plans.setdefault(plan_id, {"plan_id": plan_id, "title": title or "", "steps": []}) \
-            if command == "create" else existing()
-        if title:
-            plan["title"] = title
-        if steps is not None:
-            plan["steps"] = [{**s, "step_status": "not_started", "step_notes": ""} for s in steps]
-        ctx.plans["active"] = plan_id
-        return {"plan_details": plan}
-    if command == "list":
-        return {"plans": sorted(plans), "active": ctx.plans.get("active")}
-    if command == "get":
-        return {"plan_details": existing()}
-    if command == "set_active":
-        existing()
-        ctx.plans["active"] = plan_id
-        return {"active": plan_id}
-    if command == "mark_steps":
-        plan = existing()
-        for update in step_updates or []:
-            i = update["step_index"]
-            if not 0 <= i < len(plan["steps"]) or update.get("step_status", "not_started") not in STEP_STATUSES:
-                raise ToolFailure("PLANNING_TOOL_ERROR", f"bad step update {update}")
-            plan["steps"][i].update({k: v for k, v in update.items() if k != "step_index"})
-        return {"plan_details": plan}
-    if command == "delete":
-        existing()
-        del plans[plan_id]
-        return {"deleted": plan_id}
-    raise ToolFailure("PLANNING_TOOL_001", f"unknown command {command!r}")
-
-
 _NUM = {"type": "number"}
 
 TOOLS = [
@@ -133,7 +81,9 @@ TOOLS = [
     CarTool("planning_tool", "generic", "cross_domain", "Planner: create, update and tick off the steps of a plan.",
             params({"command": {"type": "string", "enum": ["create", "update", "list", "get", "set_active",
                                                            "mark_steps", "delete"], "description": "What to do."},
-                    "plan_id": string("The plan's id."), "title": string("The plan's title."),
+                    "plan_id": string("The plan's id: create, update, set_active and delete need it; get and "
+                                      "mark_steps act on the active plan without it."),
+                    "title": string("The plan's title (create needs one)."),
                     "steps": {"type": "array", "description": "The plan's steps.",
                               "items": {"type": "object", "required": ["step_description", "step_dependent_on"],
                                         "properties": {"step_description": {"type": "string"},
@@ -143,7 +93,7 @@ TOOLS = [
                                      "items": {"type": "object", "required": ["step_index"],
                                                "properties": {"step_index": {"type": "integer"},
                                                               "step_status": {"type": "string",
-                                                                              "enum": list(STEP_STATUSES)},
+                                                                              "enum": list(MARKABLE)},
                                                               "step_notes": {"type": "string"}}}}},
-                   ("command",)), planning),
+                   ("command",)), planning, tool_error=False),
 ]

@@ -9,10 +9,13 @@ codes of its findings are kept. The LLM policy judge answered "followed" there
 AUT-POL rules alone.
 
 ``data/tool_agreement.jsonl`` checks the tools themselves the same way: random
-call sequences with what CAR-bench's own tools answered and did after each call.
+call sequences with what CAR-bench's own tools answered and did after each call
+(``seq_*``: every tool but the scratchpad, the clock and the planner; ``plan_*``:
+mostly the planner, whose successful answers are compared whole, by digest).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -87,11 +90,26 @@ def _kind(content: str) -> str:
     return "Error" if content.startswith("Error") else "Unknown" if content.startswith("Unknown action") else "text"
 
 
+def _result_digest(content: str) -> str:
+    return hashlib.sha256(json.dumps(json.loads(content)["result"], sort_keys=True).encode()).hexdigest()
+
+
+def test_the_planner_is_checked_with_and_without_a_plan_id():
+    """CAR-bench's planner falls back to the active plan when ``get`` and ``mark_steps`` name none: the set has
+    such calls answered SUCCESS, and refusals of each command."""
+    planner = [(c["arguments"], theirs["kind"]) for row in CALLS
+               for c, theirs in zip(row["calls"], row["carbench"], strict=True) if c["name"] == "planning_tool"]
+    for command in ("get", "mark_steps"):
+        assert any(a["command"] == command and not a.get("plan_id") and kind == "SUCCESS" for a, kind in planner)
+    for command in ("create", "update", "get", "set_active", "mark_steps", "delete", "archive"):
+        assert any(a["command"] == command and kind == "FAILURE" for a, kind in planner)
+
+
 def test_every_tool_call_answers_and_changes_the_state_as_carbench(car):
     """Random call sequences (``data/build_agreement.py``), valid and invalid, on the fixture tasks' contexts: after
     each call, the answer's kind (success, refusal, error), the state's digest and the counts of tool errors and
     policy violations equal what CAR-bench's own tools gave."""
-    assert len({c["name"] for row in CALLS for c in row["calls"]}) >= 50
+    assert len({c["name"] for row in CALLS for c in row["calls"]}) >= 55
     diverged = []
     for row in CALLS:
         episode = car.episode(car.official_task(row["task_id"]))
@@ -100,6 +118,8 @@ def test_every_tool_call_answers_and_changes_the_state_as_carbench(car):
             kind = _kind(content)
             mine = {"kind": kind, "state": episode.state_digest(), "policy_errors": len(episode.policy_errors),
                     "tool_errors": len(episode.tool_errors)}
+            if "result" in theirs:  # the planner: what the agent reads of its plans
+                mine["result"] = _result_digest(content) if kind == "SUCCESS" else None
             if mine != theirs:
                 diverged.append((row["id"], call["name"], mine, theirs))
                 break

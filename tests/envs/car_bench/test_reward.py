@@ -41,6 +41,17 @@ def test_the_replay_never_trusts_recorded_observations(car):
     assert reward(car, task, claimed).failed == ["state", "tool_subset"]
 
 
+def test_a_refused_planner_call_costs_no_reward(car):
+    """CAR-bench counts no planner refusal as a tool execution error: a gold trajectory with one still earns 1."""
+    task = car.official_task("base_f1")
+    gold = gold_trajectory(task, car)
+    plan = [Message(role="assistant", tool_calls=[ToolCall(id="p", name="planning_tool",
+                                                           arguments={"command": "mark_steps"})]),
+            Message(role="tool", content="", tool_call_id="p")]
+    outcome = reward(car, task, [gold[0], *plan, *gold[1:]])
+    assert outcome.reward == 1.0 and outcome.r_tool_execution and outcome.tool_execution_errors == []
+
+
 def test_two_components_failing_floor_at_zero_and_one_keyword_counts_once(car):
     task = car.official_task("base_f1")
     out = reward(car, task, [Message(role="user", content="hi"), Message(role="assistant", content="no")],

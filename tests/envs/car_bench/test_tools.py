@@ -139,12 +139,41 @@ def test_cross_domain_tools(car):
     assert moved.content == '{"year": 2025, "month": 3, "day": 11, "hour": 0, "minute": 10}'
     assert ep.step("think", {"thought": "hm"}).content == ""
     created, _ = call(ep, "planning_tool", command="create", plan_id="p", title="t",
-                   steps=[{"step_description": "a", "step_dependent_on": []}])
-    assert created["result"]["plan_details"]["steps"][0]["step_status"] == "not_started"
+                      steps=[{"step_description": "a", "step_dependent_on": []},
+                             {"step_description": "b", "step_dependent_on": [0]}])
+    steps = created["result"]["plan_details"]["steps"]
+    assert [s["status"] for s in steps] == ["executable_but_not_started", "unresolved_dependencies_and_not_started"]
     marked, _ = call(ep, "planning_tool", command="mark_steps", plan_id="p",
                      step_updates=[{"step_index": 0, "step_status": "completed"}])
-    assert marked["result"]["plan_details"]["steps"][0]["step_status"] == "completed"
+    steps = marked["result"]["plan_details"]["steps"]
+    assert [s["status"] for s in steps] == ["completed", "executable_but_not_started"]  # b's dependency is done
     assert ep.state_digest() == car.episode().state_digest()  # none of them changes the car
+
+
+def test_the_planner_without_a_plan_id_uses_the_active_plan_and_its_refusals_are_no_tool_errors(car):
+    """As CAR-bench's planner: ``get`` and ``mark_steps`` without ``plan_id`` act on the active plan (the one
+    created or set last); the commands that need one refuse; and no refusal of the planner is a tool execution
+    error (CAR-bench's reward never counts them)."""
+    ep = car.episode()
+    answer, error = call(ep, "planning_tool", command="get")
+    assert error and answer["status"] == "FAILURE"  # no plan yet: nothing to fall back to
+    for plan_id in ("trip", "errands"):
+        call(ep, "planning_tool", command="create", plan_id=plan_id, title=plan_id,
+             steps=[{"step_description": "look", "step_dependent_on": []}])
+    answer, error = call(ep, "planning_tool", command="get")
+    assert not error and answer["result"]["plan_id"] == "errands" and answer["result"]["is_active"]
+    call(ep, "planning_tool", command="set_active", plan_id="trip")
+    answer, error = call(ep, "planning_tool", command="mark_steps",
+                         step_updates=[{"step_index": 0, "step_status": "completed"}])
+    assert not error and answer["result"]["plan_id"] == "trip"
+    assert answer["result"]["plan_details"]["progress"]["completed"] == 1
+    for arguments in ({"command": "delete"}, {"command": "set_active"}, {"command": "update", "title": "x"},
+                      {"command": "create", "plan_id": "trip", "title": "again",
+                       "steps": [{"step_description": "look", "step_dependent_on": []}]},
+                      {"command": "mark_steps", "step_updates": [{"step_index": 3}]}, {"command": "archive"}):
+        answer, error = call(ep, "planning_tool", **arguments)
+        assert error and answer["status"] == "FAILURE", arguments
+    assert ep.tool_errors == []
 
 
 def test_preferences_and_removed_results(car):

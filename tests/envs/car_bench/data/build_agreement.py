@@ -2,12 +2,14 @@
 
     python tests/envs/car_bench/data/build_agreement.py trajectories > ours.jsonl      # gold and perturbed
     python tests/envs/car_bench/data/build_agreement.py calls 150 1 > calls.jsonl      # random call sequences
+    python tests/envs/car_bench/data/build_agreement.py plans 60 2 > plans.jsonl       # the planner among them
     # ... score both with CAR-bench's own code, outside the project (carbench_score.py) ...
     python tests/envs/car_bench/data/build_agreement.py rewards theirs.jsonl > agreement.jsonl
     python tests/envs/car_bench/data/build_agreement.py tools tools_theirs.jsonl > tool_agreement.jsonl
 
 The last two keep our messages and calls, and of CAR-bench's answers only the reward, its components, the codes of
-the rules and tool errors it reported, and per call the answer's kind, our digest of its state and its counts.
+the rules and tool errors it reported, and per call the answer's kind, our digest of its state and its counts (and,
+for the planner, the SHA-256 of its successful answer's result, as canonical JSON: what the agent reads).
 """
 from __future__ import annotations
 
@@ -103,6 +105,83 @@ def arguments(name: str, rng: random.Random) -> dict:
     return table.get(name, {})
 
 
+PLAN_STEPS = [  # valid, and each way CAR-bench's planner can refuse a step list
+    [{"step_description": "find a charger", "step_dependent_on": []},
+     {"step_description": "route there", "step_dependent_on": [0]},
+     {"step_description": "tell the driver", "step_dependent_on": [0, 1]}],
+    [{"step_description": "open the window", "step_dependent_on": []},
+     {"step_description": "check the weather", "step_dependent_on": []}],
+    [{"step_description": "find a charger", "step_dependent_on": []},
+     {"step_description": "call Lena", "step_dependent_on": []}],
+    [{"step_description": "a", "step_dependent_on": [1]}, {"step_description": "b", "step_dependent_on": []}],
+    [{"step_description": "a", "step_dependent_on": ["0"]}],
+    [{"step_description": "a"}],
+    [{"step_dependent_on": []}],
+    [{"step_description": 7, "step_dependent_on": []}],
+    ["just text"],
+    [],
+]
+STEP_UPDATES = [
+    [{"step_index": 0, "step_status": "completed"}],
+    [{"step_index": 0, "step_status": "completed", "step_notes": "found one"},
+     {"step_index": 1, "step_status": "in_progress"}],
+    [{"step_index": 1, "step_status": "completed"}, {"step_index": 2, "step_status": "blocked"}],
+    [{"step_index": 0, "step_notes": "only a note"}],
+    [{"step_index": 5, "step_status": "completed"}],
+    [{"step_index": 0, "step_status": "done"}],
+    [{"step_status": "completed"}],
+    [{"step_index": "0", "step_status": "completed"}],
+    [],
+]
+
+
+def planner_arguments(rng: random.Random) -> dict:
+    """A planning_tool call: each command, with and without ``plan_id`` (CAR-bench falls back to the active plan
+    for ``get`` and ``mark_steps``), with valid and refused steps and updates."""
+    pick = rng.choice
+    command = pick(["create", "create", "create", "update", "list", "get", "get", "set_active", "mark_steps",
+                    "mark_steps", "mark_steps", "delete", "archive"])
+    out: dict = {"command": command}
+    plan_id = pick(["trip", "trip", "errands", None, None, ""])
+    if plan_id is not None:
+        out["plan_id"] = plan_id
+    if command in ("create", "update"):
+        title = pick(["Charge and go", "Errands", "Charge and go", "Errands", "", None])
+        if title is not None:
+            out["title"] = title
+        steps = pick([*PLAN_STEPS[:3] * 4, *PLAN_STEPS, None])
+        if steps is not None:
+            out["steps"] = steps
+    if command == "mark_steps":
+        updates = pick([*STEP_UPDATES[:4] * 3, *STEP_UPDATES, None])
+        if updates is not None:
+            out["step_updates"] = updates
+    return out
+
+
+def plan_sequences(n: int, seed: int) -> list[dict]:
+    """Call sequences mostly of the planner, with other tools between its calls."""
+    from evosyn.envs.car_bench.domain import CarBenchDomain
+    from evosyn.envs.car_bench.tools import TOOLS
+
+    dom = CarBenchDomain()
+    tasks = [t for t in dom.tasks() if t.family == "base"]
+    names = sorted(n for n in TOOLS if n not in ("think", "planning_tool", "calculate_datetime"))
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        calls = [{"name": "planning_tool", "arguments": {"command": "create", "plan_id": rng.choice(["trip", "errands"]),
+                                                         "title": "Charge and go", "steps": rng.choice(PLAN_STEPS[:3])}}]
+        for _ in range(7):
+            if rng.random() < 0.75:
+                calls.append({"name": "planning_tool", "arguments": planner_arguments(rng)})
+            else:
+                name = rng.choice(names)
+                calls.append({"name": name, "arguments": arguments(name, rng)})
+        out.append({"id": f"plan_{i}", "task_id": rng.choice(tasks).id, "calls": calls})
+    return out
+
+
 def sequences(n: int, seed: int) -> list[dict]:
     from evosyn.envs.car_bench.domain import CarBenchDomain
     from evosyn.envs.car_bench.tools import TOOLS
@@ -147,7 +226,8 @@ def tools(path: str) -> None:
     for line in Path(path).read_text().splitlines():
         row = json.loads(line)
         steps = [{"kind": s["kind"], "state": CarState.model_validate(s["state"]).digest(),
-                  "policy_errors": s["policy_errors"], "tool_errors": s["tool_errors"]} for s in row["carbench"]]
+                  "policy_errors": s["policy_errors"], "tool_errors": s["tool_errors"],
+                  **({"result": s["result"]} if "result" in s else {})} for s in row["carbench"]]
         print(json.dumps({"id": row["id"], "task_id": row["task_id"], "calls": row["calls"], "carbench": steps}))
 
 
@@ -157,6 +237,9 @@ if __name__ == "__main__":
     if command == "calls":
         for row in sequences(int(args[0]), int(args[1])):
             print(json.dumps(row))
+    elif command == "plans":
+        for row in plan_sequences(int(args[0]), int(args[1])):
+            print(json.dumps(row))
     elif command == "trajectories":
         trajectories()
     elif command == "rewards":
@@ -164,4 +247,4 @@ if __name__ == "__main__":
     elif command == "tools":
         tools(args[0])
     else:
-        raise SystemExit(f"unknown command {command!r}: calls, trajectories, rewards or tools")
+        raise SystemExit(f"unknown command {command!r}: calls, plans, trajectories, rewards or tools")

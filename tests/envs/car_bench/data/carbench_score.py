@@ -8,6 +8,7 @@ Run it in a scratch environment OUTSIDE the project (CAR-bench is not a dependen
     # ours.jsonl and calls.jsonl come from build_agreement.py (trajectories, calls)
     venv/bin/python <this file> <repo>/envs/car_bench/fixture ours.jsonl theirs.jsonl
     venv/bin/python <this file> <repo>/envs/car_bench/fixture --tools calls.jsonl tools_theirs.jsonl
+    venv/bin/python <this file> <repo>/envs/car_bench/fixture --tools plans.jsonl plans_theirs.jsonl
 
 It runs CAR-bench's ``Env`` (tools, state hashes, ``calculate_reward``, AUT policy
 evaluator) unmodified on the fixture's mock data, with the official scoring
@@ -19,6 +20,7 @@ answer, the reward, its components and the codes of the rules and tool errors
 it reported (not its wording).
 """
 import asyncio
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -38,6 +40,7 @@ from car_bench.envs.car_voice_assistant.context.fixed_context import (
 from car_bench.envs.car_voice_assistant.mock_data import DataManager, load_data
 from car_bench.envs.car_voice_assistant.tasks.task_config import TaskConfig, task_config
 from car_bench.envs.car_voice_assistant.tools import ALL_TOOLS
+from car_bench.envs.car_voice_assistant.tools.cross_domain.planning import PlanningTool
 from car_bench.envs.car_voice_assistant.wiki import WIKI
 from car_bench.envs.policy_evaluator import (
     LLMPolicyEvaluatorEnv,
@@ -142,8 +145,25 @@ def answer_kind(text):
     return "Error" if text.startswith("Error") else "Unknown" if text.startswith("Unknown action") else "text"
 
 
+def reset_planner():
+    """An empty plan store per sequence, as CAR-bench gives each task (newer releases: ``PlanningTool.reset``;
+    older ones keep the plans on the class)."""
+    if hasattr(PlanningTool, "reset"):
+        PlanningTool.reset()
+    else:
+        PlanningTool._plans, PlanningTool._current_plan_id = {}, None
+
+
+def planner_result(text):
+    """The SHA-256 of a successful planner answer's result as canonical JSON (None for any other answer)."""
+    parsed = json.loads(text) if answer_kind(text) == "SUCCESS" else None
+    return hashlib.sha256(json.dumps(parsed["result"], sort_keys=True).encode()).hexdigest() if parsed else None
+
+
 def run_calls(task, calls):
-    """Each call through CAR-bench's own tool, as its Env runs it; the answer's kind and the state after it."""
+    """Each call through CAR-bench's own tool, as its Env runs it; the answer's kind and the state after it
+    (and the planner's result digest)."""
+    reset_planner()
     tokens = [task_config.set(TaskConfig()), context_state.set(ContextState()), fixed_context.set(FixedContext()),
               policy_errors_during_runtime.set([]), tool_execution_errors_during_runtime.set([])]
     task_config.get().update_state(calendar_id=task.calendar_id)
@@ -158,7 +178,8 @@ def run_calls(task, calls):
             text = f"Error: {exc}"
         steps.append({"kind": answer_kind(text), "state": context_state.get().model_dump(mode="json"),
                       "policy_errors": len(policy_errors_during_runtime.get()),
-                      "tool_errors": len(tool_execution_errors_during_runtime.get())})
+                      "tool_errors": len(tool_execution_errors_during_runtime.get()),
+                      **({"result": planner_result(text)} if c["name"] == "planning_tool" else {})})
     for var, token in zip((task_config, context_state, fixed_context, policy_errors_during_runtime,
                            tool_execution_errors_during_runtime), tokens):
         var.reset(token)
