@@ -6,6 +6,12 @@ import os
 import evosyn.storage.offline  # noqa: F401
 import pytest
 
+# pytest-xdist's workers export COLUMNS=80 and LINES=24 (their own terminal's size): `evosyn` reads COLUMNS as a
+# terminal's width (flows/render.py), so every command a worker starts would wrap its tables to 80 columns, unlike
+# the same test run alone. The suite runs as a pipe does; a test of a width sets COLUMNS itself.
+for _var in ("COLUMNS", "LINES"):
+    os.environ.pop(_var, None)
+
 pytest_plugins = ["tests.fakes.user_packs",  # the user_registry fixture: a registry that scans a folder of packs
                   "tests.s3server",  # s3_server, s3_env, s3_root: a real SeaweedFS on 127.0.0.1, started on first use
                   "tests.postgres_server",  # pg_server: a real PostgreSQL per session
