@@ -76,12 +76,15 @@ class EmbeddedPlanner:
              seed: int, feasible: Feasible | None = None) -> Blueprint:
         """``feasible``: the generator's own test of a selection (``EmbeddedGenerator.realizable``); a sample it
         cannot realize is drawn again, so the budget goes to combinations that become tasks. It consumes none of
-        the planner's random draws: where every first sample is realizable, the blueprints are those without it."""
+        the planner's random draws: where every first sample is realizable, the blueprints are those without it.
+        Where no sample is, the first compatible one is planned as it would be without asking (every direction
+        spends its budget; the generator's rejection says why)."""
         for key in (*direction.allowed_values, *direction.preferred_values, *direction.forbidden_values):
             space.factor(key)  # raises KeyError naming the known factors
         digest = hashlib.sha256(f"{direction.direction_id}/{index}/{seed}".encode()).hexdigest()
         rng = random.Random(int(digest[:16], 16))
         last = "no attempt"
+        unbuildable = None  # the first compatible sample the generator refused: planned when no sample is buildable
         for _ in range(self.tries):
             sel = self._sample(direction, space, rng)
             try:
@@ -98,9 +101,11 @@ class EmbeddedPlanner:
                 continue
             why = feasible(sel, blueprint_id(direction, digest[:10]), seed) if feasible is not None else None
             if why:
-                last = f"the generator cannot realize any sample ({why})"
+                unbuildable = unbuildable or sel
                 continue
             return self._blueprint(direction, space, sel, digest[:10], seed)
+        if unbuildable is not None:  # as without asking: the blueprint is spent, and the generator records why
+            return self._blueprint(direction, space, unbuildable, digest[:10], seed)
         raise PlanError(f"direction {direction.condition_id}: no compatible blueprint ({last})")
 
     def _sample(self, direction: Direction, space: SynthesisSpace, rng: random.Random) -> dict[str, list[str]]:

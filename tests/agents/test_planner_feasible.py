@@ -39,9 +39,12 @@ def test_the_planner_spends_no_blueprint_on_a_combination_the_generator_refuses(
     gen, planner = EmbeddedGenerator(airline), EmbeddedPlanner(rules=rules)
     plain = [bp for bp in _blueprints(planner, dirs, sp) if bp is not None]
     probed = _blueprints(planner, dirs, sp, feasible=gen.realizable)
-    assert _infeasible(gen, sp, plain) >= 10  # without asking, the budget goes to tasks that are never built
+    refused = _infeasible(gen, sp, plain)
+    assert refused >= 10  # without asking, the budget goes to tasks that are never built
     kept = [bp for bp in probed if bp is not None]
-    assert len(kept) >= 0.95 * len(probed) and _infeasible(gen, sp, kept) == 0
+    # every blueprint is still planned (a direction with no buildable sample plans one as before: the generator
+    # records why), and the generator refuses almost none
+    assert len(kept) == len(probed) and _infeasible(gen, sp, kept) <= refused // 10
     # a blueprint whose first sample the generator could build is the blueprint planned without asking
     before = {bp.blueprint_id: bp for bp in plain}
     same = [bp for bp in kept if gen.realizable(before[bp.blueprint_id].selected_dimensions, bp.blueprint_id, 3)
